@@ -1,0 +1,1 @@
+"""De-identification core: risk, hierarchies, transformations, reports."""

@@ -1,0 +1,1 @@
+"""Key-holder gRPC service: Paillier keys per session, sealed relay, zero tests."""

@@ -1,0 +1,1 @@
+"""Party clients: encodings, cuckoo tables, blinded comparisons, CLI."""

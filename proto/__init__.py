@@ -1,0 +1,1 @@
+"""Secure linkage protocol messages (generated stubs live next to the .proto files)."""
