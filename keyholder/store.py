@@ -1,0 +1,295 @@
+"""The key holder's embedded state: one SQLite database in the data directory.
+
+It holds parties (name, X25519 public key, SHA-256 of the bearer token),
+sessions (public modulus, private key encrypted at rest), rounds, the relay
+index, the zero-tested batches, the sealed attachments of matching rows, and
+an audit log of who did what with counts only.  By construction nothing here
+is an identifier, an encoding or a released value in the clear: K never
+receives any of them unsealed.  ``secure_delete`` overwrites destroyed keys.
+"""
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value BLOB);
+CREATE TABLE IF NOT EXISTS parties (
+    name TEXT PRIMARY KEY, x25519 BLOB NOT NULL, fingerprint TEXT NOT NULL,
+    token_sha256 TEXT NOT NULL UNIQUE, registered_at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS sessions (
+    id TEXT PRIMARY KEY, mode INTEGER NOT NULL, querier TEXT NOT NULL, holder TEXT NOT NULL,
+    key_bits INTEGER NOT NULL, modulus BLOB NOT NULL, wrapped_key BLOB,
+    status INTEGER NOT NULL, created_at REAL NOT NULL, expires_at REAL NOT NULL,
+    closed_at REAL);
+CREATE TABLE IF NOT EXISTS rounds (
+    session_id TEXT NOT NULL, round INTEGER NOT NULL, status INTEGER NOT NULL,
+    message_id TEXT, comparisons INTEGER NOT NULL DEFAULT 0,
+    matched_rows INTEGER NOT NULL DEFAULT 0, batches INTEGER, holder_note BLOB,
+    reason TEXT, created_at REAL NOT NULL, finished_at REAL,
+    PRIMARY KEY (session_id, round));
+CREATE TABLE IF NOT EXISTS batches (
+    session_id TEXT NOT NULL, round INTEGER NOT NULL, seq INTEGER NOT NULL,
+    comparisons INTEGER NOT NULL, received_at REAL NOT NULL,
+    PRIMARY KEY (session_id, round, seq));
+CREATE TABLE IF NOT EXISTS matches (
+    session_id TEXT NOT NULL, round INTEGER NOT NULL, seq INTEGER NOT NULL,
+    row INTEGER NOT NULL, match_index INTEGER NOT NULL, attachment BLOB NOT NULL,
+    PRIMARY KEY (session_id, round, seq, row));
+CREATE TABLE IF NOT EXISTS messages (
+    id TEXT PRIMARY KEY, session_id TEXT NOT NULL, kind TEXT NOT NULL,
+    sender TEXT NOT NULL, recipient TEXT NOT NULL, size INTEGER NOT NULL,
+    path TEXT, round INTEGER, created_at REAL NOT NULL, acked_at REAL);
+CREATE TABLE IF NOT EXISTS audit (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, at REAL NOT NULL, party TEXT,
+    action TEXT NOT NULL, session_id TEXT, round INTEGER, count INTEGER, detail TEXT);
+"""
+
+
+@dataclass(frozen=True)
+class Party:
+    name: str
+    x25519: bytes
+    fingerprint: str
+    registered_at: float
+
+
+@dataclass(frozen=True)
+class Session:
+    id: str
+    mode: int
+    querier: str
+    holder: str
+    key_bits: int
+    modulus: bytes
+    wrapped_key: bytes | None
+    status: int
+    created_at: float
+    expires_at: float
+    rounds: int
+
+
+@dataclass(frozen=True)
+class Round:
+    session_id: str
+    round: int
+    status: int
+    message_id: str | None
+    comparisons: int
+    matched_rows: int
+    batches: int | None
+    holder_note: bytes | None
+    reason: str | None
+
+
+@dataclass(frozen=True)
+class Message:
+    id: str
+    session_id: str
+    kind: str
+    sender: str
+    recipient: str
+    size: int
+    path: str | None
+    round: int | None
+
+
+class Store:
+    """Thread-safe access to the key holder's SQLite database."""
+
+    def __init__(self, path: Path) -> None:
+        self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+        self._lock = threading.RLock()
+        with self._lock:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute("PRAGMA secure_delete=ON")
+            self._db.executescript(SCHEMA)
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def _one(self, sql: str, args: tuple = ()) -> tuple | None:
+        with self._lock:
+            return self._db.execute(sql, args).fetchone()
+
+    def _all(self, sql: str, args: tuple = ()) -> list[tuple]:
+        with self._lock:
+            return self._db.execute(sql, args).fetchall()
+
+    # -- meta ---------------------------------------------------------------
+    def get_meta(self, key: str) -> bytes | None:
+        row = self._one("SELECT value FROM meta WHERE key = ?", (key,))
+        return None if row is None else row[0]
+
+    def set_meta(self, key: str, value: bytes) -> None:
+        with self.transaction() as db:
+            db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+
+    # -- parties ------------------------------------------------------------
+    def get_party(self, name: str) -> Party | None:
+        row = self._one("SELECT name, x25519, fingerprint, registered_at FROM parties WHERE name = ?",
+                        (name,))
+        return None if row is None else Party(*row)
+
+    def party_for_token(self, token_sha256: str) -> str | None:
+        row = self._one("SELECT name FROM parties WHERE token_sha256 = ?", (token_sha256,))
+        return None if row is None else row[0]
+
+    def token_of(self, name: str) -> str | None:
+        row = self._one("SELECT token_sha256 FROM parties WHERE name = ?", (name,))
+        return None if row is None else row[0]
+
+    def put_party(self, name: str, x25519: bytes, fingerprint: str, token_sha256: str) -> None:
+        with self.transaction() as db:
+            db.execute("INSERT OR REPLACE INTO parties VALUES (?, ?, ?, ?, ?)",
+                       (name, x25519, fingerprint, token_sha256, time.time()))
+
+    # -- sessions -----------------------------------------------------------
+    _SESSION_COLUMNS = ("id, mode, querier, holder, key_bits, modulus, wrapped_key, status, "
+                        "created_at, expires_at, "
+                        "(SELECT COUNT(*) FROM rounds r WHERE r.session_id = sessions.id)")
+
+    def add_session(self, session: Session) -> None:
+        with self.transaction() as db:
+            db.execute("INSERT INTO sessions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)",
+                       (session.id, session.mode, session.querier, session.holder, session.key_bits,
+                        session.modulus, session.wrapped_key, session.status, session.created_at,
+                        session.expires_at))
+
+    def get_session(self, session_id: str) -> Session | None:
+        row = self._one(f"SELECT {self._SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,))
+        return None if row is None else Session(*row)
+
+    def sessions_to_expire(self, now: float, open_status: int) -> list[str]:
+        return [r[0] for r in self._all(
+            "SELECT id FROM sessions WHERE status = ? AND expires_at <= ?", (open_status, now))]
+
+    def end_session(self, session_id: str, status: int) -> list[str]:
+        """Mark a session ended, destroy its private key and sealed results.
+
+        Returns the spool paths of its messages for the caller to delete.
+        """
+        with self.transaction() as db:
+            paths = [r[0] for r in db.execute(
+                "SELECT path FROM messages WHERE session_id = ? AND path IS NOT NULL", (session_id,))]
+            db.execute("UPDATE sessions SET status = ?, wrapped_key = NULL, closed_at = ? WHERE id = ?",
+                       (status, time.time(), session_id))
+            db.execute("DELETE FROM matches WHERE session_id = ?", (session_id,))
+            db.execute("UPDATE rounds SET holder_note = NULL WHERE session_id = ?", (session_id,))
+            db.execute("UPDATE messages SET path = NULL WHERE session_id = ?", (session_id,))
+        return paths
+
+    # -- rounds -------------------------------------------------------------
+    _ROUND_COLUMNS = ("session_id, round, status, message_id, comparisons, matched_rows, batches, "
+                      "holder_note, reason")
+
+    def get_round(self, session_id: str, round_no: int) -> Round | None:
+        row = self._one(f"SELECT {self._ROUND_COLUMNS} FROM rounds WHERE session_id = ? AND round = ?",
+                        (session_id, round_no))
+        return None if row is None else Round(*row)
+
+    def pending_rounds(self, holder: str, pending: int, open_status: int) -> list[Round]:
+        rows = self._all(
+            f"SELECT {', '.join('r.' + c.strip() for c in self._ROUND_COLUMNS.split(','))} "
+            "FROM rounds r JOIN sessions s ON s.id = r.session_id "
+            "WHERE s.holder = ? AND s.status = ? AND r.status = ? AND r.batches IS NULL "
+            "ORDER BY r.created_at", (holder, open_status, pending))
+        return [Round(*row) for row in rows]
+
+    def finish_round(self, session_id: str, round_no: int, status: int, batches: int | None,
+                     holder_note: bytes | None, reason: str | None) -> None:
+        with self.transaction() as db:
+            db.execute("UPDATE rounds SET status = ?, batches = ?, holder_note = ?, reason = ?, "
+                       "finished_at = ? WHERE session_id = ? AND round = ?",
+                       (status, batches, holder_note, reason, time.time(), session_id, round_no))
+
+    def batch_seqs(self, session_id: str, round_no: int) -> list[int]:
+        return [r[0] for r in self._all(
+            "SELECT seq FROM batches WHERE session_id = ? AND round = ? ORDER BY seq",
+            (session_id, round_no))]
+
+    def add_batch(self, session_id: str, round_no: int, seq: int, comparisons: int,
+                  matches: list[tuple[int, int, bytes]]) -> bool:
+        """Record one zero-tested batch and its matching rows; False if seen before."""
+        with self.transaction() as db:
+            seen = db.execute("SELECT 1 FROM batches WHERE session_id = ? AND round = ? AND seq = ?",
+                              (session_id, round_no, seq)).fetchone()
+            if seen:
+                return False
+            db.execute("INSERT INTO batches VALUES (?, ?, ?, ?, ?)",
+                       (session_id, round_no, seq, comparisons, time.time()))
+            db.executemany("INSERT INTO matches VALUES (?, ?, ?, ?, ?, ?)",
+                           [(session_id, round_no, seq, row, index, blob) for row, index, blob in matches])
+            db.execute("UPDATE rounds SET comparisons = comparisons + ?, matched_rows = matched_rows + ? "
+                       "WHERE session_id = ? AND round = ?",
+                       (comparisons, len(matches), session_id, round_no))
+        return True
+
+    def iter_matches(self, session_id: str, round_no: int, page: int = 1000) -> Iterator[list[tuple[int, bytes]]]:
+        last = (-1, -1)
+        while True:
+            rows = self._all("SELECT seq, row, match_index, attachment FROM matches "
+                             "WHERE session_id = ? AND round = ? AND (seq, row) > (?, ?) "
+                             "ORDER BY seq, row LIMIT ?", (session_id, round_no, last[0], last[1], page))
+            if not rows:
+                return
+            last = (rows[-1][0], rows[-1][1])
+            yield [(index, blob) for _, _, index, blob in rows]
+
+    # -- messages -----------------------------------------------------------
+    def add_message(self, message: Message, open_round: bool, pending: int) -> Message:
+        """Index a spooled message; a query also opens the session's next round."""
+        with self.transaction() as db:
+            round_no = None
+            if open_round:
+                (count,) = db.execute("SELECT COUNT(*) FROM rounds WHERE session_id = ?",
+                                      (message.session_id,)).fetchone()
+                round_no = int(count) + 1
+                db.execute("INSERT INTO rounds (session_id, round, status, message_id, created_at) "
+                           "VALUES (?, ?, ?, ?, ?)",
+                           (message.session_id, round_no, pending, message.id, time.time()))
+            db.execute("INSERT INTO messages VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)",
+                       (message.id, message.session_id, message.kind, message.sender, message.recipient,
+                        message.size, message.path, round_no, time.time()))
+        return Message(message.id, message.session_id, message.kind, message.sender,
+                       message.recipient, message.size, message.path, round_no)
+
+    def get_message(self, message_id: str) -> Message | None:
+        row = self._one("SELECT id, session_id, kind, sender, recipient, size, path, round "
+                        "FROM messages WHERE id = ?", (message_id,))
+        return None if row is None else Message(*row)
+
+    def ack_message(self, message_id: str) -> None:
+        with self.transaction() as db:
+            db.execute("UPDATE messages SET path = NULL, acked_at = ? WHERE id = ?",
+                       (time.time(), message_id))
+
+    # -- audit --------------------------------------------------------------
+    def audit(self, party: str | None, action: str, session_id: str | None = None,
+              round_no: int | None = None, count: int | None = None, detail: str | None = None) -> None:
+        """Append who did what; ``count`` and ``detail`` carry counts and parameters only."""
+        with self.transaction() as db:
+            db.execute("INSERT INTO audit (at, party, action, session_id, round, count, detail) "
+                       "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                       (time.time(), party, action, session_id, round_no, count, detail))
+
+    def audit_rows(self) -> list[tuple]:
+        return self._all("SELECT at, party, action, session_id, round, count, detail FROM audit ORDER BY id")

@@ -1,0 +1,171 @@
+"""``party`` command line: init, register, hold, join, dedup, lookup, demo.
+
+Exit status 0 on success; 2 with one line on stderr for bad input or a
+refusal (nothing is written); 1 when the key holder stays unreachable.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+
+from party_client.errors import PartyError
+from party_client.transport import KeyHolderUnavailable
+
+log = logging.getLogger("party")
+
+
+class UsageError(PartyError):
+    pass
+
+
+class OneLineParser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def _columns(text: str | None) -> list[str]:
+    return [c.strip() for c in text.split(",") if c.strip()] if text else []
+
+
+def _party(args):
+    from party_client.api import Party
+    return Party(args.dir, keyholder=args.keyholder, insecure=args.insecure, tls_dir=args.tls_dir,
+                 progress=None if not args.quiet else False)
+
+
+def cmd_init(args) -> int:
+    from party_client.identity import PartyDir
+    party = PartyDir.create(args.dir, args.name)
+    print(f"party '{party.name}' created in {party.path}; key fingerprint {party.fingerprint}")
+    return 0
+
+
+def cmd_register(args) -> int:
+    fingerprint = _party(args).register()
+    print(f"registered with the key holder at {args.keyholder}; key fingerprint {fingerprint}")
+    return 0
+
+
+def cmd_hold(args) -> int:
+    party = _party(args)
+    served = party.hold(args.input, args.id_column, _columns(args.release_columns), once=args.once,
+                        poll_seconds=args.poll_seconds, id_type=args.id_type,
+                        allow_fast_blinding=args.allow_fast_blinding,
+                        allowed_queriers=_columns(args.allow_querier) or None)
+    print(f"served {served} round(s)")
+    return 0
+
+
+def _finish(result, out: str, report_file: str | None) -> int:
+    from party_client.tables import write_table
+    write_table(result.frame, out)
+    if report_file:
+        with open(report_file, "w") as sink:
+            json.dump(result.report, sink, indent=2, default=str)
+    summary = {k: result.report[k] for k in ("mode", "holder", "records", "matched_records", "output_rows",
+                                             "blinding", "risk", "buckets", "warning") if k in result.report}
+    print(json.dumps(summary, default=str))
+    if result.report.get("warning"):
+        print(f"party: warning: {result.report['warning']}", file=sys.stderr)
+    return 0
+
+
+def cmd_query(args) -> int:
+    party = _party(args)
+    common = dict(id_type=args.id_type, key_bits=args.key_bits, fast_blinding=args.fast_blinding,
+                  timeout=args.timeout, matched_column=args.matched_column)
+    if args.command == "lookup":
+        result = party.lookup(args.holder, args.input, args.id_column, args.population, max_risk=args.max_risk,
+                              buckets=args.buckets, **common)
+    else:
+        result = getattr(party, args.command)(args.holder, args.input, args.id_column, **common)
+    return _finish(result, args.out, args.report)
+
+
+def cmd_demo(args) -> int:
+    from party_client.demo import run_demo
+    return run_demo(keep=args.keep, rows=args.rows)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = OneLineParser(prog="party", description=__doc__)
+    parser.add_argument("--log-level", default="WARNING")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
+
+    init = commands.add_parser("init", help="create a party directory with a fresh identity key")
+    init.add_argument("--dir", required=True)
+    init.add_argument("--name", required=True)
+    init.set_defaults(run=cmd_init)
+
+    def connected(sub):
+        sub.add_argument("--dir", required=True, help="party directory (party init)")
+        sub.add_argument("--keyholder", help="HOST:PORT (default: the address used at registration)")
+        sub.add_argument("--insecure", action="store_true", help="plaintext to a loopback key holder")
+        sub.add_argument("--tls-dir", help="ca.pem, client.pem, client.key (default PARTYDIR/tls)")
+        sub.add_argument("--quiet", action="store_true", help="no progress bars")
+        return sub
+
+    register = connected(commands.add_parser("register", help="register with the key holder"))
+    register.set_defaults(run=cmd_register)
+
+    hold = connected(commands.add_parser("hold", help="serve queries addressed to this party"))
+    hold.add_argument("--input", required=True)
+    hold.add_argument("--id-column", required=True)
+    hold.add_argument("--id-type", default="identifier", help="identifier (default) or name")
+    hold.add_argument("--release-columns", help="comma-separated columns released to a joining querier")
+    hold.add_argument("--once", action="store_true", help="serve what is pending, then exit")
+    hold.add_argument("--poll-seconds", type=float, default=20.0)
+    hold.add_argument("--allow-fast-blinding", action="store_true",
+                      help="honour a querier's request for 128-bit blinding (16x faster; a querier "
+                           "colluding with the key holder could then test guesses of non-matching ids)")
+    hold.add_argument("--allow-querier", help="comma-separated querier names (default: any)")
+    hold.set_defaults(run=cmd_hold)
+
+    for mode in ("join", "dedup", "lookup"):
+        sub = connected(commands.add_parser(mode, help=f"{mode} as querier"))
+        sub.add_argument("--holder", required=True)
+        sub.add_argument("--input", required=True)
+        sub.add_argument("--id-column", required=True)
+        sub.add_argument("--id-type", default="identifier", help="identifier (default) or name")
+        sub.add_argument("--out", required=True, help="CSV or Parquet (.parquet)")
+        sub.add_argument("--report", help="write the run's report (JSON) here")
+        sub.add_argument("--key-bits", type=int, default=2048, help="2048 (default) or 3072")
+        sub.add_argument("--fast-blinding", action="store_true",
+                         help="ask the holder for 128-bit blinding (the holder decides)")
+        sub.add_argument("--timeout", type=float, default=3600.0, help="seconds to wait for the holder")
+        sub.add_argument("--matched-column", default="matched")
+        if mode == "lookup":
+            sub.add_argument("--population", type=int, required=True,
+                             help="people in the population the queried persons come from")
+            sub.add_argument("--max-risk", type=float, default=0.05)
+            sub.add_argument("--buckets", type=int, help="bucket count (refused above --max-risk)")
+        sub.set_defaults(run=cmd_query)
+
+    demo = commands.add_parser("demo", help="run the whole story on an embedded key holder")
+    demo.add_argument("--keep", help="keep the demo's files in this folder")
+    demo.add_argument("--rows", type=int, default=300)
+    demo.set_defaults(run=cmd_demo)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
+                            format="%(asctime)s %(name)s %(levelname)s %(message)s")
+        return args.run(args)
+    except KeyHolderUnavailable as error:
+        print(f"party: error: {error}", file=sys.stderr)
+        return 1
+    except PartyError as error:
+        print(f"party: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("party: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

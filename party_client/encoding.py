@@ -1,0 +1,50 @@
+"""Keyed encodings of normalized values (PROTOCOL.md, "Encoding identifiers").
+
+For field ``f`` and normalized value ``v`` the encoding is
+``X = PRF_s("enc" || f || 0x00 || v)``: HKDF-Expand (SHA-256) keyed with the
+256-bit session secret ``s``, expanded to ``|n| - 64`` bits and read as an
+integer, so ``X < n``.  Cuckoo bin positions are ``PRF_s("bin" || i || X) mod B``
+and lookup buckets ``PRF_s("bucket" || X) mod B_L`` (HMAC-SHA256, 128 bits
+reduced mod the table size: bias below 2^-100).  Because every PRF is keyed
+with ``s``, which the key holder never sees, K cannot dictionary-attack the
+values it zero-tests nor the positions it sees.
+"""
+from __future__ import annotations
+
+from typing import Iterable
+
+from cryptography.hazmat.primitives import hashes, hmac
+from cryptography.hazmat.primitives.kdf.hkdf import HKDFExpand
+
+SECRET_BYTES = 32
+
+
+def encoding_bytes(modulus_bits: int) -> int:
+    """Length of an encoding in bytes: ``|n| - 64`` bits."""
+    return (modulus_bits - 64) // 8
+
+
+def encode(secret: bytes, field: str, value: str, modulus_bits: int) -> bytes:
+    """``PRF_s("enc" || f || 0x00 || v)`` as big-endian bytes (read as an integer < n)."""
+    info = b"enc" + field.encode() + b"\x00" + value.encode("utf-8")
+    return HKDFExpand(hashes.SHA256(), encoding_bytes(modulus_bits), info).derive(secret)
+
+
+def encode_many(secret: bytes, field: str, values: Iterable[str], modulus_bits: int) -> list[bytes]:
+    return [encode(secret, field, value, modulus_bits) for value in values]
+
+
+def _prf_mod(secret: bytes, message: bytes, modulus: int) -> int:
+    mac = hmac.HMAC(secret, hashes.SHA256())
+    mac.update(message)
+    return int.from_bytes(mac.finalize()[:16], "big") % modulus
+
+
+def bin_positions(secret: bytes, encoding: bytes, bins: int, hash_functions: int) -> list[int]:
+    """The ``h`` cuckoo positions ``PRF_s("bin" || i || X) mod B``, i = 0..h-1."""
+    return [_prf_mod(secret, b"bin" + bytes([i]) + encoding, bins) for i in range(hash_functions)]
+
+
+def bucket(secret: bytes, encoding: bytes, buckets: int) -> int:
+    """The lookup bucket ``PRF_s("bucket" || X) mod B_L``."""
+    return _prf_mod(secret, b"bucket" + encoding, buckets)

@@ -1,0 +1,101 @@
+"""A party's directory: its name, long-term X25519 key, key-holder token,
+TLS client certificate and local secrets.
+
+Layout (secrets are written with mode 0600)::
+
+    PARTYDIR/party.json      name, key-holder address, key fingerprint
+    PARTYDIR/identity.key    X25519 private key (raw 32 bytes)
+    PARTYDIR/token           bearer token issued by the key holder
+    PARTYDIR/local.key       local secret: holder shuffles, lookup ledger
+    PARTYDIR/tls/            ca.pem, client.pem, client.key (mTLS)
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
+
+from party_client.errors import PartyError
+from party_client.seal import public_bytes
+
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+def write_secret(path: Path, data: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as out:
+        out.write(data)
+
+
+@dataclass
+class PartyDir:
+    path: Path
+    name: str
+    private_key: X25519PrivateKey
+    keyholder: str | None = None
+
+    @property
+    def public_key(self) -> bytes:
+        return public_bytes(self.private_key.public_key())
+
+    @property
+    def fingerprint(self) -> str:
+        return hashlib.sha256(self.public_key).hexdigest()
+
+    @property
+    def token(self) -> str | None:
+        token_file = self.path / "token"
+        return token_file.read_text().strip() if token_file.exists() else None
+
+    def save_token(self, token: str) -> None:
+        write_secret(self.path / "token", token.encode())
+
+    def save_keyholder(self, address: str) -> None:
+        self.keyholder = address
+        self._write_config()
+
+    @property
+    def local_secret(self) -> bytes:
+        return (self.path / "local.key").read_bytes()
+
+    @property
+    def tls_dir(self) -> Path:
+        return self.path / "tls"
+
+    def _write_config(self) -> None:
+        config = {"name": self.name, "keyholder": self.keyholder, "fingerprint": self.fingerprint}
+        (self.path / "party.json").write_text(json.dumps(config, indent=2) + "\n")
+
+    @classmethod
+    def create(cls, path: Path, name: str) -> "PartyDir":
+        path = Path(path)
+        if not NAME_PATTERN.match(name):
+            raise PartyError("party name must be 1-64 characters: letters, digits, '.', '_', '-'")
+        if (path / "party.json").exists():
+            raise PartyError(f"{path} already holds a party; use another --dir")
+        path.mkdir(parents=True, exist_ok=True)
+        key = X25519PrivateKey.generate()
+        write_secret(path / "identity.key", key.private_bytes(
+            serialization.Encoding.Raw, serialization.PrivateFormat.Raw, serialization.NoEncryption()))
+        write_secret(path / "local.key", os.urandom(32))
+        party = cls(path, name, key)
+        party._write_config()
+        return party
+
+    @classmethod
+    def load(cls, path: Path) -> "PartyDir":
+        path = Path(path)
+        try:
+            config = json.loads((path / "party.json").read_text())
+            key = X25519PrivateKey.from_private_bytes((path / "identity.key").read_bytes())
+        except FileNotFoundError:
+            raise PartyError(f"{path} is not a party directory: run `party init` first") from None
+        except (ValueError, KeyError):
+            raise PartyError(f"{path}/party.json or identity.key is damaged") from None
+        return cls(path, config["name"], key, config.get("keyholder"))

@@ -1,0 +1,75 @@
+"""Reading and writing the parties' tables (CSV or Parquet, via pandas/pyarrow).
+
+CSV is read as text (identifiers keep leading zeros; "NA" stays "NA") with
+the delimiter detected from the header line (comma, semicolon or tab).
+Outputs are written to a temporary file in the target folder and renamed, so
+a failed run never leaves a partial file; inputs are only ever read.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+
+from party_client.errors import PartyError
+
+PARQUET_SUFFIXES = (".parquet", ".pq")
+
+
+def _delimiter(header: str) -> str:
+    counts = {sep: header.count(sep) for sep in (",", ";", "\t")}
+    return max(counts, key=counts.get) if max(counts.values()) else ","
+
+
+def read_table(path: str | Path) -> pd.DataFrame:
+    path = Path(path)
+    if not path.is_file():
+        raise PartyError(f"input file {path} does not exist")
+    try:
+        if path.suffix.lower() in PARQUET_SUFFIXES:
+            frame = pd.read_parquet(path)
+        else:
+            with open(path, encoding="utf-8-sig") as source:
+                header = source.readline()
+            if not header.strip():
+                raise PartyError(f"{path} is empty (no header line)")
+            frame = pd.read_csv(path, sep=_delimiter(header), dtype=str, keep_default_na=False,
+                                encoding="utf-8-sig")
+    except PartyError:
+        raise
+    except UnicodeDecodeError:
+        raise PartyError(f"{path} is not UTF-8 text") from None
+    except Exception as error:  # pandas/pyarrow parse errors: one line for the user
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise PartyError(f"cannot read {path}: {first}") from None
+    if frame.columns.duplicated().any():
+        raise PartyError(f"{path} has duplicate column names")
+    return frame
+
+
+def require_columns(frame: pd.DataFrame, columns: list[str], what: str) -> None:
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise PartyError(f"{what} column(s) {', '.join(missing)} not in the input "
+                         f"(columns: {', '.join(map(str, frame.columns))})")
+
+
+def write_table(frame: pd.DataFrame, path: str | Path) -> None:
+    """Write atomically: a temporary file in the same folder, then rename."""
+    path = Path(path)
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir():
+        raise PartyError(f"output folder {folder} does not exist")
+    fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=folder)
+    os.close(fd)
+    try:
+        if path.suffix.lower() in PARQUET_SUFFIXES:
+            frame.to_parquet(temporary, index=False)
+        else:
+            frame.to_csv(temporary, index=False)
+        os.replace(temporary, path)
+    finally:
+        if os.path.exists(temporary):
+            os.unlink(temporary)

@@ -1,0 +1,339 @@
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class Mode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    MODE_UNSPECIFIED: _ClassVar[Mode]
+    JOIN: _ClassVar[Mode]
+    DEDUP: _ClassVar[Mode]
+    LOOKUP: _ClassVar[Mode]
+
+class SessionStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    SESSION_STATUS_UNSPECIFIED: _ClassVar[SessionStatus]
+    OPEN: _ClassVar[SessionStatus]
+    CLOSED: _ClassVar[SessionStatus]
+    EXPIRED: _ClassVar[SessionStatus]
+
+class RoundStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    ROUND_STATUS_UNSPECIFIED: _ClassVar[RoundStatus]
+    PENDING: _ClassVar[RoundStatus]
+    DONE: _ClassVar[RoundStatus]
+    ABORTED: _ClassVar[RoundStatus]
+MODE_UNSPECIFIED: Mode
+JOIN: Mode
+DEDUP: Mode
+LOOKUP: Mode
+SESSION_STATUS_UNSPECIFIED: SessionStatus
+OPEN: SessionStatus
+CLOSED: SessionStatus
+EXPIRED: SessionStatus
+ROUND_STATUS_UNSPECIFIED: RoundStatus
+PENDING: RoundStatus
+DONE: RoundStatus
+ABORTED: RoundStatus
+
+class RegisterRequest(_message.Message):
+    __slots__ = ("name", "x25519_public_key")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    X25519_PUBLIC_KEY_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    x25519_public_key: bytes
+    def __init__(self, name: _Optional[str] = ..., x25519_public_key: _Optional[bytes] = ...) -> None: ...
+
+class RegisterReply(_message.Message):
+    __slots__ = ("name", "token", "fingerprint")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    token: str
+    fingerprint: str
+    def __init__(self, name: _Optional[str] = ..., token: _Optional[str] = ..., fingerprint: _Optional[str] = ...) -> None: ...
+
+class GetPartyRequest(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class PartyInfo(_message.Message):
+    __slots__ = ("name", "x25519_public_key", "fingerprint", "registered_at")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    X25519_PUBLIC_KEY_FIELD_NUMBER: _ClassVar[int]
+    FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
+    REGISTERED_AT_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    x25519_public_key: bytes
+    fingerprint: str
+    registered_at: float
+    def __init__(self, name: _Optional[str] = ..., x25519_public_key: _Optional[bytes] = ..., fingerprint: _Optional[str] = ..., registered_at: _Optional[float] = ...) -> None: ...
+
+class OpenSessionRequest(_message.Message):
+    __slots__ = ("mode", "holder", "key_bits", "ttl_seconds")
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    HOLDER_FIELD_NUMBER: _ClassVar[int]
+    KEY_BITS_FIELD_NUMBER: _ClassVar[int]
+    TTL_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    mode: Mode
+    holder: str
+    key_bits: int
+    ttl_seconds: int
+    def __init__(self, mode: _Optional[_Union[Mode, str]] = ..., holder: _Optional[str] = ..., key_bits: _Optional[int] = ..., ttl_seconds: _Optional[int] = ...) -> None: ...
+
+class SessionInfo(_message.Message):
+    __slots__ = ("session_id", "mode", "querier", "holder", "key_bits", "modulus", "status", "created_at", "expires_at", "rounds")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    QUERIER_FIELD_NUMBER: _ClassVar[int]
+    HOLDER_FIELD_NUMBER: _ClassVar[int]
+    KEY_BITS_FIELD_NUMBER: _ClassVar[int]
+    MODULUS_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    EXPIRES_AT_FIELD_NUMBER: _ClassVar[int]
+    ROUNDS_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    mode: Mode
+    querier: str
+    holder: str
+    key_bits: int
+    modulus: bytes
+    status: SessionStatus
+    created_at: float
+    expires_at: float
+    rounds: int
+    def __init__(self, session_id: _Optional[str] = ..., mode: _Optional[_Union[Mode, str]] = ..., querier: _Optional[str] = ..., holder: _Optional[str] = ..., key_bits: _Optional[int] = ..., modulus: _Optional[bytes] = ..., status: _Optional[_Union[SessionStatus, str]] = ..., created_at: _Optional[float] = ..., expires_at: _Optional[float] = ..., rounds: _Optional[int] = ...) -> None: ...
+
+class SessionRef(_message.Message):
+    __slots__ = ("session_id",)
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    def __init__(self, session_id: _Optional[str] = ...) -> None: ...
+
+class MessageChunk(_message.Message):
+    __slots__ = ("header", "data")
+    HEADER_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    header: MessageHeader
+    data: bytes
+    def __init__(self, header: _Optional[_Union[MessageHeader, _Mapping]] = ..., data: _Optional[bytes] = ...) -> None: ...
+
+class MessageHeader(_message.Message):
+    __slots__ = ("session_id", "kind", "recipient")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    RECIPIENT_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    kind: str
+    recipient: str
+    def __init__(self, session_id: _Optional[str] = ..., kind: _Optional[str] = ..., recipient: _Optional[str] = ...) -> None: ...
+
+class MessageInfo(_message.Message):
+    __slots__ = ("message_id", "session_id", "kind", "sender", "recipient", "size", "round")
+    MESSAGE_ID_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    SENDER_FIELD_NUMBER: _ClassVar[int]
+    RECIPIENT_FIELD_NUMBER: _ClassVar[int]
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    ROUND_FIELD_NUMBER: _ClassVar[int]
+    message_id: str
+    session_id: str
+    kind: str
+    sender: str
+    recipient: str
+    size: int
+    round: int
+    def __init__(self, message_id: _Optional[str] = ..., session_id: _Optional[str] = ..., kind: _Optional[str] = ..., sender: _Optional[str] = ..., recipient: _Optional[str] = ..., size: _Optional[int] = ..., round: _Optional[int] = ...) -> None: ...
+
+class MessageRef(_message.Message):
+    __slots__ = ("message_id",)
+    MESSAGE_ID_FIELD_NUMBER: _ClassVar[int]
+    message_id: str
+    def __init__(self, message_id: _Optional[str] = ...) -> None: ...
+
+class ListWorkRequest(_message.Message):
+    __slots__ = ("wait_seconds",)
+    WAIT_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    wait_seconds: float
+    def __init__(self, wait_seconds: _Optional[float] = ...) -> None: ...
+
+class WorkItem(_message.Message):
+    __slots__ = ("session", "round", "message_id", "querier", "received_seqs")
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    ROUND_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_ID_FIELD_NUMBER: _ClassVar[int]
+    QUERIER_FIELD_NUMBER: _ClassVar[int]
+    RECEIVED_SEQS_FIELD_NUMBER: _ClassVar[int]
+    session: SessionInfo
+    round: int
+    message_id: str
+    querier: str
+    received_seqs: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, session: _Optional[_Union[SessionInfo, _Mapping]] = ..., round: _Optional[int] = ..., message_id: _Optional[str] = ..., querier: _Optional[str] = ..., received_seqs: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class WorkList(_message.Message):
+    __slots__ = ("items",)
+    ITEMS_FIELD_NUMBER: _ClassVar[int]
+    items: _containers.RepeatedCompositeFieldContainer[WorkItem]
+    def __init__(self, items: _Optional[_Iterable[_Union[WorkItem, _Mapping]]] = ...) -> None: ...
+
+class ComparisonBatch(_message.Message):
+    __slots__ = ("session_id", "round", "seq", "ciphertexts", "row_comparisons", "attachments")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    ROUND_FIELD_NUMBER: _ClassVar[int]
+    SEQ_FIELD_NUMBER: _ClassVar[int]
+    CIPHERTEXTS_FIELD_NUMBER: _ClassVar[int]
+    ROW_COMPARISONS_FIELD_NUMBER: _ClassVar[int]
+    ATTACHMENTS_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    round: int
+    seq: int
+    ciphertexts: bytes
+    row_comparisons: _containers.RepeatedScalarFieldContainer[int]
+    attachments: _containers.RepeatedScalarFieldContainer[bytes]
+    def __init__(self, session_id: _Optional[str] = ..., round: _Optional[int] = ..., seq: _Optional[int] = ..., ciphertexts: _Optional[bytes] = ..., row_comparisons: _Optional[_Iterable[int]] = ..., attachments: _Optional[_Iterable[bytes]] = ...) -> None: ...
+
+class BatchAck(_message.Message):
+    __slots__ = ("seq", "comparisons", "duplicate")
+    SEQ_FIELD_NUMBER: _ClassVar[int]
+    COMPARISONS_FIELD_NUMBER: _ClassVar[int]
+    DUPLICATE_FIELD_NUMBER: _ClassVar[int]
+    seq: int
+    comparisons: int
+    duplicate: bool
+    def __init__(self, seq: _Optional[int] = ..., comparisons: _Optional[int] = ..., duplicate: _Optional[bool] = ...) -> None: ...
+
+class FinishRoundRequest(_message.Message):
+    __slots__ = ("session_id", "round", "batches", "holder_note")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    ROUND_FIELD_NUMBER: _ClassVar[int]
+    BATCHES_FIELD_NUMBER: _ClassVar[int]
+    HOLDER_NOTE_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    round: int
+    batches: int
+    holder_note: bytes
+    def __init__(self, session_id: _Optional[str] = ..., round: _Optional[int] = ..., batches: _Optional[int] = ..., holder_note: _Optional[bytes] = ...) -> None: ...
+
+class AbortRoundRequest(_message.Message):
+    __slots__ = ("session_id", "round", "reason")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    ROUND_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    round: int
+    reason: str
+    def __init__(self, session_id: _Optional[str] = ..., round: _Optional[int] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class RoundRef(_message.Message):
+    __slots__ = ("session_id", "round")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    ROUND_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    round: int
+    def __init__(self, session_id: _Optional[str] = ..., round: _Optional[int] = ...) -> None: ...
+
+class WaitRoundRequest(_message.Message):
+    __slots__ = ("session_id", "round", "wait_seconds")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    ROUND_FIELD_NUMBER: _ClassVar[int]
+    WAIT_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    round: int
+    wait_seconds: float
+    def __init__(self, session_id: _Optional[str] = ..., round: _Optional[int] = ..., wait_seconds: _Optional[float] = ...) -> None: ...
+
+class RoundInfo(_message.Message):
+    __slots__ = ("session_id", "round", "status", "comparisons", "matched_rows", "holder_note", "reason")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    ROUND_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    COMPARISONS_FIELD_NUMBER: _ClassVar[int]
+    MATCHED_ROWS_FIELD_NUMBER: _ClassVar[int]
+    HOLDER_NOTE_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    round: int
+    status: RoundStatus
+    comparisons: int
+    matched_rows: int
+    holder_note: bytes
+    reason: str
+    def __init__(self, session_id: _Optional[str] = ..., round: _Optional[int] = ..., status: _Optional[_Union[RoundStatus, str]] = ..., comparisons: _Optional[int] = ..., matched_rows: _Optional[int] = ..., holder_note: _Optional[bytes] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class Match(_message.Message):
+    __slots__ = ("match_index", "attachment")
+    MATCH_INDEX_FIELD_NUMBER: _ClassVar[int]
+    ATTACHMENT_FIELD_NUMBER: _ClassVar[int]
+    match_index: int
+    attachment: bytes
+    def __init__(self, match_index: _Optional[int] = ..., attachment: _Optional[bytes] = ...) -> None: ...
+
+class ResultBatch(_message.Message):
+    __slots__ = ("matches",)
+    MATCHES_FIELD_NUMBER: _ClassVar[int]
+    matches: _containers.RepeatedCompositeFieldContainer[Match]
+    def __init__(self, matches: _Optional[_Iterable[_Union[Match, _Mapping]]] = ...) -> None: ...
+
+class QueryHeader(_message.Message):
+    __slots__ = ("session_secret", "mode", "key_bits", "field", "field_type", "hash_functions", "bins", "stash", "lookup_buckets", "entries", "request_fast_blinding", "records_per_chunk")
+    SESSION_SECRET_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    KEY_BITS_FIELD_NUMBER: _ClassVar[int]
+    FIELD_FIELD_NUMBER: _ClassVar[int]
+    FIELD_TYPE_FIELD_NUMBER: _ClassVar[int]
+    HASH_FUNCTIONS_FIELD_NUMBER: _ClassVar[int]
+    BINS_FIELD_NUMBER: _ClassVar[int]
+    STASH_FIELD_NUMBER: _ClassVar[int]
+    LOOKUP_BUCKETS_FIELD_NUMBER: _ClassVar[int]
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_FAST_BLINDING_FIELD_NUMBER: _ClassVar[int]
+    RECORDS_PER_CHUNK_FIELD_NUMBER: _ClassVar[int]
+    session_secret: bytes
+    mode: Mode
+    key_bits: int
+    field: str
+    field_type: str
+    hash_functions: int
+    bins: int
+    stash: int
+    lookup_buckets: int
+    entries: int
+    request_fast_blinding: bool
+    records_per_chunk: int
+    def __init__(self, session_secret: _Optional[bytes] = ..., mode: _Optional[_Union[Mode, str]] = ..., key_bits: _Optional[int] = ..., field: _Optional[str] = ..., field_type: _Optional[str] = ..., hash_functions: _Optional[int] = ..., bins: _Optional[int] = ..., stash: _Optional[int] = ..., lookup_buckets: _Optional[int] = ..., entries: _Optional[int] = ..., request_fast_blinding: _Optional[bool] = ..., records_per_chunk: _Optional[int] = ...) -> None: ...
+
+class CiphertextChunk(_message.Message):
+    __slots__ = ("ciphertexts", "buckets")
+    CIPHERTEXTS_FIELD_NUMBER: _ClassVar[int]
+    BUCKETS_FIELD_NUMBER: _ClassVar[int]
+    ciphertexts: bytes
+    buckets: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, ciphertexts: _Optional[bytes] = ..., buckets: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class RowAttachment(_message.Message):
+    __slots__ = ("positions", "values")
+    POSITIONS_FIELD_NUMBER: _ClassVar[int]
+    VALUES_FIELD_NUMBER: _ClassVar[int]
+    positions: _containers.RepeatedScalarFieldContainer[int]
+    values: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, positions: _Optional[_Iterable[int]] = ..., values: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class HolderNote(_message.Message):
+    __slots__ = ("release_columns", "blinding", "refused_fast_blinding")
+    RELEASE_COLUMNS_FIELD_NUMBER: _ClassVar[int]
+    BLINDING_FIELD_NUMBER: _ClassVar[int]
+    REFUSED_FAST_BLINDING_FIELD_NUMBER: _ClassVar[int]
+    release_columns: _containers.RepeatedScalarFieldContainer[str]
+    blinding: str
+    refused_fast_blinding: str
+    def __init__(self, release_columns: _Optional[_Iterable[str]] = ..., blinding: _Optional[str] = ..., refused_fast_blinding: _Optional[str] = ...) -> None: ...
