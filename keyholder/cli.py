@@ -5,6 +5,7 @@ Bad input exits with status 2 and one line on stderr.
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import logging
 import os
 import secrets
@@ -105,7 +106,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
     store = Store(path)
     for at, party, action, session_id, round_no, count, detail in store.audit_rows():
         print("\t".join(str(v) if v is not None else "" for v in
-                        (f"{at:.3f}", party, action, session_id, round_no, count, detail)))
+                        (dt.datetime.fromtimestamp(at, dt.timezone.utc).isoformat(timespec="milliseconds"),
+                         party, action, session_id, round_no, count, detail)))
     store.close()
     return 0
 

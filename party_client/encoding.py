@@ -25,7 +25,12 @@ def encoding_bytes(modulus_bits: int) -> int:
 
 
 def encode(secret: bytes, field: str, value: str, modulus_bits: int) -> bytes:
-    """``PRF_s("enc" || f || 0x00 || v)`` as big-endian bytes (read as an integer < n)."""
+    """``PRF_s("enc" || f || 0x00 || v)`` as big-endian bytes (read as an integer < n).
+
+    The field name may not contain NUL, so that (f, v) -> input is injective.
+    """
+    if "\x00" in field:
+        raise ValueError("a field name may not contain NUL")
     info = b"enc" + field.encode() + b"\x00" + value.encode("utf-8")
     return HKDFExpand(hashes.SHA256(), encoding_bytes(modulus_bits), info).derive(secret)
 

@@ -456,7 +456,8 @@ class Holder:
             return pb.ComparisonBatch(session_id=session.session_id, round=item.round, seq=seq,
                                       ciphertexts=bytes(out), row_comparisons=counts, attachments=attachments)
 
-        size = self.options.batch_rows
+        # Batches are the unit of parallel work: small inputs get small batches so every core helps.
+        size = max(16, min(self.options.batch_rows, -(-len(units) // (4 * (os.cpu_count() or 2)))))
         chunks = [units[i:i + size] for i in range(0, len(units), size)]
         skip = set(item.received_seqs)
         todo = [(seq, chunk) for seq, chunk in enumerate(chunks) if seq not in skip]

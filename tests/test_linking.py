@@ -1,0 +1,138 @@
+"""End to end against a real ``keyholder serve`` process (mTLS): the three modes
+through the real ``party`` CLI and the Python API, checked against a plaintext
+pandas merge on the normalized identifier."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import TEST_KEY_BITS, make_party, party_cmd, run_party
+from party_client import Party
+from party_client.normalize import normalize_identifiers
+
+
+def tables(seed: int, n: int = 120, m: int = 150, overlap: int = 60):
+    rng = np.random.default_rng(seed)
+    ids = [f"{v:010d}" for v in rng.choice(10 ** 10, n + m, replace=False)]
+    querier = pd.DataFrame({"hcn": ids[:n], "age": rng.integers(1, 99, n).astype(str)})
+    holder_ids = ids[:overlap] + ids[n:n + m - overlap]
+    holder = pd.DataFrame({"health_no": holder_ids, "diagnosis": rng.choice(["I10", "E11", "C50"], m),
+                           "cost": rng.integers(10, 999, m).astype(str)})
+    # formatting differences that normalization must absorb, a blank id, and a duplicate on each side
+    querier.loc[0, "hcn"] = f" {querier.loc[0, 'hcn'][:4]}-{querier.loc[0, 'hcn'][4:]} "
+    querier.loc[1, "hcn"] = ""
+    querier.loc[2, "hcn"] = querier.loc[3, "hcn"]
+    holder.loc[len(holder)] = [holder.loc[5, "health_no"], "Z99", "1"]
+    return querier, holder
+
+
+def plaintext_join(querier: pd.DataFrame, holder: pd.DataFrame, release: list[str]) -> pd.DataFrame:
+    left = querier.assign(__k=normalize_identifiers(querier["hcn"]).replace("", None))
+    right = holder.assign(__k=normalize_identifiers(holder["health_no"]).replace("", None))[["__k", *release]]
+    right = right[right["__k"].notna()]
+    merged = left.merge(right, on="__k", how="left", indicator=True)
+    merged["matched"] = merged.pop("_merge") == "both"
+    return merged.drop(columns="__k")
+
+
+def canonical(frame: pd.DataFrame) -> list[tuple]:
+    return sorted(tuple("" if pd.isna(v) else str(v) for v in row) for row in frame.itertuples(index=False))
+
+
+def test_cli_join_dedup_lookup(keyholder, tmp_path):
+    (qdir, _), (hdir, hname) = make_party(keyholder, tmp_path), make_party(keyholder, tmp_path)
+    querier, holder = tables(1)
+    querier.to_csv(tmp_path / "q.csv", index=False)
+    holder.to_csv(tmp_path / "h.csv", index=False)
+    flags = keyholder.flags()
+    common = ["--dir", str(qdir), *flags, "--holder", hname, "--input", str(tmp_path / "q.csv"),
+              "--id-column", "hcn", "--key-bits", str(TEST_KEY_BITS), "--quiet"]
+    queries = {
+        "join": subprocess.Popen(party_cmd("join", *common, "--out", str(tmp_path / "join.csv"),
+                                           "--report", str(tmp_path / "join.json")),
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True),
+        "dedup": subprocess.Popen(party_cmd("dedup", *common, "--out", str(tmp_path / "dedup.parquet")),
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True),
+        "lookup": subprocess.Popen(party_cmd("lookup", *common, "--out", str(tmp_path / "lookup.csv"),
+                                             "--population", "100000"),
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True),
+    }
+    # the holder serves whatever is pending, in another process, until all three are answered
+    served = 0
+    while served < 3:
+        out = run_party("hold", "--dir", str(hdir), *flags, "--input", str(tmp_path / "h.csv"),
+                        "--id-column", "health_no", "--release-columns", "diagnosis,cost", "--once", "--quiet")
+        served += int(out.stdout.split()[1])
+    for name, process in queries.items():
+        stdout, stderr = process.communicate(timeout=300)
+        assert process.returncode == 0, f"{name}: {stderr}"
+
+    expected = plaintext_join(querier, holder, ["diagnosis", "cost"])
+    joined = pd.read_csv(tmp_path / "join.csv", dtype=str, keep_default_na=False)
+    assert list(joined.columns) == ["hcn", "age", "diagnosis", "cost", "matched"]
+    assert canonical(joined) == canonical(expected)
+    assert joined["matched"].eq("True").sum() == expected["matched"].sum() > 50
+
+    expected_flags = plaintext_join(querier, holder, [])[["hcn", "matched"]].drop_duplicates()
+    dedup = pd.read_parquet(tmp_path / "dedup.parquet")
+    assert list(dedup.columns) == ["hcn", "age", "matched"] and len(dedup) == len(querier)
+    assert dedup["matched"].tolist() == expected_flags.set_index("hcn").loc[querier["hcn"], "matched"].tolist()
+    lookup = pd.read_csv(tmp_path / "lookup.csv", dtype=str, keep_default_na=False)
+    assert lookup["matched"].tolist() == [str(v) for v in dedup["matched"]]
+
+
+def _serve_in_thread(holder_party: Party, holder: pd.DataFrame, release, stop: threading.Event):
+    serving = holder_party.holder(holder, "health_no", release)
+    thread = threading.Thread(target=serving.serve, kwargs={"once": False, "poll_seconds": 0.5,
+                                                            "stop": stop.is_set}, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_python_api_join_and_lookup_session_reuse(keyholder, tmp_path):
+    (qdir, _), (hdir, hname) = make_party(keyholder, tmp_path), make_party(keyholder, tmp_path)
+    querier, holder = tables(2)
+    q, h = Party(qdir, progress=False), Party(hdir, progress=False)
+    stop = threading.Event()
+    thread = _serve_in_thread(h, holder, ["diagnosis"], stop)
+    try:
+        result = q.join(hname, querier, "hcn", key_bits=TEST_KEY_BITS, timeout=120)
+        assert canonical(result.frame) == canonical(plaintext_join(querier, holder, ["diagnosis"]))
+        assert result.report["blinding"] == "full" and result.report["blank_identifiers"] == 1
+        first = q.lookup(hname, querier.head(3), "hcn", population=50_000, key_bits=TEST_KEY_BITS)
+        second = q.lookup(hname, querier.head(3), "hcn", population=50_000, key_bits=TEST_KEY_BITS)
+        assert first.report["session_id"] == second.report["session_id"]          # window reuse
+        assert first.report["risk"] <= 0.05 and "warning" not in second.report      # same bucket again
+        assert first.frame["matched"].tolist() == second.frame["matched"].tolist()
+        fast = q.join(hname, querier, "hcn", key_bits=TEST_KEY_BITS, fast_blinding=True)
+        assert fast.report["blinding"] == "full" and "does not allow fast blinding" in fast.report["note"]
+    finally:
+        stop.set()
+        thread.join(timeout=30)
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_property_random_tables_with_overlaps_and_duplicates(keyholder, tmp_path_factory, data):
+    folder = tmp_path_factory.mktemp("prop")
+    (qdir, _), (hdir, hname) = make_party(keyholder, folder), make_party(keyholder, folder)
+    pool = data.draw(st.lists(st.text(alphabet="0123456789-ab ", min_size=0, max_size=6), min_size=1, max_size=25))
+    q_ids = data.draw(st.lists(st.sampled_from(pool), min_size=1, max_size=30))
+    h_ids = data.draw(st.lists(st.sampled_from(pool), min_size=0, max_size=30))
+    querier = pd.DataFrame({"hcn": q_ids, "row": [str(i) for i in range(len(q_ids))]})
+    holder = pd.DataFrame({"health_no": h_ids, "payload": [f"p{i}" for i in range(len(h_ids))]})
+    stop = threading.Event()
+    thread = _serve_in_thread(Party(hdir, progress=False), holder, ["payload"], stop)
+    try:
+        result = Party(qdir, progress=False).join(hname, querier, "hcn", key_bits=TEST_KEY_BITS, timeout=120)
+    finally:
+        stop.set()
+        thread.join(timeout=30)
+    assert canonical(result.frame) == canonical(plaintext_join(querier, holder, ["payload"]))

@@ -1,0 +1,275 @@
+"""Unit tests of the primitive layer: normalization, keyed encodings, the
+cuckoo table, Paillier encryption and blinded comparisons, the zero test,
+sealing, and the lookup-bucket risk."""
+from __future__ import annotations
+
+import math
+import os
+import random
+
+import gmpy2
+import numpy as np
+import pandas as pd
+import pytest
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from phe import paillier
+
+from deid_core.buckets import combined_bucket_risk, hashed_bucket_risk, max_buckets
+from keyholder.crypto import KeyVault, SessionKey, ZeroTester, CiphertextError
+from party_client.cuckoo import EMPTY, CuckooFailure, CuckooParams, bin_count, padded_size, place
+from party_client.encoding import bin_positions, bucket, encode, encoding_bytes
+from party_client.normalize import normalize_identifiers, normalize_names
+from party_client.paillier import (Encryptor, PublicKey, blinded_comparison, blinding_factor,
+                                   book_literal_comparison, negated_generator_power)
+from party_client.seal import SealError, SessionCipher, open_records, seal_records
+
+
+@pytest.fixture(scope="module")
+def keypair():
+    public, private = paillier.generate_paillier_keypair(n_length=1024)
+    return public, private
+
+
+# -- normalization (PROTOCOL.md test vectors) ---------------------------------
+
+def test_identifier_normalization_vectors():
+    values = pd.Series([" 1234-567-890 ", "AB 12_cd", "１２３", "", None, "--", "ÉCOLE-9"])
+    assert normalize_identifiers(values).tolist() == ["1234567890", "ab12cd", "123", "", "", "", "école9"]
+
+
+def test_name_normalization_vectors():
+    values = pd.Series(["O'Brien-Zoë", "  Müller ", "STRASSE", "Ångström", "José María", "123", None])
+    assert normalize_names(values).tolist() == ["obrienzoe", "muller", "strasse", "angstrom", "josemaria", "", ""]
+
+
+# -- keyed encodings -----------------------------------------------------------
+
+def test_encoding_is_keyed_deterministic_and_below_n(keypair):
+    public, _ = keypair
+    s1, s2 = os.urandom(32), os.urandom(32)
+    x = encode(s1, "id", "1234567890", public.n.bit_length())
+    assert len(x) == encoding_bytes(public.n.bit_length())
+    assert int.from_bytes(x, "big") < public.n
+    assert x == encode(s1, "id", "1234567890", public.n.bit_length())
+    assert x != encode(s2, "id", "1234567890", public.n.bit_length())       # keyed
+    assert x != encode(s1, "hcn", "1234567890", public.n.bit_length())      # field-separated
+    with pytest.raises(ValueError):                                     # keeps (f, v) -> input injective
+        encode(s1, "a\x00b", "c", 1024)
+    positions = bin_positions(s1, x, 1000, 2)
+    assert len(positions) == 2 and all(0 <= p < 1000 for p in positions)
+    assert positions == bin_positions(s1, x, 1000, 2)
+    assert bin_positions(s2, x, 1000, 2) != positions or bucket(s2, x, 10 ** 9) != bucket(s1, x, 10 ** 9)
+
+
+# -- cuckoo table --------------------------------------------------------------
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(min_value=0, max_value=3000), st.integers(min_value=0, max_value=2 ** 32))
+def test_cuckoo_places_every_key_in_one_of_its_bins(count, seed):
+    rng = random.Random(seed)
+    params = CuckooParams()
+    bins = bin_count(count, params)
+    positions = [[rng.randrange(bins) for _ in range(params.hash_functions)] for _ in range(count)]
+    try:
+        table, stash = place(positions, bins, stash=2)
+    except CuckooFailure:
+        pytest.skip("astronomically unlikely with a stash of 2")
+    placed = [k for k in table if k != EMPTY] + stash
+    assert sorted(placed) == list(range(count))                       # no lost keys, none twice
+    for b, key in enumerate(table):
+        if key != EMPTY:
+            assert b in positions[key]                                 # each in one of its own bins
+    assert len(table) == bins >= 2.4 * padded_size(count) - 1
+
+
+def test_cuckoo_failure_without_stash_is_reported():
+    positions = [[0, 1]] * 3                                           # 3 keys, 2 bins: impossible
+    with pytest.raises(CuckooFailure):
+        place(positions, 4, stash=0)
+    table, stash = place(positions, 4, stash=1)
+    assert len(stash) == 1 and sorted(k for k in table if k != EMPTY) + stash != []
+
+
+def test_padded_sizes_are_public_steps():
+    sizes = [padded_size(n) for n in (0, 1, 16, 17, 100, 1000, 10 ** 5)]
+    assert sizes[0] == sizes[1] == sizes[2] == 16
+    assert all(a <= b for a, b in zip(sizes, sizes[1:]))
+    assert padded_size(10 ** 5) < 1.5 * 10 ** 5
+    assert padded_size(1000) == padded_size(1001)                      # exact counts are hidden
+
+
+def test_every_table_slot_holds_a_ciphertext(keypair):
+    """All bins filled: empty bins hold E(random), indistinguishable in size and range."""
+    from party_client.protocol import Keys, QueryOptions, encrypt_slots, prepare_table
+    public, private = keypair
+    keys = Keys.from_column(pd.Series([f"{i:09d}" for i in range(50)]), "identifier")
+    identity = lambda phase, total: (lambda items: items)  # noqa: E731
+    prepared, encodings = prepare_table(keys, QueryOptions(), public.n.bit_length(), identity)
+    key = PublicKey(public.n)
+    ciphertexts = encrypt_slots(key, prepared.slot_keys, encodings, identity)
+    assert len(ciphertexts) == prepared.header.bins == len(prepared.slot_keys)
+    assert {len(c) for c in ciphertexts} == {key.width}
+    for slot, blob in zip(prepared.slot_keys, ciphertexts):
+        value = private.raw_decrypt(int.from_bytes(blob, "big"))
+        if slot != EMPTY:
+            assert value == int.from_bytes(encodings[slot], "big")
+
+
+# -- Paillier, blinded comparison, zero test ------------------------------------
+
+def test_fixed_base_encryption_decrypts(keypair):
+    public, private = keypair
+    encryptor = Encryptor(PublicKey(public.n))
+    for m in (0, 1, 12345, public.n - 1):
+        c = encryptor.encrypt(m)
+        assert private.raw_decrypt(int(c)) == m
+    assert encryptor.encrypt(7) != encryptor.encrypt(7)               # probabilistic
+
+
+def test_blinded_comparison_is_r_times_difference(keypair):
+    public, private = keypair
+    key = PublicKey(public.n)
+    encryptor = Encryptor(key)
+    x, y = 987654321, 123456789
+    c_x = encryptor.encrypt(x)
+    r = blinding_factor(key, fast=False)
+    assert private.raw_decrypt(int(blinded_comparison(key, c_x, negated_generator_power(key, x), r))) == 0
+    assert private.raw_decrypt(int(blinded_comparison(key, c_x, negated_generator_power(key, y), r))) \
+        == r * (x - y) % public.n
+    fast = blinding_factor(key, fast=True)
+    assert 1 <= fast < 2 ** 128
+    assert private.raw_decrypt(int(blinded_comparison(key, c_x, negated_generator_power(key, x), fast))) == 0
+
+
+def test_books_literal_formula_tests_x_equals_minus_y(keypair):
+    """B ch. 12 prints c = ((E(x) x E(y))^-1)^r: equal values do NOT give zero, x = -y does."""
+    public, private = keypair
+    key = PublicKey(public.n)
+    encryptor = Encryptor(key)
+    x = 5550001234
+    r = blinding_factor(key, fast=False)
+    literal_equal = book_literal_comparison(key, encryptor.encrypt(x), encryptor.encrypt(x), r)
+    assert private.raw_decrypt(int(literal_equal)) != 0
+    literal_negated = book_literal_comparison(key, encryptor.encrypt(x), encryptor.encrypt(public.n - x), r)
+    assert private.raw_decrypt(int(literal_negated)) == 0
+    ours = blinded_comparison(key, encryptor.encrypt(x), negated_generator_power(key, x), r)
+    assert private.raw_decrypt(int(ours)) == 0
+
+
+def test_fresh_r_per_comparison(keypair):
+    public, _ = keypair
+    key = PublicKey(public.n)
+    draws = {int(blinding_factor(key, fast=False)) for _ in range(200)}
+    assert len(draws) == 200 and all(1 <= r < public.n for r in draws)
+
+
+def test_zero_test_agrees_with_full_decryption(keypair):
+    public, private = keypair
+    key = PublicKey(public.n)
+    tester = ZeroTester(SessionKey(n=public.n, p=private.p, q=private.q))
+    encryptor = Encryptor(key)
+    values, expected = [], []
+    for i in range(120):
+        x = random.randrange(public.n)
+        y = x if i % 3 == 0 else random.randrange(public.n)
+        c = blinded_comparison(key, encryptor.encrypt(x), negated_generator_power(key, y),
+                               blinding_factor(key, fast=i % 2 == 0))
+        values.append(c)
+        expected.append(private.raw_decrypt(int(c)) == 0)
+    assert tester.test_many(values) == expected
+    assert [tester.is_zero(c) for c in values] == expected
+    assert sum(expected) == 40
+
+
+def test_zero_tester_rejects_values_outside_the_group(keypair):
+    public, private = keypair
+    tester = ZeroTester(SessionKey(n=public.n, p=private.p, q=private.q))
+    width = tester.width
+    for bad in (0, public.n * public.n, public.n * public.n + 5, private.p * 12345):
+        blob = (bad % (1 << (8 * width))).to_bytes(width, "big")
+        with pytest.raises(CiphertextError):
+            tester.parse(blob)
+    with pytest.raises(CiphertextError):
+        tester.parse(b"\x01" * (width - 1))
+
+
+def test_key_vault_round_trip_and_binding():
+    vault = KeyVault(b"correct horse", os.urandom(16))
+    public, private = paillier.generate_paillier_keypair(n_length=1024)
+    key = SessionKey(public.n, private.p, private.q)
+    blob = vault.wrap("session-a", key)
+    assert vault.unwrap("session-a", public.n, blob) == key
+    assert str(private.p).encode() not in blob and private.p.to_bytes(64, "big") not in blob
+    with pytest.raises(Exception):
+        vault.unwrap("session-b", public.n, blob)                       # bound to its session
+    with pytest.raises(Exception):
+        KeyVault(b"wrong", os.urandom(16)).unwrap("session-a", public.n, blob)
+
+
+# -- sealing -------------------------------------------------------------------
+
+def _sealed(records, context=b"ctx"):
+    sender, recipient = X25519PrivateKey.generate(), X25519PrivateKey.generate()
+    stream = b"".join(seal_records(records, sender, recipient.public_key(), context))
+    return sender, recipient, stream
+
+
+def test_seal_round_trip_in_arbitrary_chunks():
+    records = [b"header", os.urandom(5000), b"", os.urandom(70000)]
+    sender, recipient, stream = _sealed(records)
+    chunks = [stream[i:i + 777] for i in range(0, len(stream), 777)]
+    assert list(open_records(chunks, recipient, sender.public_key(), b"ctx")) == records
+    assert records[1] not in stream
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip", "context", "sender", "drop_record"])
+def test_seal_detects_damage(damage):
+    records = [b"one", b"two", b"three"]
+    sender, recipient, stream = _sealed(records)
+    context, sender_key = b"ctx", sender.public_key()
+    if damage == "truncate":
+        stream = stream[:-5]
+    elif damage == "flip":
+        stream = stream[:50] + bytes([stream[50] ^ 1]) + stream[51:]
+    elif damage == "context":
+        context = b"other"
+    elif damage == "sender":
+        sender_key = X25519PrivateKey.generate().public_key()
+    elif damage == "drop_record":
+        stream = stream[:-(4 + len(b"three") + 16)]
+    with pytest.raises(SealError):
+        list(open_records([stream], recipient, sender_key, context))
+
+
+def test_session_cipher_pads_to_one_width():
+    cipher = SessionCipher(os.urandom(32), "sid", 1, b"attachment")
+    width = SessionCipher.padded_width(100)
+    blobs = [cipher.seal(os.urandom(n), width) for n in (0, 10, 100)]
+    assert len({len(b) for b in blobs}) == 1
+    assert cipher.open(cipher.seal(b"hello", width)) == b"hello"
+    other = SessionCipher(os.urandom(32), "sid", 1, b"attachment")
+    with pytest.raises(SealError):
+        other.open(blobs[0])
+
+
+# -- lookup bucket risk ----------------------------------------------------------
+
+def test_bucket_risk_matches_simulation():
+    """Average over people of 1/(size of their bucket) equals the closed form."""
+    rng = np.random.default_rng(3)
+    for population, buckets in ((20_000, 1_000), (5_000, 2_000), (300, 100)):
+        sizes = np.bincount(rng.integers(0, buckets, population), minlength=buckets)
+        per_person = float(np.count_nonzero(sizes)) / population     # sum over people of 1/size
+        assert math.isclose(hashed_bucket_risk(population, buckets), per_person, rel_tol=0.05)
+
+
+def test_max_buckets_respects_threshold():
+    for population in (1, 10, 1000, 1_000_000, 10_000_000):
+        b = max_buckets(population, 0.05)
+        assert b >= 1
+        if b > 1:
+            assert hashed_bucket_risk(population, b) <= 0.05 < hashed_bucket_risk(population, b + 1)
+    assert max_buckets(1_000_000, 0.05) == pytest.approx(50_000, rel=0.01)
+    assert combined_bucket_risk(1_000_000, [50_000, 50_000]) > 0.9          # intersection re-identifies
