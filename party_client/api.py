@@ -58,11 +58,11 @@ def _frame(data: pd.DataFrame | str | Path) -> pd.DataFrame:
 class Party:
     """One party: its directory, and a connection to the key holder on demand."""
 
-    def __init__(self, directory: str | Path, keyholder: str | None = None, insecure: bool = False,
+    def __init__(self, directory: str | Path, keyholder: str | None = None, insecure: bool | None = None,
                  tls_dir: str | Path | None = None, progress: bool | None = None) -> None:
         self.dir = PartyDir.load(Path(directory))
         self.keyholder = keyholder or self.dir.keyholder
-        self.insecure = insecure
+        self.insecure = self.dir.insecure if insecure is None else insecure
         self.tls_dir = Path(tls_dir) if tls_dir else None
         self.progress = progress
 

@@ -73,6 +73,8 @@ def _finish(result, out: str, report_file: str | None) -> int:
 
 
 def cmd_query(args) -> int:
+    from party_client.tables import check_output
+    check_output(args.out, args.input)
     party = _party(args)
     common = dict(id_type=args.id_type, key_bits=args.key_bits, fast_blinding=args.fast_blinding,
                   timeout=args.timeout, matched_column=args.matched_column)
@@ -102,7 +104,8 @@ def build_parser() -> argparse.ArgumentParser:
     def connected(sub):
         sub.add_argument("--dir", required=True, help="party directory (party init)")
         sub.add_argument("--keyholder", help="HOST:PORT (default: the address used at registration)")
-        sub.add_argument("--insecure", action="store_true", help="plaintext to a loopback key holder")
+        sub.add_argument("--insecure", action="store_true", default=None,
+                         help="plaintext to a loopback key holder (remembered from `party register`)")
         sub.add_argument("--tls-dir", help="ca.pem, client.pem, client.key (default PARTYDIR/tls)")
         sub.add_argument("--quiet", action="store_true", help="no progress bars")
         return sub

@@ -39,6 +39,7 @@ class PartyDir:
     name: str
     private_key: X25519PrivateKey
     keyholder: str | None = None
+    insecure: bool = False
 
     @property
     def public_key(self) -> bytes:
@@ -56,8 +57,8 @@ class PartyDir:
     def save_token(self, token: str) -> None:
         write_secret(self.path / "token", token.encode())
 
-    def save_keyholder(self, address: str) -> None:
-        self.keyholder = address
+    def save_keyholder(self, address: str, insecure: bool) -> None:
+        self.keyholder, self.insecure = address, insecure
         self._write_config()
 
     @property
@@ -69,7 +70,8 @@ class PartyDir:
         return self.path / "tls"
 
     def _write_config(self) -> None:
-        config = {"name": self.name, "keyholder": self.keyholder, "fingerprint": self.fingerprint}
+        config = {"name": self.name, "keyholder": self.keyholder, "insecure": self.insecure,
+                  "fingerprint": self.fingerprint}
         (self.path / "party.json").write_text(json.dumps(config, indent=2) + "\n")
 
     @classmethod
@@ -98,4 +100,4 @@ class PartyDir:
             raise PartyError(f"{path} is not a party directory: run `party init` first") from None
         except (ValueError, KeyError):
             raise PartyError(f"{path}/party.json or identity.key is damaged") from None
-        return cls(path, config["name"], key, config.get("keyholder"))
+        return cls(path, config["name"], key, config.get("keyholder"), bool(config.get("insecure")))

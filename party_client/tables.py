@@ -56,6 +56,19 @@ def require_columns(frame: pd.DataFrame, columns: list[str], what: str) -> None:
                          f"(columns: {', '.join(map(str, frame.columns))})")
 
 
+def check_output(path: str | Path, *inputs: str | Path) -> None:
+    """Refuse an output that cannot be written or would overwrite an input, before any work."""
+    path = Path(path)
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir():
+        raise PartyError(f"output folder {folder} does not exist")
+    if path.suffix.lower() not in PARQUET_SUFFIXES + (".csv", ".txt", ".tsv"):
+        raise PartyError(f"output {path.name}: use a .csv or .parquet file name")
+    for source in inputs:
+        if path.exists() and Path(source).exists() and path.resolve() == Path(source).resolve():
+            raise PartyError("the output file would overwrite the input file")
+
+
 def write_table(frame: pd.DataFrame, path: str | Path) -> None:
     """Write atomically: a temporary file in the same folder, then rename."""
     path = Path(path)

@@ -46,6 +46,7 @@ class Connection:
         if not self.address:
             raise PartyError("no key holder address: pass --keyholder HOST:PORT")
         self.retry_seconds = retry_seconds
+        self.insecure = insecure
         host = self.address.rpartition(":")[0]
         if insecure:
             if not _is_loopback(host):
@@ -116,5 +117,5 @@ def register(party: PartyDir, connection: Connection) -> pb.RegisterReply:
     reply = connection.call("Register", pb.RegisterRequest(name=party.name,
                                                            x25519_public_key=party.public_key))
     party.save_token(reply.token)
-    party.save_keyholder(connection.address)
+    party.save_keyholder(connection.address, connection.insecure)
     return reply

@@ -1,0 +1,170 @@
+"""Leak tests: the key holder's store, spool and log hold no identifier,
+encoding or released value; only the session's holder may submit
+comparisons, only its querier may see results; K is no decryption oracle."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import grpc
+import numpy as np
+import pandas as pd
+import pytest
+
+from conftest import TEST_KEY_BITS, make_party, party_cmd, run_party
+from party_client import Party
+from party_client.encoding import encode
+from party_client.normalize import normalize_identifiers
+from proto import linkage_pb2 as pb
+from proto import linkage_pb2_grpc as pb_grpc
+
+
+def stub_for(server, party_dir: Path):
+    channel = server.channel(party_dir / "tls" if not server.insecure else None)
+    token = (party_dir / "token").read_text().strip()
+    return pb_grpc.KeyHolderStub(channel), [("authorization", f"Bearer {token}")]
+
+
+def all_bytes(folder: Path) -> bytes:
+    return b"".join(p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file())
+
+
+def needles(value: str) -> list[bytes]:
+    return [value.encode(), value.encode("utf-16-le")]
+
+
+def test_keyholder_store_spool_and_log_hold_no_identifiers(fresh_keyholder, tmp_path):
+    server = fresh_keyholder()
+    (qdir, _), (hdir, hname) = make_party(server, tmp_path), make_party(server, tmp_path)
+    rng = np.random.default_rng(5)
+    ids = [f"{v:012d}" for v in rng.choice(10 ** 12, 80, replace=False)]
+    secrets_released = [f"released-{v:08x}" for v in rng.integers(0, 2 ** 31, 60)]
+    querier = pd.DataFrame({"hcn": ids[:50]})
+    holder = pd.DataFrame({"hcn": ids[20:80], "note": secrets_released})
+    querier.to_csv(tmp_path / "q.csv", index=False)
+    holder.to_csv(tmp_path / "h.csv", index=False)
+    common = ["--dir", str(qdir), *server.flags(), "--holder", hname, "--input", str(tmp_path / "q.csv"),
+              "--id-column", "hcn", "--key-bits", str(TEST_KEY_BITS), "--quiet"]
+    join = subprocess.Popen(party_cmd("join", *common, "--out", str(tmp_path / "j.csv")),
+                            stderr=subprocess.PIPE, text=True)
+    lookup = subprocess.Popen(party_cmd("lookup", *common, "--out", str(tmp_path / "l.csv"),
+                                        "--population", "1000000"), stderr=subprocess.PIPE, text=True)
+    spool = server.data_dir / "spool"
+    for _ in range(600):                       # wait until both sealed queries sit in the spool
+        if len(list(spool.rglob("*.sealed"))) >= 2:
+            break
+        join.poll()
+        time.sleep(0.1)
+    spooled = all_bytes(spool)
+    assert spooled, "the sealed queries should be spooled to disk"
+    hold = run_party("--log-level", "INFO", "hold", "--dir", str(hdir), *server.flags(), "--input",
+                     str(tmp_path / "h.csv"), "--id-column", "hcn", "--release-columns", "note", "--once", "--quiet")
+    assert join.wait(timeout=300) == 0 and lookup.wait(timeout=300) == 0, join.stderr.read() + lookup.stderr.read()
+    joined = pd.read_csv(tmp_path / "j.csv", dtype=str, keep_default_na=False)
+    assert joined["matched"].eq("True").sum() == 30 and set(joined["note"]) - {""} <= set(secrets_released)
+
+    lookup_state = json.loads((qdir / "lookups" / f"{hname}.session.json").read_text())
+    secret = bytes.fromhex(lookup_state["secret"])
+    encodings = [encode(secret, "id", v, TEST_KEY_BITS) for v in normalize_identifiers(pd.Series(ids))]
+    server.stop()                              # flush the SQLite WAL into the files we scan
+    stored = all_bytes(server.data_dir) + spooled
+    logs = server.log_path.read_bytes() + hold.stderr.encode() + hold.stdout.encode()
+    for value in ids + secrets_released:
+        for needle in needles(value):
+            assert needle not in stored, f"{value} found in the key holder's store"
+            assert needle not in logs, f"{value} found in a log"
+    for x in encodings:
+        for needle in (x, x.hex().encode(), str(int.from_bytes(x, "big")).encode()):
+            assert needle not in stored and needle not in logs
+    assert not list(spool.rglob("*.sealed")), "acknowledged messages must leave the spool"
+
+
+def _pending_round(server, qdir: Path, hname: str) -> tuple[str, int]:
+    stub, meta = stub_for(server, qdir)
+    session = stub.OpenSession(pb.OpenSessionRequest(mode=pb.JOIN, holder=hname, key_bits=TEST_KEY_BITS),
+                               metadata=meta)
+    chunks = [pb.MessageChunk(header=pb.MessageHeader(session_id=session.session_id, kind="query",
+                                                      recipient=hname), data=b"sealed bytes K cannot open")]
+    message = stub.PutMessage(iter(chunks), metadata=meta)
+    return session.session_id, message.round
+
+
+def test_only_the_holder_submits_and_only_the_querier_sees_results(keyholder, tmp_path):
+    (qdir, qname), (hdir, hname), (odir, _) = (make_party(keyholder, tmp_path) for _ in range(3))
+    session_id, round_no = _pending_round(keyholder, qdir, hname)
+    q, qmeta = stub_for(keyholder, qdir)
+    h, hmeta = stub_for(keyholder, hdir)
+    other, ometa = stub_for(keyholder, odir)
+    width = 2 * TEST_KEY_BITS // 8
+    batch = pb.ComparisonBatch(session_id=session_id, round=round_no, seq=0,
+                               ciphertexts=(1).to_bytes(width, "big") + (5).to_bytes(width, "big"),
+                               row_comparisons=[1, 1], attachments=[b"a" * 48, b"b" * 48])
+
+    def denied(call, code=grpc.StatusCode.PERMISSION_DENIED):
+        with pytest.raises(grpc.RpcError) as caught:
+            call()
+        assert caught.value.code() == code, caught.value.details()
+        return caught.value.details()
+
+    denied(lambda: q.SubmitComparisons(batch, metadata=qmeta))                      # querier cannot submit
+    denied(lambda: other.SubmitComparisons(batch, metadata=ometa))                  # nor a stranger
+    denied(lambda: other.GetSession(pb.SessionRef(session_id=session_id), metadata=ometa))
+    denied(lambda: h.SubmitComparisons(batch, metadata=[]), grpc.StatusCode.UNAUTHENTICATED)
+    ack = h.SubmitComparisons(batch, metadata=hmeta)                                 # c = 1 encrypts 0
+    assert set(f.name for f, _ in ack.ListFields()) <= {"seq", "comparisons", "duplicate"}
+    assert h.SubmitComparisons(batch, metadata=hmeta).duplicate                      # idempotent
+    finished = h.FinishRound(pb.FinishRoundRequest(session_id=session_id, round=round_no, batches=1),
+                             metadata=hmeta)
+    assert finished.matched_rows == 0 and finished.comparisons == 2                  # holder learns no match
+    denied(lambda: list(h.FetchResults(pb.RoundRef(session_id=session_id, round=round_no), metadata=hmeta)))
+    denied(lambda: h.WaitRound(pb.WaitRoundRequest(session_id=session_id, round=round_no), metadata=hmeta))
+    denied(lambda: list(other.FetchResults(pb.RoundRef(session_id=session_id, round=round_no), metadata=ometa)))
+    info = q.WaitRound(pb.WaitRoundRequest(session_id=session_id, round=round_no), metadata=qmeta)
+    assert info.status == pb.DONE and info.matched_rows == 1 and info.comparisons == 0   # no holder size
+    results = [m for page in q.FetchResults(pb.RoundRef(session_id=session_id, round=round_no), metadata=qmeta)
+               for m in page.matches]
+    assert [(m.match_index, m.attachment) for m in results] == [(0, b"a" * 48)]   # non-match dropped
+    q.CloseSession(pb.SessionRef(session_id=session_id), metadata=qmeta)
+    denied(lambda: q.GetSession(pb.SessionRef(session_id=session_id), metadata=qmeta),
+           grpc.StatusCode.FAILED_PRECONDITION)
+
+
+def test_mtls_certificate_must_match_the_token(keyholder, tmp_path):
+    (adir, _), (bdir, _) = make_party(keyholder, tmp_path), make_party(keyholder, tmp_path)
+    channel = keyholder.channel(adir / "tls")                  # a's certificate ...
+    token = (bdir / "token").read_text().strip()               # ... with b's token
+    stub = pb_grpc.KeyHolderStub(channel)
+    with pytest.raises(grpc.RpcError) as caught:
+        stub.GetParty(pb.GetPartyRequest(name="x"), metadata=[("authorization", f"Bearer {token}")])
+    assert caught.value.code() == grpc.StatusCode.PERMISSION_DENIED
+    plaintext = pb_grpc.KeyHolderStub(grpc.insecure_channel(keyholder.address))
+    with pytest.raises(grpc.RpcError):
+        plaintext.GetParty(pb.GetPartyRequest(name="x"), timeout=5)
+
+
+def test_audit_log_records_counts_only(fresh_keyholder, tmp_path):
+    """K's audit log says who did what with counts, never a value."""
+    server = fresh_keyholder()
+    (qdir, _), (hdir, hname) = make_party(server, tmp_path), make_party(server, tmp_path)
+    frame = pd.DataFrame({"id": [f"{i:09d}" for i in range(40)], "v": [f"value-{i}" for i in range(40)]})
+    frame.head(25).to_csv(tmp_path / "q.csv", index=False)
+    frame.tail(25).to_csv(tmp_path / "h.csv", index=False)
+    stop = threading.Event()
+    serving = Party(hdir, progress=False).holder(tmp_path / "h.csv", "id", ["v"])
+    thread = threading.Thread(target=serving.serve, kwargs={"once": False, "poll_seconds": 0.5, "stop": stop.is_set})
+    thread.start()
+    try:
+        result = Party(qdir, progress=False).join(hname, tmp_path / "q.csv", "id", key_bits=TEST_KEY_BITS)
+    finally:
+        stop.set()
+        thread.join(timeout=30)
+    assert result.frame["matched"].sum() == 10
+    audit = subprocess.run([sys.executable, "-m", "keyholder.cli", "audit", "--data-dir",
+                            str(server.data_dir)], capture_output=True, text=True).stdout
+    assert "finish_round" in audit and "matched_rows=10" in audit
+    for value in frame["id"]:
+        assert value not in audit
