@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from keyholder import pki
-from keyholder.server import TlsFiles, start
+from keyholder.server import TlsFiles, is_loopback, split_address, start
 from keyholder.sessions import KeyHolder, Limits
 
 log = logging.getLogger("keyholder")
@@ -61,6 +61,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
         tls = None if args.insecure else TlsFiles.in_dir(Path(args.tls_dir)) if args.tls_dir else None
     except FileNotFoundError as error:
         raise UsageError(str(error)) from None
+    try:  # check the address before touching the data directory
+        host, _ = split_address(args.listen)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    if args.insecure and not is_loopback(host):
+        raise UsageError(f"--insecure serves plaintext and is refused on the non-loopback address {host}")
+    if not args.insecure and tls is None:
+        raise UsageError("choose --tls-dir DIR (mTLS) or --insecure (loopback only)")
     limits = Limits(max_message_bytes=args.max_message_mb << 20, min_key_bits=args.min_key_bits,
                     default_ttl=args.session_ttl)
     try:

@@ -1,0 +1,165 @@
+"""Bad input gets a clear error and loses nothing: CLIs exit 2 with one line,
+the service answers with a gRPC status and message, no partial output is
+written and no input is modified."""
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import time
+from pathlib import Path
+
+import grpc
+import pandas as pd
+import pytest
+
+from conftest import TEST_KEY_BITS, keyholder_cmd, make_party, run_party
+from proto import linkage_pb2 as pb
+from test_privacy import stub_for
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def one_line_error(result: subprocess.CompletedProcess, expected: str) -> None:
+    assert result.returncode == 2, result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
+    assert expected.lower() in lines[0].lower(), lines[0]
+
+
+@pytest.fixture
+def querier_setup(keyholder, tmp_path):
+    (qdir, _), (_, hname) = make_party(keyholder, tmp_path), make_party(keyholder, tmp_path)
+    good = tmp_path / "good.csv"
+    pd.DataFrame({"hcn": ["1", "2"], "x": ["a", "b"]}).to_csv(good, index=False)
+
+    def query(*extra: str, input_path: Path = good, mode: str = "join", out: Path | None = None):
+        out = out or tmp_path / "out.csv"
+        before = digest(input_path) if input_path.exists() else None
+        result = run_party(mode, "--dir", str(qdir), *keyholder.flags(), "--holder", hname, "--input",
+                           str(input_path), "--out", str(out), "--key-bits", str(TEST_KEY_BITS),
+                           "--timeout", "5", "--quiet", *extra, check=False)
+        if before is not None:
+            assert digest(input_path) == before, "the input was modified"
+        assert not out.exists(), "a failed run wrote an output"
+        assert not list(out.parent.glob("*.partial")), "a partial output was left behind"
+        return result
+    return query, tmp_path, hname
+
+
+def test_cli_input_errors(querier_setup):
+    query, folder, hname = querier_setup
+    empty = folder / "empty.csv"
+    empty.write_text("")
+    garbage = folder / "garbage.csv"
+    garbage.write_bytes(b"\xff\xfe\x00\x01binary\x00\x00")
+    ragged = folder / "ragged.csv"
+    ragged.write_text('hcn,x\n1,"unterminated\n2,b,c,d\n')
+    one_line_error(query("--id-column", "hcn", input_path=empty), "empty")
+    one_line_error(query("--id-column", "hcn", input_path=garbage), "")
+    one_line_error(query("--id-column", "hcn", input_path=ragged), "cannot read")
+    one_line_error(query("--id-column", "nope"), "id column(s) nope not in the input")
+    one_line_error(query("--id-column", "hcn", input_path=folder / "missing.csv"), "does not exist")
+    one_line_error(query("--id-column", "hcn", out=folder / "no-such-dir" / "o.csv"), "output folder")
+    one_line_error(query("--id-column", "hcn", "--key-bits", "1000"), "key size 1000 not allowed")
+    one_line_error(query("--id-column", "hcn", "--population", "1000", "--buckets", "900", mode="lookup"),
+                   "above the threshold")
+    one_line_error(query("--id-column", "hcn", "--population", "1000", "--max-risk", "1.5", mode="lookup"),
+                   "--max-risk")
+    one_line_error(query("--id-column", "hcn", "--bogus-flag"), "unrecognized arguments")
+
+
+def test_cli_refusals_from_the_key_holder(keyholder, querier_setup, tmp_path):
+    query, folder, _ = querier_setup
+    result = run_party("join", "--dir", str(folder / "party-missing"), *keyholder.flags(), "--holder", "x",
+                       "--input", str(folder / "good.csv"), "--id-column", "hcn", "--out",
+                       str(folder / "o.csv"), check=False)
+    one_line_error(result, "not a party directory")
+    lone = folder / "lone"
+    run_party("init", "--dir", str(lone), "--name", "lone-party")
+    subprocess.run(keyholder_cmd("pki", "issue", "--tls-dir", str(keyholder.tls_dir), "--name", "lone-party",
+                                 "--out", str(lone / "tls")), check=True, capture_output=True)
+    result = run_party("dedup", "--dir", str(lone), *keyholder.flags(), "--holder", "x", "--input",
+                       str(folder / "good.csv"), "--id-column", "hcn", "--out", str(folder / "o.csv"), check=False)
+    one_line_error(result, "unauthenticated")                                  # not registered
+    (qdir, _), = [make_party(keyholder, tmp_path)]
+    result = run_party("join", "--dir", str(qdir), *keyholder.flags(), "--holder", "nobody", "--input",
+                       str(folder / "good.csv"), "--id-column", "hcn", "--out", str(folder / "o.csv"), check=False)
+    one_line_error(result, "party 'nobody' is not registered")
+    result = run_party("init", "--dir", str(qdir), "--name", "again", check=False)
+    one_line_error(result, "already holds a party")
+
+
+def test_keyholder_cli_errors(tmp_path):
+    def serve(*args):
+        return subprocess.run(keyholder_cmd("serve", "--data-dir", str(tmp_path / "d"), *args),
+                              capture_output=True, text=True, timeout=60)
+    one_line_error(serve("--listen", "0.0.0.0:0", "--insecure"), "refused on the non-loopback address")
+    one_line_error(serve("--listen", "127.0.0.1:0"), "choose --tls-dir")
+    one_line_error(serve("--listen", "127.0.0.1:0", "--tls-dir", str(tmp_path / "none")), "lacks")
+    one_line_error(serve("--listen", "nonsense", "--insecure"), "HOST:PORT")
+    (tmp_path / "pass").write_text("one")
+    first = subprocess.Popen(keyholder_cmd("serve", "--data-dir", str(tmp_path / "d2"), "--listen",
+                                           "127.0.0.1:0", "--insecure", "--passphrase-file", str(tmp_path / "pass")),
+                             stderr=subprocess.PIPE, text=True)
+    time.sleep(3)
+    first.terminate()
+    first.wait(timeout=20)
+    (tmp_path / "pass").write_text("two")
+    one_line_error(subprocess.run(keyholder_cmd("serve", "--data-dir", str(tmp_path / "d2"), "--listen",
+                                                "127.0.0.1:0", "--insecure", "--passphrase-file",
+                                                str(tmp_path / "pass")), capture_output=True, text=True),
+                   "passphrase does not open")
+
+
+def test_service_errors_carry_status_and_message(fresh_keyholder, tmp_path):
+    server = fresh_keyholder(extra=("--max-message-mb", "1"))
+    (qdir, _), (hdir, hname) = make_party(server, tmp_path), make_party(server, tmp_path)
+    q, qmeta = stub_for(server, qdir)
+    h, hmeta = stub_for(server, hdir)
+
+    def status(call):
+        with pytest.raises(grpc.RpcError) as caught:
+            call()
+        return caught.value.code(), caught.value.details()
+
+    code, details = status(lambda: q.GetSession(pb.SessionRef(session_id="nope"), metadata=qmeta))
+    assert code == grpc.StatusCode.NOT_FOUND and "no session" in details
+    code, details = status(lambda: q.OpenSession(pb.OpenSessionRequest(mode=pb.MODE_UNSPECIFIED, holder=hname),
+                                                 metadata=qmeta))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT
+    session = q.OpenSession(pb.OpenSessionRequest(mode=pb.JOIN, holder=hname, key_bits=TEST_KEY_BITS),
+                            metadata=qmeta)
+    header = pb.MessageHeader(session_id=session.session_id, kind="query", recipient=hname)
+    big = [pb.MessageChunk(header=header)] + [pb.MessageChunk(data=b"x" * (1 << 19)) for _ in range(3)]
+    code, details = status(lambda: q.PutMessage(iter(big), metadata=qmeta))
+    assert code == grpc.StatusCode.RESOURCE_EXHAUSTED and "larger than" in details
+    assert not list((server.data_dir / "spool").rglob("*.partial"))
+    code, _ = status(lambda: h.PutMessage(iter([pb.MessageChunk(header=pb.MessageHeader(
+        session_id=session.session_id, kind="query", recipient=hname), data=b"x")]), metadata=hmeta))
+    assert code == grpc.StatusCode.PERMISSION_DENIED                         # wrong role
+    message = q.PutMessage(iter([pb.MessageChunk(header=header, data=b"sealed")]), metadata=qmeta)
+    width = 2 * TEST_KEY_BITS // 8
+    n = int.from_bytes(session.modulus, "big")
+    for bad in (0, n * n, n * n + 1):
+        batch = pb.ComparisonBatch(session_id=session.session_id, round=message.round, seq=0,
+                                   ciphertexts=(bad % (1 << (8 * width))).to_bytes(width, "big"),
+                                   row_comparisons=[1], attachments=[b"a"])
+        code, details = status(lambda: h.SubmitComparisons(batch, metadata=hmeta))
+        assert code == grpc.StatusCode.INVALID_ARGUMENT and "outside Z*" in details
+    batch = pb.ComparisonBatch(session_id=session.session_id, round=message.round, seq=0,
+                               ciphertexts=b"\x01" * width * 2, row_comparisons=[1], attachments=[b"a"])
+    code, details = status(lambda: h.SubmitComparisons(batch, metadata=hmeta))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and "expected 1 ciphertexts" in details
+    huge = pb.ComparisonBatch(session_id=session.session_id, round=message.round, seq=0,
+                              ciphertexts=b"", row_comparisons=[70000], attachments=[b"a"])
+    assert status(lambda: h.SubmitComparisons(huge, metadata=hmeta))[0] == grpc.StatusCode.RESOURCE_EXHAUSTED
+    code, details = status(lambda: h.FinishRound(pb.FinishRoundRequest(
+        session_id=session.session_id, round=message.round, batches=2), metadata=hmeta))
+    assert code == grpc.StatusCode.FAILED_PRECONDITION and "missing" in details
+    short = q.OpenSession(pb.OpenSessionRequest(mode=pb.DEDUP, holder=hname, key_bits=TEST_KEY_BITS,
+                                                ttl_seconds=1), metadata=qmeta)
+    time.sleep(1.5)
+    code, details = status(lambda: q.GetSession(pb.SessionRef(session_id=short.session_id), metadata=qmeta))
+    assert code == grpc.StatusCode.FAILED_PRECONDITION and "expired" in details

@@ -1,0 +1,71 @@
+"""A key holder killed and restarted mid-session resumes from its store: the
+querier's and holder's clients retry while it is down, batches already
+zero-tested are kept, resent batches are recognized."""
+from __future__ import annotations
+
+import subprocess
+import threading
+import time
+
+import pandas as pd
+
+from conftest import TEST_KEY_BITS, make_party, party_cmd, run_party
+from party_client import Party
+from test_linking import canonical, plaintext_join, tables
+
+
+def test_restart_between_query_and_holder(fresh_keyholder, tmp_path):
+    server = fresh_keyholder()
+    (qdir, _), (hdir, hname) = make_party(server, tmp_path), make_party(server, tmp_path)
+    querier, holder = tables(7, n=60, m=80, overlap=30)
+    querier.to_csv(tmp_path / "q.csv", index=False)
+    holder.to_csv(tmp_path / "h.csv", index=False)
+    join = subprocess.Popen(party_cmd("join", "--dir", str(qdir), *server.flags(), "--holder", hname,
+                                      "--input", str(tmp_path / "q.csv"), "--id-column", "hcn", "--out",
+                                      str(tmp_path / "j.csv"), "--key-bits", str(TEST_KEY_BITS), "--quiet"),
+                            stderr=subprocess.PIPE, text=True)
+    spool = server.data_dir / "spool"
+    deadline = time.monotonic() + 120
+    while not list(spool.rglob("*.sealed")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    server.stop(kill=True)                                # SIGKILL: no clean shutdown
+    time.sleep(1.0)
+    server.start()                                        # same data dir and passphrase
+    run_party("hold", "--dir", str(hdir), *server.flags(), "--input", str(tmp_path / "h.csv"),
+              "--id-column", "health_no", "--release-columns", "diagnosis", "--once", "--quiet")
+    assert join.wait(timeout=300) == 0, join.stderr.read()
+    joined = pd.read_csv(tmp_path / "j.csv", dtype=str, keep_default_na=False)
+    assert canonical(joined) == canonical(plaintext_join(querier, holder, ["diagnosis"]))
+
+
+def test_restart_during_comparisons(fresh_keyholder, tmp_path):
+    server = fresh_keyholder()
+    (qdir, _), (hdir, hname) = make_party(server, tmp_path), make_party(server, tmp_path)
+    querier, holder = tables(8, n=80, m=200, overlap=50)
+    holder_party = Party(hdir, progress=False)
+    serving = holder_party.holder(holder, "health_no", ["cost"])
+    serving.options.batch_rows = 16
+    submitted = []
+    original_call = serving.connection.call
+
+    def call(method, request, timeout=60.0):
+        reply = original_call(method, request, timeout)
+        if method == "SubmitComparisons":
+            submitted.append(request.seq)
+            if len(submitted) == 3:                       # kill K after the third batch, restart it soon
+                server.stop(kill=True)
+                threading.Timer(1.5, server.start).start()
+        return reply
+    serving.connection.call = call
+
+    stop = threading.Event()
+    thread = threading.Thread(target=serving.serve, kwargs={"once": False, "poll_seconds": 0.5,
+                                                            "stop": stop.is_set}, daemon=True)
+    thread.start()
+    try:
+        result = Party(qdir, progress=False).join(hname, querier, "hcn", key_bits=TEST_KEY_BITS, timeout=300)
+    finally:
+        stop.set()
+        thread.join(timeout=60)
+    assert len(submitted) >= 13                           # 200 rows / 16 per batch, all went through
+    assert canonical(result.frame) == canonical(plaintext_join(querier, holder, ["cost"]))
