@@ -1,0 +1,85 @@
+"""The speed floor (PROTOCOL.md, "Speed reference"): raw gmpy2 rates measured in this run.
+
+Per holder row ``h`` exponentiations mod n^2 (full-size exponent uniform in [1, n),
+or 128 bits with fast blinding) at the holder, ``h`` half-CRT exponentiations
+``c^(p-1) mod p^2`` at the key holder, and per querier slot one fixed-base
+encryption.  For the encryption we time the product's own primitive
+``party_client.paillier.Encryptor.encrypt`` (a 32-entry comb over a
+precomputed table: 31 multiplications mod n^2 plus ``(1 + m n)``), because raw
+``gmpy2.powmod`` has no fixed-base mode; ``r^n mod n^2`` is printed for scale.
+"""
+from __future__ import annotations
+
+import os
+import secrets
+import time
+from dataclasses import dataclass, asdict
+
+import gmpy2
+from phe import paillier
+
+from party_client.paillier import FAST_BLINDING_BITS, Encryptor, PublicKey
+
+
+@dataclass
+class Rates:
+    """Seconds per operation, single core."""
+
+    key_bits: int
+    samples: int
+    full_exp: float          # powmod(x, r < n, n^2)
+    fast_exp: float          # powmod(x, r < 2^128, n^2)
+    half_crt: float          # powmod(c, p - 1, p^2)
+    encrypt: float           # Encryptor.encrypt (fixed-base comb)
+    encrypt_powmod: float    # r^n mod n^2 (textbook obfuscator, for scale only)
+
+    def as_dict(self) -> dict:
+        return {k: (round(v * 1e3, 4) if isinstance(v, float) else v) for k, v in asdict(self).items()}
+
+
+def _per_op(function, args: list) -> float:
+    started = time.perf_counter()
+    for a in args:
+        function(*a)
+    return (time.perf_counter() - started) / len(args)
+
+
+def measure(key_bits: int, samples: int = 200) -> Rates:
+    """Time ``samples`` operations of each kind on one core (this thread)."""
+    public, private = paillier.generate_paillier_keypair(n_length=key_bits)
+    n = gmpy2.mpz(public.n)
+    n2 = n * n
+    p = gmpy2.mpz(private.p)
+    p2, p1 = p * p, p - 1
+    bases = [gmpy2.mpz(secrets.randbelow(int(n2) - 2) + 2) for _ in range(samples)]
+    full = [gmpy2.mpz(secrets.randbelow(int(n) - 1) + 1) for _ in range(samples)]
+    fast = [gmpy2.mpz(secrets.randbelow((1 << FAST_BLINDING_BITS) - 1) + 1) for _ in range(samples)]
+    powmod = gmpy2.powmod
+    full_exp = _per_op(powmod, [(b, r, n2) for b, r in zip(bases, full)])
+    fast_exp = _per_op(powmod, [(b, r, n2) for b, r in zip(bases, fast)])
+    half_crt = _per_op(powmod, [(b, p1, p2) for b in bases])
+    encryptor = Encryptor(PublicKey(int(n)))
+    messages = [secrets.randbelow(int(n)) for _ in range(samples)]
+    encrypt = _per_op(encryptor.encrypt, [(m,) for m in messages])
+    small = max(10, samples // 10)
+    encrypt_powmod = _per_op(powmod, [(b % n, n, n2) for b in bases[:small]])
+    return Rates(key_bits, samples, full_exp, fast_exp, half_crt, encrypt, encrypt_powmod)
+
+
+def best(*rates: Rates) -> Rates:
+    """Per operation, the fastest of several measurements (the floor is what the machine can do)."""
+    first = rates[0]
+    return Rates(first.key_bits, sum(r.samples for r in rates),
+                 *(min(getattr(r, f) for r in rates)
+                   for f in ("full_exp", "fast_exp", "half_crt", "encrypt", "encrypt_powmod")))
+
+
+def floor_seconds(rates: Rates, comparisons: int, zero_tests: int, slots: int, fast: bool,
+                  cores: int | None = None) -> dict:
+    """The floor for a run with these counts, spread over ``cores`` cores."""
+    cores = cores or os.cpu_count() or 1
+    holder = comparisons * (rates.fast_exp if fast else rates.full_exp)
+    keyholder = zero_tests * rates.half_crt
+    querier = slots * rates.encrypt
+    return {"holder_cpu": holder, "keyholder_cpu": keyholder, "querier_cpu": querier,
+            "cores": cores, "floor": (holder + keyholder + querier) / cores}
