@@ -160,14 +160,18 @@ def prepare_lookup(keys: Keys, options: QueryOptions, modulus_bits: int, secret:
 
 
 def encrypt_slots(key: PublicKey, slot_keys: list[int], encodings: list[bytes], progress) -> list[bytes]:
-    """Encrypt every slot: real keys as ``E(X)``, empty slots as ``E(random)``."""
+    """Encrypt every slot: real keys as ``E(X)``, empty slots as ``E(random)`` (on every core)."""
     encryptor = Encryptor(key)
 
-    def one(slot: int) -> bytes:
-        if slot == EMPTY:
-            return key.to_bytes(encryptor.encrypt_random())
-        return key.to_bytes(encryptor.encrypt(int.from_bytes(encodings[slot], "big")))
-    return [one(slot) for slot in progress("encrypt", len(slot_keys))(slot_keys)]
+    def chunk(slots: list[int]) -> list[bytes]:
+        return [key.to_bytes(encryptor.encrypt_random() if slot == EMPTY else
+                             encryptor.encrypt(int.from_bytes(encodings[slot], "big"))) for slot in slots]
+    step = 512
+    parts = [slot_keys[i:i + step] for i in range(0, len(slot_keys), step)]
+    ciphertexts: list[bytes] = []
+    for part in progress("encrypt", len(parts))(worker_pool().map(chunk, parts)):
+        ciphertexts.extend(part)
+    return ciphertexts
 
 
 def query_records(prepared: PreparedQuery, ciphertexts: list[bytes]) -> Iterator[bytes]:

@@ -1,0 +1,438 @@
+"""Exact join / dedup benchmark: the three roles as separate processes on loopback.
+
+    python -m benchmarks.exact_join --n 10000 --m 10000 [--overlap 0.5] [--key-bits 2048]
+                                    [--fast-blinding] [--mode join|dedup] [--json OUT.json]
+
+What runs:
+
+1. synthetic 10-digit identifiers: the querier has ``n``, the holder ``m``, and
+   ``overlap * min(n, m)`` of them are shared; the holder releases one column;
+2. ``keyholder serve --insecure`` on a free loopback port (temp data dir);
+3. ``party hold`` (started first, without ``--once``; stopped after the round;
+   ``--allow-fast-blinding`` so that ``--fast-blinding`` is honoured) and
+   ``party join|dedup --report R.json`` as separate processes;
+4. the floor: raw gmpy2 rates (benchmarks/floor.py) measured in this run
+   before and after the protocol run (fastest of the two per operation), times
+   the run's own counts, divided by the core count;
+5. OpenMined PSI (ECDH, ``openmined-psi``) on the same identifiers, in process.
+
+Phases printed: encode (querier: PRF + cuckoo placement), encrypt (querier),
+relay (sealed upload through K), holder fetch+plan (time from the upload until
+the holder starts comparing), compare+zero-test (holder's comparison loop,
+pipelined with K's zero tests: every SubmitComparisons call returns after K
+tested the batch), result fetch (querier).  CPU seconds per process come from
+``wait4`` rusage (the holder's and K's include their start-up).
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks import floor as floor_mod
+
+PYTHON = sys.executable
+HOLDER_LINE = re.compile(r"(\d+) rows compared \((\d+) comparisons\) in ([0-9.]+) s")
+
+
+def make_ids(n: int, m: int, overlap: float, seed: int) -> tuple[list[str], list[str], set[str]]:
+    """Distinct 10-digit strings; ``round(overlap * min(n, m))`` shared; both lists shuffled."""
+    shared = int(round(overlap * min(n, m)))
+    total = n + m - shared
+    rng = np.random.default_rng(seed)
+    values = np.unique(rng.integers(10 ** 9, 10 ** 10, size=int(total * 1.05) + 16))
+    while len(values) < total:  # pragma: no cover - practically never
+        values = np.unique(np.concatenate([values, rng.integers(10 ** 9, 10 ** 10, size=total)]))
+    values = rng.permutation(values)[:total].astype(str).tolist()
+    common = values[:shared]
+    querier = common + values[shared:n]
+    holder = common + values[n:]
+    rng.shuffle(querier)
+    rng.shuffle(holder)
+    return querier, holder, set(common)
+
+
+def write_inputs(folder: Path, querier: list[str], holder: list[str]) -> tuple[Path, Path]:
+    q, h = folder / "querier.csv", folder / "holder.csv"
+    with q.open("w", newline="") as out:
+        w = csv.writer(out)
+        w.writerow(["id", "visit"])
+        w.writerows((v, i) for i, v in enumerate(querier))
+    with h.open("w", newline="") as out:
+        w = csv.writer(out)
+        w.writerow(["id", "age"])
+        # released value derived from the id so that the join can be checked
+        w.writerows((v, int(v) % 97) for v in holder)
+    return q, h
+
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of a live process (for progress only)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+class Child:
+    """A subprocess whose exit is reaped with ``wait4`` to get its CPU time."""
+
+    def __init__(self, name: str, args: list[str], log: Path, env: dict | None = None) -> None:
+        self.name = name
+        self.log = log
+        self._sink = log.open("w")
+        self.started = time.perf_counter()
+        self.proc = subprocess.Popen(args, stdout=self._sink, stderr=subprocess.STDOUT, env=env)
+        self.returncode: int | None = None
+        self.cpu: float | None = None
+        self.wall: float | None = None
+
+    def wait(self, timeout: float | None = None) -> int:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.returncode is None:
+            pid, status, usage = os.wait4(self.proc.pid, os.WNOHANG)
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+                self.proc.returncode = self.returncode
+                self.cpu = usage.ru_utime + usage.ru_stime
+                self.wall = time.perf_counter() - self.started
+                self._sink.close()
+                break
+            if deadline is not None and time.monotonic() > deadline:
+                raise TimeoutError(f"{self.name} still running after {timeout} s")
+            time.sleep(0.05)
+        return self.returncode
+
+    def stop(self) -> None:
+        if self.returncode is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.wait(15)
+            except TimeoutError:
+                self.proc.kill()
+                self.wait()
+
+    def text(self) -> str:
+        return self.log.read_text(errors="replace")
+
+
+def busy_cpu_seconds() -> float:
+    """CPU seconds spent by everything on the machine so far (/proc/stat, all cores, not idle)."""
+    fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run(cmd: list[str], **kwargs) -> None:
+    done = subprocess.run(cmd, capture_output=True, text=True, **kwargs)
+    if done.returncode:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({done.returncode}): {done.stderr.strip()}")
+
+
+def wait_idle(pid: int, settle: float = 1.0, timeout: float = 600.0) -> None:
+    """Wait until a process stops using CPU (the holder has loaded its table)."""
+    deadline = time.monotonic() + timeout
+    last = cpu_seconds(pid)
+    time.sleep(settle)
+    while time.monotonic() < deadline:
+        now = cpu_seconds(pid)
+        if now - last < 0.05 * settle:
+            return
+        last = now
+        time.sleep(settle)
+
+
+class Progress(threading.Thread):
+    """Heartbeat on stderr: elapsed time, comparisons zero-tested so far (from K's store)."""
+
+    def __init__(self, store: Path, expected: int, pids: dict[str, int], every: float) -> None:
+        super().__init__(daemon=True)
+        self.store, self.expected, self.pids, self.every = store, expected, pids, every
+        self.halt = threading.Event()
+        self.started = time.perf_counter()
+
+    def tested(self) -> int:
+        try:
+            db = sqlite3.connect(f"file:{self.store}?mode=ro", uri=True, timeout=1.0)
+            try:
+                return int(db.execute("SELECT COALESCE(SUM(comparisons), 0) FROM batches").fetchone()[0])
+            finally:
+                db.close()
+        except sqlite3.Error:
+            return -1
+
+    def run(self) -> None:
+        while not self.halt.wait(self.every):
+            done = self.tested()
+            cpu = " ".join(f"{k}={cpu_seconds(p):.0f}s" for k, p in self.pids.items())
+            share = f" ({100 * done / self.expected:.0f}%)" if self.expected and done >= 0 else ""
+            print(f"  .. {time.perf_counter() - self.started:6.0f} s: {done} comparisons zero-tested"
+                  f"{share}; cpu {cpu}", file=sys.stderr, flush=True)
+
+
+def audit_times(data_dir: Path) -> dict:
+    """Timestamps of relay_query and finish_round from ``keyholder audit``."""
+    out = subprocess.run([PYTHON, "-m", "keyholder.cli", "audit", "--data-dir", str(data_dir)],
+                         capture_output=True, text=True).stdout
+    times = {}
+    for line in out.splitlines():
+        parts = line.split("\t")
+        if len(parts) >= 3 and parts[2] in ("relay_query", "finish_round", "fetch_results", "open_session"):
+            times[parts[2]] = datetime.fromisoformat(parts[0]).timestamp()
+    return times
+
+
+def run_psi(querier: list[str], holder: list[str], structure: str = "RAW") -> dict:
+    """OpenMined PSI (ECDH): the holder is the PSI server, the querier the client; messages serialized."""
+    import private_set_intersection.python as psi
+    timings = {}
+    t = time.perf_counter()
+    server = psi.server.CreateWithNewKey(True)
+    client = psi.client.CreateWithNewKey(True)
+    setup = server.CreateSetupMessage(1e-9, len(querier), holder, getattr(psi.DataStructure, structure))
+    setup_bytes = setup.SerializeToString()
+    timings["server_setup"] = time.perf_counter() - t
+    t = time.perf_counter()
+    request_bytes = client.CreateRequest(querier).SerializeToString()
+    timings["client_request"] = time.perf_counter() - t
+    t = time.perf_counter()
+    request = psi.Request()
+    request.ParseFromString(request_bytes)
+    response_bytes = server.ProcessRequest(request).SerializeToString()
+    timings["server_response"] = time.perf_counter() - t
+    t = time.perf_counter()
+    response, server_setup = psi.Response(), psi.ServerSetup()
+    response.ParseFromString(response_bytes)
+    server_setup.ParseFromString(setup_bytes)
+    found = client.GetIntersection(server_setup, response)
+    timings["client_intersection"] = time.perf_counter() - t
+    timings["total"] = sum(timings.values())
+    return {"structure": structure, "seconds": {k: round(v, 3) for k, v in timings.items()},
+            "matched": len(found), "bytes": len(setup_bytes) + len(request_bytes) + len(response_bytes),
+            "matched_ids": {querier[i] for i in found}}
+
+
+def check_output(out: Path, mode: str, shared: set[str]) -> dict:
+    import pandas as pd
+    frame = pd.read_csv(out, dtype={"id": str})
+    matched = frame.loc[frame["matched"].astype(bool), "id"]
+    found = set(matched)
+    result = {"matched": len(found), "expected": len(shared), "exact": found == shared}
+    if mode == "join":
+        rows = frame.loc[frame["matched"].astype(bool)]
+        result["payload_ok"] = bool((rows["age"].astype(int) == rows["id"].astype(int) % 97).all())
+        result["exact"] = result["exact"] and result["payload_ok"]
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.exact_join", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--n", type=int, required=True, help="querier identifiers")
+    parser.add_argument("--m", type=int, required=True, help="holder identifiers")
+    parser.add_argument("--overlap", type=float, default=0.5, help="shared fraction of min(n, m)")
+    parser.add_argument("--key-bits", type=int, default=2048)
+    parser.add_argument("--fast-blinding", action="store_true")
+    parser.add_argument("--mode", choices=("join", "dedup"), default="join")
+    parser.add_argument("--json", help="write all numbers here")
+    parser.add_argument("--floor-samples", type=int, default=200, help="operations timed per kind")
+    parser.add_argument("--no-psi", action="store_true", help="skip the OpenMined PSI comparison")
+    parser.add_argument("--psi-structure", default="RAW", choices=("RAW", "GCS", "BLOOM_FILTER"))
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--keep", help="keep the run's files in this folder")
+    parser.add_argument("--progress-every", type=float, default=30.0, help="heartbeat period, s")
+    args = parser.parse_args(argv)
+
+    work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="bench-join-"))
+    work.mkdir(parents=True, exist_ok=True)
+    cores = os.cpu_count() or 1
+    results: dict = {"n": args.n, "m": args.m, "overlap": args.overlap, "key_bits": args.key_bits,
+                     "mode": args.mode, "fast_blinding": args.fast_blinding, "cores": cores,
+                     "load_before": os.getloadavg()}
+    children: list[Child] = []
+    try:
+        print(f"floor: timing {args.floor_samples} raw operations of each kind at {args.key_bits} bits ...",
+              file=sys.stderr, flush=True)
+        rates_before = floor_mod.measure(args.key_bits, args.floor_samples)
+
+        querier_ids, holder_ids, shared = make_ids(args.n, args.m, args.overlap, args.seed)
+        q_csv, h_csv = write_inputs(work, querier_ids, holder_ids)
+
+        kh_dir, port_file = work / "keyholder", work / "port"
+        port_file.unlink(missing_ok=True)
+        env = dict(os.environ, KEYHOLDER_PASSPHRASE="benchmark-only")
+        kh = Child("keyholder", [PYTHON, "-m", "keyholder.cli", "serve", "--listen", f"127.0.0.1:{free_port()}",
+                                 "--data-dir", str(kh_dir), "--insecure", "--min-key-bits", "1024",
+                                 "--port-file", str(port_file), "--log-level", "INFO"], work / "keyholder.log", env)
+        children.append(kh)
+        deadline = time.monotonic() + 60
+        while not port_file.exists() or not port_file.read_text().strip():
+            if kh.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the key holder did not start:\n{kh.text()}")
+            time.sleep(0.1)
+        address = f"127.0.0.1:{port_file.read_text().strip()}"
+        party = [PYTHON, "-m", "party_client.cli"]
+        for name in ("querier", "holder"):
+            folder = work / name
+            if folder.exists():
+                shutil.rmtree(folder)
+            run(party + ["init", "--dir", str(folder), "--name", name])
+            run(party + ["register", "--dir", str(folder), "--keyholder", address, "--insecure"])
+
+        holder = Child("holder", party + ["--log-level", "INFO", "hold", "--dir", str(work / "holder"),
+                                          "--input", str(h_csv), "--id-column", "id", "--release-columns", "age",
+                                          "--allow-fast-blinding", "--quiet", "--poll-seconds", "5"],
+                       work / "holder.log")
+        children.append(holder)
+        wait_idle(holder.proc.pid)
+        if holder.proc.poll() is not None:
+            raise RuntimeError(f"the holder stopped:\n{holder.text()}")
+
+        out, report = work / "out.csv", work / "report.json"
+        query = party + ["--log-level", "INFO", args.mode, "--dir", str(work / "querier"), "--holder", "holder",
+                         "--input", str(q_csv), "--id-column", "id", "--out", str(out), "--report", str(report),
+                         "--key-bits", str(args.key_bits), "--quiet"]
+        if args.fast_blinding:
+            query.append("--fast-blinding")
+        print(f"run: {args.mode} {args.n} x {args.m} at {args.key_bits} bits, "
+              f"{'fast' if args.fast_blinding else 'full'} blinding, files in {work}", file=sys.stderr, flush=True)
+        kh_cpu_before = cpu_seconds(kh.proc.pid)
+        holder_cpu_before = cpu_seconds(holder.proc.pid)
+        machine_before = busy_cpu_seconds()
+        querier = Child("querier", query, work / "querier.log")
+        children.append(querier)
+        heartbeat = Progress(kh_dir / "keyholder.sqlite3", 2 * args.m,
+                             {"K": kh.proc.pid, "H": holder.proc.pid, "Q": querier.proc.pid},
+                             args.progress_every)
+        heartbeat.start()
+        code = querier.wait()
+        heartbeat.halt.set()
+        machine_after = busy_cpu_seconds()
+        kh_cpu_after = cpu_seconds(kh.proc.pid)
+        holder_cpu_after = cpu_seconds(holder.proc.pid)
+        if code:
+            raise RuntimeError(f"the querier failed ({code}):\n{querier.text()[-3000:]}\n"
+                               f"holder:\n{holder.text()[-3000:]}")
+        audit = audit_times(kh_dir)
+        holder.stop()
+        facts = json.loads(report.read_text())
+        holder_match = HOLDER_LINE.search(holder.text())
+        if not holder_match:
+            raise RuntimeError(f"no comparison line in the holder's log:\n{holder.text()[-3000:]}")
+        rows, comparisons, compare_s = int(holder_match[1]), int(holder_match[2]), float(holder_match[3])
+        check = check_output(out, args.mode, shared)
+
+        rates_after = floor_mod.measure(args.key_bits, args.floor_samples)
+        rates = floor_mod.best(rates_before, rates_after)
+        fast = facts.get("blinding") == "fast"
+        matched_rows = int(facts["matched_holder_rows"])
+        slots = int(facts["table_slots"])
+        bound = floor_mod.floor_seconds(rates, comparisons, comparisons + matched_rows, slots, fast, cores)
+        seconds = facts["seconds"]
+        relay_to_finish = audit["finish_round"] - audit["relay_query"] if {"finish_round", "relay_query"} <= audit.keys() else None
+        phases = {
+            "encode (querier PRF + cuckoo)": seconds["encode"],
+            "encrypt (querier)": seconds["encrypt"],
+            "relay (sealed upload via K)": seconds["relay"],
+            "holder fetch + plan": round(max(0.0, seconds["wait_for_holder"] - compare_s), 3),
+            "compare + zero-test (pipelined)": round(compare_s, 3),
+            "result fetch (querier)": seconds["fetch"],
+        }
+        wall = float(seconds["total"])
+        results.update(
+            blinding=facts.get("blinding"), rows=rows, comparisons=comparisons, table_slots=slots,
+            cuckoo_bins=facts.get("cuckoo_bins"), matched_holder_rows=matched_rows, check=check,
+            phases=phases, querier_seconds=seconds, wall=wall, querier_process_wall=querier.wall,
+            relay_to_finish=relay_to_finish,
+            cpu={"querier": round(querier.cpu, 2),
+                 "holder_during_run": round(holder_cpu_after - holder_cpu_before, 2),
+                 "keyholder_during_run": round(kh_cpu_after - kh_cpu_before, 2),
+                 "machine_during_run": round(machine_after - machine_before, 2)},
+            rates_ms={"before": rates_before.as_dict(), "after": rates_after.as_dict(), "used": rates.as_dict()},
+            floor={k: (round(v, 3) if isinstance(v, float) else v) for k, v in bound.items()},
+            ratio=round(wall / bound["floor"], 3),
+            compare_ratio=round(compare_s / ((bound["holder_cpu"] + bound["keyholder_cpu"]) / cores), 3),
+        )
+        ours = querier.cpu + (holder_cpu_after - holder_cpu_before) + (kh_cpu_after - kh_cpu_before)
+        other = max(0.0, (machine_after - machine_before) - ours) / querier.wall
+        available = max(1.0, cores - other)
+        cpu_floor = bound["holder_cpu"] + bound["keyholder_cpu"] + bound["querier_cpu"]
+        results.update(other_cores_busy=round(other, 2), available_cores=round(available, 2),
+                       floor_available=round(cpu_floor / available, 3),
+                       ratio_available=round(wall / (cpu_floor / available), 3))
+        if not args.no_psi:
+            psi = run_psi(querier_ids, holder_ids, args.psi_structure)
+            psi_exact = psi.pop("matched_ids") == shared
+            results["psi"] = dict(psi, exact=psi_exact)
+            results["psi_ratio"] = round(wall / psi["seconds"]["total"], 2)
+        results["load_after"] = os.getloadavg()
+        print_results(results)
+        if args.json:
+            Path(args.json).write_text(json.dumps(results, indent=2, default=str))
+        return 0 if check["exact"] else 1
+    finally:
+        for child in reversed(children):
+            child.stop()
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def print_results(r: dict) -> None:
+    line = "-" * 64
+    print(line)
+    print(f"{r['mode']} {r['n']} x {r['m']} (overlap {r['overlap']}), {r['key_bits']}-bit key, "
+          f"{r['blinding']} blinding, {r['cores']} cores")
+    print(f"holder rows {r['rows']}, comparisons {r['comparisons']}, querier slots {r['table_slots']}, "
+          f"matched {r['check']['matched']} / expected {r['check']['expected']} "
+          f"({'exact' if r['check']['exact'] else 'WRONG'})")
+    print(line)
+    for name, value in r["phases"].items():
+        print(f"  {name:36s} {value:10.2f} s")
+    print(f"  {'wall (querier total)':36s} {r['wall']:10.2f} s")
+    f = r["floor"]
+    u = r["rates_ms"]["used"]
+    print(line)
+    print(f"floor rates (ms/op, one core): full exp {u['full_exp']:.3f}, 128-bit exp {u['fast_exp']:.3f}, "
+          f"half-CRT {u['half_crt']:.3f}, Encryptor.encrypt {u['encrypt']:.3f} (r^n: {u['encrypt_powmod']:.3f})")
+    print(f"floor CPU: holder {f['holder_cpu']:.2f} s + key holder {f['keyholder_cpu']:.2f} s + "
+          f"querier {f['querier_cpu']:.2f} s, / {f['cores']} cores = {f['floor']:.2f} s")
+    print(f"measured CPU during the run: holder {r['cpu']['holder_during_run']:.2f} s, key holder "
+          f"{r['cpu']['keyholder_during_run']:.2f} s, querier {r['cpu']['querier']:.2f} s")
+    print(f"RATIO wall / floor = {r['ratio']:.2f}   (compare phase / its floor = {r['compare_ratio']:.2f})")
+    print(f"other work on the machine kept ~{r['other_cores_busy']:.2f} of {r['cores']} cores busy during the run; "
+          f"floor on the {r['available_cores']:.2f} cores left = {r['floor_available']:.2f} s, "
+          f"ratio {r['ratio_available']:.2f}")
+    if "psi" in r:
+        p = r["psi"]
+        print(f"OpenMined PSI ({p['structure']}): {p['seconds']['total']:.2f} s "
+              f"({', '.join(f'{k} {v:.2f}' for k, v in p['seconds'].items() if k != 'total')}), "
+              f"{p['bytes'] / 1e6:.1f} MB, matched {p['matched']} ({'exact' if p['exact'] else 'WRONG'})")
+        print(f"RATIO ours / PSI = {r['psi_ratio']:.1f}")
+    print(f"load average before {r['load_before'][0]:.2f}, after {r['load_after'][0]:.2f}")
+    print(line)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
