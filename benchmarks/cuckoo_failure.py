@@ -33,21 +33,30 @@ from scipy.sparse.csgraph import connected_components
 from party_client.cuckoo import CuckooFailure, CuckooParams, bin_count, padded_size, place
 
 
-def failing_trials(positions: np.ndarray, bins: int) -> np.ndarray:
-    """Indices of the trials (first axis of ``positions``: trials x keys x 2) with no placement."""
-    trials, keys, _ = positions.shape
+def failing_trials(positions: np.ndarray, bins: int, stash: int = 0) -> np.ndarray:
+    """Indices of the trials (first axis of ``positions``: trials x keys x h) with no placement.
+
+    With ``stash`` slots a trial fails iff the components' excess edges (edges - vertices,
+    summed over components with more edges than vertices) exceed the stash.  For h > 2 the
+    positions would form a hypergraph; only h = 2 is handled.
+    """
+    trials, keys, h = positions.shape
+    if h != 2:
+        raise ValueError("the exact criterion is implemented for h = 2 only")
     offsets = (np.arange(trials, dtype=np.int64) * bins)[:, None]
     u = (positions[:, :, 0] + offsets).ravel()
     v = (positions[:, :, 1] + offsets).ravel()
     vertices = trials * bins
     graph = coo_matrix((np.ones(len(u), dtype=np.int8), (u, v)), shape=(vertices, vertices)).tocsr()
     count, labels = connected_components(graph, directed=False)
-    edges = np.bincount(labels[u], minlength=count)
-    nodes = np.bincount(labels, minlength=count)
-    bad = edges > nodes
+    excess = np.bincount(labels[u], minlength=count) - np.bincount(labels, minlength=count)
+    bad = excess > 0
     if not bad.any():
         return np.empty(0, dtype=np.int64)
-    return np.unique(np.flatnonzero(bad[labels]) // bins)
+    component_trial = np.empty(count, dtype=np.int64)
+    component_trial[labels] = np.arange(vertices, dtype=np.int64) // bins
+    per_trial = np.bincount(component_trial[bad], weights=excess[bad], minlength=trials)
+    return np.flatnonzero(per_trial > stash)
 
 
 def wilson(failures: int, trials: int, z: float = 1.96) -> tuple[float, float]:
@@ -71,7 +80,7 @@ def measure(n: int, trials: int, params: CuckooParams, padded: bool, rng: np.ran
     while done < trials:
         t = min(per_batch, trials - done)
         positions = rng.integers(0, bins, size=(t, keys, params.hash_functions), dtype=np.int64)
-        failed = set(failing_trials(positions, bins).tolist())
+        failed = set(failing_trials(positions, bins, params.stash).tolist())
         failures += len(failed)
         for i in range(min(t, check_place - checked)):
             try:
@@ -102,10 +111,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check-place", type=int, default=200,
                         help="trials per size also run through party_client.cuckoo.place")
     parser.add_argument("--padded", action="store_true", help="place padded_size(n) keys (worst load)")
+    parser.add_argument("--expansion", type=float, default=2.4, help="bins per padded key (product: 2.4)")
+    parser.add_argument("--stash", type=int, default=0, help="stash slots (product default: 0)")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--json")
     args = parser.parse_args(argv)
-    params = CuckooParams()  # h = 2, expansion 2.4, stash 0
+    params = CuckooParams(expansion=args.expansion, stash=args.stash)  # product: h = 2, 2.4, stash 0
     rng = np.random.default_rng(args.seed)
     rows = []
     print(f"h={params.hash_functions}, expansion={params.expansion}, stash={params.stash}")
@@ -123,7 +134,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{row['seconds']:>6}", flush=True)
     if args.json:
         with open(args.json, "w") as out:
-            json.dump({"params": vars(params), "padded": args.padded, "rows": rows}, out, indent=2)
+            json.dump({"params": {"hash_functions": params.hash_functions, "expansion": params.expansion,
+                              "stash": params.stash}, "padded": args.padded, "rows": rows}, out, indent=2)
     return 0
 
 

@@ -128,6 +128,9 @@ def main(argv: list[str] | None = None) -> int:
             ok = matched == present
             if ok and present and "age" in result.frame.columns:  # lookup returns no payload today
                 ok = int(result.frame["age"].iloc[0]) == int(value) % 97
+            waited = time.monotonic() + 1.0  # the holder logs just after FinishRound
+            while not any("rows compared" in line for line in handler.lines[mark:]) and time.monotonic() < waited:
+                time.sleep(0.01)
             compared = next((line for line in handler.lines[mark:] if "rows compared" in line), "")
             entry = {"seconds": round(elapsed, 3), "present": present, "correct": ok,
                      "querier_phases": result.report["seconds"], "holder": compared.split(": ", 1)[-1],

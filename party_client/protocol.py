@@ -37,7 +37,7 @@ from party_client.paillier import (Encryptor, PublicKey, blinded_comparison, bli
                                    negated_generator_power, worker_pool)
 from party_client.progress import bar
 from party_client.seal import SessionCipher, open_records, seal_records
-from party_client.transport import Connection
+from party_client.transport import Connection, KeyHolderUnavailable
 from proto import linkage_pb2 as pb
 
 log = logging.getLogger("party")
@@ -353,11 +353,19 @@ class Holder:
     def serve(self, once: bool, poll_seconds: float = 20.0, stop: Callable[[], bool] = lambda: False) -> int:
         """Process pending rounds; with ``once`` until none is left, else until ``stop()``."""
         served = 0
+        tried: set[tuple[str, int]] = set()
         while not stop():
-            items = self.pending(0.0 if once else poll_seconds)
+            items = [i for i in self.pending(0.0 if once else poll_seconds)
+                     if (i.session.session_id, i.round) not in tried]
             for item in items:
-                self.process(item)
-                served += 1
+                tried.add((item.session.session_id, item.round))
+                try:
+                    self.process(item)
+                    served += 1
+                except KeyHolderUnavailable:
+                    raise
+                except PartyError as error:  # e.g. the querier closed or the session expired meanwhile
+                    log.warning("session %s round %d not served: %s", item.session.session_id, item.round, error)
             if once and not items:
                 break
         return served
@@ -489,9 +497,11 @@ class Holder:
                              refused_fast_blinding=refused)
         sealed_note = note_cipher(secret, session.session_id, item.round).seal(
             note.SerializeToString(), SessionCipher.padded_width(len(note.SerializeToString())))
+        # Acknowledge (K deletes the spooled query) before finishing: once the round is finished the
+        # querier may close the session at any moment.
+        self.connection.call("AckMessage", pb.MessageRef(message_id=item.message_id))
         self.connection.call("FinishRound", pb.FinishRoundRequest(
             session_id=session.session_id, round=item.round, batches=len(chunks), holder_note=sealed_note))
-        self.connection.call("AckMessage", pb.MessageRef(message_id=item.message_id))
         elapsed = time.perf_counter() - started
         log.info("session %s round %d: %d rows compared (%d comparisons) in %.1f s", session.session_id,
                  item.round, len(units), comparisons, elapsed)
