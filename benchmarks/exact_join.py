@@ -139,6 +139,22 @@ def busy_cpu_seconds() -> float:
     return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
 
 
+def code_version() -> dict:
+    """Which product code this run measured: its folder, commit and whether it had local edits."""
+    import party_client
+    root = Path(party_client.__file__).resolve().parent.parent
+    info = {"root": str(root)}
+    head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True)
+    if head.returncode == 0:
+        info["commit"] = head.stdout.strip()
+        status = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                                capture_output=True, text=True).stdout
+        info["dirty"] = [line[3:] for line in status.splitlines() if not line[3:].startswith("benchmarks/")]
+    elif (root / "COMMIT").is_file():  # a `git archive` snapshot
+        info["commit"] = (root / "COMMIT").read_text().strip()
+    return info
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -270,7 +286,7 @@ def main(argv: list[str] | None = None) -> int:
     cores = os.cpu_count() or 1
     results: dict = {"n": args.n, "m": args.m, "overlap": args.overlap, "key_bits": args.key_bits,
                      "mode": args.mode, "fast_blinding": args.fast_blinding, "cores": cores,
-                     "load_before": os.getloadavg()}
+                     "load_before": os.getloadavg(), "code": code_version()}
     children: list[Child] = []
     try:
         print(f"floor: timing {args.floor_samples} raw operations of each kind at {args.key_bits} bits ...",
@@ -430,7 +446,8 @@ def print_results(r: dict) -> None:
               f"({', '.join(f'{k} {v:.2f}' for k, v in p['seconds'].items() if k != 'total')}), "
               f"{p['bytes'] / 1e6:.1f} MB, matched {p['matched']} ({'exact' if p['exact'] else 'WRONG'})")
         print(f"RATIO ours / PSI = {r['psi_ratio']:.1f}")
-    print(f"load average before {r['load_before'][0]:.2f}, after {r['load_after'][0]:.2f}")
+    print(f"load average before {r['load_before'][0]:.2f}, after {r['load_after'][0]:.2f}; "
+          f"code {r['code'].get('commit', '?')[:10]}{' + local edits' if r['code'].get('dirty') else ''}")
     print(line)
 
 

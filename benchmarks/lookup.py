@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from benchmarks.exact_join import PYTHON, Child, free_port
+from benchmarks.exact_join import PYTHON, Child, code_version, free_port
 
 log = logging.getLogger("party")
 
@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="bench-lookup-"))
     results: dict = {"rows": args.rows, "population": args.population, "max_risk": args.max_risk,
                      "key_bits": args.key_bits, "release": not args.no_release, "cores": os.cpu_count(),
-                     "load_before": os.getloadavg()}
+                     "load_before": os.getloadavg(), "code": code_version()}
     kh = None
     stop = threading.Event()
     thread = None
