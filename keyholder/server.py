@@ -193,8 +193,8 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
         pages = self._run(context, lambda: self.core.fetch_results(
             self._party(context), request.session_id, request.round))
         for page in pages:
-            yield pb.ResultBatch(matches=[pb.Match(match_index=index, attachment=blob)
-                                          for index, blob in page])
+            yield pb.ResultBatch(matches=[pb.Match(match_indices=indices, attachment=blob)
+                                          for indices, blob in page])
 
 
 @dataclass(frozen=True)

@@ -349,9 +349,9 @@ class KeyHolder:
         zeros = tester.test_many(values)
         matches, offset = [], 0
         for row, count in enumerate(row_comparisons):
-            hits = zeros[offset:offset + count]
-            if any(hits):
-                matches.append((row, hits.index(True), attachments[row]))
+            hits = [index for index, zero in enumerate(zeros[offset:offset + count]) if zero]
+            if hits:
+                matches.append((row, hits, attachments[row]))
             offset += count
         fresh = self.store.add_batch(session_id, round_no, seq, total, matches)
         return total, not fresh
@@ -395,7 +395,8 @@ class KeyHolder:
             return found if found.status != PENDING else None
         return self._wait(finished, wait_seconds) or self.store.get_round(session_id, round_no)
 
-    def fetch_results(self, querier: str, session_id: str, round_no: int) -> Iterator[list[tuple[int, bytes]]]:
+    def fetch_results(self, querier: str, session_id: str,
+                      round_no: int) -> Iterator[list[tuple[list[int], bytes]]]:
         session = self.session(querier, session_id, "querier")
         found = self._round(session, round_no)
         if found.status != DONE:

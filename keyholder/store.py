@@ -39,7 +39,7 @@ CREATE TABLE IF NOT EXISTS batches (
     PRIMARY KEY (session_id, round, seq));
 CREATE TABLE IF NOT EXISTS matches (
     session_id TEXT NOT NULL, round INTEGER NOT NULL, seq INTEGER NOT NULL,
-    row INTEGER NOT NULL, match_index INTEGER NOT NULL, attachment BLOB NOT NULL,
+    row INTEGER NOT NULL, indices TEXT NOT NULL, attachment BLOB NOT NULL,
     PRIMARY KEY (session_id, round, seq, row));
 CREATE TABLE IF NOT EXISTS messages (
     id TEXT PRIMARY KEY, session_id TEXT NOT NULL, kind TEXT NOT NULL,
@@ -227,7 +227,7 @@ class Store:
             (session_id, round_no))]
 
     def add_batch(self, session_id: str, round_no: int, seq: int, comparisons: int,
-                  matches: list[tuple[int, int, bytes]]) -> bool:
+                  matches: list[tuple[int, list[int], bytes]]) -> bool:
         """Record one zero-tested batch and its matching rows; False if seen before."""
         with self.transaction() as db:
             seen = db.execute("SELECT 1 FROM batches WHERE session_id = ? AND round = ? AND seq = ?",
@@ -237,22 +237,24 @@ class Store:
             db.execute("INSERT INTO batches VALUES (?, ?, ?, ?, ?)",
                        (session_id, round_no, seq, comparisons, time.time()))
             db.executemany("INSERT INTO matches VALUES (?, ?, ?, ?, ?, ?)",
-                           [(session_id, round_no, seq, row, index, blob) for row, index, blob in matches])
+                           [(session_id, round_no, seq, row, ",".join(map(str, indices)), blob)
+                            for row, indices, blob in matches])
             db.execute("UPDATE rounds SET comparisons = comparisons + ?, matched_rows = matched_rows + ? "
                        "WHERE session_id = ? AND round = ?",
                        (comparisons, len(matches), session_id, round_no))
         return True
 
-    def iter_matches(self, session_id: str, round_no: int, page: int = 1000) -> Iterator[list[tuple[int, bytes]]]:
+    def iter_matches(self, session_id: str, round_no: int,
+                     page: int = 1000) -> Iterator[list[tuple[list[int], bytes]]]:
         last = (-1, -1)
         while True:
-            rows = self._all("SELECT seq, row, match_index, attachment FROM matches "
+            rows = self._all("SELECT seq, row, indices, attachment FROM matches "
                              "WHERE session_id = ? AND round = ? AND (seq, row) > (?, ?) "
                              "ORDER BY seq, row LIMIT ?", (session_id, round_no, last[0], last[1], page))
             if not rows:
                 return
             last = (rows[-1][0], rows[-1][1])
-            yield [(index, blob) for _, _, index, blob in rows]
+            yield [([int(i) for i in indices.split(",")], blob) for _, _, indices, blob in rows]
 
     # -- messages -----------------------------------------------------------
     def add_message(self, message: Message, open_round: bool, pending: int) -> Message:

@@ -10,7 +10,6 @@ and holds.
 """
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,8 +20,10 @@ from party_client.errors import PartyError
 from party_client.identity import PartyDir
 from party_client.lookups import BucketPlan, LookupSession, LookupState, plan_buckets
 from party_client.normalize import FIELD_TYPES
-from party_client.protocol import (MODE_NAMES, Holder, HolderData, HolderOptions, Keys, Querier,
-                                   QueryOptions, QueryOutcome)
+from party_client.rules import Rules, load_rules
+from party_client.keys import QuerierKeys, exact_holder_keys, exact_querier_keys
+from party_client.protocol import (MODE_NAMES, Holder, HolderData, HolderOptions, Querier, QueryOptions,
+                                   QueryOutcome)
 from party_client.tables import read_table, require_columns
 from party_client.transport import Connection, register
 from proto import linkage_pb2 as pb
@@ -34,21 +35,42 @@ class LinkResult:
     report: dict
 
 
-def assemble(frame: pd.DataFrame, keys: Keys, outcome: QueryOutcome, matched_column: str,
-             with_payload: bool) -> pd.DataFrame:
-    """The querier's rows plus released columns (SQL left join) plus ``matched``."""
-    matched_keys = {key for key, _ in outcome.matches}
-    codes = pd.Series(keys.codes, index=frame.index)
-    if not (with_payload and outcome.release_columns):
-        return frame.assign(**{matched_column: codes.isin(matched_keys).to_numpy()})
-    names = [c if c not in frame.columns else f"{c}_holder" for c in outcome.release_columns]
-    payload = pd.DataFrame([[key, *values] for key, values in outcome.matches], columns=["__key", *names])
-    if payload.empty:
-        payload = payload.astype({name: object for name in names})
-    left = frame.reset_index(drop=True).assign(__key=keys.codes)
-    joined = left.merge(payload, on="__key", how="left", sort=False)
-    joined[matched_column] = joined["__key"].isin(matched_keys).to_numpy()
-    return joined.drop(columns="__key")
+def assemble(frame: pd.DataFrame, keys: QuerierKeys, outcome: QueryOutcome, matched_column: str,
+             with_payload: bool, term_column: str | None = None) -> pd.DataFrame:
+    """The querier's rows plus released columns (SQL left join) plus ``matched``.
+
+    A record matched by several holder rows appears once per match (join);
+    ``term_column`` names the key tables (rule terms) through which each pair matched.
+    """
+    base = frame.reset_index(drop=True)
+    hits = pd.DataFrame([(m, t, v) for m, (found, _) in enumerate(outcome.matches) for t, v in found],
+                        columns=["__match", "table", "value"], dtype="int64")
+    linked = hits.merge(keys.pairs(), on=["table", "value"]).rename(columns={"record": "__record"})
+    matched = base.index.isin(linked["__record"].unique())
+    if not (with_payload and outcome.release_columns) and term_column is None:
+        return base.assign(**{matched_column: matched})
+    names = [c if c not in base.columns else f"{c}_holder" for c in outcome.release_columns]
+    pairs = linked.groupby(["__record", "__match"], sort=True)["table"].agg(
+        lambda tables: "|".join(keys.tables[t].name for t in sorted(set(tables)))).rename("__terms").reset_index()
+    if not with_payload:                      # one row per record; the terms of all its matches
+        terms = pairs.groupby("__record")["__terms"].agg(lambda ts: "|".join(sorted(set("|".join(ts).split("|")))))
+        return base.assign(**{matched_column: matched, term_column: terms.reindex(base.index).fillna("")})
+    payload = pd.DataFrame([values for _, values in outcome.matches], columns=names,
+                           index=pd.RangeIndex(len(outcome.matches), name="__match")).astype(object)
+    joined = base.assign(__record=base.index).merge(pairs, on="__record", how="left")
+    joined = joined.join(payload, on="__match")
+    joined[matched_column] = joined["__match"].notna().to_numpy()
+    if term_column is not None:
+        joined[term_column] = joined["__terms"].fillna("")
+    return joined.drop(columns=["__record", "__match", "__terms"])
+
+
+def matched_records(keys: QuerierKeys, outcome: QueryOutcome) -> int:
+    """How many distinct querier records matched at least one holder row."""
+    found = {hit for hits, _ in outcome.matches for hit in hits}
+    pairs = keys.pairs()
+    hit = [(t, v) in found for t, v in zip(pairs["table"], pairs["value"])]
+    return int(pairs.loc[hit, "record"].nunique())
 
 
 def _frame(data: pd.DataFrame | str | Path) -> pd.DataFrame:
@@ -88,19 +110,33 @@ class Party:
             return register(self.dir, connection).fingerprint
 
     # -- querier ----------------------------------------------------------------
-    def _options(self, id_type: str, key_bits: int, fast_blinding: bool, timeout: float) -> QueryOptions:
+    def _options(self, key_bits: int, fast_blinding: bool, timeout: float) -> QueryOptions:
+        return QueryOptions(key_bits=key_bits, fast_blinding=fast_blinding, timeout=timeout, progress=self.progress)
+
+    @staticmethod
+    def _prepare(data, id_column: str | None, id_type: str, rules, matched_column: str,
+                 side: str) -> tuple[pd.DataFrame, object]:
+        """The input table and its matching keys (exact on ``id_column`` or from ``rules``)."""
+        frame = _frame(data)
+        if matched_column and matched_column in frame.columns:
+            raise PartyError(f"the input already has a column '{matched_column}': choose --matched-column")
+        if (id_column is None) == (rules is None):
+            raise PartyError("give either an id column or a rules file")
+        if rules is not None:
+            rules = load_rules(rules) if not isinstance(rules, Rules) else rules
+            return frame, rules.querier_keys(frame) if side == "querier" else rules.holder_keys(frame)
+        require_columns(frame, [id_column], "id")
         if id_type not in FIELD_TYPES:
             raise PartyError(f"--id-type must be one of {', '.join(FIELD_TYPES)}")
-        return QueryOptions(field_type=id_type, key_bits=key_bits, fast_blinding=fast_blinding,
-                            timeout=timeout, progress=self.progress)
+        keys = exact_querier_keys if side == "querier" else exact_holder_keys
+        return frame, keys(frame[id_column], id_type)
 
-    def _query(self, mode: str, holder: str, data, id_column: str, matched_column: str,
-               options: QueryOptions) -> LinkResult:
-        frame = _frame(data)
-        require_columns(frame, [id_column], "id")
-        if matched_column in frame.columns:
-            raise PartyError(f"the input already has a column '{matched_column}': choose --matched-column")
-        keys = Keys.from_column(frame[id_column], options.field_type)
+    def _query(self, mode: str, holder: str, data, id_column: str | None, *, rules=None,
+               id_type: str = "identifier", key_bits: int = 2048, fast_blinding: bool = False,
+               timeout: float = 3600.0, matched_column: str = "matched",
+               term_column: str | None = None) -> LinkResult:
+        frame, keys = self._prepare(data, id_column, id_type, rules, matched_column, "querier")
+        options = self._options(key_bits, fast_blinding, timeout)
         with self.connect() as connection:
             querier = Querier(connection, self.dir)
             session = querier.open_session(mode, holder, options)
@@ -108,27 +144,25 @@ class Party:
                 outcome = querier.run(session, keys, options)
             finally:
                 querier.close(session.session_id)
-        result = assemble(frame, keys, outcome, matched_column, with_payload=mode == "join")
-        return LinkResult(result, self._report(mode, holder, session, keys, outcome, result, matched_column))
+        result = assemble(frame, keys, outcome, matched_column, with_payload=mode == "join", term_column=term_column)
+        report = self._report(mode, holder, session, outcome, result, matched_column)
+        report["matched_records"] = matched_records(keys, outcome)
+        return LinkResult(result, report)
 
-    def _report(self, mode, holder, session, keys: Keys, outcome: QueryOutcome, result, matched_column) -> dict:
-        matched_records = int(pd.Series(keys.codes).isin({k for k, _ in outcome.matches}).sum())
+    def _report(self, mode: str, holder: str, session, outcome: QueryOutcome, result: pd.DataFrame,
+                matched_column: str) -> dict:
         return {"mode": mode, "querier": self.name, "holder": holder, "session_id": session.session_id,
                 "key_bits": session.key_bits, "blinding": outcome.blinding,
-                "release_columns": outcome.release_columns, "matched_records": matched_records,
-                "output_rows": int(len(result)), "note": outcome.note, **outcome.facts}
+                "release_columns": outcome.release_columns, "output_rows": int(len(result)),
+                "matched_output_rows": int(result[matched_column].sum()), "note": outcome.note, **outcome.facts}
 
-    def join(self, holder: str, data, id_column: str, *, id_type: str = "identifier", key_bits: int = 2048,
-             fast_blinding: bool = False, timeout: float = 3600.0, matched_column: str = "matched") -> LinkResult:
-        """Equi-join: input rows plus the holder's released columns for matched rows."""
-        return self._query("join", holder, data, id_column, matched_column,
-                           self._options(id_type, key_bits, fast_blinding, timeout))
+    def join(self, holder: str, data, id_column: str | None = None, **options) -> LinkResult:
+        """Equi-join (or fuzzy join with ``rules=``): our rows plus the holder's released columns."""
+        return self._query("join", holder, data, id_column, **options)
 
-    def dedup(self, holder: str, data, id_column: str, *, id_type: str = "identifier", key_bits: int = 2048,
-              fast_blinding: bool = False, timeout: float = 3600.0, matched_column: str = "matched") -> LinkResult:
+    def dedup(self, holder: str, data, id_column: str | None = None, **options) -> LinkResult:
         """Which of our records the holder also has (no payload)."""
-        return self._query("dedup", holder, data, id_column, matched_column,
-                           self._options(id_type, key_bits, fast_blinding, timeout))
+        return self._query("dedup", holder, data, id_column, **options)
 
     def lookup(self, holder: str, data, id_column: str, population: int, *, max_risk: float = 0.05,
                buckets: int | None = None, id_type: str = "identifier", key_bits: int = 2048,
@@ -136,14 +170,11 @@ class Party:
                matched_column: str = "matched") -> LinkResult:
         """Look a few records up in a large holder through risk-bounded buckets."""
         plan: BucketPlan = plan_buckets(population, max_risk, buckets)
-        options = self._options(id_type, key_bits, fast_blinding, timeout)
+        options = self._options(key_bits, fast_blinding, timeout)
         options.lookup_buckets = plan.buckets
-        frame = _frame(data)
-        require_columns(frame, [id_column], "id")
-        if matched_column in frame.columns:
-            raise PartyError(f"the input already has a column '{matched_column}': choose --matched-column")
-        keys = Keys.from_column(frame[id_column], options.field_type)
-        if not keys.values:
+        frame, keys = self._prepare(data, id_column, id_type, None, matched_column, "querier")
+        values = keys.tables[0].values
+        if not values:
             raise PartyError("no identifier to look up (all blank)")
         state = LookupState(self.dir)
         try:
@@ -162,15 +193,15 @@ class Party:
                                           key_bits, session.expires_at)
                     state.save(holder, saved)
                 outcome = querier.run(session, keys, options, lookup_secret=saved.secret)
-            combined = state.record(keys.values, session.session_id, plan.buckets, population)
+            combined = state.record(values, session.session_id, plan.buckets, population)
         finally:
             state.close()
         result = assemble(frame, keys, outcome, matched_column, with_payload=False)
-        report = self._report("lookup", holder, session, keys, outcome, result, matched_column)
+        report = self._report("lookup", holder, session, outcome, result, matched_column)
+        report["matched_records"] = matched_records(keys, outcome)
         worst = max(combined, default=0.0)
         report.update(population=population, buckets=plan.buckets, risk=round(plan.risk, 6),
-                      max_risk=max_risk, combined_risk_max=round(worst, 6),
-                      session_reused=saved.session_id == session.session_id and session.rounds > 1)
+                      max_risk=max_risk, combined_risk_max=round(worst, 6), session_rounds=session.rounds + 1)
         if worst > max_risk:
             report["warning"] = (f"{sum(r > max_risk for r in combined)} identifier(s) were looked up in "
                                  f"several sessions; the holder could intersect their buckets "
@@ -178,31 +209,25 @@ class Party:
         return LinkResult(result, report)
 
     # -- holder -----------------------------------------------------------------
-    def holder(self, data, id_column: str, release_columns: list[str] | None = None, *,
-               id_type: str = "identifier", allow_fast_blinding: bool = False,
+    def holder(self, data, id_column: str | None = None, release_columns: list[str] | None = None, *,
+               rules=None, id_type: str = "identifier", allow_fast_blinding: bool = False,
                allowed_queriers: list[str] | None = None, connection: Connection | None = None) -> Holder:
-        frame = _frame(data)
+        """A holder ready to serve (``serve(once=...)``), keys computed once."""
+        frame, keys = self._prepare(data, id_column, id_type, rules, "", "holder")
         release_columns = list(release_columns or [])
-        require_columns(frame, [id_column], "id")
         require_columns(frame, release_columns, "release")
-        if id_type not in FIELD_TYPES:
-            raise PartyError(f"--id-type must be one of {', '.join(FIELD_TYPES)}")
-        return Holder(connection or self.connect(), self.dir, HolderData(frame, id_column, release_columns, id_type),
+        return Holder(connection or self.connect(), self.dir, HolderData(frame, keys, release_columns),
                       HolderOptions(release_columns=release_columns, allow_fast_blinding=allow_fast_blinding,
                                     allowed_queriers=allowed_queriers, progress=self.progress))
 
-    def hold(self, data, id_column: str, release_columns: list[str] | None = None, *, once: bool = True,
-             poll_seconds: float = 20.0, **options) -> int:
+    def hold(self, data, id_column: str | None = None, release_columns: list[str] | None = None, *,
+             once: bool = True, poll_seconds: float = 20.0, **options) -> int:
         """Serve the rounds addressed to us; returns how many were served."""
         holder = self.holder(data, id_column, release_columns, **options)
         try:
             return holder.serve(once=once, poll_seconds=poll_seconds)
         finally:
             holder.connection.close()
-
-
-def report_line(report: dict) -> str:
-    return json.dumps(report, sort_keys=True, default=str)
 
 
 __all__ = ["Party", "LinkResult", "assemble", "MODE_NAMES"]

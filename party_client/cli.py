@@ -50,12 +50,18 @@ def cmd_register(args) -> int:
 
 def cmd_hold(args) -> int:
     party = _party(args)
+    _key_source(args)
     served = party.hold(args.input, args.id_column, _columns(args.release_columns), once=args.once,
-                        poll_seconds=args.poll_seconds, id_type=args.id_type,
+                        poll_seconds=args.poll_seconds, id_type=args.id_type, rules=args.rules,
                         allow_fast_blinding=args.allow_fast_blinding,
                         allowed_queriers=_columns(args.allow_querier) or None)
     print(f"served {served} round(s)")
     return 0
+
+
+def _key_source(args) -> None:
+    if (args.id_column is None) == (getattr(args, "rules", None) is None):
+        raise UsageError(f"party {args.command}: give exactly one of --id-column and --rules")
 
 
 def _finish(result, out: str, report_file: str | None) -> int:
@@ -64,7 +70,7 @@ def _finish(result, out: str, report_file: str | None) -> int:
     if report_file:
         with open(report_file, "w") as sink:
             json.dump(result.report, sink, indent=2, default=str)
-    summary = {k: result.report[k] for k in ("mode", "holder", "records", "matched_records", "output_rows",
+    summary = {k: result.report[k] for k in ("mode", "holder", "records", "matched_output_rows", "output_rows",
                                              "blinding", "risk", "buckets", "warning") if k in result.report}
     print(json.dumps(summary, default=str))
     if result.report.get("warning"):
@@ -79,10 +85,14 @@ def cmd_query(args) -> int:
     common = dict(id_type=args.id_type, key_bits=args.key_bits, fast_blinding=args.fast_blinding,
                   timeout=args.timeout, matched_column=args.matched_column)
     if args.command == "lookup":
+        if args.id_column is None:
+            raise UsageError("party lookup: --id-column is required")
         result = party.lookup(args.holder, args.input, args.id_column, args.population, max_risk=args.max_risk,
                               buckets=args.buckets, **common)
     else:
-        result = getattr(party, args.command)(args.holder, args.input, args.id_column, **common)
+        _key_source(args)
+        result = getattr(party, args.command)(args.holder, args.input, args.id_column, rules=args.rules,
+                                              term_column=args.term_column, **common)
     return _finish(result, args.out, args.report)
 
 
@@ -115,7 +125,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     hold = connected(commands.add_parser("hold", help="serve queries addressed to this party"))
     hold.add_argument("--input", required=True)
-    hold.add_argument("--id-column", required=True)
+    hold.add_argument("--id-column", help="exact matching on this column")
+    hold.add_argument("--rules", help="fuzzy matching with this rules file (TOML), instead of --id-column")
     hold.add_argument("--id-type", default="identifier", help="identifier (default) or name")
     hold.add_argument("--release-columns", help="comma-separated columns released to a joining querier")
     hold.add_argument("--once", action="store_true", help="serve what is pending, then exit")
@@ -130,8 +141,11 @@ def build_parser() -> argparse.ArgumentParser:
         sub = connected(commands.add_parser(mode, help=f"{mode} as querier"))
         sub.add_argument("--holder", required=True)
         sub.add_argument("--input", required=True)
-        sub.add_argument("--id-column", required=True)
+        sub.add_argument("--id-column", help="exact matching on this column")
         sub.add_argument("--id-type", default="identifier", help="identifier (default) or name")
+        if mode != "lookup":
+            sub.add_argument("--rules", help="fuzzy matching with this rules file (TOML), instead of --id-column")
+            sub.add_argument("--term-column", help="add a column naming the rule terms that matched")
         sub.add_argument("--out", required=True, help="CSV or Parquet (.parquet)")
         sub.add_argument("--report", help="write the run's report (JSON) here")
         sub.add_argument("--key-bits", type=int, default=2048, help="2048 (default) or 3072")

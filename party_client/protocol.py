@@ -29,10 +29,10 @@ import pandas as pd
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PublicKey
 
 from party_client.cuckoo import EMPTY, CuckooFailure, CuckooParams, bin_count, padded_size, place
-from party_client.encoding import SECRET_BYTES, bin_positions, bucket, encode
+from party_client.encoding import SECRET_BYTES, bin_positions, bucket, encode, encoding_bytes
 from party_client.errors import PartyError
 from party_client.identity import PartyDir
-from party_client.normalize import normalize
+from party_client.keys import HolderKeys, QuerierKeys
 from party_client.paillier import (Encryptor, PublicKey, blinded_comparison, blinding_factor,
                                    negated_generator_power, worker_pool)
 from party_client.progress import bar
@@ -64,32 +64,12 @@ def party_key(connection: Connection, name: str) -> X25519PublicKey:
     return X25519PublicKey.from_public_bytes(info.x25519_public_key)
 
 
-@dataclass
-class Keys:
-    """The querier's identifiers reduced to distinct normalized values."""
-
-    codes: np.ndarray          # per input row: index into ``values``, -1 when blank
-    values: list[str]
-
-    @classmethod
-    def from_column(cls, column: pd.Series, field_type: str) -> "Keys":
-        normalized = normalize(column, field_type)
-        codes, uniques = pd.factorize(normalized.where(normalized != "", None))
-        return cls(codes=np.asarray(codes), values=[str(v) for v in uniques])
-
-    @property
-    def blank(self) -> int:
-        return int((self.codes < 0).sum())
-
-
 # ---------------------------------------------------------------------------
 # Querier
 # ---------------------------------------------------------------------------
 
 @dataclass
 class QueryOptions:
-    field: str = "id"
-    field_type: str = "identifier"
     key_bits: int = 2048
     fast_blinding: bool = False
     timeout: float = 3600.0
@@ -100,11 +80,11 @@ class QueryOptions:
 
 @dataclass
 class QueryOutcome:
-    """What the querier learned: matches per distinct key, and the run's facts."""
+    """What the querier learned: per matching holder row, the keys it matched and its values."""
 
     session_id: str
     round: int
-    matches: list[tuple[int, list]]       # (key index, released values)
+    matches: list[tuple[list[tuple[int, int]], list]]   # ([(table, key index)], released values)
     release_columns: list[str]
     blinding: str
     note: str
@@ -115,59 +95,66 @@ class QueryOutcome:
 class PreparedQuery:
     secret: bytes
     header: pb.QueryHeader
-    slot_keys: list[int]                   # per table position: key index or EMPTY
-    buckets: list[int]                     # lookup only
+    slots: list[tuple[int, int] | None]     # per ciphertext: (table, key index), or None for padding
+    buckets: list[int]                      # lookup only
 
 
-def prepare_table(keys: Keys, options: QueryOptions, modulus_bits: int,
-                  progress: Callable[[str, int], object]) -> tuple[PreparedQuery, list[bytes]]:
-    """Encode the distinct keys under a fresh ``s`` and cuckoo-place them."""
+def prepare_tables(keys: QuerierKeys, options: QueryOptions, modulus_bits: int,
+                   progress) -> tuple[PreparedQuery, list[bytes | None]]:
+    """Encode every table's keys under a fresh ``s`` and cuckoo-place them (one table per term)."""
     params = options.cuckoo
-    bins = bin_count(len(keys.values), params)
     for _ in range(CUCKOO_ATTEMPTS):
         secret = os.urandom(SECRET_BYTES)
-        encodings = [encode(secret, options.field, v, modulus_bits)
-                     for v in progress("encode", len(keys.values))(keys.values)]
-        positions = [bin_positions(secret, x, bins, params.hash_functions) for x in encodings]
+        specs, slots, encoded = [], [], []
         try:
-            table, stashed = place(positions, bins, params.stash)
+            for t, table in enumerate(keys.tables):
+                bins = bin_count(len(table.values), params)
+                encodings = [encode(secret, table.name, v, modulus_bits)
+                             for v in progress(f"encode {table.name}", len(table.values))(table.values)]
+                positions = [bin_positions(secret, x, bins, params.hash_functions) for x in encodings]
+                placed, stashed = place(positions, bins, params.stash)
+                cells = placed + stashed + [EMPTY] * (params.stash - len(stashed))
+                slots.extend(None if k == EMPTY else (t, k) for k in cells)
+                encoded.append(encodings)
+                specs.append(pb.TableSpec(name=table.name, bins=bins, hash_functions=params.hash_functions,
+                                          stash=params.stash))
             break
         except CuckooFailure:
             log.info("cuckoo insertion failed; drawing a fresh session secret")
     else:
         raise PartyError("cuckoo table construction failed repeatedly; raise the expansion factor")
-    slot_keys = table + stashed + [EMPTY] * (params.stash - len(stashed))
-    header = pb.QueryHeader(session_secret=secret, field=options.field, field_type=options.field_type,
-                            hash_functions=params.hash_functions, bins=bins, stash=params.stash,
-                            request_fast_blinding=options.fast_blinding,
-                            records_per_chunk=CIPHERTEXTS_PER_RECORD)
-    return PreparedQuery(secret, header, slot_keys, []), encodings
+    header = pb.QueryHeader(session_secret=secret, key_spec=keys.spec, tables=specs,
+                            request_fast_blinding=options.fast_blinding, records_per_chunk=CIPHERTEXTS_PER_RECORD)
+    flat = [None if slot is None else encoded[slot[0]][slot[1]] for slot in slots]
+    return PreparedQuery(secret, header, slots, []), flat
 
 
-def prepare_lookup(keys: Keys, options: QueryOptions, modulus_bits: int, secret: bytes,
+def prepare_lookup(keys: QuerierKeys, options: QueryOptions, modulus_bits: int, secret: bytes,
                    progress) -> tuple[PreparedQuery, list[bytes]]:
     """Bucketed entries: each distinct key reveals ``PRF_s(X) mod B_L``; padded with dummies."""
-    encodings = [encode(secret, options.field, v, modulus_bits) for v in keys.values]
+    if len(keys.tables) != 1:
+        raise PartyError("a lookup compares one identifier; fuzzy rules need join or dedup")
+    table = keys.tables[0]
+    encodings = [encode(secret, table.name, v, modulus_bits) for v in table.values]
     entries = padded_size(len(encodings)) if len(encodings) > 16 else 1 << max(0, (len(encodings) - 1).bit_length())
     buckets = [bucket(secret, x, options.lookup_buckets) for x in encodings]
     buckets += [secrets.randbelow(options.lookup_buckets) for _ in range(entries - len(encodings))]
-    slot_keys = list(range(len(encodings))) + [EMPTY] * (entries - len(encodings))
-    header = pb.QueryHeader(session_secret=secret, field=options.field, field_type=options.field_type,
+    slots = [(0, k) for k in range(len(encodings))] + [None] * (entries - len(encodings))
+    header = pb.QueryHeader(session_secret=secret, key_spec=keys.spec, tables=[pb.TableSpec(name=table.name)],
                             lookup_buckets=options.lookup_buckets, entries=entries,
-                            request_fast_blinding=options.fast_blinding,
-                            records_per_chunk=CIPHERTEXTS_PER_RECORD)
-    return PreparedQuery(secret, header, slot_keys, buckets), encodings
+                            request_fast_blinding=options.fast_blinding, records_per_chunk=CIPHERTEXTS_PER_RECORD)
+    return PreparedQuery(secret, header, slots, buckets), encodings + [None] * (entries - len(encodings))
 
 
-def encrypt_slots(key: PublicKey, slot_keys: list[int], encodings: list[bytes], progress) -> list[bytes]:
-    """Encrypt every slot: real keys as ``E(X)``, empty slots as ``E(random)`` (on every core)."""
+def encrypt_slots(key: PublicKey, encodings: list[bytes | None], progress) -> list[bytes]:
+    """Encrypt every slot: real keys as ``E(X)``, padding as ``E(random)`` (on every core)."""
     encryptor = Encryptor(key)
 
-    def chunk(slots: list[int]) -> list[bytes]:
-        return [key.to_bytes(encryptor.encrypt_random() if slot == EMPTY else
-                             encryptor.encrypt(int.from_bytes(encodings[slot], "big"))) for slot in slots]
+    def chunk(part: list[bytes | None]) -> list[bytes]:
+        return [key.to_bytes(encryptor.encrypt_random() if x is None else
+                             encryptor.encrypt(int.from_bytes(x, "big"))) for x in part]
     step = 512
-    parts = [slot_keys[i:i + step] for i in range(0, len(slot_keys), step)]
+    parts = [encodings[i:i + step] for i in range(0, len(encodings), step)]
     ciphertexts: list[bytes] = []
     for part in progress("encrypt", len(parts))(worker_pool().map(chunk, parts)):
         ciphertexts.extend(part)
@@ -204,7 +191,7 @@ class Querier:
         return self.connection.call("OpenSession", pb.OpenSessionRequest(
             mode=MODES[mode], holder=holder, key_bits=options.key_bits, ttl_seconds=int(ttl)))
 
-    def run(self, session: pb.SessionInfo, keys: Keys, options: QueryOptions,
+    def run(self, session: pb.SessionInfo, keys: QuerierKeys, options: QueryOptions,
             lookup_secret: bytes | None = None) -> QueryOutcome:
         """One round: prepare, encrypt, seal, relay, wait, fetch and open the matches."""
         timings: dict[str, float] = {}
@@ -215,12 +202,12 @@ class Querier:
         if session.mode == pb.LOOKUP:
             prepared, encodings = prepare_lookup(keys, options, key.bits, lookup_secret, progress)
         else:
-            prepared, encodings = prepare_table(keys, options, key.bits, progress)
+            prepared, encodings = prepare_tables(keys, options, key.bits, progress)
         prepared.header.mode = session.mode
         prepared.header.key_bits = session.key_bits
         timings["encode"] = time.perf_counter() - started
         mark = time.perf_counter()
-        ciphertexts = encrypt_slots(key, prepared.slot_keys, encodings, progress)
+        ciphertexts = encrypt_slots(key, encodings, progress)
         timings["encrypt"] = time.perf_counter() - mark
         mark = time.perf_counter()
         context = message_context(session.session_id, "query")
@@ -243,25 +230,27 @@ class Querier:
         note = pb.HolderNote.FromString(
             note_cipher(secret, session.session_id, message.round).open(info.holder_note))
         cipher = attachment_cipher(secret, session.session_id, message.round)
-        matches: list[tuple[int, list]] = []
+        matches: list[tuple[list[tuple[int, int]], list]] = []
         for page in self.connection.stream("FetchResults", pb.RoundRef(session_id=session.session_id,
                                                                        round=message.round)):
             for match in page.matches:
                 attachment = pb.RowAttachment.FromString(cipher.open(match.attachment))
-                if match.match_index >= len(attachment.positions):
+                if any(i >= len(attachment.positions) for i in match.match_indices):
                     raise PartyError("a result does not fit its attachment")
-                slot = attachment.positions[match.match_index]
-                key_index = prepared.slot_keys[slot] if slot < len(prepared.slot_keys) else EMPTY
-                if key_index != EMPTY:
-                    matches.append((key_index, [json.loads(v) for v in attachment.values]))
+                hits = {prepared.slots[p] for p in (attachment.positions[i] for i in match.match_indices)
+                        if p < len(prepared.slots) and prepared.slots[p] is not None}
+                if hits:
+                    matches.append((sorted(hits), [json.loads(v) for v in attachment.values]))
         timings["fetch"] = time.perf_counter() - mark
         timings["total"] = time.perf_counter() - started
-        facts = {"records": int(len(keys.codes)), "blank_identifiers": keys.blank,
-                 "distinct_identifiers": len(keys.values), "table_slots": len(prepared.slot_keys),
+        facts = {"records": keys.records, "blank_identifiers": keys.blank,
+                 "distinct_keys": [len(t.values) for t in keys.tables], "table_slots": len(prepared.slots),
                  "matched_holder_rows": len(matches), "seconds": {k: round(v, 3) for k, v in timings.items()}}
         if session.mode != pb.LOOKUP:
-            facts.update(cuckoo_bins=int(prepared.header.bins), hash_functions=int(prepared.header.hash_functions),
-                         padded_to=padded_size(len(keys.values)))
+            facts.update(tables=[t.name for t in prepared.header.tables],
+                         cuckoo_bins=[int(t.bins) for t in prepared.header.tables],
+                         hash_functions=options.cuckoo.hash_functions,
+                         padded_to=[padded_size(len(t.values)) for t in keys.tables])
         return QueryOutcome(session.session_id, message.round, matches, list(note.release_columns),
                             note.blinding, note.refused_fast_blinding, facts)
 
@@ -296,30 +285,27 @@ class HolderOptions:
 
 
 class HolderData:
-    """The holder's table prepared once: normalized ids and JSON payloads per row."""
+    """The holder's table prepared once: its matching keys and JSON payloads per row."""
 
-    def __init__(self, frame: pd.DataFrame, id_column: str, release_columns: list[str],
-                 field_type: str = "identifier") -> None:
-        normalized = normalize(frame[id_column], field_type)
-        self.field_type = field_type
-        self.values = normalized.tolist()
-        self.rows = np.flatnonzero((normalized != "").to_numpy())
-        self.blank = len(self.values) - len(self.rows)
+    def __init__(self, frame: pd.DataFrame, keys: HolderKeys, release_columns: list[str]) -> None:
+        self.keys = keys
+        self.rows = keys.rows
         self.release_columns = list(release_columns)
         released = frame[self.release_columns].astype(object).where(frame[self.release_columns].notna(), None)
         self.payloads = [[json.dumps(_plain(v), ensure_ascii=False) for v in row]
                          for row in released.itertuples(index=False, name=None)] if release_columns else None
-        self._bucket_cache: dict[str, tuple[int, dict[int, list[int]], list[bytes]]] = {}
+        self._bucket_cache: dict[str, tuple[int, dict[int, list[int]], dict[int, bytes]]] = {}
 
-    def bucket_index(self, session_id: str, secret: bytes, field_name: str, buckets: int,
+    def bucket_index(self, session_id: str, secret: bytes, buckets: int,
                      modulus_bits: int) -> tuple[dict[int, list[int]], dict[int, bytes]]:
         """Rows per lookup bucket for this session's secret, cached across its rounds."""
         cached = self._bucket_cache.get(session_id)
         if cached is None or cached[0] != buckets:
             index: dict[int, list[int]] = defaultdict(list)
             encodings = {}
+            name, values = self.keys.names[0], self.keys.values[0]
             for row in self.rows:
-                x = encode(secret, field_name, self.values[row], modulus_bits)
+                x = encode(secret, name, values[row], modulus_bits)
                 encodings[int(row)] = x
                 index[bucket(secret, x, buckets)].append(int(row))
             cached = (buckets, index, encodings)
@@ -402,44 +388,62 @@ class Holder:
         return self._compare(item, key, header, ciphertexts, plan)
 
     def _plan(self, session: pb.SessionInfo, header: pb.QueryHeader, ciphertexts: list,
-              buckets: list[int]) -> list[tuple[int, list[int], bytes]] | str:
-        """The comparison units (holder row, table positions, its encoding) or a refusal reason."""
+              buckets: list[int]) -> list[tuple[int, list[tuple[int, bytes]]]] | str:
+        """The comparison units (row, [(table position, the row's encoding)]) or a refusal reason.
+
+        A row without a key in some table is still compared there, against random bins with a
+        random value, so K sees the same number of comparisons for every row.
+        """
+        keys = self.data.keys
         if header.mode != session.mode or header.key_bits != session.key_bits:
             return "the query does not match the session (mode or key size)"
         if len(header.session_secret) != SECRET_BYTES:
             return "bad session secret"
-        if header.field_type != self.data.field_type:
-            return f"field type '{header.field_type}' differs from the holder's '{self.data.field_type}'"
+        if header.key_spec != keys.spec or [t.name for t in header.tables] != keys.names:
+            return (f"the parties' matching keys differ (querier: {header.key_spec}, holder: {keys.spec}); "
+                    "field names, encoders and rule must agree")
+        key_length = encoding_bytes(PublicKey(session.modulus).bits)
         modulus_bits = PublicKey(session.modulus).bits
         secret = header.session_secret
-        order = self._shuffle(session.session_id, header, self.data.rows)
+        order = self._shuffle(session.session_id, self.data.rows)
         if session.mode == pb.LOOKUP:
             if header.lookup_buckets < 1 or len(ciphertexts) != header.entries or len(buckets) != header.entries:
                 return "lookup entries do not match the header"
             if any(b >= header.lookup_buckets for b in buckets):
                 return "a lookup bucket is out of range"
-            index, encodings = self.data.bucket_index(session.session_id, secret, header.field,
-                                                      header.lookup_buckets, modulus_bits)
+            index, encodings = self.data.bucket_index(session.session_id, secret, header.lookup_buckets,
+                                                      modulus_bits)
             rank = {row: i for i, row in enumerate(order)}
-            return [(row, [entry], encodings[row]) for entry, b in enumerate(buckets)
+            return [(row, [(entry, encodings[row])]) for entry, b in enumerate(buckets)
                     for row in sorted(index.get(b, []), key=rank.__getitem__)]
-        if header.hash_functions < 1 or header.bins < 1 or len(ciphertexts) != header.bins + header.stash:
-            return "the cuckoo table does not match its header"
-        stash = list(range(header.bins, header.bins + header.stash))
+        sizes = [t.bins + t.stash for t in header.tables]
+        if any(t.hash_functions < 1 or t.bins < 1 for t in header.tables) or len(ciphertexts) != sum(sizes):
+            return "the cuckoo tables do not match their header"
+        offsets = np.cumsum([0] + sizes)
         units = []
         for row in order:
-            x = encode(secret, header.field, self.data.values[row], modulus_bits)
-            units.append((int(row), bin_positions(secret, x, header.bins, header.hash_functions) + stash, x))
+            comparisons = []
+            for t, table in enumerate(header.tables):
+                value = keys.values[t][row]
+                if value is None:
+                    x = os.urandom(key_length)
+                    positions = [secrets.randbelow(table.bins) for _ in range(table.hash_functions)]
+                else:
+                    x = encode(secret, table.name, value, modulus_bits)
+                    positions = bin_positions(secret, x, table.bins, table.hash_functions)
+                positions += list(range(table.bins, table.bins + table.stash))
+                comparisons.extend((int(offsets[t]) + p, x) for p in positions)
+            units.append((int(row), comparisons))
         return units
 
-    def _shuffle(self, session_id: str, header: pb.QueryHeader, rows: np.ndarray) -> list[int]:
+    def _shuffle(self, session_id: str, rows: np.ndarray) -> list[int]:
         """A permutation of the holder's rows, fixed per session from a local secret."""
         seed = hmac.digest(self.party.local_secret, b"shuffle/" + session_id.encode(), hashlib.sha256)
         generator = np.random.default_rng(int.from_bytes(seed, "big"))
         return [int(r) for r in generator.permutation(rows)]
 
     def _compare(self, item: pb.WorkItem, key: PublicKey, header: pb.QueryHeader, ciphertexts: list,
-                 units: list[tuple[int, list[int], bytes]]) -> dict:
+                 units: list[tuple[int, list[tuple[int, bytes]]]]) -> dict:
         session = item.session
         secret = header.session_secret
         fast = header.request_fast_blinding and self.options.allow_fast_blinding
@@ -448,21 +452,23 @@ class Holder:
         releasing = session.mode != pb.DEDUP and self.data.payloads is not None
         release_columns = self.data.release_columns if releasing else []
         cipher = attachment_cipher(secret, session.session_id, item.round)
-        positions_bound = max((len(p) for _, p, _ in units), default=1) * 5 + 4
+        positions_bound = max((len(c) for _, c in units), default=1) * 5 + 4
         longest = max((len(pb.RowAttachment(values=v).SerializeToString()) for v in self.data.payloads),
                       default=0) if releasing else 0
         width = SessionCipher.padded_width(longest + positions_bound)
 
-        def batch(seq: int, chunk: list[tuple[int, list[int], bytes]]) -> pb.ComparisonBatch:
+        def batch(seq: int, chunk: list[tuple[int, list[tuple[int, bytes]]]]) -> pb.ComparisonBatch:
             out = bytearray()
             counts, attachments = [], []
-            for row, positions, encoding in chunk:
-                negated = negated_generator_power(key, int.from_bytes(encoding, "big"))
-                for position in positions:
+            for row, comparisons in chunk:
+                last, negated = None, None
+                for position, encoding in comparisons:
+                    if encoding is not last:
+                        last, negated = encoding, negated_generator_power(key, int.from_bytes(encoding, "big"))
                     out += key.to_bytes(blinded_comparison(key, ciphertexts[position], negated,
                                                            blinding_factor(key, fast)))
-                counts.append(len(positions))
-                attachment = pb.RowAttachment(positions=positions,
+                counts.append(len(comparisons))
+                attachment = pb.RowAttachment(positions=[p for p, _ in comparisons],
                                               values=self.data.payloads[row] if releasing else [])
                 attachments.append(cipher.seal(attachment.SerializeToString(), width))
             return pb.ComparisonBatch(session_id=session.session_id, round=item.round, seq=seq,

@@ -271,12 +271,12 @@ class RoundInfo(_message.Message):
     def __init__(self, session_id: _Optional[str] = ..., round: _Optional[int] = ..., status: _Optional[_Union[RoundStatus, str]] = ..., comparisons: _Optional[int] = ..., matched_rows: _Optional[int] = ..., holder_note: _Optional[bytes] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class Match(_message.Message):
-    __slots__ = ("match_index", "attachment")
-    MATCH_INDEX_FIELD_NUMBER: _ClassVar[int]
+    __slots__ = ("match_indices", "attachment")
+    MATCH_INDICES_FIELD_NUMBER: _ClassVar[int]
     ATTACHMENT_FIELD_NUMBER: _ClassVar[int]
-    match_index: int
+    match_indices: _containers.RepeatedScalarFieldContainer[int]
     attachment: bytes
-    def __init__(self, match_index: _Optional[int] = ..., attachment: _Optional[bytes] = ...) -> None: ...
+    def __init__(self, match_indices: _Optional[_Iterable[int]] = ..., attachment: _Optional[bytes] = ...) -> None: ...
 
 class ResultBatch(_message.Message):
     __slots__ = ("matches",)
@@ -284,16 +284,25 @@ class ResultBatch(_message.Message):
     matches: _containers.RepeatedCompositeFieldContainer[Match]
     def __init__(self, matches: _Optional[_Iterable[_Union[Match, _Mapping]]] = ...) -> None: ...
 
+class TableSpec(_message.Message):
+    __slots__ = ("name", "bins", "hash_functions", "stash")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    BINS_FIELD_NUMBER: _ClassVar[int]
+    HASH_FUNCTIONS_FIELD_NUMBER: _ClassVar[int]
+    STASH_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    bins: int
+    hash_functions: int
+    stash: int
+    def __init__(self, name: _Optional[str] = ..., bins: _Optional[int] = ..., hash_functions: _Optional[int] = ..., stash: _Optional[int] = ...) -> None: ...
+
 class QueryHeader(_message.Message):
-    __slots__ = ("session_secret", "mode", "key_bits", "field", "field_type", "hash_functions", "bins", "stash", "lookup_buckets", "entries", "request_fast_blinding", "records_per_chunk")
+    __slots__ = ("session_secret", "mode", "key_bits", "key_spec", "tables", "lookup_buckets", "entries", "request_fast_blinding", "records_per_chunk")
     SESSION_SECRET_FIELD_NUMBER: _ClassVar[int]
     MODE_FIELD_NUMBER: _ClassVar[int]
     KEY_BITS_FIELD_NUMBER: _ClassVar[int]
-    FIELD_FIELD_NUMBER: _ClassVar[int]
-    FIELD_TYPE_FIELD_NUMBER: _ClassVar[int]
-    HASH_FUNCTIONS_FIELD_NUMBER: _ClassVar[int]
-    BINS_FIELD_NUMBER: _ClassVar[int]
-    STASH_FIELD_NUMBER: _ClassVar[int]
+    KEY_SPEC_FIELD_NUMBER: _ClassVar[int]
+    TABLES_FIELD_NUMBER: _ClassVar[int]
     LOOKUP_BUCKETS_FIELD_NUMBER: _ClassVar[int]
     ENTRIES_FIELD_NUMBER: _ClassVar[int]
     REQUEST_FAST_BLINDING_FIELD_NUMBER: _ClassVar[int]
@@ -301,16 +310,13 @@ class QueryHeader(_message.Message):
     session_secret: bytes
     mode: Mode
     key_bits: int
-    field: str
-    field_type: str
-    hash_functions: int
-    bins: int
-    stash: int
+    key_spec: str
+    tables: _containers.RepeatedCompositeFieldContainer[TableSpec]
     lookup_buckets: int
     entries: int
     request_fast_blinding: bool
     records_per_chunk: int
-    def __init__(self, session_secret: _Optional[bytes] = ..., mode: _Optional[_Union[Mode, str]] = ..., key_bits: _Optional[int] = ..., field: _Optional[str] = ..., field_type: _Optional[str] = ..., hash_functions: _Optional[int] = ..., bins: _Optional[int] = ..., stash: _Optional[int] = ..., lookup_buckets: _Optional[int] = ..., entries: _Optional[int] = ..., request_fast_blinding: _Optional[bool] = ..., records_per_chunk: _Optional[int] = ...) -> None: ...
+    def __init__(self, session_secret: _Optional[bytes] = ..., mode: _Optional[_Union[Mode, str]] = ..., key_bits: _Optional[int] = ..., key_spec: _Optional[str] = ..., tables: _Optional[_Iterable[_Union[TableSpec, _Mapping]]] = ..., lookup_buckets: _Optional[int] = ..., entries: _Optional[int] = ..., request_fast_blinding: _Optional[bool] = ..., records_per_chunk: _Optional[int] = ...) -> None: ...
 
 class CiphertextChunk(_message.Message):
     __slots__ = ("ciphertexts", "buckets")

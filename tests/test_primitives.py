@@ -102,19 +102,21 @@ def test_padded_sizes_are_public_steps():
 
 def test_every_table_slot_holds_a_ciphertext(keypair):
     """All bins filled: empty bins hold E(random), indistinguishable in size and range."""
-    from party_client.protocol import Keys, QueryOptions, encrypt_slots, prepare_table
+    from party_client.keys import exact_querier_keys
+    from party_client.protocol import QueryOptions, encrypt_slots, prepare_tables
     public, private = keypair
-    keys = Keys.from_column(pd.Series([f"{i:09d}" for i in range(50)]), "identifier")
+    keys = exact_querier_keys(pd.Series([f"{i:09d}" for i in range(50)]), "identifier")
     identity = lambda phase, total: (lambda items: items)  # noqa: E731
-    prepared, encodings = prepare_table(keys, QueryOptions(), public.n.bit_length(), identity)
+    prepared, encodings = prepare_tables(keys, QueryOptions(), public.n.bit_length(), identity)
     key = PublicKey(public.n)
-    ciphertexts = encrypt_slots(key, prepared.slot_keys, encodings, identity)
-    assert len(ciphertexts) == prepared.header.bins == len(prepared.slot_keys)
+    ciphertexts = encrypt_slots(key, encodings, identity)
+    assert len(ciphertexts) == prepared.header.tables[0].bins == len(prepared.slots)
     assert {len(c) for c in ciphertexts} == {key.width}
-    for slot, blob in zip(prepared.slot_keys, ciphertexts):
+    assert sum(slot is not None for slot in prepared.slots) == 50
+    for slot, x, blob in zip(prepared.slots, encodings, ciphertexts):
         value = private.raw_decrypt(int.from_bytes(blob, "big"))
-        if slot != EMPTY:
-            assert value == int.from_bytes(encodings[slot], "big")
+        if slot is not None:
+            assert value == int.from_bytes(x, "big")
 
 
 # -- Paillier, blinded comparison, zero test ------------------------------------

@@ -127,7 +127,7 @@ def test_only_the_holder_submits_and_only_the_querier_sees_results(keyholder, tm
     assert info.status == pb.DONE and info.matched_rows == 1 and info.comparisons == 0   # no holder size
     results = [m for page in q.FetchResults(pb.RoundRef(session_id=session_id, round=round_no), metadata=qmeta)
                for m in page.matches]
-    assert [(m.match_index, m.attachment) for m in results] == [(0, b"a" * 48)]   # non-match dropped
+    assert [(list(m.match_indices), m.attachment) for m in results] == [([0], b"a" * 48)]  # non-match dropped
     q.CloseSession(pb.SessionRef(session_id=session_id), metadata=qmeta)
     denied(lambda: q.GetSession(pb.SessionRef(session_id=session_id), metadata=qmeta),
            grpc.StatusCode.FAILED_PRECONDITION)
