@@ -261,6 +261,8 @@ def build_hierarchy(hspec: HierarchySpec, values: Iterable[str], name: str = "")
         rows = prefix_rows(vals, p.get("levels"), name)
     elif hspec.builder == "icd":
         rows = icd_rows(vals, name)
+    elif hspec.builder == "flat":
+        return flat_hierarchy(vals, name)
     else:  # pragma: no cover - validated in spec
         raise DeidInputError(f"unknown builder {hspec.builder!r}")
     if not rows:

@@ -27,7 +27,7 @@ from .errors import DeidInputError
 ROLES = ("direct", "quasi", "sensitive", "other")
 RELEASE_TYPES = ("public", "non-public")
 MISSING_CHOICES = ("own_class", "match_any")
-BUILDERS = ("csv", "interval", "dates", "prefix", "icd")
+BUILDERS = ("csv", "interval", "dates", "prefix", "icd", "flat")
 #: Marker written in place of a suppressed cell; read back as missing.
 SUPPRESSED = "[suppressed]"
 
