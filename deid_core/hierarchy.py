@@ -254,7 +254,7 @@ def build_hierarchy(hspec: HierarchySpec, values: Iterable[str], name: str = "")
         return from_csv(p["csv"], name=name)
     vals = sorted({str(v) for v in values})
     if not vals:  # keep the builder's height even for an all-missing column: one placeholder leaf
-        vals = [{"interval": "0", "dates": "2000-01-01", "icd": "001"}.get(hspec.builder, "0")]
+        vals = [{"interval": "0", "dates": "2000-01-01", "icd": "001", "prefix": "00000"}.get(hspec.builder, "0")]
     if hspec.builder == "interval":
         rows = interval_rows(vals, p.get("widths", [5, 10, 20]), p.get("top_code"), p.get("bottom_code"), name)
     elif hspec.builder == "dates":

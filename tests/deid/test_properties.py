@@ -14,7 +14,7 @@ from deid_core.transform import Policy
 SPEC = {
     "columns": {"age": "quasi", "zip": "quasi", "sex": "quasi"},
     "hierarchies": {"age": {"builder": "interval", "widths": [5, 10, 20], "top_code": 90},
-                    "zip": {"builder": "prefix"}},
+                    "zip": {"builder": "prefix", "levels": 5}},
 }
 HEIGHTS = {"age": 4, "zip": 5, "sex": 1}
 ZIPS = ["02139", "02141", "02210", "10001", "10003", "94110"]
