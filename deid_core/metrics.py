@@ -7,9 +7,9 @@ rows, same order). A cell is missing when it is NaN or the suppression marker.
   cell; cell = share of missing QI cells; loss = after − before.
 * non-uniform entropy, ARX's variant (El Emam 2009; ARX
   ``MetricMDNUEntropy``): for each QI q and record r,
-  ``log2( #records whose generalized value equals r's / #records whose
-  original value equals r's )``, summed over records and QIs (bits). A
-  suppressed cell counts as generalized to the top (N records share it).
+  ``log2( #input records whose value generalizes to r's generalized value /
+  #input records with r's original value )``, summed over records and QIs
+  (bits). A suppressed cell counts as generalized to the top (N records).
   Reported in bits and as a % of the maximum (everything at the top).
 * discernibility: ``Σ_j f_j²`` over the classes of non-suppressed records,
   plus N for each suppressed record (as ARX and pycanon do).
@@ -54,10 +54,29 @@ def missingness_change(before: pd.DataFrame, after: pd.DataFrame, columns: Seque
     return {"before": b, "after": a, "loss": {"record": a["record"] - b["record"], "cell": a["cell"] - b["cell"]}}
 
 
-def _counts_per_row(s: pd.Series) -> np.ndarray:
+def _codes(s: pd.Series) -> np.ndarray:
     codes, _ = pd.factorize(s.astype(object), use_na_sentinel=True)
-    shifted = codes + 1  # NaN -> 0: missing is one value
-    return np.bincount(shifted)[shifted].astype(float)
+    return codes + 1  # NaN -> 0: missing is one value
+
+
+def _generalized_counts(o: np.ndarray, g: np.ndarray, supp: np.ndarray, n: int) -> np.ndarray:
+    """Per record: how many *input* records have a value that generalizes to this record's value.
+
+    Suppressed records: N. The value -> generalized value map is read off the
+    non-suppressed records, so suppression never lowers the count of the
+    records that remain (ARX estimates it from the input the same way).
+    """
+    count_o = np.bincount(o, minlength=o.max() + 1 if len(o) else 1)
+    out = np.full(len(o), float(n))
+    keep = ~supp
+    if keep.any():
+        pairs = pd.DataFrame({"o": o[keep], "g": g[keep]}).drop_duplicates()
+        if pairs["o"].is_unique:  # a function, as in full-domain and full-subtree recoding
+            gsum = np.bincount(pairs["g"].to_numpy(), weights=count_o[pairs["o"].to_numpy()], minlength=g.max() + 1)
+            out[keep] = gsum[g[keep]]
+        else:  # local recoding: fall back to the output frequencies, never below the original's
+            out[keep] = np.maximum(np.bincount(g[keep])[g[keep]], count_o[o[keep]])
+    return out
 
 
 def non_uniform_entropy(before: pd.DataFrame, after: pd.DataFrame, columns: Sequence[str]) -> dict:
@@ -66,10 +85,10 @@ def non_uniform_entropy(before: pd.DataFrame, after: pd.DataFrame, columns: Sequ
     loss = maximum = 0.0
     per: dict[str, float] = {}
     for c in columns:
-        orig = _counts_per_row(before[c])
+        o = _codes(before[c])
         supp = (after[c].astype(object) == SUPPRESSED).to_numpy()
-        gen = _counts_per_row(after[c])
-        gen[supp] = n
+        gen = _generalized_counts(o, _codes(after[c]), supp, n)
+        orig = np.bincount(o)[o].astype(float)
         col_loss = float(np.sum(np.log2(gen / orig)))
         per[c] = col_loss
         loss += col_loss
