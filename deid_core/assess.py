@@ -10,11 +10,11 @@ import numpy as np
 import pandas as pd
 
 from .errors import DeidInputError
-from .metrics import (average_class_size, discernibility, missingness_change, non_uniform_entropy,
+from .metrics import (average_class_size, is_marker, discernibility, missingness_change, non_uniform_entropy,
                       numeric_utility, precision)
 from .risk import (Classes, EncodedTable, attack_assessment, encode_table, k_for_threshold, per_record,
                    summarize)
-from .spec import SUPPRESSED, Spec
+from .spec import Spec
 from .transform import Policy, full_domain_policy
 
 
@@ -75,7 +75,7 @@ def assess(df: pd.DataFrame, spec: Spec, population: pd.DataFrame | None = None,
         out, _ = policy.apply(df)
         supp = np.full(len(df), bool(qis))
         for q in qis:
-            supp &= (out[q].astype(object) == SUPPRESSED).to_numpy()
+            supp &= is_marker(out[q])
         cl = table.classes(levels, suppressed=supp if supp.any() else None)
         summary = summarize(cl, strict_cut, spec.gamma)
         summary["suppressed_records"] = int(supp.sum())

@@ -46,17 +46,7 @@ def read_table(path: str | Path, missing_values: Iterable[str] = ("",), *, categ
     path = Path(path)
     na = sorted(set(missing_values) | {SUPPRESSED})
     if path.suffix.lower() in (".parquet", ".pq"):
-        try:
-            df = pd.read_parquet(path)
-        except (OSError, ValueError) as exc:
-            raise DeidInputError(f"cannot read {str(path)!r}: {exc}") from None
-        out = {}
-        for col in df.columns:
-            s = df[col]
-            s = s.astype("string").astype(object).where(s.notna(), None)
-            s = s.where(~s.isin(na), None)
-            out[str(col)] = s.astype("category") if categorical else s
-        return pd.DataFrame(out)
+        return _read_parquet(path, na, categorical)
     header = _first_line(path)
     if not header:
         raise DeidInputError(f"cannot read {str(path)!r}: empty file")
@@ -75,6 +65,25 @@ def read_table(path: str | Path, missing_values: Iterable[str] = ("",), *, categ
                 df[col] = df[col].cat.rename_categories([str(c) for c in cats])
     df.columns = [str(c) for c in df.columns]
     return df
+
+
+def _read_parquet(path: Path, na: list[str], categorical: bool) -> pd.DataFrame:
+    """Parquet via pyarrow: every column cast to string and dictionary-encoded (-> categorical)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.read_table(path)
+    except (OSError, pa.ArrowException) as exc:
+        raise DeidInputError(f"cannot read {str(path)!r}: {exc}") from None
+    out = {}
+    for name, col in zip(table.column_names, table.columns):
+        col = col.cast(pa.string()) if col.type != pa.string() else col
+        col = pc.if_else(pc.is_in(col, value_set=pa.array(na, pa.string())), pa.scalar(None, pa.string()), col)
+        s = col.dictionary_encode().to_pandas() if categorical else col.to_pandas()
+        out[str(name)] = s.cat.remove_unused_categories() if categorical else s
+    return pd.DataFrame(out)
 
 
 def _atomic(path: str | Path, write: Callable[[str], None]) -> None:

@@ -32,11 +32,21 @@ from .spec import SUPPRESSED
 from .transform import ec_sizes_of
 
 
+def is_marker(s: pd.Series) -> np.ndarray:
+    """Bool per cell: the suppression marker (through the categories when categorical)."""
+    if isinstance(s.dtype, pd.CategoricalDtype):
+        cats = s.cat.categories
+        if SUPPRESSED not in cats:
+            return np.zeros(len(s), dtype=bool)
+        return s.cat.codes.to_numpy() == cats.get_loc(SUPPRESSED)
+    return (s.astype(object) == SUPPRESSED).to_numpy()
+
+
 def missing_mask(df: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
     """Bool matrix (records × columns): NaN or the suppression marker."""
     if not columns:
         return np.zeros((len(df), 0), dtype=bool)
-    return np.column_stack([(df[c].isna() | (df[c].astype(object) == SUPPRESSED)).to_numpy() for c in columns])
+    return np.column_stack([df[c].isna().to_numpy() | is_marker(df[c]) for c in columns])
 
 
 def missingness(df: pd.DataFrame, columns: Sequence[str]) -> dict:
@@ -55,8 +65,11 @@ def missingness_change(before: pd.DataFrame, after: pd.DataFrame, columns: Seque
 
 
 def _codes(s: pd.Series) -> np.ndarray:
+    """Integer code per cell, NaN -> 0 (missing is one value)."""
+    if isinstance(s.dtype, pd.CategoricalDtype):
+        return s.cat.codes.to_numpy().astype(np.int64) + 1
     codes, _ = pd.factorize(s.astype(object), use_na_sentinel=True)
-    return codes + 1  # NaN -> 0: missing is one value
+    return codes + 1
 
 
 def _generalized_counts(o: np.ndarray, g: np.ndarray, supp: np.ndarray, n: int) -> np.ndarray:
@@ -86,7 +99,7 @@ def non_uniform_entropy(before: pd.DataFrame, after: pd.DataFrame, columns: Sequ
     per: dict[str, float] = {}
     for c in columns:
         o = _codes(before[c])
-        supp = (after[c].astype(object) == SUPPRESSED).to_numpy()
+        supp = is_marker(after[c])
         gen = _generalized_counts(o, _codes(after[c]), supp, n)
         orig = np.bincount(o)[o].astype(float)
         col_loss = float(np.sum(np.log2(gen / orig)))
@@ -125,7 +138,7 @@ def precision(levels: Mapping[str, int], heights: Mapping[str, int], after: pd.D
     for q in qs:
         lv = np.full(n, levels.get(q, 0) / heights[q])
         if after is not None:
-            lv[(after[q].astype(object) == SUPPRESSED).to_numpy()] = 1.0
+            lv[is_marker(after[q])] = 1.0
         total += lv.sum()
     return {"precision": 1.0 - total / (n * len(qs)), "height": int(sum(levels.get(q, 0) for q in qs))}
 

@@ -15,6 +15,7 @@ Ops: ``drop``, ``generalize`` (full-domain: one hierarchy level per QI),
 """
 from __future__ import annotations
 
+import importlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -130,10 +131,8 @@ def op_blank(df: pd.DataFrame, step: Mapping[str, Any], ctx: dict) -> pd.DataFra
 def _op_from(name: str) -> Callable[[pd.DataFrame, Mapping[str, Any], dict], pd.DataFrame]:
     """Lazy import of ops defined in other modules (safe_harbor, masking, dates)."""
     def run(df: pd.DataFrame, step: Mapping[str, Any], ctx: dict) -> pd.DataFrame:
-        from . import dates, masking, safe_harbor
-        mod = {"zip3": safe_harbor, "year": safe_harbor, "top_code": safe_harbor, "birth_year_cap": safe_harbor,
-               "pseudonymize": masking, "randomize": masking, "dates_intervals": dates}[name]
-        return getattr(mod, f"op_{name}")(df, step, ctx)
+        module = {"pseudonymize": "masking", "randomize": "masking", "dates_intervals": "dates"}.get(name, "safe_harbor")
+        return getattr(importlib.import_module(f"{__package__}.{module}"), f"op_{name}")(df, step, ctx)
     return run
 
 
