@@ -97,6 +97,15 @@ class Hierarchy:
         return pd.Series(self.decode(codes, level), index=values.index, name=values.name)
 
 
+def distinct_values(s: pd.Series) -> set[str]:
+    """Distinct non-missing values as strings (categoricals: the used categories, no per-row work)."""
+    if isinstance(s.dtype, pd.CategoricalDtype):
+        codes = s.cat.codes.to_numpy()
+        used = np.bincount(codes[codes >= 0], minlength=len(s.cat.categories)) > 0
+        return {str(v) for v in s.cat.categories[used]}
+    return {str(v) for v in pd.unique(s.dropna())}
+
+
 # ---------------------------------------------------------------- loaders/builders
 
 def from_csv(path: str | Path, name: str = "") -> Hierarchy:

@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import DeidInputError
-from .hierarchy import Hierarchy, build_hierarchy, flat_hierarchy
+from .hierarchy import Hierarchy, build_hierarchy, distinct_values, flat_hierarchy
 from .spec import MISSING_CHOICES, ReleaseSpec, Spec
 
 # ----------------------------------------------------------------- attack model
@@ -269,9 +269,9 @@ def encode_table(df: pd.DataFrame, spec: Spec, population: pd.DataFrame | None =
     hier: dict[str, Hierarchy] = {}
     codes: dict[str, np.ndarray] = {}
     for q in qis:
-        vals = _distinct(df[q])
+        vals = distinct_values(df[q])
         if population is not None:
-            vals |= _distinct(population[q])
+            vals |= distinct_values(population[q])
         hs = spec.hierarchies.get(q)
         hier[q] = build_hierarchy(hs, vals, name=q) if hs is not None else flat_hierarchy(vals, name=q)
         codes[q] = hier[q].encode(df[q], q)
@@ -284,13 +284,6 @@ def encode_table(df: pd.DataFrame, spec: Spec, population: pd.DataFrame | None =
                 raise DeidInputError(f"malformed population table: missing value in column {q!r}")
         pop = EncodedPopulation(pcodes, population["count"].to_numpy(dtype=float))
     return EncodedTable(qis, hier, codes, spec.missing, pop, spec.gamma)
-
-
-def _distinct(s: pd.Series) -> set[str]:
-    if isinstance(s.dtype, pd.CategoricalDtype):
-        used = s.cat.remove_unused_categories().cat.categories
-        return {str(v) for v in used}
-    return {str(v) for v in s.dropna().unique()}
 
 
 def validate_population(pop: pd.DataFrame, qis: Sequence[str]) -> pd.DataFrame:

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import DeidInputError
-from .hierarchy import build_hierarchy
+from .hierarchy import build_hierarchy, distinct_values
 from .risk import pack_keys, sizes_from_keys
 from .spec import SUPPRESSED, HierarchySpec
 
@@ -89,7 +89,7 @@ def op_generalize(df: pd.DataFrame, step: Mapping[str, Any], ctx: dict) -> pd.Da
     c = _col(df, step)
     _need(step, "hierarchy", "level")
     hs = HierarchySpec.from_dict(c, step["hierarchy"])
-    h = build_hierarchy(hs, set(df[c].dropna().astype(str).unique()), name=c)
+    h = build_hierarchy(hs, distinct_values(df[c]), name=c)
     df[c] = h.generalize(df[c], int(step["level"]), c)
     return df
 
