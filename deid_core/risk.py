@@ -183,13 +183,35 @@ class EncodedTable:
     def n(self) -> int:
         return len(next(iter(self.codes.values()))) if self.codes else 0
 
-    def level_codes(self, levels: Mapping[str, int] | None = None) -> list[np.ndarray]:
-        levels = levels or {}
-        return [self.hierarchies[q].level_map(levels.get(q, 0))[self.codes[q]] for q in self.qis]
+    def _map(self, q: str, level: "int | np.ndarray") -> tuple[np.ndarray, int]:
+        """(leaf -> code map with trailing -1, cardinality) for an int level or a full-subtree map.
 
-    def cards(self, levels: Mapping[str, int] | None = None) -> list[int]:
+        A full-subtree policy (seed 000 §2.2) is given as an int array over the
+        hierarchy's leaves (leaf index -> released-value code); see
+        :meth:`subtree_map`.
+        """
+        h = self.hierarchies[q]
+        if isinstance(level, (int, np.integer)):
+            return h.level_map(int(level)), h.cardinality(int(level))
+        arr = np.asarray(level, dtype=np.int32)
+        if arr.shape != (len(h.leaves),):
+            raise DeidInputError(f"full-subtree map of {q!r} must have one code per hierarchy value ({len(h.leaves)})")
+        return np.append(arr, np.int32(-1)), int(arr.max()) + 1 if len(arr) else 0
+
+    def subtree_map(self, q: str, mapping: Mapping[str, str]) -> np.ndarray:
+        """Leaf-code map of a full-subtree policy {original value: released value} (others kept)."""
+        h = self.hierarchies[q]
+        released = [mapping.get(v, v) for v in h.leaves]
+        codes, _ = pd.factorize(np.asarray(released, dtype=object))
+        return codes.astype(np.int32)
+
+    def level_codes(self, levels: Mapping[str, "int | np.ndarray"] | None = None) -> list[np.ndarray]:
         levels = levels or {}
-        return [self.hierarchies[q].cardinality(levels.get(q, 0)) for q in self.qis]
+        return [self._map(q, levels.get(q, 0))[0][self.codes[q]] for q in self.qis]
+
+    def cards(self, levels: Mapping[str, "int | np.ndarray"] | None = None) -> list[int]:
+        levels = levels or {}
+        return [self._map(q, levels.get(q, 0))[1] for q in self.qis]
 
     def classes(self, levels: Mapping[str, int] | None = None, suppressed: np.ndarray | None = None) -> "Classes":
         """Equivalence classes of the table generalized to ``levels`` (missing per :attr:`missing`)."""
@@ -221,8 +243,7 @@ class EncodedTable:
         pop = self.population
         assert pop is not None
         levels = levels or {}
-        m = len(pop.counts)
-        codes = [self.hierarchies[q].level_map(levels.get(q, 0))[pop.codes[q]] for q in self.qis]
+        codes = [self._map(q, levels.get(q, 0))[0][pop.codes[q]] for q in self.qis]
         pkeys = pack_keys(codes, self.cards(levels))
         pinv, puniq = pd.factorize(pkeys)
         psum = np.bincount(pinv, weights=pop.counts, minlength=len(puniq))

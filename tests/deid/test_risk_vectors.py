@@ -89,3 +89,14 @@ def test_attack_model_public_and_non_public(seed001_table):
     assert priv["attacks"]["T3"]["pr_reid"] == pytest.approx(0.27 / 3)
     assert priv["overall_risk"] == pytest.approx(pr_acquaintance(0.027) / 3)
     assert priv["k_equivalent"] == 10
+
+
+def test_full_subtree_policy_risk_and_population_reaggregation(seed001_table):
+    """A full-subtree policy (seed 000 §2.2): merge only the two 00202 birth dates of May/Sep 1935."""
+    t = seed001_table
+    m = t.subtree_map("dob", {"1935-05-13": "1935-05/09", "1935-09-26": "1935-05/09"})
+    cl = t.classes({"dob": m})
+    assert sorted(cl.f.tolist()) == [1, 1, 1, 1, 2, 2]
+    # population: 1935-05-13 (1) + 1935-09-26 (2) -> 3 people share the merged value
+    assert sorted(cl.F.tolist()) == [1, 1, 1, 1, 3, 3]
+    assert summarize(cl)["prosecutor"]["max"] == 1.0
