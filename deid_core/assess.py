@@ -12,7 +12,7 @@ import pandas as pd
 from .errors import DeidInputError
 from .metrics import (average_class_size, is_marker, discernibility, missingness_change, non_uniform_entropy,
                       numeric_utility, precision)
-from .risk import (Classes, EncodedTable, attack_assessment, encode_table, k_for_threshold, per_record,
+from .risk import (EncodedTable, attack_assessment, encode_table, k_for_threshold, per_record,
                    summarize)
 from .spec import Spec
 from .transform import Policy, full_domain_policy

@@ -10,8 +10,6 @@ seed 001 Prop. 3).
 """
 from __future__ import annotations
 
-import math
-from functools import cached_property
 from pathlib import Path
 from typing import Iterable, Sequence
 

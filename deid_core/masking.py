@@ -21,7 +21,6 @@ import string
 import warnings
 from typing import Any, Iterable, Mapping
 
-import numpy as np
 import pandas as pd
 from cryptography.hazmat.primitives import hashes, hmac
 

@@ -24,7 +24,7 @@ information: they are excluded from the classes and reported as
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 import numpy as np

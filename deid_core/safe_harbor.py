@@ -116,11 +116,8 @@ def op_year(df: pd.DataFrame, step: Mapping[str, Any], ctx: dict) -> pd.DataFram
     return df
 
 
-def op_top_code(df: pd.DataFrame, step: Mapping[str, Any], ctx: dict) -> pd.DataFrame:
-    """Numbers ≥ ``at`` -> ``"{at}+"`` (ages over 89 -> "90+")."""
-    c, at = step["column"], float(step.get("at", AGE_TOP))
-    label = step.get("label", f"{int(at)}+")
-
+def _numeric_cap(df: pd.DataFrame, column: str, label: str, above: bool, bound: float, what: str) -> pd.DataFrame:
+    """Values ≥ bound (``above``) or ≤ bound (not ``above``) -> ``label``; the label itself is kept (idempotent)."""
     def f(cats: pd.Index) -> list[str]:
         nums = pd.to_numeric(pd.Series(cats, dtype=object), errors="coerce").to_numpy(dtype=float)
         out = []
@@ -128,33 +125,24 @@ def op_top_code(df: pd.DataFrame, step: Mapping[str, Any], ctx: dict) -> pd.Data
             if v == label:
                 out.append(v)
             elif not np.isfinite(x):
-                raise DeidInputError(f"column {c!r}: value {v!r} is not a number (age)")
+                raise DeidInputError(f"column {column!r}: value {v!r} is not a number ({what})")
             else:
-                out.append(label if x >= at else v)
+                out.append(label if (x >= bound if above else x <= bound) else v)
         return out
-    df[c] = map_categories(df[c], f)
+    df[column] = map_categories(df[column], f)
     return df
+
+
+def op_top_code(df: pd.DataFrame, step: Mapping[str, Any], ctx: dict) -> pd.DataFrame:
+    """Numbers ≥ ``at`` -> ``"{at}+"`` (ages over 89 -> "90+", Table 4 item 3)."""
+    at = float(step.get("at", AGE_TOP))
+    return _numeric_cap(df, step["column"], step.get("label", f"{int(at)}+"), True, at, "age")
 
 
 def op_birth_year_cap(df: pd.DataFrame, step: Mapping[str, Any], ctx: dict) -> pd.DataFrame:
-    """Birth years ≤ reference_year − 90 (age ≥ 90) -> one category ``"<=YYYY"``."""
-    c = step["column"]
+    """Birth years ≤ reference_year − 90 (age ≥ 90) -> one category ``"<=YYYY"`` (Table 4 item 3)."""
     cap = int(step["reference_year"]) - AGE_TOP
-    label = f"<={cap}"
-
-    def f(cats: pd.Index) -> list[str]:
-        nums = pd.to_numeric(pd.Series(cats, dtype=object), errors="coerce").to_numpy(dtype=float)
-        out = []
-        for v, x in zip(cats, nums):
-            if v == label:
-                out.append(v)
-            elif not np.isfinite(x):
-                raise DeidInputError(f"column {c!r}: value {v!r} is not a year")
-            else:
-                out.append(label if x <= cap else v)
-        return out
-    df[c] = map_categories(df[c], f)
-    return df
+    return _numeric_cap(df, step["column"], f"<={cap}", False, cap, "year")
 
 
 def safe_harbor_policy(spec: Spec, columns: list[str], zip_population: pd.DataFrame | None = None,

@@ -7,7 +7,6 @@ the matching quantity.
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 import pytest
 from pycanon import anonymity, metrics as pc_metrics
 
