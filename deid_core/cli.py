@@ -49,7 +49,7 @@ def cmd_assess(args: argparse.Namespace) -> int:
     from .report import build_report, render_html
     from .spec import load_spec
 
-    _guard_outputs([args.input, args.spec, args.population], [args.out, args.html, args.output, args.policy_out])
+    _guard_outputs([args.input, args.spec, args.population], [args.out, args.html, args.output, args.policy_out, args.per_record])
     t0 = time.perf_counter()
     spec = load_spec(args.spec)
     df = read_table(args.input, spec.missing_values)
@@ -68,6 +68,8 @@ def cmd_assess(args: argparse.Namespace) -> int:
         write_table(a.output, args.output)
     if args.policy_out:
         write_json(a.policy.to_dict(), args.policy_out)
+    if args.per_record:
+        write_table(a.per_record, args.per_record)
     return 0
 
 
@@ -123,6 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--suppress", action="store_true", help="suppress records in classes smaller than k(threshold)")
     a.add_argument("--output", help="write the transformed data here")
     a.add_argument("--policy-out", help="write the re-appliable policy JSON here")
+    a.add_argument("--per-record", help="CSV of per-record risks (class size, prosecutor, journalist, instance disclosure)")
     a.add_argument("--numeric", help="comma-separated numeric columns for before/after mean, SD, correlation")
     a.set_defaults(func=cmd_assess)
     s = sub.add_parser("safe-harbor", help="apply HIPAA Safe Harbor")

@@ -80,6 +80,23 @@ def test_assess_with_population_reports_all_measures(tmp_path):
     assert r["threshold"]["attacks"]["T2"]["pr_t"] == pytest.approx(0.8716, abs=5e-5)
 
 
+def test_missing_values_match_any_and_per_record_output(tmp_path):
+    data, spec = tmp_path / "d.csv", tmp_path / "s.toml"
+    data.write_text("sex,zip\nF,02139\nF,\nM,02139\n,\n")
+    spec.write_text('[columns]\nsex = "quasi"\nzip = "quasi"\n[risk]\nmissing = "match_any"\n')
+    out, per = tmp_path / "r.json", tmp_path / "per.csv"
+    assert main(["assess", "--input", str(data), "--spec", str(spec), "--out", str(out), "--per-record", str(per)]) == 0
+    r = json.loads(out.read_text())
+    assert r["fully_missing_records"] == 1 and r["records"] == 4
+    # (F,02139) matches itself and (F,-); (F,-) matches both F rows; (M,02139) only itself
+    rows = pd.read_csv(per)
+    assert rows["class_size"].tolist()[:3] == [2, 2, 1] and pd.isna(rows["class_size"].iloc[3])
+    assert r["prosecutor"]["max"] == 1.0 and r["prosecutor"]["average"] == pytest.approx((0.5 + 0.5 + 1) / 3)
+    spec.write_text('[columns]\nsex = "quasi"\nzip = "quasi"\n')  # own_class: (F,-) is its own class
+    assert main(["assess", "--input", str(data), "--spec", str(spec), "--out", str(out)]) == 0
+    assert json.loads(out.read_text())["equivalence_classes"] == 3
+
+
 def test_safe_harbor_cli(tmp_path):
     data, _, spec = _seed001_files(tmp_path)
     zp = tmp_path / "zp.csv"
