@@ -1,1 +1,40 @@
-"""De-identification core: risk, hierarchies, transformations, reports."""
+"""De-identification core: risk, hierarchies, transformations, reports.
+
+Friendly API::
+
+    import deid_core as dc
+    spec = dc.load_spec("spec.toml")
+    df = dc.read_table("data.csv")
+    a = dc.assess(df, spec, population=None, levels={"age": 2})
+    a.summary["prosecutor"]["max"], a.loss["non_uniform_entropy"]["percent"]
+    out, policy, info = dc.safe_harbor(df, spec)
+
+For lattice searches, :func:`encode_table` once, then
+``table.evaluate(levels)`` / ``table.classes(levels)`` per node.
+"""
+from .assess import Assessment, assess
+from .dates import generalize_intervals
+from .errors import DeidInputError, DeidWarning
+from .hierarchy import Hierarchy, build_hierarchy, from_csv
+from .io import read_table, write_table
+from .masking import frequency_check, pseudonymize, randomize
+from .metrics import (discernibility, missingness, missingness_change, non_uniform_entropy, numeric_utility,
+                      precision)
+from .report import build_report, render_html
+from .risk import (PR_BREACH, EncodedTable, attack_assessment, conditional_threshold, encode_table,
+                   instance_disclosure, journalist, k_for_threshold, marketer, meets, per_record,
+                   population_risk, pr_acquaintance, prosecutor, summarize)
+from .safe_harbor import RESTRICTED_ZIP3_2000, safe_harbor, safe_harbor_policy
+from .spec import SUPPRESSED, HierarchySpec, ReleaseSpec, Spec, load_spec, parse_spec
+from .transform import Policy, full_domain_policy
+
+__all__ = [
+    "Assessment", "assess", "generalize_intervals", "DeidInputError", "DeidWarning", "Hierarchy",
+    "build_hierarchy", "from_csv", "read_table", "write_table", "frequency_check", "pseudonymize", "randomize",
+    "discernibility", "missingness", "missingness_change", "non_uniform_entropy", "numeric_utility", "precision",
+    "build_report", "render_html", "PR_BREACH", "EncodedTable", "attack_assessment", "conditional_threshold",
+    "encode_table", "instance_disclosure", "journalist", "k_for_threshold", "marketer", "meets", "per_record",
+    "population_risk", "pr_acquaintance", "prosecutor", "summarize", "RESTRICTED_ZIP3_2000", "safe_harbor",
+    "safe_harbor_policy", "SUPPRESSED", "HierarchySpec", "ReleaseSpec", "Spec", "load_spec", "parse_spec",
+    "Policy", "full_domain_policy",
+]

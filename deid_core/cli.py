@@ -1,0 +1,180 @@
+"""``deid`` command line: assess, safe-harbor, apply.
+
+Bad input (unknown column, value missing from a hierarchy, malformed
+population table, threshold outside (0, 1], unreadable file) -> exit code 2
+and one line on stderr; outputs are computed in memory first and written
+atomically, never over the input.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Callable, Sequence
+
+from .errors import DeidInputError
+
+EXIT_BAD_INPUT = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2 (argparse prints the whole usage)
+        raise DeidInputError(f"{self.prog}: {message}")
+
+
+def _levels(text: str | None) -> dict[str, int]:
+    if not text:
+        return {}
+    out = {}
+    for part in text.split(","):
+        name, sep, lvl = part.rpartition("=")
+        if not sep or not name or not lvl.strip().isdigit():
+            raise DeidInputError(f"--levels: expected name=level[,name=level...], got {part!r}")
+        out[name.strip()] = int(lvl)
+    return out
+
+
+def _guard_outputs(inputs: Sequence[str | None], outputs: Sequence[str | None]) -> None:
+    ins = {Path(p).resolve() for p in inputs if p}
+    for o in outputs:
+        if o and Path(o).resolve() in ins:
+            raise DeidInputError(f"output {o!r} would overwrite an input")
+
+
+def cmd_assess(args: argparse.Namespace) -> int:
+    from .assess import assess
+    from .io import read_table, write_json, write_table, write_text
+    from .report import build_report, render_html
+    from .spec import load_spec
+
+    _guard_outputs([args.input, args.spec, args.population], [args.out, args.html, args.output, args.policy_out, args.per_record])
+    t0 = time.perf_counter()
+    spec = load_spec(args.spec)
+    df = read_table(args.input, spec.missing_values)
+    pop = read_table(args.population, spec.missing_values, categorical=False) if args.population else None
+    numeric = [c for c in args.numeric.split(",") if c] if args.numeric is not None else None
+    a = assess(df, spec, pop, levels=_levels(args.levels), record_suppression=True if args.suppress else None,
+               numeric=numeric)
+    result = a.to_dict()
+    result["report"] = build_report(a, input_name=str(args.input))
+    result["seconds"] = round(time.perf_counter() - t0, 4)
+    html = render_html(result["report"], a) if args.html else None
+    write_json(result, args.out)
+    if html is not None:
+        write_text(html, args.html)
+    if args.output:
+        write_table(a.output, args.output)
+    if args.policy_out:
+        write_json(a.policy.to_dict(), args.policy_out)
+    if args.per_record:
+        write_table(a.per_record, args.per_record)
+    return 0
+
+
+def cmd_safe_harbor(args: argparse.Namespace) -> int:
+    from .io import read_table, write_json, write_table
+    from .safe_harbor import safe_harbor
+    from .spec import load_spec
+
+    _guard_outputs([args.input, args.spec, args.zip_population], [args.out, args.policy_out, args.report])
+    spec = load_spec(args.spec)
+    df = read_table(args.input, spec.missing_values)
+    zp = read_table(args.zip_population, categorical=False) if args.zip_population else None
+    out, policy, info = safe_harbor(df, spec, zp, args.reference_year)
+    write_table(out, args.out)
+    if args.policy_out:
+        write_json(policy.to_dict(), args.policy_out)
+    if args.report:
+        write_json(info, args.report)
+    return 0
+
+
+def cmd_apply(args: argparse.Namespace) -> int:
+    from .io import read_table
+    from .io import write_table
+    from .transform import Policy
+
+    _guard_outputs([args.input, args.policy, args.key_file], [args.out])
+    policy = Policy.load(args.policy)
+    key = None
+    if args.key_file:
+        try:
+            key = Path(args.key_file).read_bytes().strip()
+        except OSError as exc:
+            raise DeidInputError(f"cannot read key file {args.key_file!r}: {exc.strerror or exc}") from None
+    df = read_table(args.input)
+    out, ctx = policy.apply(df, key=key)
+    write_table(out, args.out)
+    for w in ctx.get("warnings", []):
+        print(f"deid: warning: {w}", file=sys.stderr)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="deid", description="Measure re-identification risk and de-identify health data.")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    a = sub.add_parser("assess", help="measure risk (optionally after generalization/suppression) and report")
+    a.add_argument("--input", required=True)
+    a.add_argument("--spec", required=True)
+    a.add_argument("--population", help="CSV: QI columns at their most detailed level + count")
+    a.add_argument("--out", required=True, help="report JSON")
+    a.add_argument("--html", help="self-contained HTML report")
+    a.add_argument("--levels", help="full-domain levels, e.g. age=2,zip=1 (overrides [transform] levels)")
+    a.add_argument("--suppress", action="store_true", help="suppress records in classes smaller than k(threshold)")
+    a.add_argument("--output", help="write the transformed data here")
+    a.add_argument("--policy-out", help="write the re-appliable policy JSON here")
+    a.add_argument("--per-record", help="CSV of per-record risks (class size, prosecutor, journalist, instance disclosure)")
+    a.add_argument("--numeric", help="comma-separated numeric columns for before/after mean, SD, correlation")
+    a.set_defaults(func=cmd_assess)
+    s = sub.add_parser("safe-harbor", help="apply HIPAA Safe Harbor")
+    s.add_argument("--input", required=True)
+    s.add_argument("--spec", required=True)
+    s.add_argument("--zip-population", help="CSV: zip (or zip3) + population (or count)")
+    s.add_argument("--out", required=True)
+    s.add_argument("--policy-out")
+    s.add_argument("--report", help="JSON: which columns were recognized as which Safe Harbor kind")
+    s.add_argument("--reference-year", type=int, help="year for the age >= 90 birth-year rule (default: this year)")
+    s.set_defaults(func=cmd_safe_harbor)
+    ap = sub.add_parser("apply", help="re-apply a saved policy to a new batch")
+    ap.add_argument("--input", required=True)
+    ap.add_argument("--policy", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--key-file", help="secret key for pseudonymize/randomize steps (kept by the data owner)")
+    ap.set_defaults(func=cmd_apply)
+    for register in EXTRA_COMMANDS.values():
+        register(sub)
+    return p
+
+
+#: Subcommands added by other modules (e.g. issue 4's ``search``): name -> register(subparsers).
+#: ``register`` adds a parser whose ``func(args) -> int`` default is the handler;
+#: raise :class:`DeidInputError` for bad input to get exit code 2.
+EXTRA_COMMANDS: dict[str, Callable[[argparse._SubParsersAction], None]] = {}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as exc:  # --help
+            return int(exc.code or 0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            return int(args.func(args))
+    except DeidInputError as exc:
+        print(f"deid: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except (OSError, UnicodeDecodeError) as exc:
+        msg = " ".join(str(getattr(exc, "strerror", None) or exc).split())
+        print(f"deid: error: {getattr(exc, 'filename', '') or ''} {msg}".replace("  ", " ").strip(), file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except MemoryError:
+        print("deid: error: out of memory", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,16 @@
+"""Errors and warnings of :mod:`deid_core`."""
+from __future__ import annotations
+
+
+class DeidInputError(ValueError):
+    """Bad user input (spec, data, hierarchy, population table).
+
+    The message is always a single line: the CLI prints it as is and exits 2.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(" ".join(str(message).split()))
+
+
+class DeidWarning(UserWarning):
+    """A condition the data owner should look at (e.g. non-uniform pseudonyms)."""

@@ -1,0 +1,190 @@
+"""The declarative de-identification spec (TOML) and its dataclasses.
+
+Minimal form (issue 3)::
+
+    [columns]   name = "direct"   zip = "quasi"   disease = "sensitive"
+    [types]     zip = "zip"       age = "age"
+    [hierarchies]
+    age = { builder = "interval", widths = [5, 10, 20], top_code = 90 }
+    race = { csv = "hierarchies/race.csv" }
+    [release]   type = "public"   threshold = 0.05
+
+Optional tables: ``[release]`` attack parameters (``pr_attempt``,
+``prevalence``, ``friends``, ``friends_divisor``, ``strict_cut``), ``[risk]``
+(``missing = "own_class" | "match_any"``, ``gamma``), ``[data]``
+(``missing_values``), ``[transform]`` (``levels``, ``record_suppression``).
+"""
+from __future__ import annotations
+
+import math
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from .errors import DeidInputError
+
+ROLES = ("direct", "quasi", "sensitive", "other")
+RELEASE_TYPES = ("public", "non-public")
+MISSING_CHOICES = ("own_class", "match_any")
+BUILDERS = ("csv", "interval", "dates", "prefix", "icd", "flat")
+#: Marker written in place of a suppressed cell; read back as missing.
+SUPPRESSED = "[suppressed]"
+
+
+@dataclass(frozen=True)
+class HierarchySpec:
+    """How to obtain the hierarchy of one QI: ``builder`` + its parameters.
+
+    ``csv`` paths are resolved against the spec's folder when loaded, so a
+    spec (or a saved policy) can be re-applied from anywhere.
+    """
+
+    builder: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"builder": self.builder, **dict(self.params)}
+
+    @classmethod
+    def from_dict(cls, column: str, raw: Mapping[str, Any], base_dir: Path | None = None) -> "HierarchySpec":
+        if not isinstance(raw, Mapping):
+            raise DeidInputError(f"hierarchy of {column!r} must be a table")
+        raw = dict(raw)
+        builder = raw.pop("builder", None)
+        if builder is None and "csv" in raw:
+            builder = "csv"
+        if builder not in BUILDERS:
+            raise DeidInputError(f"hierarchy of {column!r}: unknown builder {builder!r} (expected one of {', '.join(BUILDERS)})")
+        if builder == "csv":
+            if "csv" not in raw:
+                raise DeidInputError(f"hierarchy of {column!r}: builder 'csv' needs csv = \"path\"")
+            path = Path(raw["csv"])
+            if base_dir is not None and not path.is_absolute():
+                path = base_dir / path
+            raw["csv"] = str(path.resolve())
+        return cls(builder, raw)
+
+
+@dataclass(frozen=True)
+class ReleaseSpec:
+    """Release context, threshold and attack parameters (B:1245–1396, B:1675–1695)."""
+
+    type: str = "non-public"
+    threshold: float = 0.05
+    pr_attempt: float | None = None
+    prevalence: float | None = None
+    friends: float = 150.0
+    friends_divisor: float = 2.0
+    strict_cut: float = 0.33
+
+
+@dataclass(frozen=True)
+class Spec:
+    """Column roles, semantic types, hierarchies, release and risk options."""
+
+    columns: Mapping[str, str]
+    types: Mapping[str, str] = field(default_factory=dict)
+    hierarchies: Mapping[str, HierarchySpec] = field(default_factory=dict)
+    release: ReleaseSpec = field(default_factory=ReleaseSpec)
+    missing: str = "own_class"
+    gamma: float = 1.0
+    missing_values: tuple[str, ...] = ("",)
+    levels: Mapping[str, int] = field(default_factory=dict)
+    record_suppression: bool = False
+
+    def role(self, role: str) -> list[str]:
+        return [c for c, r in self.columns.items() if r == role]
+
+    @property
+    def quasi(self) -> list[str]:
+        return self.role("quasi")
+
+    @property
+    def direct(self) -> list[str]:
+        return self.role("direct")
+
+    def check_columns(self, available: Iterable[str]) -> None:
+        """Raise :class:`DeidInputError` if the spec names a column the data lacks."""
+        available = set(available)
+        for col in self.columns:
+            if col not in available:
+                raise DeidInputError(f"unknown column {col!r}: not in the input (columns: {', '.join(sorted(available))})")
+
+
+def _number(section: str, key: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise DeidInputError(f"[{section}] {key} must be a number, got {value!r}")
+    return float(value)
+
+
+def _probability(section: str, key: str, value: Any) -> float:
+    x = _number(section, key, value)
+    if not 0 < x <= 1:
+        raise DeidInputError(f"[{section}] {key} = {value!r} is outside (0, 1]")
+    return x
+
+
+def parse_spec(raw: Mapping[str, Any], base_dir: Path | None = None) -> Spec:
+    """Build a validated :class:`Spec` from a parsed TOML mapping."""
+    columns = raw.get("columns")
+    if not isinstance(columns, Mapping) or not columns:
+        raise DeidInputError("spec needs a non-empty [columns] table")
+    for col, role in columns.items():
+        if role not in ROLES:
+            raise DeidInputError(f"column {col!r}: unknown role {role!r} (expected one of {', '.join(ROLES)})")
+    for section in ("types", "hierarchies"):
+        for col in raw.get(section, {}) or {}:
+            if col not in columns:
+                raise DeidInputError(f"unknown column {col!r} in [{section}]: not declared in [columns]")
+    hierarchies = {c: HierarchySpec.from_dict(c, h, base_dir) for c, h in (raw.get("hierarchies") or {}).items()}
+    rel = dict(raw.get("release") or {})
+    rtype = rel.pop("type", "non-public")
+    if rtype not in RELEASE_TYPES:
+        raise DeidInputError(f"[release] type {rtype!r} must be one of {', '.join(RELEASE_TYPES)}")
+    release = ReleaseSpec(
+        type=rtype,
+        threshold=_probability("release", "threshold", rel.pop("threshold", 0.09 if rtype == "public" else 0.05)),
+        pr_attempt=None if rel.get("pr_attempt") is None else _probability("release", "pr_attempt", rel.pop("pr_attempt")),
+        prevalence=None if rel.get("prevalence") is None else _probability("release", "prevalence", rel.pop("prevalence")),
+        friends=_number("release", "friends", rel.pop("friends", 150)),
+        friends_divisor=_number("release", "friends_divisor", rel.pop("friends_divisor", 2)),
+        strict_cut=_probability("release", "strict_cut", rel.pop("strict_cut", 0.33)),
+    )
+    rel.pop("pr_attempt", None), rel.pop("prevalence", None)
+    if rel:
+        raise DeidInputError(f"[release] unknown key(s): {', '.join(sorted(rel))}")
+    risk = dict(raw.get("risk") or {})
+    missing = risk.get("missing", "own_class")
+    if missing not in MISSING_CHOICES:
+        raise DeidInputError(f"[risk] missing must be one of {', '.join(MISSING_CHOICES)}, got {missing!r}")
+    gamma = _number("risk", "gamma", risk.get("gamma", 1.0))
+    if gamma <= 0:
+        raise DeidInputError("[risk] gamma must be positive")
+    data = raw.get("data") or {}
+    missing_values = tuple(str(v) for v in data.get("missing_values", [""]))
+    tr = raw.get("transform") or {}
+    levels = dict(tr.get("levels") or {})
+    for col, lvl in levels.items():
+        if col not in columns or columns[col] != "quasi":
+            raise DeidInputError(f"[transform] levels: {col!r} is not a quasi-identifier")
+        if isinstance(lvl, bool) or not isinstance(lvl, int) or lvl < 0:
+            raise DeidInputError(f"[transform] levels: level of {col!r} must be a non-negative integer")
+    return Spec(
+        columns=dict(columns), types=dict(raw.get("types") or {}), hierarchies=hierarchies,
+        release=release, missing=missing, gamma=gamma, missing_values=missing_values,
+        levels=levels, record_suppression=bool(tr.get("record_suppression", False)),
+    )
+
+
+def load_spec(path: str | Path) -> Spec:
+    """Read and validate a TOML spec; relative hierarchy paths are relative to it."""
+    path = Path(path)
+    try:
+        with open(path, "rb") as fh:
+            raw = tomllib.load(fh)
+    except OSError as exc:
+        raise DeidInputError(f"cannot read spec {str(path)!r}: {exc.strerror or exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise DeidInputError(f"spec {str(path)!r} is not valid TOML: {exc}") from None
+    return parse_spec(raw, base_dir=path.resolve().parent)

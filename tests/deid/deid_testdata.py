@@ -1,0 +1,34 @@
+"""Test data shared by the deid tests (imported by absolute name)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+ADULT = Path("/work/shared/data/adult")
+ADULT_QIS = ["sex", "age", "race", "marital-status", "education", "native-country", "workclass", "occupation"]
+
+
+def adult_spec_toml(threshold: float = 0.05, release: str = "non-public", extra: str = "") -> str:
+    cols = "\n".join(f'"{q}" = "quasi"' for q in ADULT_QIS) + '\n"salary-class" = "sensitive"\n'
+    hier = "\n".join(f'"{q}" = {{ csv = "{ADULT}/adult_hierarchy_{q}.csv" }}' for q in ADULT_QIS)
+    return f"[columns]\n{cols}\n[hierarchies]\n{hier}\n\n[release]\ntype = \"{release}\"\nthreshold = {threshold}\n{extra}"
+
+
+# seed 001 Table I (population) and Table II (same-disease microdata), Zip5 + DOB
+SEED001_POPULATION = pd.DataFrame({
+    "zip": ["00101"] * 3 + ["00202"] * 6,
+    "dob": ["1927-07-15", "1927-05-28", "1927-10-26", "1935-01-02", "1935-02-03",
+            "1935-10-24", "1935-05-13", "1935-09-26", "1935-09-26"],
+    "count": [1] * 9,
+})
+SEED001_DATA = pd.DataFrame({
+    "zip": ["00101"] * 3 + ["00202"] * 3,
+    "dob": ["1927-07-15", "1927-05-28", "1927-10-26", "1935-01-02", "1935-05-13", "1935-09-26"],
+})
+SEED001_SPEC = {
+    "columns": {"zip": "quasi", "dob": "quasi"},
+    "hierarchies": {"zip": {"builder": "prefix"}, "dob": {"builder": "dates"}},
+}
+#: Zip3 (two characters cropped) and year of birth (week, month, quarter, year)
+SEED001_SAFE_HARBOR_LEVELS = {"zip": 2, "dob": 4}

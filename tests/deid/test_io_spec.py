@@ -1,0 +1,72 @@
+"""I/O (separators, leading zeros, missing convention, Parquet, atomic writes) and spec validation."""
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+import deid_core as dc
+from deid_core.errors import DeidInputError
+from deid_core.io import read_table, write_table
+
+
+@pytest.mark.parametrize("sep", [",", ";", "\t"])
+def test_separator_detection_and_leading_zeros(tmp_path, sep):
+    p = tmp_path / "d.csv"
+    p.write_text(sep.join(["mrn", "zip", "age"]) + "\n" + sep.join(["007", "02139", ""]) + "\n" + sep.join(["010", "NA", "45"]) + "\n")
+    df = read_table(p)
+    assert df["mrn"].astype(str).tolist() == ["007", "010"]
+    assert df["zip"].astype(str).tolist() == ["02139", "NA"]  # "NA" is a value, not missing, by default
+    assert pd.isna(df["age"].iloc[0])  # the empty string is the missing-value convention
+    assert pd.isna(read_table(p, missing_values=["", "NA"])["zip"].iloc[1])
+
+
+def test_parquet_roundtrip_and_marker_read_as_missing(tmp_path):
+    df = pd.DataFrame({"zip": ["02139", dc.SUPPRESSED, None], "n": ["1", "2", "3"]})
+    write_table(df, tmp_path / "d.parquet")
+    back = read_table(tmp_path / "d.parquet")
+    assert back["zip"].iloc[0] == "02139" and back["zip"].isna().tolist() == [False, True, True]
+    assert isinstance(back["n"].dtype, pd.CategoricalDtype)
+
+
+def test_atomic_write_leaves_no_partial_file(tmp_path):
+    class Boom(pd.DataFrame):
+        def to_csv(self, *a, **k):
+            open(a[0], "w").write("partial")
+            raise RuntimeError("disk full")
+    with pytest.raises(RuntimeError):
+        write_table(Boom({"a": [1]}), tmp_path / "out.csv")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("raw,msg", [
+    ({"columns": {"a": "boss"}}, "unknown role"),
+    ({"columns": {"a": "quasi"}, "types": {"b": "zip"}}, "unknown column 'b' in [types]"),
+    ({"columns": {"a": "quasi"}, "release": {"threshold": -0.1}}, "outside (0, 1]"),
+    ({"columns": {"a": "quasi"}, "release": {"type": "leaked"}}, "type"),
+    ({"columns": {"a": "quasi"}, "risk": {"missing": "drop"}}, "missing must be"),
+    ({"columns": {"a": "quasi"}, "hierarchies": {"a": {"builder": "magic"}}}, "unknown builder"),
+])
+def test_spec_validation(raw, msg):
+    with pytest.raises(DeidInputError, match=msg.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[").replace("]", r"\]")):
+        dc.parse_spec(raw)
+
+
+def test_spec_minimal_form_from_issue(tmp_path):
+    (tmp_path / "hierarchies").mkdir()
+    (tmp_path / "hierarchies" / "race.csv").write_text("White;*\nBlack;*\n")
+    p = tmp_path / "s.toml"
+    p.write_text('[columns]\nname = "direct"\nzip = "quasi"\nage = "quasi"\nrace = "quasi"\ndisease = "sensitive"\n'
+                 '[types]\nzip = "zip"\nage = "age"\n'
+                 '[hierarchies]\nage = { builder = "interval", widths = [5, 10, 20], top_code = 90 }\n'
+                 'zip = { builder = "prefix" }\nrace = { csv = "hierarchies/race.csv" }\n'
+                 '[release]\ntype = "public"\nthreshold = 0.05\n')
+    spec = dc.load_spec(p)
+    assert spec.quasi == ["zip", "age", "race"] and spec.direct == ["name"]
+    assert spec.hierarchies["race"].params["csv"] == str((tmp_path / "hierarchies" / "race.csv").resolve())
+    df = pd.DataFrame({"name": ["a", "b"], "zip": ["02139", "02141"], "age": ["34", "91"], "race": ["White", "Black"],
+                       "disease": ["x", "y"]})
+    a = dc.assess(df, spec, levels={"age": 4, "zip": 2, "race": 1})
+    assert a.summary["k_min"] == 2 and "name" not in a.output.columns
+    assert a.attack["k_equivalent"] == 20 and not a.attack["meets_threshold"]  # public, 0.05: 1/2 is too high
+    b = dc.assess(df, spec, levels={"age": 3})
+    assert b.output["age"].astype(str).tolist() == ["20-39", "90+"] and b.summary["k_min"] == 1

@@ -1,0 +1,102 @@
+"""DEID.md §2 test vectors, exact numbers."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from deid_core.risk import (PR_BREACH, attack_assessment, conditional_threshold, encode_table,
+                            k_for_threshold, meets, per_record, pr_acquaintance, summarize)
+from deid_core.spec import ReleaseSpec, parse_spec
+
+from deid_testdata import SEED001_DATA, SEED001_POPULATION, SEED001_SAFE_HARBOR_LEVELS, SEED001_SPEC
+
+
+@pytest.fixture
+def seed001_table():
+    return encode_table(SEED001_DATA.astype("category"), parse_spec(SEED001_SPEC), SEED001_POPULATION)
+
+
+def test_seed001_tables_I_II_instance_disclosure(seed001_table):
+    """seed 001 §3.1–3.2: q = 1/3,1/3,1/3,1/6,1/6,1/6; r = 1,1,1,.5,.5,.5; R = 0.75, Q = 0.25."""
+    cl = seed001_table.classes(SEED001_SAFE_HARBOR_LEVELS)
+    pr = per_record(cl)
+    assert np.allclose(pr["journalist"], [1 / 3] * 3 + [1 / 6] * 3)
+    assert np.allclose(pr["instance_disclosure"], [1, 1, 1, 0.5, 0.5, 0.5])
+    s = summarize(cl)
+    assert s["instance_disclosure"]["R"] == pytest.approx(0.75, abs=1e-12)
+    assert s["instance_disclosure"]["Q"] == pytest.approx(0.25, abs=1e-12)
+    assert s["instance_disclosure"]["max_r"] == 1.0
+    assert s["instance_disclosure"]["max_q"] == pytest.approx(1 / 3)
+    # 3-anonymous: prosecutor max 1/3 (seed 001 §3.1), 2 ECs
+    assert s["k_min"] == 3 and s["equivalence_classes"] == 2
+    assert s["prosecutor"]["max"] == pytest.approx(1 / 3)
+    # seed 000 eq. (1) with gamma = 1: 3·1/3 + 3·1/6 = 1.5; normalized 0.25; marketer = Σ f_j/F_j / N
+    assert s["population_risk"]["sum"] == pytest.approx(1.5)
+    assert s["population_risk"]["normalized"] == pytest.approx(0.25)
+    assert s["marketer"] == pytest.approx((3 / 3 + 3 / 6) / 6)
+    assert s["journalist"] == pytest.approx({"max": 1 / 3, "average": 0.25})
+
+
+def test_seed001_original_detail(seed001_table):
+    """Zip5 + DOB: five records unique in the population, the last has risk 1/2 (Helen or Irene)."""
+    pr = per_record(seed001_table.classes())
+    assert np.allclose(pr["journalist"], [1, 1, 1, 1, 1, 0.5])
+
+
+def test_population_is_reaggregated_not_looked_up(seed001_table):
+    """Generalizing the population (groupby-sum along the same hierarchy): year of birth only -> F = 3 and 6."""
+    cl = seed001_table.classes({"zip": 5, "dob": 4})
+    assert sorted(set(cl.F)) == [3.0, 6.0]
+
+
+def test_acquaintance_book_example():
+    """B:2131–2142: ρ = 0.027 -> Pr(acquaintance) = 0.8716; conditional threshold 0.1/0.87 = 0.115."""
+    p = pr_acquaintance(0.027)
+    assert round(p, 4) == 0.8716
+    assert round(conditional_threshold(0.1, round(p, 2)), 3) == 0.115
+    assert round(conditional_threshold(0.1, p), 3) == 0.115
+
+
+def test_attempt_book_example():
+    """B:1657: Pr(attempt) = 0.3, threshold 0.1 -> Pr(re-id | attempt) ≤ 0.33."""
+    assert round(conditional_threshold(0.1, 0.3), 2) == 0.33
+
+
+def test_breach_constant():
+    assert PR_BREACH == 0.27
+
+
+@pytest.mark.parametrize("t,k", [(0.5, 2), (0.33, 3), (0.2, 5), (0.1, 10), (0.09, 11), (0.05, 20)])
+def test_threshold_to_k(t, k):
+    """B:1675–1695 and DEID.md §2: 0.2→5, 0.1→10, 0.09→11 (1/11 meets 0.09), 0.05→20."""
+    assert k_for_threshold(t) == k
+    assert meets(1 / k, t)
+    assert not meets(1 / (k - 1), t) if k > 1 else True
+    assert k == math.ceil(1 / t) or (t, k) in [(0.09, 11), (0.33, 3)]
+
+
+def test_attack_model_public_and_non_public(seed001_table):
+    s = summarize(seed001_table.classes(SEED001_SAFE_HARBOR_LEVELS))
+    pub = attack_assessment(s, ReleaseSpec(type="public", threshold=0.09))
+    assert list(pub["attacks"]) == ["T4"] and pub["overall_risk"] == pytest.approx(1 / 3)
+    assert not pub["meets_threshold"]
+    priv = attack_assessment(s, ReleaseSpec(type="non-public", threshold=0.1, pr_attempt=0.3, prevalence=0.027))
+    assert set(priv["attacks"]) == {"T1", "T2", "T3"}
+    # strict average: max 1/3 > 0.33 cut -> the strict average is the max
+    assert priv["attacks"]["T2"]["pr_reid"] == pytest.approx(pr_acquaintance(0.027) / 3)
+    assert priv["attacks"]["T3"]["pr_reid"] == pytest.approx(0.27 / 3)
+    assert priv["overall_risk"] == pytest.approx(pr_acquaintance(0.027) / 3)
+    assert priv["k_equivalent"] == 10
+
+
+def test_full_subtree_policy_risk_and_population_reaggregation(seed001_table):
+    """A full-subtree policy (seed 000 §2.2): merge only the two 00202 birth dates of May/Sep 1935."""
+    t = seed001_table
+    m = t.subtree_map("dob", {"1935-05-13": "1935-05/09", "1935-09-26": "1935-05/09"})
+    cl = t.classes({"dob": m})
+    assert sorted(cl.f.tolist()) == [1, 1, 1, 1, 2, 2]
+    # population: 1935-05-13 (1) + 1935-09-26 (2) -> 3 people share the merged value
+    assert sorted(cl.F.tolist()) == [1, 1, 1, 1, 3, 3]
+    assert summarize(cl)["prosecutor"]["max"] == 1.0
