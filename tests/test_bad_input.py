@@ -12,7 +12,7 @@ import grpc
 import pandas as pd
 import pytest
 
-from conftest import TEST_KEY_BITS, keyholder_cmd, make_party, run_party
+from linkhelpers import TEST_KEY_BITS, keyholder_cmd, make_party, run_party
 from proto import linkage_pb2 as pb
 from test_privacy import stub_for
 

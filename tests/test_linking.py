@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import TEST_KEY_BITS, make_party, party_cmd, run_party
+from linkhelpers import TEST_KEY_BITS, make_party, party_cmd, run_party
 from party_client import Party
 from party_client.normalize import normalize_identifiers
 

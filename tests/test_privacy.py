@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import TEST_KEY_BITS, make_party, party_cmd, run_party
+from linkhelpers import TEST_KEY_BITS, make_party, party_cmd, run_party
 from party_client import Party
 from party_client.encoding import encode
 from party_client.normalize import normalize_identifiers

@@ -9,7 +9,7 @@ import time
 
 import pandas as pd
 
-from conftest import TEST_KEY_BITS, make_party, party_cmd, run_party
+from linkhelpers import TEST_KEY_BITS, make_party, party_cmd, run_party
 from party_client import Party
 from test_linking import canonical, plaintext_join, tables
 

@@ -5,7 +5,15 @@ from pathlib import Path
 
 import pandas as pd
 
-ADULT = Path("/work/shared/data/adult")
+def _shared() -> Path:
+    """``shared/`` sits beside the checkout (CI clones next to it); /work/shared on developer machines."""
+    for candidate in (Path(__file__).resolve().parents[3] / "shared", Path("/work/shared")):
+        if (candidate / "data" / "adult").is_dir():
+            return candidate
+    return Path("/work/shared")
+
+
+ADULT = _shared() / "data" / "adult"
 ADULT_QIS = ["sex", "age", "race", "marital-status", "education", "native-country", "workclass", "occupation"]
 
 

@@ -1,0 +1,131 @@
+"""Helpers for the linking tests: a real ``keyholder serve`` process on a free loopback port
+(mTLS with a development PKI, or plaintext on loopback), and parties created
+and registered through the real ``party`` CLI.
+
+Tests use 1024-bit session keys (the server is started with
+``--min-key-bits 1024``) to stay fast; the demo test runs the 2048-bit default.
+"""
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+TEST_KEY_BITS = 1024
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def keyholder_cmd(*args: str) -> list[str]:
+    return [sys.executable, "-m", "keyholder.cli", *args]
+
+
+def party_cmd(*args: str) -> list[str]:
+    return [sys.executable, "-m", "party_client.cli", *args]
+
+
+def run_party(*args: str, check: bool = True, timeout: float = 300) -> subprocess.CompletedProcess:
+    result = subprocess.run(party_cmd(*args), capture_output=True, text=True, timeout=timeout)
+    if check and result.returncode != 0:
+        raise AssertionError(f"party {' '.join(args)} failed ({result.returncode}): {result.stderr}")
+    return result
+
+
+@dataclass
+class KeyHolderProcess:
+    address: str
+    port: int
+    data_dir: Path
+    log_path: Path
+    tls_dir: Path | None
+    process: subprocess.Popen
+    passphrase: str
+    extra: tuple[str, ...] = ()
+
+    @property
+    def insecure(self) -> bool:
+        return self.tls_dir is None
+
+    def flags(self) -> list[str]:
+        return ["--keyholder", self.address] + (["--insecure"] if self.insecure else [])
+
+    def channel(self, party_tls: Path | None = None) -> grpc.Channel:
+        if self.insecure:
+            return grpc.insecure_channel(self.address)
+        files = [(party_tls / n).read_bytes() for n in ("ca.pem", "client.key", "client.pem")]
+        return grpc.secure_channel(self.address, grpc.ssl_channel_credentials(*files))
+
+    def start(self) -> None:
+        args = ["serve", "--listen", self.address, "--data-dir", str(self.data_dir),
+                "--min-key-bits", str(TEST_KEY_BITS), *self.extra]
+        args += ["--insecure"] if self.insecure else ["--tls-dir", str(self.tls_dir)]
+        log = open(self.log_path, "a")
+        self.process = subprocess.Popen(keyholder_cmd(*args), stdout=log, stderr=subprocess.STDOUT,
+                                        env={**os.environ, "KEYHOLDER_PASSPHRASE": self.passphrase})
+        self.wait_healthy()
+
+    def wait_healthy(self, timeout: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"keyholder exited: {self.log_path.read_text()}")
+            if self.log_path.exists() and "listening on" in self.log_path.read_text():
+                if self.insecure:
+                    stub = health_pb2_grpc.HealthStub(grpc.insecure_channel(self.address))
+                    try:
+                        reply = stub.Check(health_pb2.HealthCheckRequest(), timeout=2)
+                        if reply.status == health_pb2.HealthCheckResponse.SERVING:
+                            return
+                    except grpc.RpcError:
+                        pass
+                else:
+                    return
+            time.sleep(0.1)
+        raise RuntimeError("keyholder did not become healthy")
+
+    def stop(self, kill: bool = False) -> None:
+        if self.process.poll() is None:
+            self.process.kill() if kill else self.process.terminate()
+            self.process.wait(timeout=20)
+
+
+def start_keyholder(folder: Path, tls: bool, extra: tuple[str, ...] = ()) -> KeyHolderProcess:
+    folder.mkdir(parents=True, exist_ok=True)
+    tls_dir = None
+    if tls:
+        tls_dir = folder / "tls"
+        subprocess.run(keyholder_cmd("pki", "init", "--tls-dir", str(tls_dir)), check=True, capture_output=True)
+    port = free_port()
+    server = KeyHolderProcess(f"127.0.0.1:{port}", port, folder / "data", folder / "keyholder.log", tls_dir,
+                              None, passphrase=os.urandom(12).hex(), extra=extra)
+    server.start()
+    return server
+
+
+_PARTY_COUNTER = [0]
+
+
+def make_party(server: KeyHolderProcess, folder: Path, name: str | None = None) -> tuple[Path, str]:
+    """``party init`` + (mTLS: ``keyholder pki issue``) + ``party register``, all through the CLIs."""
+    _PARTY_COUNTER[0] += 1
+    name = name or f"party{_PARTY_COUNTER[0]}"
+    directory = folder / name
+    run_party("init", "--dir", str(directory), "--name", name)
+    if not server.insecure:
+        subprocess.run(keyholder_cmd("pki", "issue", "--tls-dir", str(server.tls_dir), "--name", name,
+                                     "--out", str(directory / "tls")), check=True, capture_output=True)
+    run_party("register", "--dir", str(directory), *server.flags())
+    return directory, name
+
+
