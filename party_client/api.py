@@ -36,22 +36,28 @@ class LinkResult:
 
 
 def assemble(frame: pd.DataFrame, keys: QuerierKeys, outcome: QueryOutcome, matched_column: str,
-             with_payload: bool, term_column: str | None = None) -> pd.DataFrame:
+             with_payload: bool, term_column: str | None = None, one_to_one: bool = False) -> pd.DataFrame:
     """The querier's rows plus released columns (SQL left join) plus ``matched``.
 
-    A record matched by several holder rows appears once per match (join);
-    ``term_column`` names the key tables (rule terms) through which each pair matched.
+    A record matched by several holder rows appears once per match (join), or once with its best
+    match (``one_to_one``: most rule terms fired, then the first); ``term_column`` names the key
+    tables (rule terms) through which each pair matched.
     """
     base = frame.reset_index(drop=True)
     hits = pd.DataFrame([(m, t, v) for m, (found, _) in enumerate(outcome.matches) for t, v in found],
                         columns=["__match", "table", "value"], dtype="int64")
     linked = hits.merge(keys.pairs(), on=["table", "value"]).rename(columns={"record": "__record"})
     matched = base.index.isin(linked["__record"].unique())
-    if not (with_payload and outcome.release_columns) and term_column is None:
+    if not (with_payload and (outcome.release_columns or one_to_one)) and term_column is None:
         return base.assign(**{matched_column: matched})
     names = [c if c not in base.columns else f"{c}_holder" for c in outcome.release_columns]
     pairs = linked.groupby(["__record", "__match"], sort=True)["table"].agg(
         lambda tables: "|".join(keys.tables[t].name for t in sorted(set(tables)))).rename("__terms").reset_index()
+    if one_to_one:
+        fired = pairs["__terms"].str.count(r"\|")
+        pairs = pairs.assign(__fired=fired).sort_values(["__record", "__fired", "__match"],
+                                                         ascending=[True, False, True])
+        pairs = pairs.drop_duplicates("__record").drop(columns="__fired")
     if not with_payload:                      # one row per record; the terms of all its matches
         terms = pairs.groupby("__record")["__terms"].agg(lambda ts: "|".join(sorted(set("|".join(ts).split("|")))))
         return base.assign(**{matched_column: matched, term_column: terms.reindex(base.index).fillna("")})
@@ -134,7 +140,7 @@ class Party:
     def _query(self, mode: str, holder: str, data, id_column: str | None, *, rules=None,
                id_type: str = "identifier", key_bits: int = 2048, fast_blinding: bool = False,
                timeout: float = 3600.0, matched_column: str = "matched",
-               term_column: str | None = None) -> LinkResult:
+               term_column: str | None = None, one_to_one: bool = False) -> LinkResult:
         frame, keys = self._prepare(data, id_column, id_type, rules, matched_column, "querier")
         options = self._options(key_bits, fast_blinding, timeout)
         with self.connect() as connection:
@@ -144,7 +150,8 @@ class Party:
                 outcome = querier.run(session, keys, options)
             finally:
                 querier.close(session.session_id)
-        result = assemble(frame, keys, outcome, matched_column, with_payload=mode == "join", term_column=term_column)
+        result = assemble(frame, keys, outcome, matched_column, with_payload=mode == "join",
+                          term_column=term_column, one_to_one=one_to_one)
         report = self._report(mode, holder, session, outcome, result, matched_column)
         report["matched_records"] = matched_records(keys, outcome)
         return LinkResult(result, report)

