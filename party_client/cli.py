@@ -97,6 +97,30 @@ def cmd_query(args) -> int:
     return _finish(result, args.out, args.report)
 
 
+def cmd_link_release(args) -> int:
+    from party_client.release import link_release
+    _key_source(args)
+    summary = link_release(_party(args), args.holder, args.input, spec=args.spec, method=args.method,
+                           out=args.out, report_dir=args.report_dir, id_column=args.id_column, rules=args.rules,
+                           policy=args.policy, threshold=args.threshold, max_suppression=args.max_suppression,
+                           key_bits=args.key_bits, fast_blinding=args.fast_blinding, timeout=args.timeout)
+    print(json.dumps(summary, default=str))
+    return 0
+
+
+def cmd_dedup_many(args) -> int:
+    from party_client.release import dedup_many
+    from party_client.tables import check_output, write_table
+    _key_source(args)
+    check_output(args.out, args.input)
+    output, report = dedup_many(_party(args), _columns(args.registries), args.input, id_column=args.id_column,
+                                rules=args.rules, column=args.column, key_bits=args.key_bits,
+                                fast_blinding=args.fast_blinding, timeout=args.timeout)
+    write_table(output, args.out)
+    print(json.dumps(report))
+    return 0
+
+
 def cmd_demo(args) -> int:
     from party_client.demo import run_demo
     return run_demo(keep=args.keep, rows=args.rows)
@@ -162,6 +186,32 @@ def build_parser() -> argparse.ArgumentParser:
             sub.add_argument("--max-risk", type=float, default=0.05)
             sub.add_argument("--buckets", type=int, help="bucket count (refused above --max-risk)")
         sub.set_defaults(run=cmd_query)
+
+    def querier_common(sub):
+        sub.add_argument("--input", required=True)
+        sub.add_argument("--id-column", help="exact matching on this column")
+        sub.add_argument("--rules", help="fuzzy matching with this rules file (TOML), instead of --id-column")
+        sub.add_argument("--out", required=True)
+        sub.add_argument("--key-bits", type=int, default=2048)
+        sub.add_argument("--fast-blinding", action="store_true")
+        sub.add_argument("--timeout", type=float, default=3600.0)
+
+    release = connected(commands.add_parser("link-release", help="join, then de-identify and release"))
+    release.add_argument("--holder", required=True)
+    querier_common(release)
+    release.add_argument("--spec", required=True, help="de-identification spec (TOML) of the joined table")
+    release.add_argument("--method", required=True, help="safe-harbor | policy | threshold")
+    release.add_argument("--policy", help="a saved deid policy (JSON) for --method policy")
+    release.add_argument("--threshold", type=float, help="risk threshold for --method threshold")
+    release.add_argument("--max-suppression", type=float, default=0.0)
+    release.add_argument("--report-dir", required=True, help="folder for release_report.json/.html")
+    release.set_defaults(run=cmd_link_release)
+
+    many = connected(commands.add_parser("dedup-many", help="which other registries also hold each record"))
+    many.add_argument("--registries", required=True, help="comma-separated registry (holder) names")
+    querier_common(many)
+    many.add_argument("--column", default="also_held_by")
+    many.set_defaults(run=cmd_dedup_many)
 
     demo = commands.add_parser("demo", help="run the whole story on an embedded key holder")
     demo.add_argument("--keep", help="keep the demo's files in this folder")

@@ -1,0 +1,148 @@
+"""Link, then de-identify: from identified sources to a safe release, and
+de-duplication across many registries.
+
+``link_release`` runs a join as querier, keeps the joined table in memory
+(no identifier is written to disk on the querier's side), drops the direct
+identifiers named in the de-identification spec, applies a method of
+``deid_core`` (Safe Harbor, a saved policy, or a risk threshold found by the
+optimal lattice search when available), re-assesses the release from scratch
+and writes the release plus JSON and HTML reports that also record the
+linkage (book ch. 12: "data sets must be linked before anonymization").
+
+``dedup_many`` runs one dedup session per other registry, in parallel, and
+reports per own record which registries also hold it — nothing about
+records it does not hold (PROTOCOL.md, "De-duplication between many registries").
+"""
+from __future__ import annotations
+
+import html
+import json
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+import deid_core
+from party_client.errors import PartyError
+from party_client.rules import Rules, load_rules
+from party_client.tables import check_output, read_table, write_table
+
+METHODS = ("safe-harbor", "policy", "threshold")
+
+
+def _linking_columns(id_column: str | None, rules) -> list[str]:
+    if rules is None:
+        return [id_column]
+    rules = rules if isinstance(rules, Rules) else load_rules(rules)
+    return sorted({f.column for f in rules.fields.values()})
+
+
+def _release_spec(spec: deid_core.Spec, columns: list[str]) -> deid_core.Spec:
+    """The spec restricted to what is released, without hierarchies: a re-assessment from scratch."""
+    return replace(spec, columns={c: r for c, r in spec.columns.items() if c in columns and r != "direct"},
+                   hierarchies={}, levels={}, record_suppression=False)
+
+
+def _deidentify(joined: pd.DataFrame, spec: deid_core.Spec, method: str, policy_path: str | None,
+                threshold: float | None, max_suppression: float) -> tuple[pd.DataFrame, dict]:
+    if method == "safe-harbor":
+        output, policy, info = deid_core.safe_harbor(joined, spec)
+        return output, {"method": method, "policy": policy.to_dict(), "recognized": info}
+    if method == "policy":
+        if not policy_path:
+            raise PartyError("--method policy needs --policy POLICY.json (a saved deid policy)")
+        policy = deid_core.Policy.load(policy_path)
+        output, context = policy.apply(joined)
+        return output, {"method": method, "policy": policy.to_dict(), "policy_file": str(policy_path),
+                        "warnings": context.get("warnings", [])}
+    if method == "threshold":
+        try:
+            from deid_core import search   # the optimal lattice search (issue 4)
+        except ImportError:
+            raise PartyError("--method threshold needs the lattice search of deid_core, not installed yet; "
+                             "use safe-harbor or a saved policy") from None
+        found = search.ola_release(joined, spec, threshold=threshold, max_suppression=max_suppression)
+        return found["output"], {"method": method, "policy": found["policy"].to_dict(), "levels": found["levels"]}
+    raise PartyError(f"--method must be one of {', '.join(METHODS)}")
+
+
+def link_release(party, holder: str, data, *, spec: str | Path, method: str, out: str | Path,
+                 report_dir: str | Path, id_column: str | None = None, rules=None,
+                 policy: str | None = None, threshold: float | None = None, max_suppression: float = 0.0,
+                 **join_options) -> dict:
+    """Join with ``holder``, de-identify with ``method``, write the release and its reports."""
+    started = time.perf_counter()
+    report_dir = Path(report_dir)
+    if not report_dir.is_dir():
+        raise PartyError(f"report folder {report_dir} does not exist")
+    check_output(out, *([data] if not isinstance(data, pd.DataFrame) else []))
+    if method not in METHODS:
+        raise PartyError(f"--method must be one of {', '.join(METHODS)}")
+    try:
+        spec_obj = deid_core.load_spec(spec)
+    except deid_core.DeidInputError as error:
+        raise PartyError(str(error)) from None
+    frame = data if isinstance(data, pd.DataFrame) else read_table(data)
+    for column in _linking_columns(id_column, rules):
+        if spec_obj.columns.get(column) != "direct":
+            raise PartyError(f"column '{column}' is used for linking: declare it \"direct\" in the spec")
+    linked = party.join(holder, frame, id_column, rules=rules, **join_options)
+    joined = linked.frame
+    try:
+        spec_obj.check_columns(joined.columns)
+        output, method_info = _deidentify(joined, spec_obj, method, policy, threshold, max_suppression)
+        output = output.drop(columns=[c for c in spec_obj.direct if c in output.columns])
+        assessment = deid_core.assess(output, _release_spec(spec_obj, list(output.columns)))
+    except deid_core.DeidInputError as error:
+        raise PartyError(f"de-identification: {error}") from None
+    report = deid_core.build_report(assessment, input_name=f"join of {party.name} with {holder}")
+    linkage = {key: linked.report.get(key) for key in
+               ("mode", "querier", "holder", "session_id", "key_bits", "blinding", "records", "matched_records",
+                "output_rows", "release_columns", "blank_identifiers", "tables", "seconds")}
+    linkage.update(matching="rules" if rules is not None else f"exact on {id_column}",
+                   blocking="none: every holder row is compared with padded tables, nothing travels in the clear",
+                   linked_seconds=round(time.perf_counter() - started, 2))
+    report.update(linkage=linkage, deidentification=method_info, release=str(out),
+                  released_columns=list(output.columns))
+    summary = assessment.summary
+    write_table(output, out)
+    (report_dir / "release_report.json").write_text(json.dumps(report, indent=2, default=str))
+    page = deid_core.render_html(report, assessment)
+    block = ("<section><h2>Linkage</h2><pre>" + html.escape(json.dumps(linkage, indent=2, default=str))
+             + "</pre></section>")
+    (report_dir / "release_report.html").write_text(page.replace("<body>", "<body>" + block, 1)
+                                                    if "<body>" in page else block + page)
+    return {"release": str(out), "report": str(report_dir / "release_report.json"),
+            "html": str(report_dir / "release_report.html"), "records": int(len(output)),
+            "matched_records": linkage["matched_records"], "k_min": summary.get("k_min"),
+            "max_risk": summary["prosecutor"]["max"], "meets_threshold": assessment.attack["meets_threshold"],
+            "seconds": linkage["linked_seconds"]}
+
+
+def dedup_many(party, registries: list[str], data, *, id_column: str | None = None, rules=None,
+               column: str = "also_held_by", **options) -> tuple[pd.DataFrame, dict]:
+    """Per own record, the other registries that also hold it (pairwise dedup sessions in parallel)."""
+    registries = [r for r in dict.fromkeys(registries) if r and r != party.name]
+    if not registries:
+        raise PartyError("--registries names no other registry")
+    frame = data if isinstance(data, pd.DataFrame) else read_table(data)
+    if column in frame.columns:
+        raise PartyError(f"the input already has a column '{column}'")
+
+    def one(registry: str):
+        return registry, party.dedup(registry, frame, id_column, rules=rules, **options)
+    with ThreadPoolExecutor(max_workers=len(registries)) as pool:
+        results = dict(pool.map(one, registries))
+    listed = pd.Series("", index=range(len(frame)), dtype=object)
+    for registry in registries:
+        listed = listed + np.where(results[registry].frame["matched"].to_numpy(), registry + ";", "")
+    output = frame.reset_index(drop=True).assign(**{column: listed.str.rstrip(";")})
+    report = {r: {"matched_records": results[r].report["matched_records"], "session_id": results[r].report["session_id"]}
+              for r in registries}
+    return output, report
+
+
+__all__ = ["link_release", "dedup_many", "METHODS"]
