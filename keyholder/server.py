@@ -20,7 +20,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from keyholder.sessions import KeyHolder, ServiceError
-from keyholder.store import Round, Session
+from keyholder.store import Message, Round, Session
 from proto import linkage_pb2 as pb
 from proto import linkage_pb2_grpc as pb_grpc
 
@@ -37,6 +37,12 @@ def session_info(session: Session) -> pb.SessionInfo:
                           holder=session.holder, key_bits=session.key_bits, modulus=session.modulus,
                           status=session.status, created_at=session.created_at,
                           expires_at=session.expires_at, rounds=session.rounds)
+
+
+def message_info(message: Message) -> pb.MessageInfo:
+    return pb.MessageInfo(message_id=message.id, session_id=message.session_id, kind=message.kind,
+                          sender=message.sender, recipient=message.recipient, size=message.size,
+                          round=message.round or 0)
 
 
 def round_info(found: Round, for_querier: bool) -> pb.RoundInfo:
@@ -128,12 +134,8 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
                     yield first.data
                 for chunk in request_iterator:
                     yield chunk.data
-            message = self.core.put_message(party, header.session_id, header.kind, header.recipient,
-                                            chunks())
-            return pb.MessageInfo(message_id=message.id, session_id=message.session_id,
-                                  kind=message.kind, sender=message.sender,
-                                  recipient=message.recipient, size=message.size,
-                                  round=message.round or 0)
+            return message_info(self.core.put_message(party, header.session_id, header.kind, header.recipient,
+                                                      chunks()))
         return self._run(context, action)
 
     def GetMessage(self, request, context):
@@ -147,13 +149,8 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
             first = False
 
     def AckMessage(self, request, context):
-        def action():
-            message = self.core.ack_message(self._party(context), request.message_id)
-            return pb.MessageInfo(message_id=message.id, session_id=message.session_id,
-                                  kind=message.kind, sender=message.sender,
-                                  recipient=message.recipient, size=message.size,
-                                  round=message.round or 0)
-        return self._run(context, action)
+        return self._run(context, lambda: message_info(self.core.ack_message(self._party(context),
+                                                                            request.message_id)))
 
     # -- rounds ---------------------------------------------------------------
     def ListWork(self, request, context):
@@ -216,6 +213,7 @@ class TlsFiles:
 
 
 def is_loopback(host: str) -> bool:
+    # The party client has its own copy: keyholder and party_client share only proto/.
     host = host.strip("[]")
     if host == "localhost":
         return True

@@ -27,6 +27,7 @@ class KeyHolderUnavailable(PartyError):
 
 
 def _is_loopback(host: str) -> bool:
+    # The key holder has its own copy: keyholder and party_client share only proto/.
     host = host.strip("[]")
     if host == "localhost":
         return True
