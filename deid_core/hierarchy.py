@@ -18,7 +18,7 @@ import pandas as pd
 
 from .errors import DeidInputError
 from .io import detect_separator
-from .spec import HierarchySpec
+from .spec import SUPPRESSED, HierarchySpec
 
 TOP = "*"
 
@@ -75,11 +75,14 @@ class Hierarchy:
             raise DeidInputError(f"hierarchy {self.name!r}: level {level} outside 0..{self.height}")
 
     def encode(self, values: pd.Series, column: str | None = None) -> np.ndarray:
-        """Leaf index per record (int32, -1 = missing); a value not in the hierarchy is an error."""
+        """Leaf index per record (int32, -1 = missing); a value not in the hierarchy is an error.
+
+        The suppression marker counts as missing, as it does when a table is read from disk.
+        """
         cat = values if isinstance(values.dtype, pd.CategoricalDtype) else values.astype("category")
         cats = cat.cat.categories.astype(str)
         idx = self.leaves.get_indexer(cats)
-        missing = np.flatnonzero(idx < 0)
+        missing = np.flatnonzero((idx < 0) & (cats != SUPPRESSED))
         if len(missing):
             raise DeidInputError(f"column {column or self.name!r}: value {cats[missing[0]]!r} is missing from its hierarchy")
         lut = np.append(idx.astype(np.int32), np.int32(-1))

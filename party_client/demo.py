@@ -1,13 +1,15 @@
 """``party demo``: the whole story on one machine.
 
 It starts a key holder on loopback with a development PKI (mTLS), creates a
-hospital (querier), a cancer registry (holder) and an insurer (querier) with
-synthetic data, and runs a join, a de-duplication and a secure lookup.  It
-then prints what each party learned.  The key holder runs as its own process
+hospital, a cancer registry, a second registry and an insurer with synthetic
+data.  The hospital links with the registry and releases a de-identified
+table with its report; the second registry de-duplicates against both; the
+insurer looks up claimants.  It then prints what each party learned.  The key holder runs as its own process
 (``python -m keyholder.cli``): the party client never imports it.
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -55,8 +57,10 @@ def build_data(rows: int, folder: Path) -> dict[str, Path]:
     hospital["los_days"] = rng.integers(1, 30, len(hospital))
     claims = pd.DataFrame({"claimant_hcn": [registry["hcn"].iloc[3], registry["hcn"].iloc[40 % rows],
                                             "9999999999"], "claim": ["C-1", "C-2", "C-3"]})
+    west = pd.concat([people.iloc[rows - 50: rows + 40], people.iloc[int(1.5 * rows):]])[["hcn", "name", "dob"]]
     paths = {"registry": folder / "registry.csv", "hospital": folder / "hospital.csv",
-             "claims": folder / "claims.csv"}
+             "claims": folder / "claims.csv", "west": folder / "west.csv"}
+    west.to_csv(paths["west"], index=False)
     registry.to_csv(paths["registry"], index=False)
     hospital.to_csv(paths["hospital"], index=False)
     claims.to_csv(paths["claims"], index=False)
@@ -94,7 +98,35 @@ def make_party(folder: Path, name: str, tls: Path, address: str) -> Party:
     return party
 
 
+RELEASE_SPEC = """
+[columns]
+hcn = "direct"
+name = "direct"
+dob = "quasi"
+los_days = "other"
+site = "sensitive"
+stage = "sensitive"
+matched = "other"
+[types]
+dob = "dob"
+[hierarchies]
+dob = { builder = "dates" }   # day, week, month, quarter, year, 5 years, 10 years, *
+[release]
+type = "non-public"
+threshold = 0.2
+"""
+
+
+def _serve(party: Party, path: Path, release: list[str], stop: threading.Event) -> threading.Thread:
+    holder = party.holder(path, "hcn", release)
+    thread = threading.Thread(target=holder.serve, kwargs={"once": False, "poll_seconds": 1.0, "stop": stop.is_set},
+                              daemon=True)
+    thread.start()
+    return thread
+
+
 def run_demo(keep: str | None = None, rows: int = 300) -> int:
+    from party_client.release import dedup_many, link_release
     folder = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="securelink-demo-"))
     folder.mkdir(parents=True, exist_ok=True)
     print(f"demo folder: {folder}")
@@ -106,47 +138,71 @@ def run_demo(keep: str | None = None, rows: int = 300) -> int:
     try:
         registry = make_party(folder, "registry", tls, address)
         hospital = make_party(folder, "hospital", tls, address)
+        west = make_party(folder, "registry-west", tls, address)
         insurer = make_party(folder, "insurer", tls, address)
-        holder = registry.holder(paths["registry"], "hcn", ["site", "stage"])
-        served = threading.Thread(target=holder.serve, kwargs={"once": False, "poll_seconds": 1.0,
-                                                               "stop": stop.is_set}, daemon=True)
-        served.start()
+        servers = [_serve(registry, paths["registry"], ["site", "stage"], stop),
+                   _serve(hospital, paths["hospital"], [], stop)]
+        (folder / "release.toml").write_text(RELEASE_SPEC)
+        (folder / "reports").mkdir(exist_ok=True)
 
         started = time.perf_counter()
-        joined = hospital.join("registry", paths["hospital"], "hcn")
-        joined.frame.to_csv(folder / "hospital_joined.csv", index=False)
-        dedup = hospital.dedup("registry", paths["hospital"], "hcn")
+        import deid_core
+        spec = deid_core.load_spec(folder / "release.toml")
+        policy = deid_core.full_domain_policy(spec.hierarchies, {"dob": 6}, drop=spec.direct, suppress_k=5,
+                                              qis=spec.quasi)   # birth dates to 10-year bands, k = 5
+        (folder / "policy.json").write_text(policy.to_json())
+        released = link_release(hospital, "registry", paths["hospital"], spec=folder / "release.toml",
+                                method="policy", policy=str(folder / "policy.json"), out=folder / "release.csv",
+                                report_dir=folder / "reports", id_column="hcn")
+        overlaps, per_registry = dedup_many(west, ["registry", "hospital"], paths["west"], id_column="hcn")
+        overlaps.to_csv(folder / "west_overlaps.csv", index=False)
         looked = insurer.lookup("registry", paths["claims"], "claimant_hcn", population=1_000_000)
         elapsed = time.perf_counter() - started
         stop.set()
-        served.join(timeout=30)
+        for server in servers:
+            server.join(timeout=30)
 
-        truth = set(pd.read_csv(paths["registry"], dtype=str)["hcn"])
-        hospital_ids = pd.read_csv(paths["hospital"], dtype=str, keep_default_na=False)["hcn"].str.replace("-", "")
-        expected = int(hospital_ids.isin(truth).sum())
-        r = joined.report
+        registry_ids = set(pd.read_csv(paths["registry"], dtype=str)["hcn"])
+        hospital_ids = set(pd.read_csv(paths["hospital"], dtype=str, keep_default_na=False)["hcn"].str.replace("-", ""))
+        expected = len(hospital_ids & registry_ids)
+        west_ids = pd.read_csv(paths["west"], dtype=str)["hcn"]
+        expected_west = {"registry": int(west_ids.isin(registry_ids).sum()),
+                         "hospital": int(west_ids.isin(hospital_ids).sum())}
+        report = json.loads(Path(released["report"]).read_text())
+        linkage = report["linkage"]
         print()
         print("What each party learned")
-        print(f"- hospital (querier, join): {r['matched_records']} of its {r['records']} records are in the "
-              f"registry (plaintext check: {expected}); it received the registry's released columns "
-              f"{r['release_columns']} for those rows only -> {folder / 'hospital_joined.csv'}")
-        print(f"  ({r['blank_identifiers']} blank id never matches; ids written as 1234-567-890 matched "
-              "after normalization)")
-        print(f"- hospital (querier, dedup): {dedup.report['matched_records']} records also held by the "
-              "registry, no payload")
+        print(f"- hospital (querier, link-release): {linkage['matched_records']} of its {linkage['records']} "
+              f"patients are in the registry (plaintext check: {expected}); it received the registry's released "
+              f"columns {linkage['release_columns']} for those rows only, in memory; it wrote only the "
+              f"de-identified release ({released['records']} rows, birth dates in 10-year bands, max risk "
+              f"{released['max_risk']:.3f}, meets 0.2: {released['meets_threshold']}) -> {released['release']}")
+        print(f"  report for the ethics board: {released['html']}")
+        print(f"  (1 blank id never matches; ids written as 1234-567-890 matched after normalization)")
+        print(f"- registry-west (querier, dedup-many): of its {len(overlaps)} cases, "
+              f"{per_registry['registry']['matched_records']} are also in the registry and "
+              f"{per_registry['hospital']['matched_records']} at the hospital (plaintext check: "
+              f"{expected_west['registry']}, {expected_west['hospital']}); nothing about records it does not hold "
+              f"-> {folder / 'west_overlaps.csv'}")
         print(f"- insurer (querier, lookup): claims matched = {looked.frame['matched'].tolist()} "
               f"through {looked.report['buckets']} keyed buckets over a population of 1,000,000 "
               f"(re-identification risk of the revealed bucket {looked.report['risk']:.4f} <= 0.05)")
-        print("- registry (holder): served 3 rounds; it saw padded, encrypted tables "
-              f"({r['table_slots']} slots for the join) and one bucket per claim; it never learns what matched")
-        print("- key holder: counts only (its audit log below); it never saw an identifier, an encoding "
-              "or a released value")
+        print("- registry and hospital (holders): they saw padded, encrypted tables and one keyed bucket per "
+              "claim; they never learn which of their rows matched")
+        print("- key holder: counts only, never an identifier, an encoding or a released value; its audit log:")
         audit = subprocess.run(_keyholder("audit", "--data-dir", str(folder / "keyholder")),
                                capture_output=True, text=True, check=True).stdout
+        actions: dict[tuple[str, str], int] = {}
         for line in audit.splitlines():
-            print("    " + line)
-        print(f"\n{r['key_bits']}-bit Paillier, {r['blinding']} blinding; three runs took {elapsed:.1f} s")
-        return 0 if r["matched_records"] == expected else 1
+            fields = line.split("\t")
+            actions[(fields[1], fields[2])] = actions.get((fields[1], fields[2]), 0) + 1
+        for (party, action), count in sorted(actions.items()):
+            print(f"    {party or '-':14s} {action:15s} x{count}")
+        print(f"\n{linkage['key_bits']}-bit Paillier, {linkage['blinding']} blinding, mTLS; "
+              f"link-release, dedup-many and lookup took {elapsed:.1f} s")
+        ok = (linkage["matched_records"] == expected and looked.frame["matched"].tolist() == [True, True, False]
+              and all(per_registry[r]["matched_records"] == expected_west[r] for r in expected_west))
+        return 0 if ok else 1
     finally:
         stop.set()
         process.terminate()

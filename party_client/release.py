@@ -43,7 +43,7 @@ def _linking_columns(id_column: str | None, rules) -> list[str]:
 def _release_spec(spec: deid_core.Spec, columns: list[str]) -> deid_core.Spec:
     """The spec restricted to what is released, without hierarchies: a re-assessment from scratch."""
     return replace(spec, columns={c: r for c, r in spec.columns.items() if c in columns and r != "direct"},
-                   hierarchies={}, levels={}, record_suppression=False)
+                   types={}, hierarchies={}, levels={}, record_suppression=False)
 
 
 def _deidentify(joined: pd.DataFrame, spec: deid_core.Spec, method: str, policy_path: str | None,
