@@ -343,7 +343,16 @@ def main(argv: list[str] | None = None) -> int:
                              {"K": kh.proc.pid, "H": holder.proc.pid, "Q": querier.proc.pid},
                              args.progress_every)
         heartbeat.start()
-        code = querier.wait()
+        while True:  # the querier would wait up to its timeout for a holder that died
+            try:
+                code = querier.wait(timeout=1.0)
+                break
+            except TimeoutError:
+                if holder.proc.poll() is not None or kh.proc.poll() is not None:
+                    querier.stop()
+                    heartbeat.halt.set()
+                    raise RuntimeError(f"the holder or the key holder stopped during the run:\n"
+                                       f"holder:\n{holder.text()[-3000:]}\nkeyholder:\n{kh.text()[-3000:]}")
         heartbeat.halt.set()
         machine_after = busy_cpu_seconds()
         kh_cpu_after = cpu_seconds(kh.proc.pid)

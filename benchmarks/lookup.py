@@ -56,6 +56,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--key-bits", type=int, default=2048)
     parser.add_argument("--fast-blinding", action="store_true")
     parser.add_argument("--no-release", action="store_true", help="the holder releases no column")
+    parser.add_argument("--profile", action="store_true",
+                        help="cProfile the holder's round processing over the lookups after the first")
     parser.add_argument("--seed", type=int, default=3)
     parser.add_argument("--json")
     args = parser.parse_args(argv)
@@ -101,6 +103,23 @@ def main(argv: list[str] | None = None) -> int:
         results["holder_load_s"] = round(time.perf_counter() - t, 2)
         print(f"holder: {args.rows} rows loaded in {results['holder_load_s']} s", file=sys.stderr, flush=True)
         served: list = []
+        profiler = None
+        if args.profile:
+            import cProfile
+            profiler = cProfile.Profile()
+            process = holder.process
+            profiled_rounds = [0]
+
+            def profiled(item):
+                profiled_rounds[0] += 1
+                if profiled_rounds[0] == 1:  # the first round builds the index: not profiled
+                    return process(item)
+                profiler.enable()
+                try:
+                    return process(item)
+                finally:
+                    profiler.disable()
+            holder.process = profiled
 
         def serve() -> None:
             served.append(holder.serve(once=False, poll_seconds=2.0, stop=stop.is_set))
@@ -155,6 +174,13 @@ def main(argv: list[str] | None = None) -> int:
                   f"max {results['lookup_max_s']:.3f} s over {len(steady)}; "
                   f"{'all correct' if results['all_correct'] else 'SOME WRONG'}")
         print(f"load average before {results['load_before'][0]:.2f}, after {results['load_after'][0]:.2f}")
+        if profiler is not None:
+            import io
+            import pstats
+            text = io.StringIO()
+            pstats.Stats(profiler, stream=text).sort_stats("cumulative").print_stats(18)
+            print(f"holder round processing, {len(steady)} lookups after the first (cProfile, cumulative):")
+            print("\n".join(line for line in text.getvalue().splitlines() if line.strip())[:6000])
         if args.json:
             Path(args.json).write_text(json.dumps(results, indent=2, default=str))
         return 0 if results["all_correct"] else 1
