@@ -168,3 +168,40 @@ def test_audit_log_records_counts_only(fresh_keyholder, tmp_path):
     assert "finish_round" in audit and "matched_rows=10" in audit
     for value in frame["id"]:
         assert value not in audit
+
+
+def test_fresh_r_for_every_comparison_and_padded_table_sizes(fresh_keyholder, tmp_path, monkeypatch):
+    """Every blinded comparison draws its own r, and the querier's table size only shows a padded step."""
+    import party_client.protocol as protocol
+    server = fresh_keyholder()
+    (qdir, _), (hdir, hname) = make_party(server, tmp_path), make_party(server, tmp_path)
+    draws = []
+    original = protocol.blinding_factor
+
+    def recording(key, fast):
+        r = original(key, fast)
+        draws.append(int(r))
+        return r
+    monkeypatch.setattr(protocol, "blinding_factor", recording)
+    holder_frame = pd.DataFrame({"id": [f"{i:08d}" for i in range(60)]})
+    stop = threading.Event()
+    serving = Party(hdir, progress=False).holder(holder_frame, "id", [])
+    thread = threading.Thread(target=serving.serve, kwargs={"once": False, "poll_seconds": 0.5, "stop": stop.is_set})
+    thread.start()
+    try:
+        querier = Party(qdir, progress=False)
+        small = querier.dedup(hname, pd.DataFrame({"id": [f"{i:08d}" for i in range(20)]}), "id",
+                              key_bits=TEST_KEY_BITS)
+        larger = querier.dedup(hname, pd.DataFrame({"id": [f"{i:08d}" for i in range(20, 42)]}), "id",
+                               key_bits=TEST_KEY_BITS)
+    finally:
+        stop.set()
+        thread.join(timeout=30)
+    assert small.report["matched_records"] == 20 and larger.report["matched_records"] == 22
+    assert len(draws) == 2 * 2 * 60                         # h = 2 comparisons per holder row, two sessions
+    assert len(set(draws)) == len(draws)                    # never reused, not per row, not per session
+    assert small.report["table_slots"] == larger.report["table_slots"]   # 20 and 22 keys pad to one size (23)
+    sizes = [int(line.split("\t")[5]) for line in subprocess.run(
+        [sys.executable, "-m", "keyholder.cli", "audit", "--data-dir", str(server.data_dir)],
+        capture_output=True, text=True).stdout.splitlines() if "\trelay_query\t" in line]
+    assert len(sizes) == 2 and sizes[0] == sizes[1]         # K sees the same sealed size
