@@ -223,7 +223,7 @@ class Party:
         frame, keys = self._prepare(data, id_column, id_type, rules, "", "holder")
         release_columns = list(release_columns or [])
         require_columns(frame, release_columns, "release")
-        return Holder(connection or self.connect(), self.dir, HolderData(frame, keys, release_columns),
+        return Holder(connection or self.connect(), self.dir, HolderData(frame, keys, release_columns, self.progress),
                       HolderOptions(release_columns=release_columns, allow_fast_blinding=allow_fast_blinding,
                                     allowed_queriers=allowed_queriers, progress=self.progress))
 

@@ -8,3 +8,9 @@ def bar(total: int | None, description: str, enabled: bool | None = None, unit: 
     """A tqdm bar; ``enabled=None`` shows it only on a terminal."""
     return tqdm(total=total, desc=description, unit=unit, disable=None if enabled is None else not enabled,
                 leave=False, dynamic_ncols=True, mininterval=0.5)
+
+
+def tqdm_rows(items, description: str, enabled: bool | None = None):
+    """Iterate ``items`` with a bar (``enabled=None``: only on a terminal)."""
+    return tqdm(items, desc=description, unit="row", disable=None if enabled is None else not enabled,
+                leave=False, dynamic_ncols=True, mininterval=0.5)

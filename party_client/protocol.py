@@ -35,7 +35,7 @@ from party_client.identity import PartyDir
 from party_client.keys import HolderKeys, QuerierKeys
 from party_client.paillier import (Encryptor, PublicKey, blinded_comparison, blinding_factor,
                                    negated_generator_power, worker_pool)
-from party_client.progress import bar
+from party_client.progress import bar, tqdm_rows
 from party_client.seal import SessionCipher, open_records, seal_records
 from party_client.transport import Connection, KeyHolderUnavailable
 from proto import linkage_pb2 as pb
@@ -287,8 +287,10 @@ class HolderOptions:
 class HolderData:
     """The holder's table prepared once: its matching keys and JSON payloads per row."""
 
-    def __init__(self, frame: pd.DataFrame, keys: HolderKeys, release_columns: list[str]) -> None:
+    def __init__(self, frame: pd.DataFrame, keys: HolderKeys, release_columns: list[str],
+                 progress: bool | None = None) -> None:
         self.keys = keys
+        self.progress = progress
         self.rows = keys.rows
         self.release_columns = list(release_columns)
         released = frame[self.release_columns].astype(object).where(frame[self.release_columns].notna(), None)
@@ -304,10 +306,12 @@ class HolderData:
             index: dict[int, list[int]] = defaultdict(list)
             encodings = {}
             name, values = self.keys.names[0], self.keys.values[0]
-            for row in self.rows:
-                x = encode(secret, name, values[row], modulus_bits)
-                encodings[int(row)] = x
-                index[bucket(secret, x, buckets)].append(int(row))
+            with bar(len(self.rows), "holder: build lookup index", self.progress, unit="row") as progress:
+                for row in self.rows:
+                    x = encode(secret, name, values[row], modulus_bits)
+                    encodings[int(row)] = x
+                    index[bucket(secret, x, buckets)].append(int(row))
+                    progress.update()
             cached = (buckets, index, encodings)
             self._bucket_cache = {session_id: cached}
         return cached[1], cached[2]
@@ -421,7 +425,7 @@ class Holder:
             return "the cuckoo tables do not match their header"
         offsets = np.cumsum([0] + sizes)
         units = []
-        for row in order:
+        for row in tqdm_rows(order, "holder: encode rows", self.options.progress):
             comparisons = []
             for t, table in enumerate(header.tables):
                 value = keys.values[t][row]
