@@ -106,7 +106,13 @@ class Child:
     def wait(self, timeout: float | None = None) -> int:
         deadline = None if timeout is None else time.monotonic() + timeout
         while self.returncode is None:
-            pid, status, usage = os.wait4(self.proc.pid, os.WNOHANG)
+            try:
+                pid, status, usage = os.wait4(self.proc.pid, os.WNOHANG)
+            except ChildProcessError:  # reaped elsewhere (Popen.poll): no rusage then
+                self.returncode = self.proc.returncode if self.proc.returncode is not None else -1
+                self.wall = time.perf_counter() - self.started
+                self._sink.close()
+                break
             if pid:
                 self.returncode = os.waitstatus_to_exitcode(status)
                 self.proc.returncode = self.returncode
@@ -119,9 +125,16 @@ class Child:
             time.sleep(0.05)
         return self.returncode
 
-    def stop(self) -> None:
+    def alive(self) -> bool:
+        try:
+            self.wait(timeout=0)
+        except TimeoutError:
+            return True
+        return False
+
+    def stop(self, sig: int = signal.SIGINT) -> None:
         if self.returncode is None:
-            self.proc.send_signal(signal.SIGINT)
+            self.proc.send_signal(sig)
             try:
                 self.wait(15)
             except TimeoutError:
@@ -305,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
         children.append(kh)
         deadline = time.monotonic() + 60
         while not port_file.exists() or not port_file.read_text().strip():
-            if kh.proc.poll() is not None or time.monotonic() > deadline:
+            if not kh.alive() or time.monotonic() > deadline:
                 raise RuntimeError(f"the key holder did not start:\n{kh.text()}")
             time.sleep(0.1)
         address = f"127.0.0.1:{port_file.read_text().strip()}"
@@ -323,7 +336,7 @@ def main(argv: list[str] | None = None) -> int:
                        work / "holder.log")
         children.append(holder)
         wait_idle(holder.proc.pid)
-        if holder.proc.poll() is not None:
+        if not holder.alive():
             raise RuntimeError(f"the holder stopped:\n{holder.text()}")
 
         out, report = work / "out.csv", work / "report.json"
@@ -348,8 +361,8 @@ def main(argv: list[str] | None = None) -> int:
                 code = querier.wait(timeout=1.0)
                 break
             except TimeoutError:
-                if holder.proc.poll() is not None or kh.proc.poll() is not None:
-                    querier.stop()
+                if not holder.alive() or not kh.alive():
+                    querier.stop(signal.SIGTERM)
                     heartbeat.halt.set()
                     raise RuntimeError(f"the holder or the key holder stopped during the run:\n"
                                        f"holder:\n{holder.text()[-3000:]}\nkeyholder:\n{kh.text()[-3000:]}")
@@ -419,7 +432,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if check["exact"] else 1
     finally:
         for child in reversed(children):
-            child.stop()
+            try:
+                child.stop()
+            except Exception as error:  # keep stopping the others
+                print(f"could not stop {child.name}: {error}", file=sys.stderr)
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
 

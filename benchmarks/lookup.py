@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
                                  "--data-dir", str(work / "kh"), "--insecure", "--min-key-bits", "1024",
                                  "--port-file", str(port_file)], work / "keyholder.log", env)
         while not port_file.exists() or not port_file.read_text().strip():
-            if kh.proc.poll() is not None:
+            if not kh.alive():
                 raise RuntimeError(kh.text())
             time.sleep(0.1)
         address = f"127.0.0.1:{port_file.read_text().strip()}"
