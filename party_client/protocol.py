@@ -147,18 +147,14 @@ def prepare_lookup(keys: QuerierKeys, options: QueryOptions, modulus_bits: int, 
 
 
 def encrypt_slots(key: PublicKey, encodings: list[bytes | None], progress) -> list[bytes]:
-    """Encrypt every slot: real keys as ``E(X)``, padding as ``E(random)`` (on every core)."""
-    encryptor = Encryptor(key)
+    """Encrypt every slot: real keys as ``E(X)``, padding as ``E(random)``.
 
-    def chunk(part: list[bytes | None]) -> list[bytes]:
-        return [key.to_bytes(encryptor.encrypt_random() if x is None else
-                             encryptor.encrypt(int.from_bytes(x, "big"))) for x in part]
-    step = 512
-    parts = [encodings[i:i + step] for i in range(0, len(encodings), step)]
-    ciphertexts: list[bytes] = []
-    for part in progress("encrypt", len(parts))(worker_pool().map(chunk, parts)):
-        ciphertexts.extend(part)
-    return ciphertexts
+    One thread: the comb's 4096-bit multiplications are too short for gmpy2's GIL release to pay
+    off (measured 0.93x with two threads), and a process pool would pickle across processes.
+    """
+    encryptor = Encryptor(key)
+    return [key.to_bytes(encryptor.encrypt_random() if x is None else encryptor.encrypt(int.from_bytes(x, "big")))
+            for x in progress("encrypt", len(encodings))(encodings)]
 
 
 def query_records(prepared: PreparedQuery, ciphertexts: list[bytes]) -> Iterator[bytes]:
@@ -296,6 +292,8 @@ class HolderData:
         released = frame[self.release_columns].astype(object).where(frame[self.release_columns].notna(), None)
         self.payloads = [[json.dumps(_plain(v), ensure_ascii=False) for v in row]
                          for row in released.itertuples(index=False, name=None)] if release_columns else None
+        self.longest_payload = max((len(pb.RowAttachment(values=v).SerializeToString()) for v in self.payloads),
+                                   default=0) if self.payloads else 0
         self._bucket_cache: dict[str, tuple[int, dict[int, list[int]], dict[int, bytes]]] = {}
 
     def bucket_index(self, session_id: str, secret: bytes, buckets: int,
@@ -409,7 +407,6 @@ class Holder:
         key_length = encoding_bytes(PublicKey(session.modulus).bits)
         modulus_bits = PublicKey(session.modulus).bits
         secret = header.session_secret
-        order = self._shuffle(session.session_id, self.data.rows)
         if session.mode == pb.LOOKUP:
             if header.lookup_buckets < 1 or len(ciphertexts) != header.entries or len(buckets) != header.entries:
                 return "lookup entries do not match the header"
@@ -417,13 +414,14 @@ class Holder:
                 return "a lookup bucket is out of range"
             index, encodings = self.data.bucket_index(session.session_id, secret, header.lookup_buckets,
                                                       modulus_bits)
-            rank = {row: i for i, row in enumerate(order)}
+            rank = self._rank(session.session_id)     # only the queried buckets' rows: O(bucket) per lookup
             return [(row, [(entry, encodings[row])]) for entry, b in enumerate(buckets)
-                    for row in sorted(index.get(b, []), key=rank.__getitem__)]
+                    for row in sorted(index.get(b, []), key=rank)]
         sizes = [t.bins + t.stash for t in header.tables]
         if any(t.hash_functions < 1 or t.bins < 1 for t in header.tables) or len(ciphertexts) != sum(sizes):
             return "the cuckoo tables do not match their header"
         offsets = np.cumsum([0] + sizes)
+        order = self._shuffle(session.session_id, self.data.rows)
         units = []
         for row in tqdm_rows(order, "holder: encode rows", self.options.progress):
             comparisons = []
@@ -440,6 +438,11 @@ class Holder:
             units.append((int(row), comparisons))
         return units
 
+    def _rank(self, session_id: str) -> Callable[[int], bytes]:
+        """A keyed, per-session order of rows (a resumed holder orders them the same way)."""
+        key = hmac.digest(self.party.local_secret, b"rank/" + session_id.encode(), hashlib.sha256)
+        return lambda row: hmac.digest(key, row.to_bytes(8, "big"), hashlib.sha256)
+
     def _shuffle(self, session_id: str, rows: np.ndarray) -> list[int]:
         """A permutation of the holder's rows, fixed per session from a local secret."""
         seed = hmac.digest(self.party.local_secret, b"shuffle/" + session_id.encode(), hashlib.sha256)
@@ -453,13 +456,11 @@ class Holder:
         fast = header.request_fast_blinding and self.options.allow_fast_blinding
         refused = ("the holder does not allow fast blinding; full blinding was used"
                    if header.request_fast_blinding and not fast else "")
-        releasing = session.mode != pb.DEDUP and self.data.payloads is not None
+        releasing = session.mode == pb.JOIN and self.data.payloads is not None   # dedup, lookup: no payload
         release_columns = self.data.release_columns if releasing else []
         cipher = attachment_cipher(secret, session.session_id, item.round)
         positions_bound = max((len(c) for _, c in units), default=1) * 5 + 4
-        longest = max((len(pb.RowAttachment(values=v).SerializeToString()) for v in self.data.payloads),
-                      default=0) if releasing else 0
-        width = SessionCipher.padded_width(longest + positions_bound)
+        width = SessionCipher.padded_width((self.data.longest_payload if releasing else 0) + positions_bound)
 
         def batch(seq: int, chunk: list[tuple[int, list[tuple[int, bytes]]]]) -> pb.ComparisonBatch:
             out = bytearray()
