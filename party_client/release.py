@@ -59,14 +59,40 @@ def _deidentify(joined: pd.DataFrame, spec: deid_core.Spec, method: str, policy_
         return output, {"method": method, "policy": policy.to_dict(), "policy_file": str(policy_path),
                         "warnings": context.get("warnings", [])}
     if method == "threshold":
-        try:
-            from deid_core import search   # the optimal lattice search (issue 4)
-        except ImportError:
-            raise PartyError("--method threshold needs the lattice search of deid_core, not installed yet; "
-                             "use safe-harbor or a saved policy") from None
-        found = search.ola_release(joined, spec, threshold=threshold, max_suppression=max_suppression)
-        return found["output"], {"method": method, "policy": found["policy"].to_dict(), "levels": found["levels"]}
+        return _optimal_release(joined, spec, threshold, max_suppression)
     raise PartyError(f"--method must be one of {', '.join(METHODS)}")
+
+
+def _optimal_release(joined: pd.DataFrame, spec: deid_core.Spec, threshold: float | None,
+                     max_suppression: float) -> tuple[pd.DataFrame, dict]:
+    """The full-domain node of least loss (OLA, ``deid_core.search``) whose release meets the threshold.
+
+    The criterion is chosen so that the re-assessment of the release (prosecutor max for a public
+    release; strict average x Pr(T) otherwise, B:1477-1489) meets the threshold: every class must
+    hold at least k = k(t / Pr(T)) records, and for a non-public release also keep the max risk under
+    the strict-average cut.
+    """
+    from deid_core.risk import attack_probabilities, encode_table
+    from deid_core.search import Criterion, FullDomainProblem, full_domain_release_policy, search_ola
+    threshold = threshold if threshold is not None else spec.release.threshold
+    if not 0 < threshold <= 1:
+        raise PartyError("--threshold must lie in (0, 1]")
+    spec = replace(spec, release=replace(spec.release, threshold=threshold))
+    conditional = threshold / max(attack_probabilities(spec.release).values())
+    bound = conditional if spec.release.type == "public" else min(conditional, spec.release.strict_cut)
+    criterion = Criterion.build(len(joined), threshold=min(bound, 1.0), measure="max",
+                                max_suppression=max_suppression)
+    problem = FullDomainProblem(encode_table(joined, spec), criterion, "nue")
+    result = search_ola(problem, top=1)
+    if not result.policies:
+        raise PartyError(f"no generalization meets the threshold {threshold} with at most "
+                         f"{max_suppression:.0%} of the records suppressed")
+    best = result.policies[0]
+    policy = full_domain_release_policy(spec, problem.qis, best["levels"], best["suppression_k"])
+    output, _ = policy.apply(joined)
+    return output, {"method": "threshold", "threshold": threshold, "policy": policy.to_dict(),
+                    "levels": best["levels"], "suppressed_records": best["suppressed_records"],
+                    "nodes_evaluated": result.nodes_evaluated, "search_seconds": round(result.seconds, 3)}
 
 
 def link_release(party, holder: str, data, *, spec: str | Path, method: str, out: str | Path,
@@ -85,6 +111,10 @@ def link_release(party, holder: str, data, *, spec: str | Path, method: str, out
         spec_obj = deid_core.load_spec(spec)
     except deid_core.DeidInputError as error:
         raise PartyError(str(error)) from None
+    if threshold is not None:
+        if not 0 < threshold <= 1:
+            raise PartyError("--threshold must lie in (0, 1]")
+        spec_obj = replace(spec_obj, release=replace(spec_obj.release, threshold=threshold))
     frame = data if isinstance(data, pd.DataFrame) else read_table(data)
     for column in _linking_columns(id_column, rules):
         if spec_obj.columns.get(column) != "direct":

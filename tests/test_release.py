@@ -136,3 +136,35 @@ def test_three_registries_dedup(keyholder, tmp_path):
         stop.set()
         for thread in threads:
             thread.join(timeout=60)
+
+
+def test_link_release_threshold_finds_the_optimal_node_and_meets_it(keyholder, tmp_path):
+    (qdir, _), (hdir, hname) = make_party(keyholder, tmp_path), make_party(keyholder, tmp_path)
+    hospital = people(11, 150)
+    registry = hospital[["hcn"]].iloc[::2].copy()
+    registry["diagnosis"] = "C50"
+    hospital.to_csv(tmp_path / "hospital.csv", index=False)
+    spec = SPEC.replace("[types]", '[hierarchies]\nzip = { builder = "prefix", levels = 5 }\n'
+                                   'age = { builder = "interval", widths = [5, 10, 20], top_code = 90 }\n[types]')
+    spec = spec.replace('type = "non-public"\nthreshold = 0.2', 'type = "public"\nthreshold = 0.1')
+    (tmp_path / "spec.toml").write_text(spec)
+    (tmp_path / "reports").mkdir()
+    stop = threading.Event()
+    thread = serve(hdir, registry, "hcn", ["diagnosis"], stop)
+    try:
+        summary = json.loads(run_party(
+            "link-release", "--dir", str(qdir), *keyholder.flags(), "--holder", hname, "--input",
+            str(tmp_path / "hospital.csv"), "--id-column", "hcn", "--spec", str(tmp_path / "spec.toml"),
+            "--key-bits", str(TEST_KEY_BITS), "--quiet", "--report-dir", str(tmp_path / "reports"),
+            "--method", "threshold", "--max-suppression", "0.05", "--out", str(tmp_path / "release.csv")).stdout)
+    finally:
+        stop.set()
+        thread.join(timeout=60)
+    assert summary["meets_threshold"] and summary["max_risk"] <= 0.1
+    release = deid_core.read_table(tmp_path / "release.csv")
+    fresh = deid_core.assess(release, deid_core.parse_spec(
+        {"columns": {"zip": "quasi", "age": "quasi", "sex": "quasi"}, "release": {"type": "public", "threshold": 0.1}}))
+    assert fresh.attack["meets_threshold"] and fresh.summary["k_min"] >= 10
+    report = json.loads((tmp_path / "reports" / "release_report.json").read_text())
+    assert report["deidentification"]["method"] == "threshold" and report["deidentification"]["nodes_evaluated"] > 0
+    assert set(release.columns) == {"zip", "age", "sex", "diagnosis", "matched"}
