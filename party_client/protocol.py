@@ -30,6 +30,7 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PublicKey
 
 from party_client.cuckoo import EMPTY, CuckooFailure, CuckooParams, bin_count, padded_size, place
 from party_client.encoding import SECRET_BYTES, bin_positions, bucket, encode, encoding_bytes
+from party_client.encrypt_worker import MIN_ITEMS_FOR_WORKERS, encrypt_in_worker
 from party_client.errors import PartyError
 from party_client.identity import PartyDir
 from party_client.keys import HolderKeys, QuerierKeys
@@ -149,12 +150,23 @@ def prepare_lookup(keys: QuerierKeys, options: QueryOptions, modulus_bits: int, 
 def encrypt_slots(key: PublicKey, encodings: list[bytes | None], progress) -> list[bytes]:
     """Encrypt every slot: real keys as ``E(X)``, padding as ``E(random)``.
 
-    One thread: the comb's 4096-bit multiplications are too short for gmpy2's GIL release to pay
-    off (measured 0.93x with two threads), and a process pool would pickle across processes.
+    Large tables are shared with worker processes (raw bytes over pipes, see
+    :mod:`party_client.encrypt_worker`): gmpy2 holds the GIL for the comb's multiplications, so
+    threads do not help.
     """
     encryptor = Encryptor(key)
-    return [key.to_bytes(encryptor.encrypt_random() if x is None else encryptor.encrypt(int.from_bytes(x, "big")))
-            for x in progress("encrypt", len(encodings))(encodings)]
+    cores = os.cpu_count() or 1
+    jobs, mine = [], encodings
+    if cores > 1 and len(encodings) >= MIN_ITEMS_FOR_WORKERS:
+        share = -(-len(encodings) // cores)
+        mine = encodings[:share]
+        jobs = [encrypt_in_worker(key, encodings[i:i + share], encoding_bytes(key.bits))
+                for i in range(share, len(encodings), share)]
+    ciphertexts = [key.to_bytes(encryptor.encrypt_random() if x is None else encryptor.encrypt(int.from_bytes(x, "big")))
+                   for x in progress("encrypt", len(mine))(mine)]
+    for job in jobs:
+        ciphertexts.extend(job.result())
+    return ciphertexts
 
 
 def query_records(prepared: PreparedQuery, ciphertexts: list[bytes]) -> Iterator[bytes]:

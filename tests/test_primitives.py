@@ -275,3 +275,18 @@ def test_max_buckets_respects_threshold():
             assert hashed_bucket_risk(population, b) <= 0.05 < hashed_bucket_risk(population, b + 1)
     assert max_buckets(1_000_000, 0.05) == pytest.approx(50_000, rel=0.01)
     assert combined_bucket_risk(1_000_000, [50_000, 50_000]) > 0.9          # intersection re-identifies
+
+
+def test_encryption_worker_process_speaks_raw_bytes(keypair):
+    """The second encryption process gets fixed-width bytes (no pickle) and returns valid ciphertexts."""
+    from party_client.encrypt_worker import encrypt_in_worker
+    public, private = keypair
+    key = PublicKey(public.n)
+    width = encoding_bytes(key.bits)
+    items = [os.urandom(width) if i % 4 else None for i in range(40)]
+    ciphertexts = encrypt_in_worker(key, items, width).result()
+    assert len(ciphertexts) == 40 and {len(c) for c in ciphertexts} == {key.width}
+    for x, blob in zip(items, ciphertexts):
+        value = private.raw_decrypt(int.from_bytes(blob, "big"))
+        if x is not None:
+            assert value == int.from_bytes(x, "big")
