@@ -278,3 +278,65 @@ def reassess(out: pd.DataFrame, qis: Sequence[str], criterion: Criterion) -> dic
     n_supp = int(supp.sum())
     return {"risk": risk, "suppressed_records": n_supp, "k_min": int(f.min()) if len(f) else 0,
             "meets": bool(ok and n_supp <= criterion.max_suppressed)}
+
+
+# ------------------------------------------------------------------- CLI
+
+def _criterion_from_args(args, spec: Spec, n: int) -> Criterion:
+    """--k, or --threshold (default [release] threshold) on the max risk (public) or average risk (non-public)."""
+    measure = "max" if spec.release.type == "public" else "average"
+    if args.k is not None:
+        return Criterion.build(n, k=args.k, max_suppression=args.max_suppression)
+    thr = args.threshold if args.threshold is not None else spec.release.threshold
+    return Criterion.build(n, threshold=thr, measure=measure, max_suppression=args.max_suppression)
+
+
+def run_ola(args, spec: Spec, df: pd.DataFrame) -> tuple[dict, pd.DataFrame | None]:
+    """``deid search --method ola``: result dict and (with ``--apply-best``) the verified release."""
+    from .risk import encode_table
+
+    if args.top < 1:
+        raise DeidInputError(f"--top must be a positive integer, got {args.top}")
+    crit = _criterion_from_args(args, spec, len(df))
+    problem = FullDomainProblem(encode_table(df, spec), crit, args.loss)
+    result = search_ola(problem, top=args.top).to_dict()
+    out = None
+    if result["policies"]:
+        best = result["policies"][0]
+        policy = full_domain_release_policy(spec, problem.qis, best["levels"], best["suppression_k"])
+        result["best_policy"] = policy.to_dict()
+        if args.apply_best:
+            out, _ = policy.apply(df)
+            check = reassess(out, problem.qis, crit)
+            if not check["meets"]:  # pragma: no cover - guarded by tests
+                raise RuntimeError(f"internal error: best policy fails re-assessment {check}")
+            result["best_reassessed"] = check
+    return result, out
+
+
+def run_search_command(args) -> int:
+    """Body of ``deid search``: validate, search, verify, then write (nothing written on bad input)."""
+    import sys
+
+    from .io import read_table, write_json, write_table
+    from .spec import load_spec
+
+    t0 = time.perf_counter()
+    runners = {"ola": run_ola}
+    if args.method not in runners:
+        raise DeidInputError(f"--method {args.method}: not implemented yet")
+    spec = load_spec(args.spec)
+    df = read_table(args.input, spec.missing_values)
+    spec.check_columns(df.columns)
+    if not spec.quasi:
+        raise DeidInputError("spec declares no quasi-identifier to search over")
+    result, out = runners[args.method](args, spec, df)
+    if args.apply_best and out is None:
+        raise DeidInputError("no policy meets the threshold: nothing to apply (relax --k/--threshold or --max-suppression)")
+    result["seconds_total"] = round(time.perf_counter() - t0, 4)
+    write_json(result, args.out)
+    if out is not None:
+        write_table(out, args.apply_best)
+    if not result["policies"]:
+        print("deid: warning: no policy meets the threshold", file=sys.stderr)
+    return 0
