@@ -280,6 +280,174 @@ def reassess(out: pd.DataFrame, qis: Sequence[str], criterion: Criterion) -> dic
             "meets": bool(ok and n_supp <= criterion.max_suppressed)}
 
 
+# ------------------------------------------------------------------- full-subtree (seed 000)
+
+def ordered_leaves(h) -> np.ndarray:
+    """Leaf indices of a hierarchy in value order: numeric order when every value is a number, else hierarchy order."""
+    nums = pd.to_numeric(pd.Series(h.leaves, dtype=object), errors="coerce")
+    if nums.notna().all():
+        return np.argsort(nums.to_numpy(dtype=float), kind="stable")
+    return np.arange(len(h.leaves))
+
+
+class SubtreeProblem:
+    """Full-subtree policies as bit strings (seed 000 §2.2) and the population risk of eq. (1), normalized.
+
+    Per QI the hierarchy's leaves (data ∪ population values) are put in value
+    order; bit j sits between the j-th and (j+1)-th value: 1 keeps them
+    apart, 0 merges them. A run of merged values is released as one value
+    (``lo-hi`` for numbers, else the hierarchy node covering exactly the run,
+    else ``a|b|…``). Risk ``Σ_d (1/g(d))^γ / |D|`` with ``g`` from the
+    population re-aggregated along the same runs (:meth:`EncodedTable.classes`);
+    without a population table ``g`` is the class size in the data.
+    """
+
+    def __init__(self, table: EncodedTable, threshold: float) -> None:
+        self.t, self.threshold = table, threshold
+        self.qis = list(table.qis)
+        self.order = [ordered_leaves(table.hierarchies[q]) for q in self.qis]
+        self.nbits = [max(len(o) - 1, 0) for o in self.order]
+        self.offsets = np.concatenate([[0], np.cumsum(self.nbits)]).astype(int)
+        #: w_sizeOfField(b_i) = |r(A_i)| − 1 for every bit of attribute i
+        self.size_weight = np.concatenate([np.full(nb, nb, dtype=float) for nb in self.nbits]) if sum(self.nbits) else np.zeros(0)
+        self.cache: dict[bytes, float] = {}
+
+    @property
+    def n_bits(self) -> int:
+        return int(self.offsets[-1])
+
+    def maps(self, bits: np.ndarray) -> dict[str, np.ndarray]:
+        """Leaf index -> run code per QI."""
+        out = {}
+        for i, q in enumerate(self.qis):
+            b = bits[self.offsets[i]:self.offsets[i + 1]]
+            run = np.concatenate([[0], np.cumsum(b)]).astype(np.int32)  # run of the j-th value in order
+            m = np.empty(len(self.order[i]), dtype=np.int32)
+            m[self.order[i]] = run
+            out[q] = m
+        return out
+
+    def risk(self, bits: np.ndarray) -> float:
+        """Normalized population risk of a policy (cached by bit string)."""
+        key = np.packbits(bits).tobytes()
+        if key not in self.cache:
+            cl = self.t.classes(self.maps(bits))
+            g = cl.F if cl.F is not None else cl.f.astype(float)
+            self.cache[key] = float(np.sum((1.0 / g) ** self.t.gamma) / len(g)) if len(g) else 0.0
+        return self.cache[key]
+
+    def acceptable(self, bits: np.ndarray) -> bool:
+        return self.risk(bits) <= self.threshold + 1e-12
+
+    def mapping(self, bits: np.ndarray) -> dict[str, dict[str, str]]:
+        """{QI: {original: released}} for the values that are merged with others."""
+        out: dict[str, dict[str, str]] = {}
+        for q, m in self.maps(bits).items():
+            h = self.t.hierarchies[q]
+            runs = pd.Series(np.arange(len(m))).groupby(m).agg(list)
+            qmap = {}
+            for leaves in runs:
+                if len(leaves) > 1:
+                    label = run_label(h, leaves)
+                    qmap.update({str(h.leaves[j]): label for j in leaves})
+            out[q] = qmap
+        return out
+
+    def policy(self, spec: Spec, bits: np.ndarray) -> Policy:
+        """Re-appliable policy: drop direct identifiers, then one ``map`` step per QI."""
+        steps: list[dict] = [{"op": "drop", "columns": spec.direct}] if spec.direct else []
+        steps += [{"op": "map", "column": q, "mapping": m} for q, m in self.mapping(bits).items() if m]
+        return Policy(steps, description="full-subtree policy (seed 000 §2.2)")
+
+
+def run_label(h, leaves: Sequence[int]) -> str:
+    """Released value of a run of leaves: ``lo-hi`` for numbers, the hierarchy node covering exactly them, or ``a|b``."""
+    vals = [str(h.leaves[j]) for j in leaves]
+    nums = pd.to_numeric(pd.Series(vals, dtype=object), errors="coerce")
+    if nums.notna().all():
+        return f"{vals[int(np.argmin(nums))]}-{vals[int(np.argmax(nums))]}"
+    for lvl in range(1, h.height + 1):
+        codes = h.level_map(lvl)[:-1]
+        c = codes[leaves]
+        if (c == c[0]).all() and int((codes == c[0]).sum()) == len(leaves):
+            return str(h.labels(lvl)[c[0]])
+    return "|".join(vals)
+
+
+def population_risk_of_release(out: pd.DataFrame, pop_out: pd.DataFrame | None, qis: Sequence[str],
+                               gamma: float = 1.0) -> float:
+    """Normalized ``Σ (1/g(d))^γ / |D|`` of a released table from scratch: the released population grouped
+    on the released values (``g`` raised to the class size in the data when smaller, as in risk.py)."""
+    qis = list(qis)
+    key = out[qis].astype(str)
+    f = key.groupby(qis, sort=False, observed=True)[qis[0]].transform("size").to_numpy(dtype=float)
+    if pop_out is None:
+        g = f
+    else:
+        pc = pop_out[qis].astype(str).assign(count=pop_out["count"].to_numpy(dtype=float))
+        agg = pc.groupby(qis, sort=False, observed=True)["count"].sum().rename("g").reset_index()
+        g = key.merge(agg, on=qis, how="left")["g"].fillna(0).to_numpy(dtype=float)
+        g = np.maximum(g, f)
+    return float(np.sum((1.0 / g) ** gamma) / len(g)) if len(g) else 0.0
+
+
+def safe_harbor_risk(df: pd.DataFrame, pop: pd.DataFrame | None, spec: Spec) -> float:
+    """Seed 000 §2.1: the threshold = the normalized population risk of the Safe Harbor release of the same data."""
+    from .safe_harbor import safe_harbor_policy
+
+    qis = spec.quasi
+    policy, _ = safe_harbor_policy(spec, qis)
+    out, _ = policy.apply(df[qis])
+    kept = [q for q in qis if q in out.columns]
+    if not kept:
+        return 1.0 / len(df) if pop is None else float(np.mean(1.0 / max(pop["count"].sum(), len(df))))
+    pop_out = None
+    if pop is not None:
+        pop_out, _ = policy.apply(pop[qis + ["count"]])
+    return population_risk_of_release(out, pop_out, kept, spec.gamma)
+
+
+def search_subtree(problem: SubtreeProblem, method: str, iterations: int, seed: int = 0,
+                   progress: bool = False) -> SearchResult:
+    """BPS or Directed (seed 000 §2.4) for ``iterations`` boundary policies; reports the non-dominated ones.
+
+    Policies are listed best first by information loss, here the share of
+    the bits that are generalized (0 = the data as is, 1 = everything ``*``).
+    """
+    from .lattice import bps, directed, non_dominated
+
+    t0 = time.perf_counter()
+    rng = np.random.default_rng(seed)
+    report = _progress_printer(iterations, t0) if progress else None
+    if method == "bps":
+        sols = bps(problem.n_bits, problem.acceptable, iterations, problem.size_weight, rng, report)
+    else:
+        sols = directed(problem.n_bits, problem.acceptable, iterations, rng, report)
+    nd = non_dominated(sols)
+    nbits = max(problem.n_bits, 1)
+    policies = [{"risk": problem.risk(b), "information_loss": float((~b).sum() / nbits), "suppressed_records": 0,
+                 "bits": "".join("1" if x else "0" for x in b), "mapping": problem.mapping(b)} for b in nd]
+    policies.sort(key=lambda p: (p["information_loss"], p["risk"]))
+    return SearchResult(method, policies, len(problem.cache), time.perf_counter() - t0, {
+        "threshold": problem.threshold, "iterations": iterations, "boundary_policies_found": len(sols),
+        "distinct_policies": len({b.tobytes() for b in sols}), "non_dominated": len(nd), "bits": problem.n_bits,
+        "loss": "share of generalized bits",
+    })
+
+
+def _progress_printer(total: int, t0: float):
+    """A one-line stderr progress bar, shown once a search has run for more than 2 s."""
+    import sys
+
+    def report(done: int) -> None:
+        el = time.perf_counter() - t0
+        if el > 2 or done == total and el > 2:
+            bar = "#" * int(30 * done / total)
+            end = "\n" if done == total else "\r"
+            print(f"deid search: [{bar:<30}] {done}/{total} {el:5.1f}s", end=end, file=sys.stderr, flush=True)
+    return report
+
+
 # ------------------------------------------------------------------- CLI
 
 def _criterion_from_args(args, spec: Spec, n: int) -> Criterion:
@@ -314,6 +482,57 @@ def run_ola(args, spec: Spec, df: pd.DataFrame) -> tuple[dict, pd.DataFrame | No
     return result, out
 
 
+def verify_subtree(problem: SubtreeProblem, spec: Spec, df: pd.DataFrame, pop: pd.DataFrame | None,
+                   bits: np.ndarray) -> tuple[float, pd.DataFrame]:
+    """Apply a full-subtree policy to the data and the population and re-measure the risk from scratch."""
+    policy = problem.policy(spec, bits)
+    out, _ = policy.apply(df)
+    pop_out = policy.apply(pop)[0] if pop is not None else None
+    return population_risk_of_release(out, pop_out, problem.qis, spec.gamma), out
+
+
+def run_subtree(args, spec: Spec, df: pd.DataFrame, pop: pd.DataFrame | None) -> tuple[dict, pd.DataFrame | None]:
+    """``deid search --method bps|directed``: every reported policy is re-assessed from scratch."""
+    from .risk import encode_table
+
+    if args.k is not None:
+        raise DeidInputError(f"--k applies to --method ola only (bps/directed take --threshold, a normalized population risk)")
+    if args.max_suppression:
+        raise DeidInputError("--max-suppression applies to --method ola only")
+    if args.iterations < 1:
+        raise DeidInputError(f"--iterations must be a positive integer, got {args.iterations}")
+    table = encode_table(df, spec, pop)
+    pop = table_population_frame(table, pop)
+    if args.threshold is not None:
+        if not 0 < args.threshold <= 1:
+            raise DeidInputError(f"threshold {args.threshold} is outside (0, 1]")
+        thr, source = args.threshold, "--threshold"
+    else:
+        thr, source = safe_harbor_risk(df, pop, spec), "safe harbor"
+    problem = SubtreeProblem(table, thr)
+    result = search_subtree(problem, args.method, args.iterations, args.seed, progress=True).to_dict()
+    result["threshold_source"] = source
+    best_out = None
+    for i, pol in enumerate(result["policies"]):
+        bits = np.array([c == "1" for c in pol["bits"]], dtype=bool)
+        risk, out = verify_subtree(problem, spec, df, pop, bits)
+        if risk > thr + 1e-12:  # pragma: no cover - guarded by tests
+            raise RuntimeError(f"internal error: policy {i} has risk {risk} > {thr} when applied")
+        pol["reassessed_risk"] = risk
+        if i == 0:
+            best_out = out
+            result["best_policy"] = problem.policy(spec, bits).to_dict()
+    return result, (best_out if args.apply_best else None)
+
+
+def table_population_frame(table: EncodedTable, pop: pd.DataFrame | None) -> pd.DataFrame | None:
+    """The validated population frame (QI columns + numeric count) or None."""
+    if pop is None:
+        return None
+    from .risk import validate_population
+    return validate_population(pop, table.qis)
+
+
 def run_search_command(args) -> int:
     """Body of ``deid search``: validate, search, verify, then write (nothing written on bad input)."""
     import sys
@@ -322,15 +541,18 @@ def run_search_command(args) -> int:
     from .spec import load_spec
 
     t0 = time.perf_counter()
-    runners = {"ola": run_ola}
-    if args.method not in runners:
+    if args.method not in ("ola", "bps", "directed"):
         raise DeidInputError(f"--method {args.method}: not implemented yet")
     spec = load_spec(args.spec)
     df = read_table(args.input, spec.missing_values)
     spec.check_columns(df.columns)
     if not spec.quasi:
         raise DeidInputError("spec declares no quasi-identifier to search over")
-    result, out = runners[args.method](args, spec, df)
+    if args.method == "ola":
+        result, out = run_ola(args, spec, df)
+    else:
+        pop = read_table(args.population, spec.missing_values, categorical=False) if args.population else None
+        result, out = run_subtree(args, spec, df, pop)
     if args.apply_best and out is None:
         raise DeidInputError("no policy meets the threshold: nothing to apply (relax --k/--threshold or --max-suppression)")
     result["seconds_total"] = round(time.perf_counter() - t0, 4)
