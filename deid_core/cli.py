@@ -131,11 +131,13 @@ def _register_search(sub: argparse._SubParsersAction) -> None:
     g = se.add_mutually_exclusive_group()
     g.add_argument("--threshold", type=float, help="risk threshold in (0, 1] (default: [release] threshold; "
                    "bps/directed: the Safe Harbor policy's normalized population risk)")
-    g.add_argument("--k", type=int, help="k-anonymity (ola)")
+    g.add_argument("--k", type=int, help="k-anonymity (ola); minimum subset size (partition)")
     se.add_argument("--max-suppression", type=float, default=0.0, help="share of records that may be suppressed (ola)")
     se.add_argument("--iterations", type=int, default=100, help="policies to look for (bps, directed)")
     se.add_argument("--loss", default="nue", choices=("nue", "geometric"), help="information loss (ola)")
     se.add_argument("--top", type=int, default=10, help="policies to report (ola)")
+    se.add_argument("--min-population", type=float, default=0.0,
+                    help="partition: also keep each side's population count at least this")
     se.add_argument("--seed", type=int, default=0, help="random seed (bps, directed)")
     se.add_argument("--out", required=True, help="RESULT.json")
     se.add_argument("--apply-best", help="write the data released under the best policy here")

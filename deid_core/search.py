@@ -374,36 +374,45 @@ def run_label(h, leaves: Sequence[int]) -> str:
     return "|".join(vals)
 
 
-def population_risk_of_release(out: pd.DataFrame, pop_out: pd.DataFrame | None, qis: Sequence[str],
-                               gamma: float = 1.0) -> float:
-    """Normalized ``Σ (1/g(d))^γ / |D|`` of a released table from scratch: the released population grouped
-    on the released values (``g`` raised to the class size in the data when smaller, as in risk.py)."""
+def release_class_sizes(out: pd.DataFrame, pop_out: pd.DataFrame | None, qis: Sequence[str]) -> tuple[np.ndarray, np.ndarray, int]:
+    """From scratch on released values: per record its class size f in the data and g in the released
+    population (grouped on the same values; raised to f when smaller, as in risk.py), and the number of classes."""
     qis = list(qis)
     key = out[qis].astype(str)
-    f = key.groupby(qis, sort=False, observed=True)[qis[0]].transform("size").to_numpy(dtype=float)
+    grp = key.groupby(qis, sort=False, observed=True)[qis[0]]
+    f = grp.transform("size").to_numpy(dtype=float)
     if pop_out is None:
-        g = f
-    else:
-        pc = pop_out[qis].astype(str).assign(count=pop_out["count"].to_numpy(dtype=float))
-        agg = pc.groupby(qis, sort=False, observed=True)["count"].sum().rename("g").reset_index()
-        g = key.merge(agg, on=qis, how="left")["g"].fillna(0).to_numpy(dtype=float)
-        g = np.maximum(g, f)
+        return f, f, int(grp.ngroups)
+    pc = pop_out[qis].astype(str).assign(count=pop_out["count"].to_numpy(dtype=float))
+    agg = pc.groupby(qis, sort=False, observed=True)["count"].sum().rename("g").reset_index()
+    g = key.merge(agg, on=qis, how="left")["g"].fillna(0).to_numpy(dtype=float)
+    return f, np.maximum(g, f), int(grp.ngroups)
+
+
+def population_risk_of_release(out: pd.DataFrame, pop_out: pd.DataFrame | None, qis: Sequence[str],
+                               gamma: float = 1.0) -> float:
+    """Normalized ``Σ (1/g(d))^γ / |D|`` (seed 000 eq. 1) of a released table, from scratch."""
+    _, g, _ = release_class_sizes(out, pop_out, qis)
     return float(np.sum((1.0 / g) ** gamma) / len(g)) if len(g) else 0.0
 
 
-def safe_harbor_risk(df: pd.DataFrame, pop: pd.DataFrame | None, spec: Spec) -> float:
-    """Seed 000 §2.1: the threshold = the normalized population risk of the Safe Harbor release of the same data."""
+def safe_harbor_release(df: pd.DataFrame, pop: pd.DataFrame | None, spec: Spec) -> tuple[pd.DataFrame, pd.DataFrame | None, list[str]]:
+    """Safe Harbor applied to the QIs of the data and of the population table; the QIs that remain."""
     from .safe_harbor import safe_harbor_policy
 
     qis = spec.quasi
     policy, _ = safe_harbor_policy(spec, qis)
     out, _ = policy.apply(df[qis])
-    kept = [q for q in qis if q in out.columns]
+    pop_out = policy.apply(pop[qis + ["count"]])[0] if pop is not None else None
+    return out, pop_out, [q for q in qis if q in out.columns]
+
+
+def safe_harbor_risk(df: pd.DataFrame, pop: pd.DataFrame | None, spec: Spec) -> float:
+    """Seed 000 §2.1: the threshold = the normalized population risk of the Safe Harbor release of the same data."""
+    out, pop_out, kept = safe_harbor_release(df, pop, spec)
     if not kept:
-        return 1.0 / len(df) if pop is None else float(np.mean(1.0 / max(pop["count"].sum(), len(df))))
-    pop_out = None
-    if pop is not None:
-        pop_out, _ = policy.apply(pop[qis + ["count"]])
+        total = float(pop["count"].sum()) if pop is not None else float(len(df))
+        return 1.0 / max(total, len(df))
     return population_risk_of_release(out, pop_out, kept, spec.gamma)
 
 
@@ -533,6 +542,37 @@ def table_population_frame(table: EncodedTable, pop: pd.DataFrame | None) -> pd.
     return validate_population(pop, table.qis)
 
 
+def run_partition(args, spec: Spec, df: pd.DataFrame, pop: pd.DataFrame | None) -> tuple[dict, pd.DataFrame]:
+    """``deid search --method partition`` (seed 001 §3.3): minimum subset size ``--k``; Safe Harbor alongside."""
+    from .metrics import non_uniform_entropy
+    from .partition import Partitioner, release, summary
+    from .risk import encode_table
+
+    if args.k is None:
+        raise DeidInputError("--method partition needs --k, the minimum subset size")
+    if pop is None:
+        raise DeidInputError("--method partition needs --population (instance-disclosure risk uses N_i)")
+    t0 = time.perf_counter()
+    table = encode_table(df, spec, pop)
+    pop = table_population_frame(table, pop)
+    part = Partitioner(table, args.k, getattr(args, "min_population", 0.0))
+    subsets = part.run()
+    out = release(df, part.qis, subsets)
+    summ = summary(subsets)
+    sh_out, sh_pop, kept = safe_harbor_release(df, pop, spec)
+    f, g, n_ec = release_class_sizes(sh_out, sh_pop, kept)
+    policy = {"risk": summ["max_r"], "information_loss": non_uniform_entropy(df, out, part.qis)["bits"],
+              "suppressed_records": 0, "summary": summ, "subsets": [
+                  {"size": s.n, "population": s.population, "r": s.r, "levels": s.levels, "values": s.values}
+                  for s in subsets]}
+    result = SearchResult("partition", [policy], part.splits_tried, time.perf_counter() - t0, {
+        "min_size": args.k, "risk_measure": "instance disclosure max r_i (seed 001 §3.2)",
+        "loss": "non-uniform entropy (bits)",
+        "safe_harbor": {"equivalence_classes": n_ec, "max_r": float((f / g).max()), "R": float((f / g).mean())},
+    }).to_dict()
+    return result, out
+
+
 def run_search_command(args) -> int:
     """Body of ``deid search``: validate, search, verify, then write (nothing written on bad input)."""
     import sys
@@ -541,7 +581,7 @@ def run_search_command(args) -> int:
     from .spec import load_spec
 
     t0 = time.perf_counter()
-    if args.method not in ("ola", "bps", "directed"):
+    if args.method not in ("ola", "bps", "directed", "partition"):
         raise DeidInputError(f"--method {args.method}: not implemented yet")
     spec = load_spec(args.spec)
     df = read_table(args.input, spec.missing_values)
@@ -552,7 +592,9 @@ def run_search_command(args) -> int:
         result, out = run_ola(args, spec, df)
     else:
         pop = read_table(args.population, spec.missing_values, categorical=False) if args.population else None
-        result, out = run_subtree(args, spec, df, pop)
+        run = run_partition if args.method == "partition" else run_subtree
+        result, out = run(args, spec, df, pop)
+        out = out if args.apply_best else None
     if args.apply_best and out is None:
         raise DeidInputError("no policy meets the threshold: nothing to apply (relax --k/--threshold or --max-suppression)")
     result["seconds_total"] = round(time.perf_counter() - t0, 4)
