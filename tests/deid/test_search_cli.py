@@ -47,7 +47,7 @@ def test_ola_average_risk_with_suppression_meets_threshold(tmp_path, adult_spec_
 
 
 @pytest.mark.parametrize("extra,msg", [
-    (["--method", "boxes"], "not implemented yet"),
+    (["--method", "boxes"], "needs --k"),
     (["--method", "ola", "--k", "5", "--threshold", "0.1"], "not allowed with"),
     (["--method", "ola", "--threshold", "1.5"], "outside (0, 1]"),
     (["--method", "ola", "--k", "5", "--max-suppression", "2"], "outside [0, 1]"),
