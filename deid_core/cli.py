@@ -114,7 +114,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
 
 def cmd_search(args: argparse.Namespace) -> int:
     from .search import run_search_command
-    _guard_outputs([args.input, args.spec, args.population], [args.out, args.apply_best])
+    _guard_outputs([args.input, args.spec, args.population], [args.out, args.apply_best, args.html])
     return run_search_command(args)
 
 
@@ -141,6 +141,7 @@ def _register_search(sub: argparse._SubParsersAction) -> None:
     se.add_argument("--seed", type=int, default=0, help="random seed (bps, directed)")
     se.add_argument("--out", required=True, help="RESULT.json")
     se.add_argument("--apply-best", help="write the data released under the best policy here")
+    se.add_argument("--html", help="self-contained HTML page with a risk vs information loss plot of the policies")
     se.set_defaults(func=cmd_search)
 
 

@@ -618,7 +618,14 @@ def run_search_command(args) -> int:
     if args.apply_best and out is None:
         raise DeidInputError("no policy meets the threshold: nothing to apply (relax --k/--threshold or --max-suppression)")
     result["seconds_total"] = round(time.perf_counter() - t0, 4)
+    page = None
+    if getattr(args, "html", None):
+        from .report import render_search_html
+        page = render_search_html(result)
     write_json(result, args.out)
+    if page is not None:
+        from .io import write_text
+        write_text(page, args.html)
     if out is not None:
         write_table(out, args.apply_best)
     if not result["policies"]:

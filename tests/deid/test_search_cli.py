@@ -19,8 +19,10 @@ def run(capsys, *argv: str) -> tuple[int, str]:
 def test_ola_on_adult_writes_result_and_release(tmp_path, adult_spec_path, capsys):
     out, rel = tmp_path / "r.json", tmp_path / "best.csv"
     rc, err = run(capsys, "search", "--input", str(ADULT / "adult.csv"), "--spec", str(adult_spec_path),
-                  "--method", "ola", "--k", "5", "--out", str(out), "--apply-best", str(rel))
+                  "--method", "ola", "--k", "5", "--out", str(out), "--apply-best", str(rel),
+                  "--html", str(tmp_path / "r.html"))
     assert rc == 0, err
+    assert "data:image/png;base64," in (tmp_path / "r.html").read_text()
     r = json.loads(out.read_text())
     assert r["nodes_evaluated"] <= 284 and r["seconds"] > 0
     best = r["policies"][0]
