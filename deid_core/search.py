@@ -450,7 +450,7 @@ def _progress_printer(total: int, t0: float):
 
     def report(done: int) -> None:
         el = time.perf_counter() - t0
-        if el > 2 or done == total and el > 2:
+        if el > 2:
             bar = "#" * int(30 * done / total)
             end = "\n" if done == total else "\r"
             print(f"deid search: [{bar:<30}] {done}/{total} {el:5.1f}s", end=end, file=sys.stderr, flush=True)
