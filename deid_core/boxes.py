@@ -45,8 +45,27 @@ def default_weights(x: np.ndarray) -> np.ndarray:
     return 1.0 / np.where(span > 0, span, 1.0)
 
 
-def knn(x: np.ndarray, a: np.ndarray, k: int, chunk: int = 256) -> tuple[np.ndarray, np.ndarray]:
-    """Per point: its k nearest points (itself first) under the weighted Chebyshev distance, and the k-th distance."""
+def knn(x: np.ndarray, a: np.ndarray, k: int, chunk: int = 256, tree: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """Per point: its k nearest points (itself first) under the weighted Chebyshev distance, and the k-th distance.
+
+    The weighted distance is the plain Chebyshev distance of the scaled points
+    ``a_i x_i``: a k-d tree (scipy, when installed) answers it in
+    O(N log N); otherwise chunked O(N²) numpy. Ties between equidistant
+    neighbours may be broken differently by the two paths.
+    """
+    try:
+        from scipy.spatial import cKDTree
+    except ImportError:  # pragma: no cover - scipy is optional
+        cKDTree = None
+    cKDTree = cKDTree if tree else None
+    if cKDTree is not None:
+        d, idx = cKDTree(x * a).query(x * a, k=k, p=np.inf)
+        d, idx = d.reshape(len(x), k), idx.reshape(len(x), k)
+        own = idx == np.arange(len(x))[:, None]
+        has = own.any(axis=1)  # duplicates may push the point itself out of its k: put it first
+        idx[~has, -1] = np.flatnonzero(~has)
+        order = np.argsort(~(idx == np.arange(len(x))[:, None]), axis=1, kind="stable")
+        return np.take_along_axis(idx, order, axis=1), d[:, -1]
     n = len(x)
     idx = np.empty((n, k), dtype=np.int64)
     radius = np.empty(n)
@@ -95,11 +114,12 @@ def anonymize(x: np.ndarray, k: int, a: np.ndarray | None = None) -> Boxes:
             centres.append(p)
     c = np.array(centres, dtype=np.int64)
     left = np.flatnonzero(box < 0)
-    if len(left):
-        d = np.zeros((len(left), len(c)))
+    for s in range(0, len(left), 1024):  # nearest centre under d(centre, point)
+        part = left[s:s + 1024]
+        d = np.zeros((len(part), len(c)))
         for i in range(x.shape[1]):
-            np.maximum(d, a[i] * np.abs(x[c, i][None, :] - x[left, i][:, None]), out=d)
-        box[left] = np.argmin(d, axis=1)
+            np.maximum(d, a[i] * np.abs(x[c, i][None, :] - x[part, i][:, None]), out=d)
+        box[part] = np.argmin(d, axis=1)
     frame = pd.DataFrame(x).assign(box=box).groupby("box")
     return Boxes(box, frame.min().to_numpy(), frame.max().to_numpy(), c)
 

@@ -445,15 +445,17 @@ def search_subtree(problem: SubtreeProblem, method: str, iterations: int, seed: 
 
 
 def _progress_printer(total: int, t0: float):
-    """A one-line stderr progress bar, shown once a search has run for more than 2 s."""
+    """A tqdm bar on stderr that only appears once a search has run for more than 2 s."""
     import sys
 
+    from tqdm import tqdm
+
+    bar = tqdm(total=total, delay=2, file=sys.stderr, desc="deid search", unit="policy", leave=False)
+
     def report(done: int) -> None:
-        el = time.perf_counter() - t0
-        if el > 2:
-            bar = "#" * int(30 * done / total)
-            end = "\n" if done == total else "\r"
-            print(f"deid search: [{bar:<30}] {done}/{total} {el:5.1f}s", end=end, file=sys.stderr, flush=True)
+        bar.update(done - bar.n)
+        if done >= total:
+            bar.close()
     return report
 
 

@@ -24,6 +24,16 @@ def test_boxes_hold_k_records_and_contain_their_points(k, dims):
     assert ec_sizes_of(out, list(out.columns)).min() >= k  # from the released strings
 
 
+def test_kd_tree_and_numpy_neighbours_agree_without_ties():
+    from deid_core.boxes import knn
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(300, 3))
+    a = np.array([1.0, 2.0, 0.5])
+    i1, r1 = knn(x, a, 4, tree=True)
+    i2, r2 = knn(x, a, 4, tree=False)
+    assert (i1 == i2).all() and np.allclose(r1, r2) and (i1[:, 0] == np.arange(300)).all()
+
+
 def test_one_dimension_box_is_the_span_of_the_k_nearest():
     x = np.array([[1.0], [2.0], [10.0], [11.0], [12.0], [30.0]])
     b = anonymize(x, 2)
