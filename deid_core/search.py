@@ -1,4 +1,10 @@
-"""Policy search on data: OLA over the full-domain lattice (issue 4, DEID.md §3).
+"""Policy search on data (issue 4): OLA, BPS / Directed, and the ``deid search`` command.
+
+Sections: OLA on the full-domain lattice (DEID.md §3, seed 003); full-subtree
+bit-string policies with the population risk of seed 000 (BPS / Directed);
+re-assessment of released tables from scratch; CLI glue for every method
+(partitioning and boxes live in :mod:`deid_core.partition` and
+:mod:`deid_core.boxes`).
 
 Binds the data-free :mod:`deid_core.lattice` to a table encoded once with
 :func:`deid_core.risk.encode_table`: every QI is pre-generalized to every
@@ -27,15 +33,17 @@ loss non-monotone.
 """
 from __future__ import annotations
 
+import argparse
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 from .errors import DeidInputError
+from .hierarchy import Hierarchy
 from .lattice import ACCEPTABLE, Lattice, Node, ola
 from .metrics import missing_mask
 from .risk import THRESHOLD_TOLERANCE, EncodedTable, k_for_threshold, meets, pack_keys, sizes_from_keys
@@ -282,7 +290,7 @@ def reassess(out: pd.DataFrame, qis: Sequence[str], criterion: Criterion) -> dic
 
 # ------------------------------------------------------------------- full-subtree (seed 000)
 
-def ordered_leaves(h) -> np.ndarray:
+def ordered_leaves(h: Hierarchy) -> np.ndarray:
     """Leaf indices of a hierarchy in value order: numeric order when every value is a number, else hierarchy order."""
     nums = pd.to_numeric(pd.Series(h.leaves, dtype=object), errors="coerce")
     if nums.notna().all():
@@ -360,7 +368,7 @@ class SubtreeProblem:
         return Policy(steps, description="full-subtree policy (seed 000 §2.2)")
 
 
-def run_label(h, leaves: Sequence[int]) -> str:
+def run_label(h: Hierarchy, leaves: Sequence[int]) -> str:
     """Released value of a run of leaves: ``lo-hi`` for numbers, the hierarchy node covering exactly them, or ``a|b``."""
     vals = [str(h.leaves[j]) for j in leaves]
     nums = pd.to_numeric(pd.Series(vals, dtype=object), errors="coerce")
@@ -444,7 +452,7 @@ def search_subtree(problem: SubtreeProblem, method: str, iterations: int, seed: 
     })
 
 
-def _progress_printer(total: int, t0: float):
+def _progress_printer(total: int, t0: float) -> "Callable[[int], None]":
     """A tqdm bar on stderr that only appears once a search has run for more than 2 s."""
     import sys
 
@@ -461,7 +469,7 @@ def _progress_printer(total: int, t0: float):
 
 # ------------------------------------------------------------------- CLI
 
-def _criterion_from_args(args, spec: Spec, n: int) -> Criterion:
+def _criterion_from_args(args: argparse.Namespace, spec: Spec, n: int) -> Criterion:
     """--k, or --threshold (default [release] threshold) on the max risk (public) or average risk (non-public)."""
     measure = "max" if spec.release.type == "public" else "average"
     if args.k is not None:
@@ -470,7 +478,7 @@ def _criterion_from_args(args, spec: Spec, n: int) -> Criterion:
     return Criterion.build(n, threshold=thr, measure=measure, max_suppression=args.max_suppression)
 
 
-def run_ola(args, spec: Spec, df: pd.DataFrame) -> tuple[dict, pd.DataFrame | None]:
+def run_ola(args: argparse.Namespace, spec: Spec, df: pd.DataFrame) -> tuple[dict, pd.DataFrame | None]:
     """``deid search --method ola``: result dict and (with ``--apply-best``) the verified release."""
     from .risk import encode_table
 
@@ -502,7 +510,7 @@ def verify_subtree(problem: SubtreeProblem, spec: Spec, df: pd.DataFrame, pop: p
     return population_risk_of_release(out, pop_out, problem.qis, spec.gamma), out
 
 
-def run_subtree(args, spec: Spec, df: pd.DataFrame, pop: pd.DataFrame | None) -> tuple[dict, pd.DataFrame | None]:
+def run_subtree(args: argparse.Namespace, spec: Spec, df: pd.DataFrame, pop: pd.DataFrame | None) -> tuple[dict, pd.DataFrame | None]:
     """``deid search --method bps|directed``: every reported policy is re-assessed from scratch."""
     from .risk import encode_table
 
@@ -544,7 +552,7 @@ def table_population_frame(table: EncodedTable, pop: pd.DataFrame | None) -> pd.
     return validate_population(pop, table.qis)
 
 
-def run_partition(args, spec: Spec, df: pd.DataFrame, pop: pd.DataFrame | None) -> tuple[dict, pd.DataFrame]:
+def run_partition(args: argparse.Namespace, spec: Spec, df: pd.DataFrame, pop: pd.DataFrame | None) -> tuple[dict, pd.DataFrame]:
     """``deid search --method partition`` (seed 001 §3.3): minimum subset size ``--k``; Safe Harbor alongside."""
     from .metrics import non_uniform_entropy
     from .partition import Partitioner, release, summary
@@ -575,7 +583,7 @@ def run_partition(args, spec: Spec, df: pd.DataFrame, pop: pd.DataFrame | None) 
     return result, out
 
 
-def run_boxes(args, spec: Spec, df: pd.DataFrame, pop: pd.DataFrame | None) -> tuple[dict, pd.DataFrame]:
+def run_boxes(args: argparse.Namespace, spec: Spec, df: pd.DataFrame, pop: pd.DataFrame | None) -> tuple[dict, pd.DataFrame]:
     """``deid search --method boxes`` (seed 004): k-anonymous interval boxes over the numeric QIs."""
     from .boxes import anonymize, interval_statistics, numeric_matrix, released
 
@@ -597,7 +605,7 @@ def run_boxes(args, spec: Spec, df: pd.DataFrame, pop: pd.DataFrame | None) -> t
     return result, out
 
 
-def run_search_command(args) -> int:
+def run_search_command(args: argparse.Namespace) -> int:
     """Body of ``deid search``: validate, search, verify, then write (nothing written on bad input)."""
     import sys
 
