@@ -104,6 +104,8 @@ class Criterion:
 
 @dataclass
 class NodeResult:
+    """One evaluated lattice node: acceptable?, suppression cut-off k', suppressed records, risk of the rest."""
+
     node: Node
     acceptable: bool
     suppress_k: int
@@ -126,6 +128,7 @@ class FullDomainProblem:
         self.cards = [[table.hierarchies[q].cardinality(l) for l in range(h + 1)] for q, h in zip(self.qis, self.heights)]
         self.fast = table.missing == "own_class" and not any((c[0] < 0).any() for c in self.codes)
         self.cache: dict[Node, NodeResult] = {}
+        self.on_evaluate: Callable[[], None] | None = None  # e.g. a progress bar's tick
         self._init_loss()
 
     # --------------------------------------------------------------- risk
@@ -148,6 +151,8 @@ class FullDomainProblem:
             k, supp, risk = self.criterion.cutoff(f)
             ok = supp <= self.criterion.max_suppressed and supp < len(f)
             self.cache[node] = NodeResult(node, ok, k, supp, risk)
+            if self.on_evaluate:
+                self.on_evaluate()
         return self.cache[node]
 
     def acceptable(self, node: Node) -> bool:
@@ -486,7 +491,11 @@ def run_ola(args: argparse.Namespace, spec: Spec, df: pd.DataFrame) -> tuple[dic
         raise DeidInputError(f"--top must be a positive integer, got {args.top}")
     crit = _criterion_from_args(args, spec, len(df))
     problem = FullDomainProblem(encode_table(df, spec), crit, args.loss)
-    result = search_ola(problem, top=args.top).to_dict()
+    from tqdm import tqdm
+    with tqdm(total=int(np.prod([h + 1 for h in problem.heights])), delay=2, desc="deid search (nodes)",
+              unit="node", leave=False) as bar:  # shows only if the search runs > 2 s
+        problem.on_evaluate = bar.update
+        result = search_ola(problem, top=args.top).to_dict()
     out = None
     if result["policies"]:
         best = result["policies"][0]
