@@ -85,3 +85,14 @@ def test_cli_boxes(tmp_path, capsys):
     (tmp_path / "bad.csv").write_text("sbp,age\n120,x\n")
     assert main(["search", "--input", str(tmp_path / "bad.csv"), "--spec", str(tmp_path / "s.toml"), "--method", "boxes",
                  "--k", "1", "--out", str(tmp_path / "x.json")]) == 2 and not (tmp_path / "x.json").exists()
+
+
+def test_boxes_without_scipy(monkeypatch):
+    """scipy is not a declared dependency: without it the numpy path gives the same boxes on tie-free data."""
+    import sys
+    rng = np.random.default_rng(9)
+    x = rng.normal(size=(120, 2))
+    with_tree = anonymize(x, 3)
+    monkeypatch.setitem(sys.modules, "scipy.spatial", None)
+    without = anonymize(x, 3)
+    assert (with_tree.box == without.box).all() and without.sizes.min() >= 3
