@@ -1,4 +1,4 @@
-"""``deid`` command line: assess, safe-harbor, apply.
+"""``deid`` command line: assess, safe-harbor, apply, search.
 
 Bad input (unknown column, value missing from a hierarchy, malformed
 population table, threshold outside (0, 1], unreadable file) -> exit code 2
@@ -112,6 +112,39 @@ def cmd_apply(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_search(args: argparse.Namespace) -> int:
+    from .search import run_search_command
+    _guard_outputs([args.input, args.spec, args.population], [args.out, args.apply_best, args.html])
+    return run_search_command(args)
+
+
+SEARCH_METHODS = ("bps", "directed", "ola", "partition", "boxes")
+
+
+def _register_search(sub: argparse._SubParsersAction) -> None:
+    """``deid search`` (issue 4): find policies that meet a threshold with little information loss."""
+    se = sub.add_parser("search", help="search for de-identification policies (OLA, BPS, Directed)")
+    se.add_argument("--input", required=True)
+    se.add_argument("--spec", required=True)
+    se.add_argument("--method", required=True, choices=SEARCH_METHODS)
+    se.add_argument("--population", help="CSV: QI columns at their most detailed level + count (bps, directed)")
+    g = se.add_mutually_exclusive_group()
+    g.add_argument("--threshold", type=float, help="risk threshold in (0, 1] (default: [release] threshold; "
+                   "bps/directed: the Safe Harbor policy's normalized population risk)")
+    g.add_argument("--k", type=int, help="k-anonymity (ola); minimum subset size (partition)")
+    se.add_argument("--max-suppression", type=float, default=0.0, help="share of records that may be suppressed (ola)")
+    se.add_argument("--iterations", type=int, default=100, help="policies to look for (bps, directed)")
+    se.add_argument("--loss", default="nue", choices=("nue", "geometric"), help="information loss (ola)")
+    se.add_argument("--top", type=int, default=10, help="policies to report (ola)")
+    se.add_argument("--min-population", type=float, default=0.0,
+                    help="partition: also keep each side's population count at least this")
+    se.add_argument("--seed", type=int, default=0, help="random seed (bps, directed)")
+    se.add_argument("--out", required=True, help="RESULT.json")
+    se.add_argument("--apply-best", help="write the data released under the best policy here")
+    se.add_argument("--html", help="self-contained HTML page with a risk vs information loss plot of the policies")
+    se.set_defaults(func=cmd_search)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="deid", description="Measure re-identification risk and de-identify health data.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -151,7 +184,7 @@ def build_parser() -> argparse.ArgumentParser:
 #: Subcommands added by other modules (e.g. issue 4's ``search``): name -> register(subparsers).
 #: ``register`` adds a parser whose ``func(args) -> int`` default is the handler;
 #: raise :class:`DeidInputError` for bad input to get exit code 2.
-EXTRA_COMMANDS: dict[str, Callable[[argparse._SubParsersAction], None]] = {}
+EXTRA_COMMANDS: dict[str, Callable[[argparse._SubParsersAction], None]] = {"search": _register_search}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

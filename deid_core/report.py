@@ -154,3 +154,45 @@ def _fmt(v: Any) -> str:
     if isinstance(v, dict):
         return json.dumps(v, default=float)
     return str(v)
+
+
+def search_plot(result: dict) -> str:
+    """Risk vs information loss of the policies a search found (issue 4 §6), best one marked; base64 PNG."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    pols = result.get("policies", [])
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    if pols:
+        loss = np.array([p["information_loss"] for p in pols], dtype=float)
+        risk = np.array([p["risk"] for p in pols], dtype=float)
+        ax.scatter(loss, risk, s=18, color="#4472c4", label=f"{len(pols)} policies")
+        ax.scatter(loss[:1], risk[:1], s=60, facecolors="none", edgecolors="#c00000", label="best")
+    thr = result.get("threshold", (result.get("criterion") or {}).get("threshold"))
+    if thr:
+        ax.axhline(thr, color="#c00000", ls="--", label="threshold")
+    ax.set_xlabel(f"information loss ({result.get('loss', '')})")
+    ax.set_ylabel("risk")
+    ax.set_title(f"deid search --method {result.get('method', '')}")
+    ax.legend(fontsize=8)
+    out = _png(fig)
+    plt.close(fig)
+    return out
+
+
+def render_search_html(result: dict) -> str:
+    """A self-contained page: the search's settings, the policies plot and the best policy."""
+    esc = html.escape
+    meta = {k: v for k, v in result.items() if k not in ("policies", "best_policy")}
+    rows = "".join(f"<tr><th>{esc(str(k))}</th><td>{esc(_fmt(v))}</td></tr>" for k, v in meta.items())
+    best = result["policies"][0] if result.get("policies") else {}
+    return "\n".join([
+        "<!doctype html><html><head><meta charset='utf-8'><title>Policy search</title>",
+        "<style>body{font-family:sans-serif;max-width:60em;margin:2em auto}table{border-collapse:collapse}"
+        "th,td{border:1px solid #ccc;padding:2px 6px;text-align:left}pre{background:#f6f6f6;padding:1em;overflow:auto}</style>",
+        "</head><body><h1>De-identification policy search</h1>", f"<table>{rows}</table>",
+        f"<img alt='risk vs information loss' src='data:image/png;base64,{search_plot(result)}'>",
+        "<h2>Best policy</h2>", f"<pre>{esc(json.dumps(best, indent=2, default=float)[:20000])}</pre>",
+        "</body></html>",
+    ])
