@@ -1,15 +1,16 @@
 """The linking protocol seen from each party (PROTOCOL.md).
 
 Querier Q: open a session (K issues a fresh Paillier key), draw the session
-secret ``s``, encode and encrypt its distinct identifiers into a padded cuckoo
-table (join, dedup) or bucketed entries (lookup), seal it to the holder, wait
+secret ``s``, encode and encrypt its distinct keys into one padded cuckoo
+table per key table (the identifier, or each term of a fuzzy rule; join,
+dedup) or into bucketed entries (lookup), seal the query to the holder, wait
 for the round, then open the attachments of the matching rows.
 
-Holder H: fetch the sealed query, shuffle its rows (deterministically per
-round from a local secret, so a resumed holder resends identical batches),
-compute ``h`` blinded comparisons per row with a fresh ``r`` each, attach to
-every row a sealed attachment (positions + released values, padded to one
-length) and stream the batches to K.  H never learns what matched.
+Holder H: fetch the sealed query, order its rows by a permutation fixed per
+session from a local secret (a resumed holder resends identical batches),
+compute ``h`` blinded comparisons per row and table with a fresh ``r`` each,
+attach to every row a sealed attachment (positions + released values, padded
+to one length) and stream the batches to K.  H never learns what matched.
 """
 from __future__ import annotations
 
