@@ -205,3 +205,14 @@ def test_fresh_r_for_every_comparison_and_padded_table_sizes(fresh_keyholder, tm
         [sys.executable, "-m", "keyholder.cli", "audit", "--data-dir", str(server.data_dir)],
         capture_output=True, text=True).stdout.splitlines() if "\trelay_query\t" in line]
     assert len(sizes) == 2 and sizes[0] == sizes[1]         # K sees the same sealed size
+
+
+def test_nothing_is_pickled_across_processes():
+    """Messages are protobuf or raw bytes: no pickle, no multiprocessing (which pickles) in the services."""
+    import re
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    pattern = re.compile(r"^\s*(import|from)\s+(pickle|cPickle|cloudpickle|dill|multiprocessing|marshal)\b", re.M)
+    offenders = [str(path.relative_to(root)) for package in ("keyholder", "party_client", "proto")
+                 for path in (root / package).rglob("*.py") if pattern.search(path.read_text())]
+    assert offenders == []
