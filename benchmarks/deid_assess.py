@@ -21,11 +21,10 @@ import pandas as pd
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "tests" / "deid"))
 
 import deid_core as dc  # noqa: E402
-
-ADULT = Path("/work/shared/data/adult")
-QIS = ["sex", "age", "race", "marital-status", "education", "native-country", "workclass", "occupation"]
+from deid_testdata import ADULT, ADULT_QIS as QIS  # noqa: E402  (shared/ beside the checkout)
 ARX_NODE = {"sex": 1, "age": 2, "race": 1, "marital-status": 1, "education": 3, "native-country": 2,
             "workclass": 2, "occupation": 1}
 

@@ -29,16 +29,9 @@ from deid_core.io import read_table  # noqa: E402
 from deid_core.spec import parse_spec  # noqa: E402
 from deid_testdata import ADULT, ADULT_QIS, adult_spec_toml  # noqa: E402
 
+from benchmarks.deid_assess import timed  # noqa: E402  (median of repeated runs)
+
 ARX = {"nodes": 142, "process_s": 3.4, "fresh_jvm_s": 0.43, "warm_s": 0.07}
-
-
-def median_time(fn, repeat: int = 5):
-    times, out = [], None
-    for _ in range(repeat):
-        t = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times), out
 
 
 def ola_adult(df, spec) -> dict:
@@ -49,7 +42,7 @@ def ola_adult(df, spec) -> dict:
 
     n = len(df)
     out = {}
-    t, r = median_time(lambda: one(Criterion.build(n, k=5), "nue"))
+    t, r = timed(lambda: one(Criterion.build(n, k=5), "nue"))
     best = r["policies"][0]
     out["k5_0pct_nue"] = {"levels": [best["levels"][q] for q in ADULT_QIS], "loss": round(best["information_loss"], 2),
                           "nodes_evaluated": r["nodes_evaluated"], "nodes_by_ola": r["nodes_evaluated_by_ola"],
@@ -62,7 +55,7 @@ def ola_adult(df, spec) -> dict:
         ("k5_5pct_nue", Criterion.build(n, k=5, max_suppression=0.05), "nue"),
         ("avg005_5pct_geometric", Criterion.build(n, threshold=0.05, measure="average", max_suppression=0.05), "geometric"),
     ]:
-        t, r = median_time(lambda: one(crit, loss), repeat=1)
+        t, r = timed(lambda: one(crit, loss), repeat=1)
         best = r["policies"][0]
         out[name] = {"levels": [best["levels"][q] for q in ADULT_QIS], "loss": best["information_loss"],
                      "suppressed": best["suppressed_records"], "risk": best["risk"],

@@ -44,9 +44,7 @@ def assemble(frame: pd.DataFrame, keys: QuerierKeys, outcome: QueryOutcome, matc
     tables (rule terms) through which each pair matched.
     """
     base = frame.reset_index(drop=True)
-    hits = pd.DataFrame([(m, t, v) for m, (found, _) in enumerate(outcome.matches) for t, v in found],
-                        columns=["__match", "table", "value"], dtype="int64")
-    linked = hits.merge(keys.pairs(), on=["table", "value"]).rename(columns={"record": "__record"})
+    linked = linked_records(keys, outcome)
     matched = base.index.isin(linked["__record"].unique())
     if not (with_payload and (outcome.release_columns or one_to_one)) and term_column is None:
         return base.assign(**{matched_column: matched})
@@ -71,12 +69,16 @@ def assemble(frame: pd.DataFrame, keys: QuerierKeys, outcome: QueryOutcome, matc
     return joined.drop(columns=["__record", "__match", "__terms"])
 
 
+def linked_records(keys: QuerierKeys, outcome: QueryOutcome) -> pd.DataFrame:
+    """(__match, table, value, __record): which querier records each matching holder row hit."""
+    hits = pd.DataFrame([(m, t, v) for m, (found, _) in enumerate(outcome.matches) for t, v in found],
+                        columns=["__match", "table", "value"], dtype="int64")
+    return hits.merge(keys.pairs(), on=["table", "value"]).rename(columns={"record": "__record"})
+
+
 def matched_records(keys: QuerierKeys, outcome: QueryOutcome) -> int:
     """How many distinct querier records matched at least one holder row."""
-    found = {hit for hits, _ in outcome.matches for hit in hits}
-    pairs = keys.pairs()
-    hit = [(t, v) in found for t, v in zip(pairs["table"], pairs["value"])]
-    return int(pairs.loc[hit, "record"].nunique())
+    return int(linked_records(keys, outcome)["__record"].nunique())
 
 
 def _frame(data: pd.DataFrame | str | Path) -> pd.DataFrame:
