@@ -53,7 +53,7 @@ def recordlinkage_baseline(a: pd.DataFrame, b: pd.DataFrame, rules) -> tuple[set
     """The same rule in plaintext with recordlinkage: one block per term, then the rule per pair."""
     import recordlinkage as rl
     started = time.perf_counter()
-    codes_a, codes_b = rules._codes(a), rules._codes(b)       # the same normalization and phonetic codes
+    codes_a, codes_b = rules.codes(a), rules.codes(b)       # the same normalization and phonetic codes
     frame_a = pd.DataFrame({k: v for k, v in codes_a.items() if not k.endswith("__year")}).replace("", None)
     frame_b = pd.DataFrame({k: v for k, v in codes_b.items() if not k.endswith("__year")}).replace("", None)
     frame_a["dob.yearnum"] = codes_a["dob.__year"].astype("float")

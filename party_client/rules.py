@@ -152,7 +152,7 @@ class Rules:
         return "+".join(c.label for c in term)
 
     # -- per-field codes ------------------------------------------------------
-    def _codes(self, frame: pd.DataFrame) -> dict[str, pd.Series]:
+    def codes(self, frame: pd.DataFrame) -> dict[str, pd.Series]:
         """Code per (field[.part]) and record; '' = missing.  Vectorized except the phonetic call."""
         codes: dict[str, pd.Series] = {}
         for field in self.fields.values():
@@ -219,13 +219,13 @@ class Rules:
         return keys
 
     def querier_keys(self, frame: pd.DataFrame) -> QuerierKeys:
-        codes = self._codes(frame)
+        codes = self.codes(frame)
         tables = [QuerierTable.from_pairs(self.term_name(t), self._term_keys(t, codes, querier=True))
                   for t in self.terms]
         return QuerierKeys(len(frame), tables, self.spec)
 
     def holder_keys(self, frame: pd.DataFrame) -> HolderKeys:
-        codes = self._codes(frame)
+        codes = self.codes(frame)
         values = []
         for term in self.terms:
             keys = self._term_keys(term, codes, querier=False)
