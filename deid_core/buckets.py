@@ -19,6 +19,10 @@ the same person under different session secrets multiplies the bucket counts:
 from __future__ import annotations
 
 import math
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
 
 
 def _expected_inverse_size(lam: float) -> float:
@@ -63,3 +67,54 @@ def max_buckets(population: int, max_risk: float) -> int:
         else:
             high = middle
     return low
+
+
+# ---------------------------------------------------------------- clear keys
+
+def skinner_elliott(sample_uniques: int, sample_pairs: int, sampling_fraction: float) -> float:
+    """Probability that a sample-unique record is also population-unique given its key.
+
+    Skinner & Elliott (2002), "A measure of disclosure risk for microdata", JRSS B 64:
+    ``theta = pi n1 / (pi n1 + 2 (1 - pi) n2)`` with ``n1`` sample uniques, ``n2`` classes of size 2
+    and sampling fraction ``pi``.  It is the expected ``1/F`` of a sample unique (an intruder's
+    chance of a correct match), estimated without a population table; a key that is unique for
+    everyone in the sample (``n2 = 0``) gets 1.
+    """
+    if sample_uniques == 0:
+        return 0.0
+    numerator = sampling_fraction * sample_uniques
+    return numerator / (numerator + 2.0 * (1.0 - sampling_fraction) * sample_pairs)
+
+
+def disclosed_key_risk(keys: Sequence[object], population: int | None = None) -> dict:
+    """Re-identification risk of revealing one key per record in the clear (PROTOCOL.md, blocking).
+
+    The recipient sees every record's key, so a record's equivalence class is the records sharing
+    its key (book ch. 12, B:6680: "the combination of year of birth and state has a low risk").
+
+    * Without ``population`` the data are the population: prosecutor risk ``1/f`` per record
+      (DEID.md §2, max and average over records).
+    * With a population size ``N`` behind the ``n`` records, ``pi = n/N``: a record in a sample
+      class of size ``f >= 2`` has expected risk ``pi/f`` (the large-sample assumption ``f = pi F``
+      of seed 003, which is also the posterior mean of ``1/F`` under a flat prior), and a sample
+      unique has the Skinner-Elliott risk, which stays near 1 for identifying keys.
+    """
+    codes, _ = pd.factorize(pd.Series(list(keys), dtype=object))
+    records = len(codes)
+    if records == 0:
+        return {"method": "data" if population is None else "population", "records": 0, "classes": 0,
+                "max": 0.0, "average": 0.0}
+    sizes = np.bincount(codes)
+    f = sizes[codes].astype(float)
+    if population is None:
+        risk = 1.0 / f
+        method = "data"
+    else:
+        if population < records:
+            raise ValueError(f"population {population} is smaller than the {records} records")
+        fraction = records / population
+        theta = skinner_elliott(int((sizes == 1).sum()), int((sizes == 2).sum()), fraction)
+        risk = np.where(f == 1, max(theta, fraction), fraction / f)
+        method = "population"
+    return {"method": method, "records": records, "classes": int(len(sizes)),
+            "max": float(risk.max()), "average": float(risk.mean())}

@@ -19,7 +19,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from keyholder.sessions import KeyHolder, ServiceError
+from keyholder.sessions import KeyHolder, PairRule, ServiceError
 from keyholder.store import Message, Round, Session
 from proto import linkage_pb2 as pb
 from proto import linkage_pb2_grpc as pb_grpc
@@ -55,6 +55,10 @@ def round_info(found: Round, for_querier: bool) -> pb.RoundInfo:
     else:
         info.comparisons = found.comparisons
     return info
+
+
+def pair_rule(rule: pb.PairRule) -> PairRule:
+    return PairRule(tuple(rule.group_sizes), tuple(tuple(term.groups) for term in rule.terms))
 
 
 class KeyHolderServicer(pb_grpc.KeyHolderServicer):
@@ -167,7 +171,8 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
         def action():
             count, duplicate = self.core.submit_batch(
                 self._party(context), request.session_id, request.round, request.seq,
-                request.ciphertexts, list(request.row_comparisons), list(request.attachments))
+                request.ciphertexts, list(request.row_comparisons), list(request.attachments),
+                pair_rule(request.rule) if request.HasField("rule") else None)
             return pb.BatchAck(seq=request.seq, comparisons=count, duplicate=duplicate)
         return self._run(context, action)
 

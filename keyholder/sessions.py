@@ -55,6 +55,37 @@ class Limits:
     max_wait: float = 30.0
 
 
+@dataclass(frozen=True)
+class PairRule:
+    """How a blocked fuzzy round's row (a candidate pair) matches: a DNF over comparison groups.
+
+    The row's comparisons form consecutive groups of ``group_sizes``; a group agrees when any of
+    its comparisons is zero; the row matches when all groups of some term agree (PROTOCOL.md,
+    "K evaluates the match rule on the per-field agreement bits").
+    """
+
+    group_sizes: tuple[int, ...]
+    terms: tuple[tuple[int, ...], ...]
+
+    def check(self, row_comparisons: list[int]) -> None:
+        width = sum(self.group_sizes)
+        if not self.group_sizes or min(self.group_sizes) < 1:
+            raise ServiceError("INVALID_ARGUMENT", "a pair rule needs groups of at least one comparison")
+        if not self.terms or any(not term or max(term) >= len(self.group_sizes) for term in self.terms):
+            raise ServiceError("INVALID_ARGUMENT", "every pair-rule term must name existing groups")
+        if any(count != width for count in row_comparisons):
+            raise ServiceError("INVALID_ARGUMENT",
+                               f"with a pair rule every row has {width} comparisons (the groups' total)")
+
+    def fired(self, zeros: list[bool]) -> list[int]:
+        """Indices of the terms that hold for one row's zero-test results."""
+        agrees, start = [], 0
+        for size in self.group_sizes:
+            agrees.append(any(zeros[start:start + size]))
+            start += size
+        return [t for t, term in enumerate(self.terms) if all(agrees[g] for g in term)]
+
+
 def token_digest(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
@@ -317,10 +348,11 @@ class KeyHolder:
 
     def submit_batch(self, holder: str, session_id: str, round_no: int, seq: int,
                      ciphertexts: bytes, row_comparisons: list[int],
-                     attachments: list[bytes]) -> tuple[int, bool]:
-        """Zero-test one batch; keep the attachments of rows with a zero comparison.
+                     attachments: list[bytes], rule: PairRule | None = None) -> tuple[int, bool]:
+        """Zero-test one batch; keep the attachments of matching rows.
 
-        Returns (comparisons, duplicate).  The reply to the holder says nothing
+        A row matches when any comparison is zero, or, with a pair ``rule``, when a rule term holds;
+        the match records the zero comparisons, or the terms that held (never the groups).  Returns (comparisons, duplicate).  The reply to the holder says nothing
         about matches.
         """
         session = self.session(holder, session_id, "holder")
@@ -334,6 +366,8 @@ class KeyHolder:
         if total > self.limits.max_batch_comparisons:
             raise ServiceError("RESOURCE_EXHAUSTED",
                                f"a batch may hold at most {self.limits.max_batch_comparisons} comparisons")
+        if rule is not None:
+            rule.check(row_comparisons)
         if len({len(a) for a in attachments}) != 1:
             raise ServiceError("INVALID_ARGUMENT", "attachments must all have one padded length")
         tester = self._tester(session)
@@ -349,7 +383,8 @@ class KeyHolder:
         zeros = tester.test_many(values)
         matches, offset = [], 0
         for row, count in enumerate(row_comparisons):
-            hits = [index for index, zero in enumerate(zeros[offset:offset + count]) if zero]
+            row_zeros = zeros[offset:offset + count]
+            hits = rule.fired(row_zeros) if rule is not None else [i for i, zero in enumerate(row_zeros) if zero]
             if hits:
                 matches.append((row, hits, attachments[row]))
             offset += count

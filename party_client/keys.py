@@ -41,6 +41,7 @@ class QuerierKeys:
     records: int
     tables: list[QuerierTable]
     spec: str                      # how the keys were derived; the holder must agree
+    blocked: object | None = None  # fuzzy rules with blocking: a party_client.blocking.BlockedQuery
 
     @property
     def blank(self) -> int:
@@ -61,6 +62,7 @@ class HolderKeys:
     names: list[str]
     values: list[list[str | None]]   # per table, per row: the row's key or None
     spec: str
+    blocked: object | None = None    # fuzzy rules with blocking: a party_client.blocking.BlockedHolder
 
     @property
     def rows(self) -> np.ndarray:

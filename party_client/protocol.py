@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PublicKey
 
+from party_client.blocking import candidate_pairs, holder_pass_blocks
 from party_client.cuckoo import EMPTY, CuckooFailure, CuckooParams, bin_count, padded_size, place
 from party_client.encoding import SECRET_BYTES, bin_positions, bucket, encode, encoding_bytes
 from party_client.encrypt_worker import MIN_ITEMS_FOR_WORKERS, encrypt_in_worker
@@ -99,6 +100,9 @@ class PreparedQuery:
     header: pb.QueryHeader
     slots: list[tuple[int, int] | None]     # per ciphertext: (table, key index), or None for padding
     buckets: list[int]                      # lookup only
+    blocks: list[str] = dataclass_field(default_factory=list)         # blocked rules: per entry
+    entry_records: list[int] = dataclass_field(default_factory=list)  # blocked rules: per entry
+    per_entry: int = 1                      # ciphertexts per entry (blocked rules: one per group)
 
 
 def prepare_tables(keys: QuerierKeys, options: QueryOptions, modulus_bits: int,
@@ -148,6 +152,33 @@ def prepare_lookup(keys: QuerierKeys, options: QueryOptions, modulus_bits: int, 
     return PreparedQuery(secret, header, slots, buckets), encodings + [None] * (entries - len(encodings))
 
 
+def prepare_blocked(keys: QuerierKeys, options: QueryOptions, modulus_bits: int,
+                    progress) -> tuple[PreparedQuery, list[bytes | None]]:
+    """Blocked rules: per pass, each record's block and one encoded key per comparison group.
+
+    A record missing a group's key gets a random ciphertext there (it never agrees).
+    """
+    blocked = keys.blocked
+    groups = blocked.layout.groups
+    labels = [f"pair/{g.label}" for g in groups]
+    columns = [series.tolist() for series in blocked.group_keys]
+    encodings, entry_records, blocks, specs = [], [], [], []
+    cache: dict[int, list[bytes | None]] = {}
+    for planned in blocked.passes:
+        specs.append(pb.BlockingPassSpec(name=planned.name, buckets=planned.buckets, records=len(planned.records)))
+        for record in progress(f"encode pass {planned.name}", len(planned.records))(planned.records.tolist()):
+            if record not in cache:
+                cache[record] = [encode(blocked.secret, label, column[record], modulus_bits) if column[record]
+                                 else None for label, column in zip(labels, columns)]
+            encodings.extend(cache[record])
+            entry_records.append(record)
+        blocks.extend(planned.blocks)
+    header = pb.QueryHeader(session_secret=blocked.secret, key_spec=keys.spec, passes=specs,
+                            pair_layout=blocked.layout.name, request_fast_blinding=options.fast_blinding,
+                            records_per_chunk=CIPHERTEXTS_PER_RECORD)
+    return PreparedQuery(blocked.secret, header, [], [], blocks, entry_records, len(groups)), encodings
+
+
 def encrypt_slots(key: PublicKey, encodings: list[bytes | None], progress) -> list[bytes]:
     """Encrypt every slot: real keys as ``E(X)``, padding as ``E(random)``.
 
@@ -171,12 +202,50 @@ def encrypt_slots(key: PublicKey, encodings: list[bytes | None], progress) -> li
 
 
 def query_records(prepared: PreparedQuery, ciphertexts: list[bytes]) -> Iterator[bytes]:
+    """The header, then chunks of whole entries (an entry: ``per_entry`` ciphertexts and its bucket or block)."""
     yield prepared.header.SerializeToString()
-    for start in range(0, len(ciphertexts), CIPHERTEXTS_PER_RECORD):
-        chunk = pb.CiphertextChunk(ciphertexts=b"".join(ciphertexts[start:start + CIPHERTEXTS_PER_RECORD]))
+    per = prepared.per_entry
+    step = max(1, CIPHERTEXTS_PER_RECORD // per) * per
+    for start in range(0, len(ciphertexts), step):
+        chunk = pb.CiphertextChunk(ciphertexts=b"".join(ciphertexts[start:start + step]))
         if prepared.buckets:
-            chunk.buckets.extend(prepared.buckets[start:start + CIPHERTEXTS_PER_RECORD])
+            chunk.buckets.extend(prepared.buckets[start:start + step])
+        if prepared.blocks:
+            chunk.blocks.extend(prepared.blocks[start // per:(start + step) // per])
         yield chunk.SerializeToString()
+
+
+Results = list[tuple[pb.RowAttachment, list[int]]]
+
+
+def table_matches(prepared: PreparedQuery, results: Results) -> list[tuple[list[tuple[int, int]], list]]:
+    """Cuckoo tables and lookups: the zero comparisons' table positions name the querier's keys."""
+    matches = []
+    for attachment, indices in results:
+        if any(i >= len(attachment.positions) for i in indices):
+            raise PartyError("a result does not fit its attachment")
+        hits = {prepared.slots[p] for p in (attachment.positions[i] for i in indices)
+                if p < len(prepared.slots) and prepared.slots[p] is not None}
+        if hits:
+            matches.append((sorted(hits), [json.loads(v) for v in attachment.values]))
+    return matches
+
+
+def blocked_matches(prepared: PreparedQuery, results: Results,
+                    terms: int) -> list[tuple[list[tuple[int, int]], list]]:
+    """Blocked rules: each result is a pair (its first position names our entry) and the terms that held.
+
+    The same holder row found in several passes (same row tag) is one match.
+    """
+    by_row: dict[bytes, tuple[set, list]] = {}
+    for attachment, fired in results:
+        entry = attachment.positions[0] // prepared.per_entry if attachment.positions else len(prepared.entry_records)
+        if entry >= len(prepared.entry_records) or not fired or max(fired) >= terms:
+            raise PartyError("a result does not fit its attachment")
+        record = prepared.entry_records[entry]
+        hits, _ = by_row.setdefault(attachment.row_tag, (set(), [json.loads(v) for v in attachment.values]))
+        hits.update((t, record) for t in fired)
+    return [(sorted(hits), values) for hits, values in by_row.values()]
 
 
 class Querier:
@@ -210,6 +279,8 @@ class Querier:
         holder_key = party_key(self.connection, session.holder)
         if session.mode == pb.LOOKUP:
             prepared, encodings = prepare_lookup(keys, options, key.bits, lookup_secret, progress)
+        elif keys.blocked is not None:
+            prepared, encodings = prepare_blocked(keys, options, key.bits, progress)
         else:
             prepared, encodings = prepare_tables(keys, options, key.bits, progress)
         prepared.header.mode = session.mode
@@ -239,23 +310,24 @@ class Querier:
         note = pb.HolderNote.FromString(
             note_cipher(secret, session.session_id, message.round).open(info.holder_note))
         cipher = attachment_cipher(secret, session.session_id, message.round)
-        matches: list[tuple[list[tuple[int, int]], list]] = []
-        for page in self.connection.stream("FetchResults", pb.RoundRef(session_id=session.session_id,
-                                                                       round=message.round)):
-            for match in page.matches:
-                attachment = pb.RowAttachment.FromString(cipher.open(match.attachment))
-                if any(i >= len(attachment.positions) for i in match.match_indices):
-                    raise PartyError("a result does not fit its attachment")
-                hits = {prepared.slots[p] for p in (attachment.positions[i] for i in match.match_indices)
-                        if p < len(prepared.slots) and prepared.slots[p] is not None}
-                if hits:
-                    matches.append((sorted(hits), [json.loads(v) for v in attachment.values]))
+        pages = self.connection.stream("FetchResults", pb.RoundRef(session_id=session.session_id,
+                                                                   round=message.round))
+        results = [(pb.RowAttachment.FromString(cipher.open(match.attachment)), list(match.match_indices))
+                   for page in pages for match in page.matches]
+        matches = (blocked_matches(prepared, results, len(keys.tables)) if keys.blocked is not None
+                   else table_matches(prepared, results))
         timings["fetch"] = time.perf_counter() - mark
         timings["total"] = time.perf_counter() - started
         facts = {"records": keys.records, "blank_identifiers": keys.blank,
                  "distinct_keys": [len(t.values) for t in keys.tables], "table_slots": len(prepared.slots),
                  "matched_holder_rows": len(matches), "seconds": {k: round(v, 3) for k, v in timings.items()}}
-        if session.mode != pb.LOOKUP:
+        if keys.blocked is not None:
+            facts.update(layout=keys.blocked.layout.name, comparisons_per_pair=keys.blocked.layout.comparisons,
+                         passes=[{"fields": p.name, "buckets": p.buckets or "clear", "records": len(p.records),
+                                  "risk": p.risk, "candidate_pairs": int(pairs)}
+                                 for p, pairs in zip(keys.blocked.passes, note.pass_pairs)],
+                         candidate_pairs=int(sum(note.pass_pairs)))
+        elif session.mode != pb.LOOKUP:
             facts.update(tables=[t.name for t in prepared.header.tables],
                          cuckoo_bins=[int(t.bins) for t in prepared.header.tables],
                          hash_functions=options.cuckoo.hash_functions,
@@ -291,6 +363,16 @@ class HolderOptions:
     allowed_queriers: list[str] | None = None
     batch_rows: int = 256
     progress: bool | None = None
+
+
+@dataclass
+class RoundPlan:
+    """What the holder compares in one round: units (row, [(query position, encoding)]), and for
+    blocked rules the pair rule K applies and the candidate pairs per pass."""
+
+    units: list[tuple[int, list[tuple[int, bytes]]]]
+    rule: pb.PairRule | None = None
+    pass_pairs: list[int] = dataclass_field(default_factory=list)
 
 
 class HolderData:
@@ -388,12 +470,13 @@ class Holder:
             records = open_records(chunks, self.party.private_key, party_key(self.connection, item.querier),
                                    message_context(session.session_id, "query"))
             header = pb.QueryHeader.FromString(next(records))
-            ciphertexts, buckets = [], []
+            ciphertexts, buckets, blocks = [], [], []
             for record in records:
                 chunk = pb.CiphertextChunk.FromString(record)
                 ciphertexts.extend(key.from_bytes(chunk.ciphertexts))
                 buckets.extend(chunk.buckets)
-            plan = self._plan(session, header, ciphertexts, buckets)
+                blocks.extend(chunk.blocks)
+            plan = self._plan(session, header, ciphertexts, buckets, blocks)
         except (ValueError, PartyError) as error:
             self._abort(item, f"malformed query: {error}")
             return {}
@@ -403,7 +486,7 @@ class Holder:
         return self._compare(item, key, header, ciphertexts, plan)
 
     def _plan(self, session: pb.SessionInfo, header: pb.QueryHeader, ciphertexts: list,
-              buckets: list[int]) -> list[tuple[int, list[tuple[int, bytes]]]] | str:
+              buckets: list[int], blocks: list[str]) -> RoundPlan | str:
         """The comparison units (row, [(table position, the row's encoding)]) or a refusal reason.
 
         A row without a key in some table is still compared there, against random bins with a
@@ -414,9 +497,9 @@ class Holder:
             return "the query does not match the session (mode or key size)"
         if len(header.session_secret) != SECRET_BYTES:
             return "bad session secret"
-        if header.key_spec != keys.spec or [t.name for t in header.tables] != keys.names:
+        if header.key_spec != keys.spec or ([t.name for t in header.tables] != keys.names and not header.passes):
             return (f"the parties' matching keys differ (querier: {header.key_spec}, holder: {keys.spec}); "
-                    "field names, encoders and rule must agree")
+                    "field names, encoders, rule and blocking must agree")
         key_length = encoding_bytes(PublicKey(session.modulus).bits)
         modulus_bits = PublicKey(session.modulus).bits
         secret = header.session_secret
@@ -428,8 +511,10 @@ class Holder:
             index, encodings = self.data.bucket_index(session.session_id, secret, header.lookup_buckets,
                                                       modulus_bits)
             rank = self._rank(session.session_id)     # only the queried buckets' rows: O(bucket) per lookup
-            return [(row, [(entry, encodings[row])]) for entry, b in enumerate(buckets)
-                    for row in sorted(index.get(b, []), key=rank)]
+            return RoundPlan([(row, [(entry, encodings[row])]) for entry, b in enumerate(buckets)
+                              for row in sorted(index.get(b, []), key=rank)])
+        if header.passes:
+            return self._plan_blocked(session, header, ciphertexts, blocks)
         sizes = [t.bins + t.stash for t in header.tables]
         if any(t.hash_functions < 1 or t.bins < 1 for t in header.tables) or len(ciphertexts) != sum(sizes):
             return "the cuckoo tables do not match their header"
@@ -449,7 +534,56 @@ class Holder:
                 positions += list(range(table.bins, table.bins + table.stash))
                 comparisons.extend((int(offsets[t]) + p, x) for p in positions)
             units.append((int(row), comparisons))
-        return units
+        return RoundPlan(units)
+
+    def _plan_blocked(self, session: pb.SessionInfo, header: pb.QueryHeader, ciphertexts: list,
+                      blocks: list[str]) -> RoundPlan | str:
+        """Blocked rules: per pass, the candidate pairs (our rows in each querier entry's block), in a keyed order.
+
+        A pair compares each group's querier ciphertext with every variant of our key for it (a
+        random value where we have none), so K sees the same number of comparisons for every pair.
+        """
+        blocked = self.data.keys.blocked
+        if blocked is None:
+            return "the querier uses blocking passes, the holder's rules have none"
+        layout = blocked.layout
+        if header.pair_layout != layout.name or len(header.passes) != len(blocked.block_keys):
+            return "the parties' blocking passes or comparison layout differ"
+        per = len(layout.groups)
+        entries = sum(p.records for p in header.passes)
+        if len(blocks) != entries or len(ciphertexts) != entries * per:
+            return "the blocked entries do not match their header"
+        if any((p.buckets == 0) != clear for p, clear in zip(header.passes, blocked.clear)):
+            return "a blocking pass is bucketed on one side and clear on the other"
+        secret, modulus_bits = header.session_secret, PublicKey(session.modulus).bits
+        found, pass_pairs, offset = [], [], 0
+        for index, spec in enumerate(header.passes):
+            query = pd.Series(blocks[offset:offset + spec.records], index=range(offset, offset + spec.records))
+            pairs = candidate_pairs(query, holder_pass_blocks(blocked, secret, index, spec.buckets))
+            found.append(pairs)
+            pass_pairs.append(len(pairs))
+            offset += spec.records
+        pairs = pd.concat(found, ignore_index=True)
+        order = self._shuffle(session.session_id, np.arange(len(pairs)))
+        entry_of, row_of = pairs["entry"].to_numpy(), pairs["row"].to_numpy()
+        key_length = encoding_bytes(modulus_bits)
+        labels = [f"pair/{g.label}" for g in layout.groups]
+        encoded: dict[int, list[tuple[int, bytes]]] = {}
+
+        def row_keys(row: int) -> list[tuple[int, bytes]]:
+            """(group, encoding) per comparison of one row: every variant of every group."""
+            if row not in encoded:
+                encoded[row] = [(g, encode(secret, labels[g], variant[row], modulus_bits) if variant[row]
+                                 else os.urandom(key_length))
+                                for g, variants in enumerate(blocked.group_keys) for variant in variants]
+            return encoded[row]
+        units = []
+        for i in tqdm_rows(order, "holder: encode pairs", self.options.progress):
+            entry, row = int(entry_of[i]), int(row_of[i])
+            units.append((row, [(entry * per + g, x) for g, x in row_keys(row)]))
+        rule = pb.PairRule(group_sizes=layout.group_sizes,
+                           terms=[pb.Conjunction(groups=list(term)) for term in layout.terms])
+        return RoundPlan(units, rule, pass_pairs)
 
     def _rank(self, session_id: str) -> Callable[[int], bytes]:
         """A keyed, per-session order of rows (a resumed holder orders them the same way)."""
@@ -462,9 +596,14 @@ class Holder:
         generator = np.random.default_rng(int.from_bytes(seed, "big"))
         return [int(r) for r in generator.permutation(rows)]
 
+    def _row_tag(self, session_id: str, row: int) -> bytes:
+        """Names a holder row within a session (blocked rules: the same row found by several passes)."""
+        return hmac.digest(self.party.local_secret, f"row/{session_id}/{row}".encode(), hashlib.sha256)[:16]
+
     def _compare(self, item: pb.WorkItem, key: PublicKey, header: pb.QueryHeader, ciphertexts: list,
-                 units: list[tuple[int, list[tuple[int, bytes]]]]) -> dict:
+                 plan: RoundPlan) -> dict:
         session = item.session
+        units = plan.units
         secret = header.session_secret
         fast = header.request_fast_blinding and self.options.allow_fast_blinding
         refused = ("the holder does not allow fast blinding; full blinding was used"
@@ -472,7 +611,7 @@ class Holder:
         releasing = session.mode == pb.JOIN and self.data.payloads is not None   # dedup, lookup: no payload
         release_columns = self.data.release_columns if releasing else []
         cipher = attachment_cipher(secret, session.session_id, item.round)
-        positions_bound = max((len(c) for _, c in units), default=1) * 5 + 4
+        positions_bound = max((len(c) for _, c in units), default=1) * 5 + 4 + (18 if plan.rule else 0)
         width = SessionCipher.padded_width((self.data.longest_payload if releasing else 0) + positions_bound)
 
         def batch(seq: int, chunk: list[tuple[int, list[tuple[int, bytes]]]]) -> pb.ComparisonBatch:
@@ -487,10 +626,12 @@ class Holder:
                                                            blinding_factor(key, fast)))
                 counts.append(len(comparisons))
                 attachment = pb.RowAttachment(positions=[p for p, _ in comparisons],
-                                              values=self.data.payloads[row] if releasing else [])
+                                              values=self.data.payloads[row] if releasing else [],
+                                              row_tag=self._row_tag(session.session_id, row) if plan.rule else b"")
                 attachments.append(cipher.seal(attachment.SerializeToString(), width))
             return pb.ComparisonBatch(session_id=session.session_id, round=item.round, seq=seq,
-                                      ciphertexts=bytes(out), row_comparisons=counts, attachments=attachments)
+                                      ciphertexts=bytes(out), row_comparisons=counts, attachments=attachments,
+                                      rule=plan.rule)
 
         # Batches are the unit of parallel work: small inputs get small batches so every core helps.
         size = max(16, min(self.options.batch_rows, -(-len(units) // (4 * (os.cpu_count() or 2)))))
@@ -518,7 +659,7 @@ class Holder:
                 if following is not None:
                     window.append((len(following[1]), pool.submit(batch, *following)))
         note = pb.HolderNote(release_columns=release_columns, blinding="fast" if fast else "full",
-                             refused_fast_blinding=refused)
+                             refused_fast_blinding=refused, pass_pairs=plan.pass_pairs)
         sealed_note = note_cipher(secret, session.session_id, item.round).seal(
             note.SerializeToString(), SessionCipher.padded_width(len(note.SerializeToString())))
         # Acknowledge (K deletes the spooled query) before finishing: once the round is finished the

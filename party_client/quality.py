@@ -43,3 +43,10 @@ def quality(found: set[tuple[int, int]], truth: set[tuple[int, int]], candidates
     if candidates is not None and all_pairs:
         result["reduction_ratio"] = round(1 - candidates / all_pairs, 6)
     return result
+
+
+def blocking_quality(candidates: set[tuple[int, int]], truth: set[tuple[int, int]], left: int, right: int) -> dict:
+    """Reduction ratio ``1 - |candidates| / (n m)`` and pair completeness ``|candidates & truth| / |truth|``."""
+    return {"candidate_pairs": len(candidates),
+            "reduction_ratio": round(1.0 - len(candidates) / float(left * right), 6) if left and right else 0.0,
+            "pair_completeness": round(len(candidates & truth) / len(truth), 4) if truth else 1.0}

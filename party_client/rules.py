@@ -48,6 +48,27 @@ PHONETIC = {"soundex": jellyfish.soundex, "nysiis": jellyfish.nysiis, "metaphone
 
 
 @dataclass(frozen=True)
+class BlockingPass:
+    """One ``[[blocking]]`` pass: its key's fields; keyed buckets (given, or the most the risk allows) or clear."""
+
+    fields: tuple[str, ...]
+    buckets: int | None = None
+    clear: bool = False
+
+    @property
+    def name(self) -> str:
+        return "+".join(self.fields)
+
+
+@dataclass(frozen=True)
+class RiskPolicy:
+    """``[risk]``: the threshold for what travels in the clear, and the population behind the data."""
+
+    max: float = 0.05
+    population: int | None = None
+
+
+@dataclass(frozen=True)
 class Field:
     name: str
     column: str
@@ -69,6 +90,51 @@ class Component:
 
 
 Term = tuple[Component, ...]
+
+
+@dataclass(frozen=True)
+class PairGroup:
+    """One comparison group of the blocked engine: a conjunction of components compared as one key.
+
+    The holder contributes one key per variant (3 per ``year~1`` part: year - 1, year, year + 1);
+    the group agrees when any variant equals the querier's key.
+    """
+
+    parts: Term
+
+    @property
+    def label(self) -> str:
+        return "+".join(c.label for c in self.parts)
+
+    @property
+    def variants(self) -> int:
+        return 3 ** sum(c.part == "year~1" for c in self.parts)
+
+
+@dataclass(frozen=True)
+class PairLayout:
+    """What is compared per candidate pair and how K combines it (``keyholder.sessions.PairRule``).
+
+    ``terms``: one group per rule term, the rule is "any group" (K learns only which terms
+    agree); ``fields``: one group per component, the rule's terms over them (the book's "one
+    comparison per matching variable"; K learns per-field agreement bits of candidate pairs).
+    """
+
+    kind: str
+    groups: tuple[PairGroup, ...]
+    terms: tuple[tuple[int, ...], ...]
+
+    @property
+    def group_sizes(self) -> list[int]:
+        return [g.variants for g in self.groups]
+
+    @property
+    def comparisons(self) -> int:
+        return sum(self.group_sizes)
+
+    @property
+    def name(self) -> str:
+        return f"{self.kind}/{len(self.groups)}"
 
 
 def _field_terms(field: Field) -> list[frozenset[Component]]:
@@ -131,9 +197,14 @@ def fellegi_sunter_terms(m: dict[str, float], u: dict[str, float], threshold: fl
 class Rules:
     """A parsed rules file: fields, the rule's terms, and how to compute each side's keys."""
 
-    def __init__(self, fields: list[Field], field_terms: list[frozenset[str]], source: str) -> None:
+    def __init__(self, fields: list[Field], field_terms: list[frozenset[str]], source: str,
+                 blocking: list[BlockingPass] | None = None, risk: RiskPolicy | None = None,
+                 compare: str = "auto") -> None:
         self.fields = {f.name: f for f in fields}
         self.source = source
+        self.blocking = list(blocking or [])
+        self.risk = risk or RiskPolicy()
+        self.compare = compare
         expanded: list[frozenset[Component]] = []
         for term in field_terms:
             for combo in itertools.product(*(_field_terms(self.fields[name]) for name in sorted(term))):
@@ -145,6 +216,9 @@ class Rules:
         """Digest of what both parties must agree on (not column names or date formats)."""
         canonical = {"fields": sorted((f.name, f.encoder, f.transposed) for f in self.fields.values()),
                      "terms": [[c.label for c in term] for term in self.terms]}
+        if self.blocking:
+            canonical["blocking"] = [[list(b.fields), b.buckets, b.clear] for b in self.blocking]
+            canonical["layout"] = self.pair_layout().name
         return "rules/v1/" + hashlib.sha256(json.dumps(canonical).encode()).hexdigest()[:32]
 
     @staticmethod
@@ -218,14 +292,69 @@ class Rules:
                 keys = joined["a"] + KEY_SEPARATOR + joined["b"]
         return keys
 
+    # -- the blocked engine ---------------------------------------------------------
+    def pair_layout(self) -> PairLayout:
+        """Per-term groups or per-field groups, whichever needs fewer comparisons per pair (ties: terms)."""
+        by_term = PairLayout("terms", tuple(PairGroup(t) for t in self.terms),
+                             tuple((i,) for i in range(len(self.terms))))
+        components = sorted({c for t in self.terms for c in t}, key=lambda c: c.label)
+        index = {c: i for i, c in enumerate(components)}
+        by_field = PairLayout("fields", tuple(PairGroup((c,)) for c in components),
+                              tuple(tuple(index[c] for c in t) for t in self.terms))
+        if self.compare == "terms" or (self.compare == "auto" and by_term.comparisons <= by_field.comparisons):
+            return by_term
+        return by_field
+
+    @staticmethod
+    def _part_variants(component: Component, codes: dict[str, pd.Series], querier: bool) -> list[pd.Series]:
+        """A component's code per record: the querier's one value, the holder's variants."""
+        if component.part == "year~1":
+            year = codes[f"{component.field}.__year"]
+            deltas = (0,) if querier else (-1, 0, 1)
+            return [(year + d).astype("string").fillna("").astype(object) for d in deltas]
+        return [Rules._component(component, codes, querier)]
+
+    def group_codes(self, codes: dict[str, pd.Series], querier: bool) -> list[list[pd.Series]]:
+        """Per group of :meth:`pair_layout`, per variant: the key per record ('' when a part is missing)."""
+        out = []
+        for group in self.pair_layout().groups:
+            variants = []
+            for combo in itertools.product(*(self._part_variants(c, codes, querier) for c in group.parts)):
+                key = combo[0]
+                for part in combo[1:]:
+                    key = key + KEY_SEPARATOR + part
+                missing = pd.concat([(part == "") for part in combo], axis=1).any(axis=1)
+                variants.append(key.where(~missing, ""))
+            out.append(variants)
+        return out
+
+    def block_keys(self, codes: dict[str, pd.Series], blocking: BlockingPass) -> pd.Series:
+        """A pass's clear block key per record ('' when a part is missing); a dob_ndi field blocks on its month."""
+        parts = []
+        for name in blocking.fields:
+            field = self.fields.get(name)
+            label = f"{name}.month" if field is not None and field.encoder == "dob_ndi" else name
+            parts.append(codes[label])
+        key = parts[0]
+        for part in parts[1:]:
+            key = key + KEY_SEPARATOR + part
+        missing = pd.concat([(part == "") for part in parts], axis=1).any(axis=1)
+        return key.where(~missing, "")
+
     def querier_keys(self, frame: pd.DataFrame) -> QuerierKeys:
         codes = self.codes(frame)
+        if self.blocking:
+            from party_client.blocking import plan_query     # blocking builds on these rules
+            return plan_query(self, codes, len(frame))
         tables = [QuerierTable.from_pairs(self.term_name(t), self._term_keys(t, codes, querier=True))
                   for t in self.terms]
         return QuerierKeys(len(frame), tables, self.spec)
 
     def holder_keys(self, frame: pd.DataFrame) -> HolderKeys:
         codes = self.codes(frame)
+        if self.blocking:
+            from party_client.blocking import holder_blocks
+            return holder_blocks(self, codes, len(frame))
         values = []
         for term in self.terms:
             keys = self._term_keys(term, codes, querier=False)
@@ -282,4 +411,44 @@ def load_rules(source: str | Path | dict) -> Rules:
         terms = fellegi_sunter_terms(m, u, threshold)
     else:
         raise PartyError(f"{where}: [rule] needs match = \"...\" or a [rule.fellegi_sunter] table")
-    return Rules(fields, terms, where)
+    compare = rule.get("compare", "auto")
+    if compare not in ("auto", "terms", "fields"):
+        raise PartyError(f"{where}: [rule] compare must be auto, terms or fields")
+    return Rules(fields, terms, where, _blocking(document, where, fields), _risk(document, where), compare)
+
+
+def _blocking(document: dict, where: str, fields: list[Field]) -> list[BlockingPass]:
+    """``[[blocking]]`` passes: fields (names, or date parts such as ``dob.year``), optional buckets or clear."""
+    names = {f.name for f in fields}
+    parts = {f"{f.name}.{p}" for f in fields if f.encoder == "dob_ndi" for p in ("day", "month", "year")}
+    passes = []
+    for entry in document.get("blocking", []):
+        chosen = entry.get("fields")
+        if not isinstance(chosen, list) or not chosen or not all(isinstance(n, str) for n in chosen):
+            raise PartyError(f"{where}: every [[blocking]] needs fields = [\"name\", ...]")
+        unknown = [n for n in chosen if n not in names | parts]
+        if unknown:
+            raise PartyError(f"{where}: [[blocking]] field '{unknown[0]}' is not a [[field]] name")
+        buckets = entry.get("buckets")
+        if buckets is not None and (not isinstance(buckets, int) or buckets < 1):
+            raise PartyError(f"{where}: [[blocking]] buckets must be a positive integer")
+        clear = bool(entry.get("clear", False))
+        if clear and buckets is not None:
+            raise PartyError(f"{where}: a [[blocking]] pass is either clear or bucketed, not both")
+        passes.append(BlockingPass(tuple(chosen), buckets, clear))
+    return passes
+
+
+def _risk(document: dict, where: str) -> RiskPolicy:
+    risk = document.get("risk", {})
+    try:
+        threshold = float(risk.get("max", 0.05))
+        population = risk.get("population")
+        population = None if population is None else int(population)
+    except (TypeError, ValueError):
+        raise PartyError(f"{where}: [risk] max must be a number and population an integer") from None
+    if not 0 < threshold <= 1:
+        raise PartyError(f"{where}: [risk] max must lie in (0, 1]")
+    if population is not None and population < 1:
+        raise PartyError(f"{where}: [risk] population must be positive")
+    return RiskPolicy(threshold, population)

@@ -187,20 +187,36 @@ class WorkList(_message.Message):
     def __init__(self, items: _Optional[_Iterable[_Union[WorkItem, _Mapping]]] = ...) -> None: ...
 
 class ComparisonBatch(_message.Message):
-    __slots__ = ("session_id", "round", "seq", "ciphertexts", "row_comparisons", "attachments")
+    __slots__ = ("session_id", "round", "seq", "ciphertexts", "row_comparisons", "attachments", "rule")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     ROUND_FIELD_NUMBER: _ClassVar[int]
     SEQ_FIELD_NUMBER: _ClassVar[int]
     CIPHERTEXTS_FIELD_NUMBER: _ClassVar[int]
     ROW_COMPARISONS_FIELD_NUMBER: _ClassVar[int]
     ATTACHMENTS_FIELD_NUMBER: _ClassVar[int]
+    RULE_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     round: int
     seq: int
     ciphertexts: bytes
     row_comparisons: _containers.RepeatedScalarFieldContainer[int]
     attachments: _containers.RepeatedScalarFieldContainer[bytes]
-    def __init__(self, session_id: _Optional[str] = ..., round: _Optional[int] = ..., seq: _Optional[int] = ..., ciphertexts: _Optional[bytes] = ..., row_comparisons: _Optional[_Iterable[int]] = ..., attachments: _Optional[_Iterable[bytes]] = ...) -> None: ...
+    rule: PairRule
+    def __init__(self, session_id: _Optional[str] = ..., round: _Optional[int] = ..., seq: _Optional[int] = ..., ciphertexts: _Optional[bytes] = ..., row_comparisons: _Optional[_Iterable[int]] = ..., attachments: _Optional[_Iterable[bytes]] = ..., rule: _Optional[_Union[PairRule, _Mapping]] = ...) -> None: ...
+
+class PairRule(_message.Message):
+    __slots__ = ("group_sizes", "terms")
+    GROUP_SIZES_FIELD_NUMBER: _ClassVar[int]
+    TERMS_FIELD_NUMBER: _ClassVar[int]
+    group_sizes: _containers.RepeatedScalarFieldContainer[int]
+    terms: _containers.RepeatedCompositeFieldContainer[Conjunction]
+    def __init__(self, group_sizes: _Optional[_Iterable[int]] = ..., terms: _Optional[_Iterable[_Union[Conjunction, _Mapping]]] = ...) -> None: ...
+
+class Conjunction(_message.Message):
+    __slots__ = ("groups",)
+    GROUPS_FIELD_NUMBER: _ClassVar[int]
+    groups: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, groups: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class BatchAck(_message.Message):
     __slots__ = ("seq", "comparisons", "duplicate")
@@ -297,7 +313,7 @@ class TableSpec(_message.Message):
     def __init__(self, name: _Optional[str] = ..., bins: _Optional[int] = ..., hash_functions: _Optional[int] = ..., stash: _Optional[int] = ...) -> None: ...
 
 class QueryHeader(_message.Message):
-    __slots__ = ("session_secret", "mode", "key_bits", "key_spec", "tables", "lookup_buckets", "entries", "request_fast_blinding", "records_per_chunk")
+    __slots__ = ("session_secret", "mode", "key_bits", "key_spec", "tables", "lookup_buckets", "entries", "request_fast_blinding", "records_per_chunk", "passes", "pair_layout")
     SESSION_SECRET_FIELD_NUMBER: _ClassVar[int]
     MODE_FIELD_NUMBER: _ClassVar[int]
     KEY_BITS_FIELD_NUMBER: _ClassVar[int]
@@ -307,6 +323,8 @@ class QueryHeader(_message.Message):
     ENTRIES_FIELD_NUMBER: _ClassVar[int]
     REQUEST_FAST_BLINDING_FIELD_NUMBER: _ClassVar[int]
     RECORDS_PER_CHUNK_FIELD_NUMBER: _ClassVar[int]
+    PASSES_FIELD_NUMBER: _ClassVar[int]
+    PAIR_LAYOUT_FIELD_NUMBER: _ClassVar[int]
     session_secret: bytes
     mode: Mode
     key_bits: int
@@ -316,30 +334,48 @@ class QueryHeader(_message.Message):
     entries: int
     request_fast_blinding: bool
     records_per_chunk: int
-    def __init__(self, session_secret: _Optional[bytes] = ..., mode: _Optional[_Union[Mode, str]] = ..., key_bits: _Optional[int] = ..., key_spec: _Optional[str] = ..., tables: _Optional[_Iterable[_Union[TableSpec, _Mapping]]] = ..., lookup_buckets: _Optional[int] = ..., entries: _Optional[int] = ..., request_fast_blinding: _Optional[bool] = ..., records_per_chunk: _Optional[int] = ...) -> None: ...
+    passes: _containers.RepeatedCompositeFieldContainer[BlockingPassSpec]
+    pair_layout: str
+    def __init__(self, session_secret: _Optional[bytes] = ..., mode: _Optional[_Union[Mode, str]] = ..., key_bits: _Optional[int] = ..., key_spec: _Optional[str] = ..., tables: _Optional[_Iterable[_Union[TableSpec, _Mapping]]] = ..., lookup_buckets: _Optional[int] = ..., entries: _Optional[int] = ..., request_fast_blinding: _Optional[bool] = ..., records_per_chunk: _Optional[int] = ..., passes: _Optional[_Iterable[_Union[BlockingPassSpec, _Mapping]]] = ..., pair_layout: _Optional[str] = ...) -> None: ...
+
+class BlockingPassSpec(_message.Message):
+    __slots__ = ("name", "buckets", "records")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    BUCKETS_FIELD_NUMBER: _ClassVar[int]
+    RECORDS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    buckets: int
+    records: int
+    def __init__(self, name: _Optional[str] = ..., buckets: _Optional[int] = ..., records: _Optional[int] = ...) -> None: ...
 
 class CiphertextChunk(_message.Message):
-    __slots__ = ("ciphertexts", "buckets")
+    __slots__ = ("ciphertexts", "buckets", "blocks")
     CIPHERTEXTS_FIELD_NUMBER: _ClassVar[int]
     BUCKETS_FIELD_NUMBER: _ClassVar[int]
+    BLOCKS_FIELD_NUMBER: _ClassVar[int]
     ciphertexts: bytes
     buckets: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, ciphertexts: _Optional[bytes] = ..., buckets: _Optional[_Iterable[int]] = ...) -> None: ...
+    blocks: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, ciphertexts: _Optional[bytes] = ..., buckets: _Optional[_Iterable[int]] = ..., blocks: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class RowAttachment(_message.Message):
-    __slots__ = ("positions", "values")
+    __slots__ = ("positions", "values", "row_tag")
     POSITIONS_FIELD_NUMBER: _ClassVar[int]
     VALUES_FIELD_NUMBER: _ClassVar[int]
+    ROW_TAG_FIELD_NUMBER: _ClassVar[int]
     positions: _containers.RepeatedScalarFieldContainer[int]
     values: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, positions: _Optional[_Iterable[int]] = ..., values: _Optional[_Iterable[str]] = ...) -> None: ...
+    row_tag: bytes
+    def __init__(self, positions: _Optional[_Iterable[int]] = ..., values: _Optional[_Iterable[str]] = ..., row_tag: _Optional[bytes] = ...) -> None: ...
 
 class HolderNote(_message.Message):
-    __slots__ = ("release_columns", "blinding", "refused_fast_blinding")
+    __slots__ = ("release_columns", "blinding", "refused_fast_blinding", "pass_pairs")
     RELEASE_COLUMNS_FIELD_NUMBER: _ClassVar[int]
     BLINDING_FIELD_NUMBER: _ClassVar[int]
     REFUSED_FAST_BLINDING_FIELD_NUMBER: _ClassVar[int]
+    PASS_PAIRS_FIELD_NUMBER: _ClassVar[int]
     release_columns: _containers.RepeatedScalarFieldContainer[str]
     blinding: str
     refused_fast_blinding: str
-    def __init__(self, release_columns: _Optional[_Iterable[str]] = ..., blinding: _Optional[str] = ..., refused_fast_blinding: _Optional[str] = ...) -> None: ...
+    pass_pairs: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, release_columns: _Optional[_Iterable[str]] = ..., blinding: _Optional[str] = ..., refused_fast_blinding: _Optional[str] = ..., pass_pairs: _Optional[_Iterable[int]] = ...) -> None: ...

@@ -104,6 +104,48 @@ def febrl_sample():
     return pick_a.reset_index(drop=True), pick_b.sample(frac=1, random_state=3).reset_index(drop=True)
 
 
+def join_with_holder(keyholder, tmp_path, querier_frame, holder_frame, rules, querier_rules=None):
+    """A real fuzzy join: the holder serves from a thread, the querier joins (both through the API)."""
+    (qdir, _), (hdir, hname) = make_party(keyholder, tmp_path), make_party(keyholder, tmp_path)
+    stop = threading.Event()
+    serving = Party(hdir, progress=False).holder(holder_frame, rules=rules, release_columns=["rec_id"])
+    thread = threading.Thread(target=serving.serve, kwargs={"once": False, "poll_seconds": 0.5, "stop": stop.is_set})
+    thread.start()
+    try:
+        return Party(qdir, progress=False).join(hname, querier_frame, rules=querier_rules or rules,
+                                                key_bits=TEST_KEY_BITS, term_column="terms", timeout=300)
+    finally:
+        stop.set()
+        thread.join(timeout=60)
+
+
+def expected_join(querier_frame, holder_frame, rules) -> dict[tuple[str, str], str]:
+    """{(querier rec_id, holder rec_id): fired terms} computed in plaintext with the same codes."""
+    expected = plaintext_pairs(rules.querier_keys(querier_frame), rules.holder_keys(holder_frame))
+    return dict(zip(zip(expected.record.map(querier_frame["rec_id"]), expected.row.map(holder_frame["rec_id"])),
+                    expected.terms))
+
+
+@pytest.mark.parametrize("compare", ["terms", "fields"])
+def test_blocked_fuzzy_join_equals_plaintext_on_febrl(keyholder, tmp_path, febrl_sample, compare):
+    """Blocking passes that respect the rule lose nothing: the same pairs and fired terms as plaintext."""
+    querier_frame, holder_frame = febrl_sample
+    plain = {"field": FIELDS, "rule": {"match": RULE, "compare": compare}}
+    blocked = {**plain, "blocking": [{"fields": ["ssn"]}, {"fields": ["sn"], "clear": True}],
+               "risk": {"max": 0.05, "population": 10_000_000}}
+    expected = expected_join(querier_frame, holder_frame, load_rules(plain))
+    result = join_with_holder(keyholder, tmp_path, querier_frame, holder_frame, load_rules(blocked))
+    out = result.frame
+    matched = out[out["matched"]]
+    assert dict(zip(zip(matched["rec_id"], matched["rec_id_holder"]), matched["terms"])) == expected
+    assert len(matched) == len(expected)                                 # no pair twice across passes
+    report = result.report
+    assert report["layout"].startswith(compare) and len(report["passes"]) == 2
+    assert report["passes"][1]["buckets"] == "clear" and report["passes"][0]["buckets"] > 1000
+    assert all(p["risk"]["max"] <= 0.05 for p in report["passes"])
+    assert 0 < report["candidate_pairs"] < len(querier_frame) * len(holder_frame)
+
+
 def test_secure_fuzzy_join_equals_plaintext_on_febrl(keyholder, tmp_path, febrl_sample):
     querier_frame, holder_frame = febrl_sample
     rules = load_rules({"field": FIELDS, "rule": {"match": RULE}})
@@ -111,17 +153,7 @@ def test_secure_fuzzy_join_equals_plaintext_on_febrl(keyholder, tmp_path, febrl_
     expected_ids = {(querier_frame["rec_id"][r], holder_frame["rec_id"][h]) for r, h in zip(expected.record, expected.row)}
     assert len(expected_ids) >= 60
 
-    (qdir, _), (hdir, hname) = make_party(keyholder, tmp_path), make_party(keyholder, tmp_path)
-    stop = threading.Event()
-    serving = Party(hdir, progress=False).holder(holder_frame, rules=rules, release_columns=["rec_id"])
-    thread = threading.Thread(target=serving.serve, kwargs={"once": False, "poll_seconds": 0.5, "stop": stop.is_set})
-    thread.start()
-    try:
-        result = Party(qdir, progress=False).join(hname, querier_frame, rules=rules, key_bits=TEST_KEY_BITS,
-                                                  term_column="terms", timeout=300)
-    finally:
-        stop.set()
-        thread.join(timeout=60)
+    result = join_with_holder(keyholder, tmp_path, querier_frame, holder_frame, rules)
     out = result.frame
     matched = out[out["matched"]]
     secure_ids = set(zip(matched["rec_id"], matched["rec_id_holder"]))
@@ -190,3 +222,42 @@ match = "sn and dob"
     assert process.wait(timeout=120) == 2
     error = process.stderr.read().strip().splitlines()
     assert len(error) == 1 and "matching keys differ" in error[0] and not (tmp_path / "x.csv").exists()
+
+
+def test_blocking_key_above_the_risk_threshold_is_refused(keyholder, tmp_path):
+    """A clear block key with risk above [risk] max is refused before any session opens (exit 2, one line)."""
+    (qdir, qname), (_, hname) = make_party(keyholder, tmp_path), make_party(keyholder, tmp_path)
+    frame = pd.DataFrame({"ssn": [f"{i:09d}" for i in range(200)], "sn": ["Smith", "Jones"] * 100})
+    frame.to_csv(tmp_path / "q.csv", index=False)
+    base = '[[field]]\nname = "ssn"\ncolumn = "ssn"\nencoder = "exact"\n' \
+           '[[field]]\nname = "sn"\ncolumn = "sn"\nencoder = "soundex"\n[rule]\nmatch = "ssn or sn"\n'
+    cases = {"clear.toml": ('[[blocking]]\nfields = ["ssn"]\nclear = true\n[risk]\nmax = 0.05\npopulation = 1000000\n',
+                            "pass 1 (ssn) refused: re-identification risk 1.0000"),
+             "buckets.toml": ('[[blocking]]\nfields = ["sn"]\nclear = true\n[[blocking]]\nfields = ["ssn"]\n'
+                              'buckets = 50\n[risk]\nmax = 0.05\n', "pass 2 (ssn) refused")}
+    for name, (blocking, message) in cases.items():
+        (tmp_path / name).write_text(base + blocking)
+        out = tmp_path / f"{name}.csv"
+        result = run_party("join", "--dir", str(qdir), *keyholder.flags(), "--holder", hname, "--input",
+                           str(tmp_path / "q.csv"), "--rules", str(tmp_path / name), "--out", str(out),
+                           "--key-bits", str(TEST_KEY_BITS), "--quiet", check=False)
+        assert result.returncode == 2 and message in result.stderr, result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1 and not out.exists()
+    audit = subprocess.run([sys.executable, "-m", "keyholder.cli", "audit", "--data-dir", str(keyholder.data_dir)],
+                           capture_output=True, text=True).stdout
+    assert not [line for line in audit.splitlines() if qname in line and "open_session" in line]
+
+
+def test_default_buckets_are_the_most_the_threshold_allows():
+    """Without `buckets`, a pass takes the most keyed buckets whose risk meets the threshold."""
+    import numpy as np
+    from deid_core.buckets import disclosed_key_risk
+    from party_client.blocking import BUCKET_STEP, choose_buckets
+    from party_client.rules import RiskPolicy
+    prf = np.random.default_rng(5).integers(0, 2**63, 4000, dtype=np.uint64)
+    for policy in (RiskPolicy(0.05), RiskPolicy(0.05, 1_000_000), RiskPolicy(0.2)):
+        buckets, risk = choose_buckets(prf, policy)
+        assert risk["max"] <= policy.max and risk == disclosed_key_risk(prf % np.uint64(buckets), policy.population)
+        finer = int(buckets * BUCKET_STEP) + 1
+        assert disclosed_key_risk(prf % np.uint64(finer), policy.population)["max"] > policy.max or finer > 2**23
+    assert choose_buckets(prf, RiskPolicy(0.05))[0] < 4000 / 20 < choose_buckets(prf, RiskPolicy(0.05, 10**6))[0]

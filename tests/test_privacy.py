@@ -146,6 +146,44 @@ def test_mtls_certificate_must_match_the_token(keyholder, tmp_path):
         plaintext.GetParty(pb.GetPartyRequest(name="x"), timeout=5)
 
 
+def test_pair_rule_forwards_final_matches_only(keyholder, tmp_path):
+    """Blocked fuzzy rounds: K evaluates the rule per pair and reports the terms that held, never groups.
+
+    Rule: groups of 1, 3 and 1 comparisons; terms (g0 and g1) or g2.  c = 1 encrypts 0 (agrees).
+    """
+    (qdir, _), (hdir, hname) = make_party(keyholder, tmp_path), make_party(keyholder, tmp_path)
+    session_id, round_no = _pending_round(keyholder, qdir, hname)
+    q, qmeta = stub_for(keyholder, qdir)
+    h, hmeta = stub_for(keyholder, hdir)
+    width = 2 * TEST_KEY_BITS // 8
+    rule = pb.PairRule(group_sizes=[1, 3, 1], terms=[pb.Conjunction(groups=[0, 1]), pb.Conjunction(groups=[2])])
+    rows = ["0" "505" "5",      # g0 and g1 agree: term 0
+            "0" "555" "5",      # only g0 agrees: a partial agreement, never forwarded
+            "5" "555" "0",      # g2: term 1
+            "0" "000" "0",      # everything: both terms
+            "5" "550" "5"]      # only g1
+    blob = b"".join((1 if c == "0" else 5).to_bytes(width, "big") for row in rows for c in row)
+    attachments = [bytes([65 + i]) * 48 for i in range(len(rows))]
+
+    def batch(seq, **changes):
+        fields = dict(session_id=session_id, round=round_no, seq=seq, ciphertexts=blob,
+                      row_comparisons=[5] * len(rows), attachments=attachments, rule=rule)
+        fields.update(changes)
+        return pb.ComparisonBatch(**fields)
+
+    for bad in (batch(0, row_comparisons=[5, 5, 5, 5, 4], ciphertexts=blob[:-width]),
+                batch(0, rule=pb.PairRule(group_sizes=[1, 3, 1], terms=[pb.Conjunction(groups=[3])]))):
+        with pytest.raises(grpc.RpcError) as caught:
+            h.SubmitComparisons(bad, metadata=hmeta)
+        assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    h.SubmitComparisons(batch(0), metadata=hmeta)
+    h.FinishRound(pb.FinishRoundRequest(session_id=session_id, round=round_no, batches=1), metadata=hmeta)
+    results = [(m.attachment[:1].decode(), list(m.match_indices))
+               for page in q.FetchResults(pb.RoundRef(session_id=session_id, round=round_no), metadata=qmeta)
+               for m in page.matches]
+    assert results == [("A", [0]), ("C", [1]), ("D", [0, 1])]
+
+
 def test_audit_log_records_counts_only(fresh_keyholder, tmp_path):
     """K's audit log says who did what with counts, never a value."""
     server = fresh_keyholder()

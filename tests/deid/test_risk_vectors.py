@@ -100,3 +100,24 @@ def test_full_subtree_policy_risk_and_population_reaggregation(seed001_table):
     # population: 1935-05-13 (1) + 1935-09-26 (2) -> 3 people share the merged value
     assert sorted(cl.F.tolist()) == [1, 1, 1, 1, 3, 3]
     assert summarize(cl)["prosecutor"]["max"] == 1.0
+
+
+def test_disclosed_key_risk_from_data_and_population():
+    """Blocking keys in the clear: prosecutor 1/f from the data; Skinner-Elliott for sample uniques."""
+    from deid_core.buckets import disclosed_key_risk, skinner_elliott
+    data = disclosed_key_risk(["a"] * 20 + ["b"] * 30)
+    assert data["method"] == "data" and data["max"] == pytest.approx(1 / 20) and data["average"] == pytest.approx(2 / 50)
+    # 3 uniques and 2 pairs in a sample of 7 from 700: theta = 0.01*3 / (0.01*3 + 2*0.99*2)
+    assert skinner_elliott(3, 2, 0.01) == pytest.approx(0.03 / (0.03 + 3.96))
+    # 3 uniques and 1 pair in 5 of 50: theta = 0.3 / (0.3 + 1.8) for the uniques, 0.1 / 2 for the pair
+    mixed = disclosed_key_risk(list("abcdd"), population=50)
+    assert mixed["max"] == pytest.approx(0.3 / 2.1) and mixed["classes"] == 4
+    assert mixed["average"] == pytest.approx((3 * 0.3 / 2.1 + 2 * 0.05) / 5)
+    # a sample unique never gets less than the sampling fraction
+    assert disclosed_key_risk(list("abcddee"), population=700)["max"] == pytest.approx(0.01)
+    # an identifier is unique for everyone: no population size makes it safe
+    assert disclosed_key_risk([str(i) for i in range(1000)], population=10**8)["max"] == 1.0
+    # common keys: pi / f
+    assert disclosed_key_risk(["x"] * 50 + ["y"] * 50, population=10**4)["max"] == pytest.approx(0.01 / 50)
+    with pytest.raises(ValueError):
+        disclosed_key_risk(["a", "b"], population=1)

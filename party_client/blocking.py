@@ -1,0 +1,155 @@
+"""Blocking passes for fuzzy rules (PROTOCOL.md, "Fuzzy, multi-field matching";
+book ch. 12, "Scaling Up", B:6660-6690).
+
+With ``[[blocking]]`` in a rules file the fuzzy join compares candidate pairs
+instead of padded cuckoo tables: per pass, the querier sends each record's
+block (the key itself, or ``PRF_s(key) mod B``) with one ciphertext per
+comparison group, the holder pairs them with its rows of the same block and
+K evaluates the rule per pair.  Candidate pairs are the union over passes, so
+a typo in one key or the NDI +-1-year rule does not lose a match that another
+pass catches.
+
+What travels in the clear is the querier's blocks, seen by the holder (who
+also knows ``s``, so a keyed bucket protects only by merging keys).  Before
+anything is sent, each pass's blocks are measured with
+:func:`deid_core.buckets.disclosed_key_risk` (population-based when the rules
+give a population size, otherwise from the data) and a pass above
+``[risk] max`` is refused; without ``buckets`` the pass takes the most keyed
+buckets whose risk meets the threshold.  Passes are unlinkable for the holder:
+each has its own shuffle and fresh ciphertexts, so each pass's risk is that of
+its own key.
+"""
+from __future__ import annotations
+
+import os
+import secrets
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from deid_core.buckets import disclosed_key_risk
+from party_client.encoding import SECRET_BYTES, block_prf
+from party_client.errors import PartyError
+from party_client.keys import HolderKeys, QuerierKeys, QuerierTable
+from party_client.rules import PairLayout, RiskPolicy, Rules
+
+BUCKET_STEP = 2 ** 0.25          # the default bucket search tries B, B / 2^(1/4), ...
+
+
+@dataclass
+class PlannedPass:
+    """One pass as the querier sends it: records in sending order and their blocks."""
+
+    name: str
+    buckets: int                 # 0: the clear key
+    records: np.ndarray          # querier record per entry (a fresh shuffle per pass)
+    blocks: list[str]            # block per entry
+    risk: dict                   # disclosed_key_risk of the blocks
+
+
+@dataclass
+class BlockedQuery:
+    secret: bytes
+    layout: PairLayout
+    passes: list[PlannedPass]
+    group_keys: list[pd.Series]  # per group: the querier's key per record ('' missing)
+
+
+@dataclass
+class BlockedHolder:
+    layout: PairLayout
+    group_keys: list[list[list[str | None]]]   # per group, per variant, per row
+    block_keys: list[list[str | None]]          # per pass, per row: the clear key
+    clear: list[bool]                           # per pass: the rules say clear
+
+
+def _bucket_values(secret: bytes, pass_index: int, keys: pd.Series) -> np.ndarray:
+    """``PRF_s(key)`` (64 bits) per record, computed once per distinct key."""
+    codes, uniques = pd.factorize(keys)
+    prf = np.array([block_prf(secret, pass_index, str(k)) for k in uniques], dtype=np.uint64)
+    return prf[codes]
+
+
+def choose_buckets(prf: np.ndarray, policy: RiskPolicy) -> tuple[int, dict]:
+    """The most keyed buckets whose blocks meet ``policy.max`` (and that risk); 1 bucket always does."""
+    size = max(len(prf), policy.population or 0, 1)
+    candidate = float(1 << int(size - 1).bit_length())
+    while True:
+        buckets = max(1, int(candidate))
+        risk = disclosed_key_risk(prf % np.uint64(buckets), policy.population)
+        if risk["max"] <= policy.max or buckets == 1:
+            return buckets, risk
+        candidate /= BUCKET_STEP
+
+
+def plan_query(rules: Rules, codes: dict[str, pd.Series], records: int) -> QuerierKeys:
+    """The querier's passes under a fresh session secret, each risk-checked before anything is sent."""
+    secret = os.urandom(SECRET_BYTES)
+    policy = rules.risk
+    if policy.population is not None and policy.population < records:
+        raise PartyError(f"[risk] population {policy.population} is smaller than the input's {records} records")
+    passes = []
+    for index, blocking in enumerate(rules.blocking):
+        keys = rules.block_keys(codes, blocking)
+        keys = keys[keys != ""]
+        if blocking.clear:
+            buckets, blocks = 0, keys.astype(str)
+            risk = disclosed_key_risk(blocks.tolist(), policy.population)
+            advice = "block on coarser fields or drop clear = true to hash the key into keyed buckets"
+        else:
+            prf = _bucket_values(secret, index, keys)
+            if blocking.buckets is None:
+                buckets, risk = choose_buckets(prf, policy)
+            else:
+                buckets = blocking.buckets
+                risk = disclosed_key_risk(prf % np.uint64(buckets), policy.population)
+            blocks = pd.Series((prf % np.uint64(buckets)).astype(str), index=keys.index)
+            advice = "use fewer buckets (or omit buckets to take the most the threshold allows)"
+        if risk["max"] > policy.max:
+            basis = (f"population {policy.population}" if policy.population else "the data as population")
+            raise PartyError(f"blocking pass {index + 1} ({blocking.name}) refused: re-identification risk "
+                             f"{risk['max']:.4f} of its {'clear keys' if blocking.clear else f'{buckets} buckets'} "
+                             f"exceeds [risk] max {policy.max} ({basis}); {advice}")
+        order = np.asarray(blocks.index)[np.argsort([secrets.randbits(64) for _ in range(len(blocks))])]
+        passes.append(PlannedPass(blocking.name, buckets, order, blocks.loc[order].tolist(),
+                                  {k: (round(v, 6) if isinstance(v, float) else v) for k, v in risk.items()}))
+    layout = rules.pair_layout()
+    group_keys = [variants[0] for variants in rules.group_codes(codes, querier=True)]
+    # One "table" per rule term whose key is the record itself: a match (term, record) then maps to
+    # the record like a cuckoo-table hit does, so outputs are assembled the same way.
+    identity = np.arange(records, dtype=np.int64)
+    tables = [QuerierTable(Rules.term_name(t), [str(r) for r in range(records)], identity, identity)
+              for t in rules.terms]
+    return QuerierKeys(records, tables, rules.spec, BlockedQuery(secret, layout, passes, group_keys))
+
+
+def holder_blocks(rules: Rules, codes: dict[str, pd.Series], rows: int) -> HolderKeys:
+    """The holder's group keys (all variants) and clear block keys per pass."""
+    def column(series: pd.Series) -> list[str | None]:
+        return [v if v else None for v in series.tolist()]
+    group_keys = [[column(v) for v in variants] for variants in rules.group_codes(codes, querier=False)]
+    block_keys = [column(rules.block_keys(codes, b)) for b in rules.blocking]
+    present = np.zeros(rows, dtype=bool)
+    for keys in block_keys:
+        present |= np.array([k is not None for k in keys], dtype=bool)
+    # HolderKeys.rows = rows with a block key in some pass (rows without one are never compared).
+    return HolderKeys(["blocked"], [[("" if p else None) for p in present]], rules.spec,
+                      BlockedHolder(rules.pair_layout(), group_keys, block_keys, [b.clear for b in rules.blocking]))
+
+
+def holder_pass_blocks(blocked: BlockedHolder, secret: bytes, pass_index: int, buckets: int) -> pd.Series:
+    """The holder's block per row for one pass (clear key, or keyed bucket), rows without a key dropped."""
+    keys = pd.Series(blocked.block_keys[pass_index], dtype=object).dropna()
+    if buckets == 0:
+        return keys.astype(str)
+    prf = _bucket_values(secret, pass_index, keys)
+    return pd.Series((prf % np.uint64(buckets)).astype(str), index=keys.index)
+
+
+def candidate_pairs(query_blocks: pd.Series, holder_blocks: pd.Series) -> pd.DataFrame:
+    """(entry, row) for every querier entry and holder row in the same block (a vectorized join)."""
+    left = pd.DataFrame({"block": query_blocks.to_numpy(), "entry": query_blocks.index.to_numpy()})
+    right = pd.DataFrame({"block": holder_blocks.to_numpy(), "row": holder_blocks.index.to_numpy()})
+    return left.merge(right, on="block")[["entry", "row"]]
+
