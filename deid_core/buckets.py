@@ -118,3 +118,18 @@ def disclosed_key_risk(keys: Sequence[object], population: int | None = None) ->
         method = "population"
     return {"method": method, "records": records, "classes": int(len(sizes)),
             "max": float(risk.max()), "average": float(risk.mean())}
+
+
+def keyed_bucket_risk(labels: Sequence[object], buckets: int, population: int | None = None) -> dict:
+    """Risk of revealing ``PRF_s(key) mod buckets`` per record: :func:`disclosed_key_risk` of the buckets,
+    and with a population at least :func:`hashed_bucket_risk` (exact when keys are distinct per person).
+
+    The sample estimate rests on the few sample classes of size 2 once buckets are fine, and a
+    search over bucket counts would pick up its noise; the hashed-bucket risk is smooth in the
+    bucket count and exact for an identifier, so the larger of the two is used.
+    """
+    risk = disclosed_key_risk(labels, population)
+    if population is not None and risk["records"]:
+        floor = hashed_bucket_risk(population, buckets)
+        risk.update(hashed_bucket_floor=floor, max=max(risk["max"], floor), average=max(risk["average"], floor))
+    return risk

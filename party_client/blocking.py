@@ -13,7 +13,8 @@ What travels in the clear is the querier's blocks, seen by the holder (who
 also knows ``s``, so a keyed bucket protects only by merging keys).  Before
 anything is sent, each pass's blocks are measured with
 :func:`deid_core.buckets.disclosed_key_risk` (population-based when the rules
-give a population size, otherwise from the data) and a pass above
+give a population size, otherwise from the data; keyed buckets with
+:func:`deid_core.buckets.keyed_bucket_risk`) and a pass above
 ``[risk] max`` is refused; without ``buckets`` the pass takes the most keyed
 buckets whose risk meets the threshold.  Passes are unlinkable for the holder:
 each has its own shuffle and fresh ciphertexts, so each pass's risk is that of
@@ -28,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from deid_core.buckets import disclosed_key_risk
+from deid_core.buckets import disclosed_key_risk, keyed_bucket_risk
 from party_client.encoding import SECRET_BYTES, block_prf
 from party_client.errors import PartyError
 from party_client.keys import HolderKeys, QuerierKeys, QuerierTable
@@ -77,7 +78,7 @@ def choose_buckets(prf: np.ndarray, policy: RiskPolicy) -> tuple[int, dict]:
     candidate = float(1 << int(size - 1).bit_length())
     while True:
         buckets = max(1, int(candidate))
-        risk = disclosed_key_risk(prf % np.uint64(buckets), policy.population)
+        risk = keyed_bucket_risk(prf % np.uint64(buckets), buckets, policy.population)
         if risk["max"] <= policy.max or buckets == 1:
             return buckets, risk
         candidate /= BUCKET_STEP
@@ -103,7 +104,7 @@ def plan_query(rules: Rules, codes: dict[str, pd.Series], records: int) -> Queri
                 buckets, risk = choose_buckets(prf, policy)
             else:
                 buckets = blocking.buckets
-                risk = disclosed_key_risk(prf % np.uint64(buckets), policy.population)
+                risk = keyed_bucket_risk(prf % np.uint64(buckets), buckets, policy.population)
             blocks = pd.Series((prf % np.uint64(buckets)).astype(str), index=keys.index)
             advice = "use fewer buckets (or omit buckets to take the most the threshold allows)"
         if risk["max"] > policy.max:

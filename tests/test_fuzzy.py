@@ -251,13 +251,14 @@ def test_blocking_key_above_the_risk_threshold_is_refused(keyholder, tmp_path):
 def test_default_buckets_are_the_most_the_threshold_allows():
     """Without `buckets`, a pass takes the most keyed buckets whose risk meets the threshold."""
     import numpy as np
-    from deid_core.buckets import disclosed_key_risk
+    from deid_core.buckets import keyed_bucket_risk
     from party_client.blocking import BUCKET_STEP, choose_buckets
     from party_client.rules import RiskPolicy
     prf = np.random.default_rng(5).integers(0, 2**63, 4000, dtype=np.uint64)
     for policy in (RiskPolicy(0.05), RiskPolicy(0.05, 1_000_000), RiskPolicy(0.2)):
         buckets, risk = choose_buckets(prf, policy)
-        assert risk["max"] <= policy.max and risk == disclosed_key_risk(prf % np.uint64(buckets), policy.population)
+        assert risk["max"] <= policy.max
+        assert risk == keyed_bucket_risk(prf % np.uint64(buckets), buckets, policy.population)
         finer = int(buckets * BUCKET_STEP) + 1
-        assert disclosed_key_risk(prf % np.uint64(finer), policy.population)["max"] > policy.max or finer > 2**23
+        assert keyed_bucket_risk(prf % np.uint64(finer), finer, policy.population)["max"] > policy.max or finer > 2**23
     assert choose_buckets(prf, RiskPolicy(0.05))[0] < 4000 / 20 < choose_buckets(prf, RiskPolicy(0.05, 10**6))[0]

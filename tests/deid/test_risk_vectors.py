@@ -121,3 +121,14 @@ def test_disclosed_key_risk_from_data_and_population():
     assert disclosed_key_risk(["x"] * 50 + ["y"] * 50, population=10**4)["max"] == pytest.approx(0.01 / 50)
     with pytest.raises(ValueError):
         disclosed_key_risk(["a", "b"], population=1)
+
+
+def test_keyed_bucket_risk_is_at_least_the_identifier_risk():
+    """An identifier hashed into B buckets of a population N: never below (1 - e^-lam)/lam, lam = (N-1)/B."""
+    from deid_core.buckets import hashed_bucket_risk, keyed_bucket_risk
+    labels = [i % 300 for i in range(400)]     # 100 pairs: the sample estimate alone would say 0.0003
+    risk = keyed_bucket_risk(labels, 300_000, population=10_000_000)
+    assert risk["max"] == pytest.approx(hashed_bucket_risk(10_000_000, 300_000)) and 0.02 < risk["max"] < 0.04
+    assert keyed_bucket_risk(labels, 300_000)["max"] == 1.0     # from the data alone: 200 unique buckets
+    coarse = keyed_bucket_risk([i % 4 for i in range(400)], 4, population=10_000_000)
+    assert coarse["max"] == pytest.approx(hashed_bucket_risk(10_000_000, 4))
