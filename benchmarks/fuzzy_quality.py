@@ -270,12 +270,11 @@ def main(argv: list[str] | None = None) -> int:
         identical = secure == found
     blocked = bool(rules.blocking)
     if blocked:
-        comparisons = report["candidate_pairs"] * report["comparisons_per_pair"]
-        slots = sum(p["records"] for p in report["passes"]) * len(rules.pair_layout().groups)
+        comparisons, slots = report["comparisons"], report["encryptions"]
         blocking = {"secure_candidate_pairs": report["candidate_pairs"],
                     "secure_reduction_ratio": round(1 - report["candidate_pairs"] / (len(a) * len(b)), 6),
                     "clear_key_candidates": blocking_quality(clear_candidates(a, b, rules), truth, len(a), len(b)),
-                    "passes": report["passes"], "layout": report["layout"]}
+                    "passes": report["passes"]}
     else:
         comparisons = 2 * len(rules.terms) * len(b)
         slots = sum(report["cuckoo_bins"])

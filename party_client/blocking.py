@@ -7,7 +7,11 @@ block (the key itself, or ``PRF_s(key) mod B``) with one ciphertext per
 comparison group, the holder pairs them with its rows of the same block and
 K evaluates the rule per pair.  Candidate pairs are the union over passes, so
 a typo in one key or the NDI +-1-year rule does not lose a match that another
-pass catches.
+pass catches.  A pass compares only the rule terms that force its block key
+to agree (any pair such a term accepts is in that pass's block), plus terms
+that no pass covers, so the union over passes finds exactly the rule's
+matches among the candidates while each pair costs only the comparisons of
+its pass's terms.
 
 What travels in the clear is the querier's blocks, seen by the holder (who
 also knows ``s``, so a keyed bucket protects only by merging keys).  Before
@@ -52,17 +56,17 @@ class PlannedPass:
 @dataclass
 class BlockedQuery:
     secret: bytes
-    layout: PairLayout
+    layouts: list[PairLayout]    # per pass: the groups compared and the rule terms they decide
     passes: list[PlannedPass]
-    group_keys: list[pd.Series]  # per group: the querier's key per record ('' missing)
+    group_keys: dict[str, list[str]]   # per group label: the querier's key per record ('' missing)
 
 
 @dataclass
 class BlockedHolder:
-    layout: PairLayout
-    group_keys: list[list[list[str | None]]]   # per group, per variant, per row
-    block_keys: list[list[str | None]]          # per pass, per row: the clear key
-    clear: list[bool]                           # per pass: the rules say clear
+    layouts: list[PairLayout]
+    group_keys: dict[str, list[list[str | None]]]   # per group label, per variant, per row
+    block_keys: list[list[str | None]]               # per pass, per row: the clear key
+    clear: list[bool]                                # per pass: the rules say clear
 
 
 def _bucket_values(secret: bytes, pass_index: int, keys: pd.Series) -> np.ndarray:
@@ -115,28 +119,28 @@ def plan_query(rules: Rules, codes: dict[str, pd.Series], records: int) -> Queri
         order = np.asarray(blocks.index)[np.argsort([secrets.randbits(64) for _ in range(len(blocks))])]
         passes.append(PlannedPass(blocking.name, buckets, order, blocks.loc[order].tolist(),
                                   {k: (round(v, 6) if isinstance(v, float) else v) for k, v in risk.items()}))
-    layout = rules.pair_layout()
-    group_keys = [variants[0] for variants in rules.group_codes(codes, querier=True)]
+    group_keys = {label: variants[0].tolist() for label, variants in rules.group_codes(codes, querier=True).items()}
     # One "table" per rule term whose key is the record itself: a match (term, record) then maps to
     # the record like a cuckoo-table hit does, so outputs are assembled the same way.
     identity = np.arange(records, dtype=np.int64)
     tables = [QuerierTable(Rules.term_name(t), [str(r) for r in range(records)], identity, identity)
               for t in rules.terms]
-    return QuerierKeys(records, tables, rules.spec, BlockedQuery(secret, layout, passes, group_keys))
+    return QuerierKeys(records, tables, rules.spec, BlockedQuery(secret, rules.pass_layouts(), passes, group_keys))
 
 
 def holder_blocks(rules: Rules, codes: dict[str, pd.Series], rows: int) -> HolderKeys:
     """The holder's group keys (all variants) and clear block keys per pass."""
     def column(series: pd.Series) -> list[str | None]:
         return [v if v else None for v in series.tolist()]
-    group_keys = [[column(v) for v in variants] for variants in rules.group_codes(codes, querier=False)]
+    group_keys = {label: [column(v) for v in variants]
+                  for label, variants in rules.group_codes(codes, querier=False).items()}
     block_keys = [column(rules.block_keys(codes, b)) for b in rules.blocking]
     present = np.zeros(rows, dtype=bool)
     for keys in block_keys:
         present |= np.array([k is not None for k in keys], dtype=bool)
     # HolderKeys.rows = rows with a block key in some pass (rows without one are never compared).
     return HolderKeys(["blocked"], [[("" if p else None) for p in present]], rules.spec,
-                      BlockedHolder(rules.pair_layout(), group_keys, block_keys, [b.clear for b in rules.blocking]))
+                      BlockedHolder(rules.pass_layouts(), group_keys, block_keys, [b.clear for b in rules.blocking]))
 
 
 def holder_pass_blocks(blocked: BlockedHolder, secret: bytes, pass_index: int, buckets: int) -> pd.Series:

@@ -14,6 +14,7 @@ to one length) and stream the batches to K.  H never learns what matched.
 """
 from __future__ import annotations
 
+import bisect
 import hashlib
 import hmac
 import json
@@ -100,9 +101,12 @@ class PreparedQuery:
     header: pb.QueryHeader
     slots: list[tuple[int, int] | None]     # per ciphertext: (table, key index), or None for padding
     buckets: list[int]                      # lookup only
-    blocks: list[str] = dataclass_field(default_factory=list)         # blocked rules: per entry
-    entry_records: list[int] = dataclass_field(default_factory=list)  # blocked rules: per entry
-    per_entry: int = 1                      # ciphertexts per entry (blocked rules: one per group)
+    # Blocked rules: per entry (a record in a pass) its block, record and pass, and where its
+    # ciphertexts (one per comparison group of the pass) start; offsets end with the total.
+    blocks: list[str] = dataclass_field(default_factory=list)
+    entry_records: list[int] = dataclass_field(default_factory=list)
+    entry_passes: list[int] = dataclass_field(default_factory=list)
+    entry_offsets: list[int] = dataclass_field(default_factory=list)
 
 
 def prepare_tables(keys: QuerierKeys, options: QueryOptions, modulus_bits: int,
@@ -154,29 +158,32 @@ def prepare_lookup(keys: QuerierKeys, options: QueryOptions, modulus_bits: int, 
 
 def prepare_blocked(keys: QuerierKeys, options: QueryOptions, modulus_bits: int,
                     progress) -> tuple[PreparedQuery, list[bytes | None]]:
-    """Blocked rules: per pass, each record's block and one encoded key per comparison group.
+    """Blocked rules: per pass, each record's block and one encoded key per comparison group of the pass.
 
     A record missing a group's key gets a random ciphertext there (it never agrees).
     """
     blocked = keys.blocked
-    groups = blocked.layout.groups
-    labels = [f"pair/{g.label}" for g in groups]
-    columns = [series.tolist() for series in blocked.group_keys]
-    encodings, entry_records, blocks, specs = [], [], [], []
-    cache: dict[int, list[bytes | None]] = {}
-    for planned in blocked.passes:
+    encodings, blocks, specs = [], [], []
+    entry_records, entry_passes, offsets = [], [], [0]
+    cache: dict[tuple[str, int], bytes | None] = {}
+    for index, (planned, layout) in enumerate(zip(blocked.passes, blocked.layouts)):
         specs.append(pb.BlockingPassSpec(name=planned.name, buckets=planned.buckets, records=len(planned.records)))
+        labels = [g.label for g in layout.groups]
         for record in progress(f"encode pass {planned.name}", len(planned.records))(planned.records.tolist()):
-            if record not in cache:
-                cache[record] = [encode(blocked.secret, label, column[record], modulus_bits) if column[record]
-                                 else None for label, column in zip(labels, columns)]
-            encodings.extend(cache[record])
+            for label in labels:
+                if (label, record) not in cache:
+                    value = blocked.group_keys[label][record]
+                    cache[label, record] = (encode(blocked.secret, f"pair/{label}", value, modulus_bits)
+                                            if value else None)
+                encodings.append(cache[label, record])
             entry_records.append(record)
+            entry_passes.append(index)
+            offsets.append(len(encodings))
         blocks.extend(planned.blocks)
     header = pb.QueryHeader(session_secret=blocked.secret, key_spec=keys.spec, passes=specs,
-                            pair_layout=blocked.layout.name, request_fast_blinding=options.fast_blinding,
-                            records_per_chunk=CIPHERTEXTS_PER_RECORD)
-    return PreparedQuery(blocked.secret, header, [], [], blocks, entry_records, len(groups)), encodings
+                            pair_layout=";".join(layout.name for layout in blocked.layouts),
+                            request_fast_blinding=options.fast_blinding, records_per_chunk=CIPHERTEXTS_PER_RECORD)
+    return PreparedQuery(blocked.secret, header, [], [], blocks, entry_records, entry_passes, offsets), encodings
 
 
 def encrypt_slots(key: PublicKey, encodings: list[bytes | None], progress) -> list[bytes]:
@@ -202,16 +209,21 @@ def encrypt_slots(key: PublicKey, encodings: list[bytes | None], progress) -> li
 
 
 def query_records(prepared: PreparedQuery, ciphertexts: list[bytes]) -> Iterator[bytes]:
-    """The header, then chunks of whole entries (an entry: ``per_entry`` ciphertexts and its bucket or block)."""
+    """The header, then chunks of about ``CIPHERTEXTS_PER_RECORD`` ciphertexts (blocked rules: whole entries)."""
     yield prepared.header.SerializeToString()
-    per = prepared.per_entry
-    step = max(1, CIPHERTEXTS_PER_RECORD // per) * per
-    for start in range(0, len(ciphertexts), step):
-        chunk = pb.CiphertextChunk(ciphertexts=b"".join(ciphertexts[start:start + step]))
+    offsets = prepared.entry_offsets
+    if offsets:
+        first = 0
+        while first < len(offsets) - 1:
+            last = max(first + 1, bisect.bisect_right(offsets, offsets[first] + CIPHERTEXTS_PER_RECORD) - 1)
+            yield pb.CiphertextChunk(ciphertexts=b"".join(ciphertexts[offsets[first]:offsets[last]]),
+                                     blocks=prepared.blocks[first:last]).SerializeToString()
+            first = last
+        return
+    for start in range(0, len(ciphertexts), CIPHERTEXTS_PER_RECORD):
+        chunk = pb.CiphertextChunk(ciphertexts=b"".join(ciphertexts[start:start + CIPHERTEXTS_PER_RECORD]))
         if prepared.buckets:
-            chunk.buckets.extend(prepared.buckets[start:start + step])
-        if prepared.blocks:
-            chunk.blocks.extend(prepared.blocks[start // per:(start + step) // per])
+            chunk.buckets.extend(prepared.buckets[start:start + CIPHERTEXTS_PER_RECORD])
         yield chunk.SerializeToString()
 
 
@@ -232,19 +244,24 @@ def table_matches(prepared: PreparedQuery, results: Results) -> list[tuple[list[
 
 
 def blocked_matches(prepared: PreparedQuery, results: Results,
-                    terms: int) -> list[tuple[list[tuple[int, int]], list]]:
-    """Blocked rules: each result is a pair (its first position names our entry) and the terms that held.
+                    layouts: list) -> list[tuple[list[tuple[int, int]], list]]:
+    """Blocked rules: each result is a pair (its first position names our entry) and its pass's terms that held.
 
     The same holder row found in several passes (same row tag) is one match.
     """
     by_row: dict[bytes, tuple[set, list]] = {}
+    offsets = prepared.entry_offsets
     for attachment, fired in results:
-        entry = attachment.positions[0] // prepared.per_entry if attachment.positions else len(prepared.entry_records)
-        if entry >= len(prepared.entry_records) or not fired or max(fired) >= terms:
+        position = attachment.positions[0] if attachment.positions else offsets[-1]
+        entry = bisect.bisect_right(offsets, position) - 1
+        if not 0 <= entry < len(prepared.entry_records):
+            raise PartyError("a result does not fit its attachment")
+        term_ids = layouts[prepared.entry_passes[entry]].term_ids
+        if not fired or max(fired) >= len(term_ids):
             raise PartyError("a result does not fit its attachment")
         record = prepared.entry_records[entry]
         hits, _ = by_row.setdefault(attachment.row_tag, (set(), [json.loads(v) for v in attachment.values]))
-        hits.update((t, record) for t in fired)
+        hits.update((term_ids[t], record) for t in fired)
     return [(sorted(hits), values) for hits, values in by_row.values()]
 
 
@@ -314,7 +331,7 @@ class Querier:
                                                                    round=message.round))
         results = [(pb.RowAttachment.FromString(cipher.open(match.attachment)), list(match.match_indices))
                    for page in pages for match in page.matches]
-        matches = (blocked_matches(prepared, results, len(keys.tables)) if keys.blocked is not None
+        matches = (blocked_matches(prepared, results, keys.blocked.layouts) if keys.blocked is not None
                    else table_matches(prepared, results))
         timings["fetch"] = time.perf_counter() - mark
         timings["total"] = time.perf_counter() - started
@@ -322,11 +339,13 @@ class Querier:
                  "distinct_keys": [len(t.values) for t in keys.tables], "table_slots": len(prepared.slots),
                  "matched_holder_rows": len(matches), "seconds": {k: round(v, 3) for k, v in timings.items()}}
         if keys.blocked is not None:
-            facts.update(layout=keys.blocked.layout.name, comparisons_per_pair=keys.blocked.layout.comparisons,
-                         passes=[{"fields": p.name, "buckets": p.buckets or "clear", "records": len(p.records),
-                                  "risk": p.risk, "candidate_pairs": int(pairs)}
-                                 for p, pairs in zip(keys.blocked.passes, note.pass_pairs)],
-                         candidate_pairs=int(sum(note.pass_pairs)))
+            passes = [{"fields": p.name, "buckets": p.buckets or "clear", "records": len(p.records), "risk": p.risk,
+                       "terms": [keys.tables[t].name for t in layout.term_ids], "layout": layout.kind,
+                       "comparisons_per_pair": layout.comparisons, "candidate_pairs": int(pairs)}
+                      for p, layout, pairs in zip(keys.blocked.passes, keys.blocked.layouts, note.pass_pairs)]
+            facts.update(passes=passes, candidate_pairs=int(sum(note.pass_pairs)),
+                         comparisons=sum(p["comparisons_per_pair"] * p["candidate_pairs"] for p in passes),
+                         encryptions=len(encodings))
         elif session.mode != pb.LOOKUP:
             facts.update(tables=[t.name for t in prepared.header.tables],
                          cuckoo_bins=[int(t.bins) for t in prepared.header.tables],
@@ -371,7 +390,7 @@ class RoundPlan:
     blocked rules the pair rule K applies and the candidate pairs per pass."""
 
     units: list[tuple[int, list[tuple[int, bytes]]]]
-    rule: pb.PairRule | None = None
+    segments: list[tuple[int, int, pb.PairRule]] | None = None   # blocked: (start, end, rule) per pass
     pass_pairs: list[int] = dataclass_field(default_factory=list)
 
 
@@ -540,50 +559,51 @@ class Holder:
                       blocks: list[str]) -> RoundPlan | str:
         """Blocked rules: per pass, the candidate pairs (our rows in each querier entry's block), in a keyed order.
 
-        A pair compares each group's querier ciphertext with every variant of our key for it (a
-        random value where we have none), so K sees the same number of comparisons for every pair.
+        A pair compares each group of its pass with every variant of our key for it (a random
+        value where we have none), so K sees the same number of comparisons for every pair of a pass.
         """
         blocked = self.data.keys.blocked
         if blocked is None:
             return "the querier uses blocking passes, the holder's rules have none"
-        layout = blocked.layout
-        if header.pair_layout != layout.name or len(header.passes) != len(blocked.block_keys):
-            return "the parties' blocking passes or comparison layout differ"
-        per = len(layout.groups)
-        entries = sum(p.records for p in header.passes)
-        if len(blocks) != entries or len(ciphertexts) != entries * per:
+        layouts = blocked.layouts
+        if header.pair_layout != ";".join(layout.name for layout in layouts) or len(header.passes) != len(layouts):
+            return "the parties' blocking passes or comparison layouts differ"
+        widths = [len(layout.groups) for layout in layouts]
+        if len(blocks) != sum(p.records for p in header.passes) or \
+                len(ciphertexts) != sum(p.records * w for p, w in zip(header.passes, widths)):
             return "the blocked entries do not match their header"
         if any((p.buckets == 0) != clear for p, clear in zip(header.passes, blocked.clear)):
             return "a blocking pass is bucketed on one side and clear on the other"
         secret, modulus_bits = header.session_secret, PublicKey(session.modulus).bits
-        found, pass_pairs, offset = [], [], 0
-        for index, spec in enumerate(header.passes):
-            query = pd.Series(blocks[offset:offset + spec.records], index=range(offset, offset + spec.records))
-            pairs = candidate_pairs(query, holder_pass_blocks(blocked, secret, index, spec.buckets))
-            found.append(pairs)
-            pass_pairs.append(len(pairs))
-            offset += spec.records
-        pairs = pd.concat(found, ignore_index=True)
-        order = self._shuffle(session.session_id, np.arange(len(pairs)))
-        entry_of, row_of = pairs["entry"].to_numpy(), pairs["row"].to_numpy()
         key_length = encoding_bytes(modulus_bits)
-        labels = [f"pair/{g.label}" for g in layout.groups]
-        encoded: dict[int, list[tuple[int, bytes]]] = {}
+        encoded: dict[tuple[str, int], list[bytes]] = {}
 
-        def row_keys(row: int) -> list[tuple[int, bytes]]:
-            """(group, encoding) per comparison of one row: every variant of every group."""
-            if row not in encoded:
-                encoded[row] = [(g, encode(secret, labels[g], variant[row], modulus_bits) if variant[row]
-                                 else os.urandom(key_length))
-                                for g, variants in enumerate(blocked.group_keys) for variant in variants]
-            return encoded[row]
-        units = []
-        for i in tqdm_rows(order, "holder: encode pairs", self.options.progress):
-            entry, row = int(entry_of[i]), int(row_of[i])
-            units.append((row, [(entry * per + g, x) for g, x in row_keys(row)]))
-        rule = pb.PairRule(group_sizes=layout.group_sizes,
-                           terms=[pb.Conjunction(groups=list(term)) for term in layout.terms])
-        return RoundPlan(units, rule, pass_pairs)
+        def variants(label: str, row: int) -> list[bytes]:
+            """Our encodings of one group for one row: every variant (random where we have no key)."""
+            if (label, row) not in encoded:
+                encoded[label, row] = [encode(secret, f"pair/{label}", v[row], modulus_bits) if v[row]
+                                       else os.urandom(key_length) for v in blocked.group_keys[label]]
+            return encoded[label, row]
+        plan = RoundPlan([], segments=[])
+        entry, position = 0, 0
+        for index, (spec, layout) in enumerate(zip(header.passes, layouts)):
+            query = pd.Series(blocks[entry:entry + spec.records], index=range(spec.records))
+            pairs = candidate_pairs(query, holder_pass_blocks(blocked, secret, index, spec.buckets))
+            order = self._shuffle(f"{session.session_id}/{index}", np.arange(len(pairs)))
+            entries, rows = pairs["entry"].to_numpy(), pairs["row"].to_numpy()
+            labels = [g.label for g in layout.groups]
+            start = len(plan.units)
+            for i in tqdm_rows(order, f"holder: encode pairs of pass {index + 1}", self.options.progress):
+                row, base = int(rows[i]), position + int(entries[i]) * len(labels)
+                plan.units.append((row, [(base + g, x) for g, label in enumerate(labels)
+                                         for x in variants(label, row)]))
+            rule = pb.PairRule(group_sizes=layout.group_sizes,
+                               terms=[pb.Conjunction(groups=list(term)) for term in layout.terms])
+            plan.segments.append((start, len(plan.units), rule))
+            plan.pass_pairs.append(len(pairs))
+            entry += spec.records
+            position += spec.records * len(labels)
+        return plan
 
     def _rank(self, session_id: str) -> Callable[[int], bytes]:
         """A keyed, per-session order of rows (a resumed holder orders them the same way)."""
@@ -611,10 +631,12 @@ class Holder:
         releasing = session.mode == pb.JOIN and self.data.payloads is not None   # dedup, lookup: no payload
         release_columns = self.data.release_columns if releasing else []
         cipher = attachment_cipher(secret, session.session_id, item.round)
-        positions_bound = max((len(c) for _, c in units), default=1) * 5 + 4 + (18 if plan.rule else 0)
+        blocked = plan.segments is not None
+        positions_bound = max((len(c) for _, c in units), default=1) * 5 + 4 + (18 if blocked else 0)
         width = SessionCipher.padded_width((self.data.longest_payload if releasing else 0) + positions_bound)
 
-        def batch(seq: int, chunk: list[tuple[int, list[tuple[int, bytes]]]]) -> pb.ComparisonBatch:
+        def batch(seq: int, chunk: list[tuple[int, list[tuple[int, bytes]]]],
+                  rule: pb.PairRule | None) -> pb.ComparisonBatch:
             out = bytearray()
             counts, attachments = [], []
             for row, comparisons in chunk:
@@ -627,26 +649,27 @@ class Holder:
                 counts.append(len(comparisons))
                 attachment = pb.RowAttachment(positions=[p for p, _ in comparisons],
                                               values=self.data.payloads[row] if releasing else [],
-                                              row_tag=self._row_tag(session.session_id, row) if plan.rule else b"")
+                                              row_tag=self._row_tag(session.session_id, row) if blocked else b"")
                 attachments.append(cipher.seal(attachment.SerializeToString(), width))
             return pb.ComparisonBatch(session_id=session.session_id, round=item.round, seq=seq,
                                       ciphertexts=bytes(out), row_comparisons=counts, attachments=attachments,
-                                      rule=plan.rule)
+                                      rule=rule)
 
         # Batches are the unit of parallel work: small inputs get small batches so every core helps.
         size = max(16, min(self.options.batch_rows, -(-len(units) // (4 * (os.cpu_count() or 2)))))
-        chunks = [units[i:i + size] for i in range(0, len(units), size)]
+        segments = plan.segments if blocked else [(0, len(units), None)]      # a batch never spans two passes
+        chunks = [(units[i:min(i + size, end)], rule) for start, end, rule in segments for i in range(start, end, size)]
         skip = set(item.received_seqs)
-        todo = [(seq, chunk) for seq, chunk in enumerate(chunks) if seq not in skip]
+        todo = [(seq, chunk, rule) for seq, (chunk, rule) in enumerate(chunks) if seq not in skip]
         started = time.perf_counter()
         pool = worker_pool()
         comparisons = 0
-        with bar(sum(len(c) for _, c in todo), f"{self.party.name}: compare", self.options.progress,
+        with bar(sum(len(c) for _, c, _ in todo), f"{self.party.name}: compare", self.options.progress,
                  unit="row") as progress:
             window: deque = deque()
             pending = iter(todo)
-            for seq, chunk in pending:
-                window.append((len(chunk), pool.submit(batch, seq, chunk)))
+            for seq, chunk, rule in pending:
+                window.append((len(chunk), pool.submit(batch, seq, chunk, rule)))
                 if len(window) >= 2 * (os.cpu_count() or 2):
                     break
             while window:

@@ -123,6 +123,7 @@ class PairLayout:
     kind: str
     groups: tuple[PairGroup, ...]
     terms: tuple[tuple[int, ...], ...]
+    term_ids: tuple[int, ...]          # the rule's term index of each of ``terms``
 
     @property
     def group_sizes(self) -> list[int]:
@@ -134,7 +135,7 @@ class PairLayout:
 
     @property
     def name(self) -> str:
-        return f"{self.kind}/{len(self.groups)}"
+        return f"{self.kind}/{'.'.join(map(str, self.term_ids))}/{len(self.groups)}"
 
 
 def _field_terms(field: Field) -> list[frozenset[Component]]:
@@ -218,7 +219,7 @@ class Rules:
                      "terms": [[c.label for c in term] for term in self.terms]}
         if self.blocking:
             canonical["blocking"] = [[list(b.fields), b.buckets, b.clear] for b in self.blocking]
-            canonical["layout"] = self.pair_layout().name
+            canonical["layout"] = [layout.name for layout in self.pass_layouts()]
         return "rules/v1/" + hashlib.sha256(json.dumps(canonical).encode()).hexdigest()[:32]
 
     @staticmethod
@@ -293,14 +294,28 @@ class Rules:
         return keys
 
     # -- the blocked engine ---------------------------------------------------------
-    def pair_layout(self) -> PairLayout:
-        """Per-term groups or per-field groups, whichever needs fewer comparisons per pair (ties: terms)."""
-        by_term = PairLayout("terms", tuple(PairGroup(t) for t in self.terms),
-                             tuple((i,) for i in range(len(self.terms))))
-        components = sorted({c for t in self.terms for c in t}, key=lambda c: c.label)
+    def pass_terms(self, blocking: BlockingPass) -> list[int]:
+        """The rule terms a pass compares: those that force its block key to agree (every pair they
+        accept shares the pass's block), plus the terms no pass covers."""
+        def covers(term: Term, pass_: BlockingPass) -> bool:
+            labels = {c.label for c in term}
+            return all(label in labels for label in self.block_labels(pass_))
+        uncovered = [t for t, term in enumerate(self.terms) if not any(covers(term, b) for b in self.blocking)]
+        return sorted({t for t, term in enumerate(self.terms) if covers(term, blocking)} | set(uncovered))
+
+    def pass_layouts(self) -> list[PairLayout]:
+        return [self.pair_layout(self.pass_terms(b)) for b in self.blocking]
+
+    def pair_layout(self, term_ids: list[int] | None = None) -> PairLayout:
+        """Per-term groups or per-field groups of the given terms (default: all), whichever needs fewer
+        comparisons per pair (ties: terms)."""
+        ids = tuple(range(len(self.terms)) if term_ids is None else term_ids)
+        terms = [self.terms[t] for t in ids]
+        by_term = PairLayout("terms", tuple(PairGroup(t) for t in terms), tuple((i,) for i in range(len(terms))), ids)
+        components = sorted({c for t in terms for c in t}, key=lambda c: c.label)
         index = {c: i for i, c in enumerate(components)}
         by_field = PairLayout("fields", tuple(PairGroup((c,)) for c in components),
-                              tuple(tuple(index[c] for c in t) for t in self.terms))
+                              tuple(tuple(index[c] for c in t) for t in terms), ids)
         if self.compare == "terms" or (self.compare == "auto" and by_term.comparisons <= by_field.comparisons):
             return by_term
         return by_field
@@ -314,10 +329,10 @@ class Rules:
             return [(year + d).astype("string").fillna("").astype(object) for d in deltas]
         return [Rules._component(component, codes, querier)]
 
-    def group_codes(self, codes: dict[str, pd.Series], querier: bool) -> list[list[pd.Series]]:
-        """Per group of :meth:`pair_layout`, per variant: the key per record ('' when a part is missing)."""
-        out = []
-        for group in self.pair_layout().groups:
+    def group_codes(self, codes: dict[str, pd.Series], querier: bool) -> dict[str, list[pd.Series]]:
+        """Per group label of the passes' layouts, per variant: the key per record ('' when a part is missing)."""
+        out = {}
+        for group in {g for layout in self.pass_layouts() for g in layout.groups}:
             variants = []
             for combo in itertools.product(*(self._part_variants(c, codes, querier) for c in group.parts)):
                 key = combo[0]
@@ -325,16 +340,17 @@ class Rules:
                     key = key + KEY_SEPARATOR + part
                 missing = pd.concat([(part == "") for part in combo], axis=1).any(axis=1)
                 variants.append(key.where(~missing, ""))
-            out.append(variants)
+            out[group.label] = variants
         return out
 
+    def block_labels(self, blocking: BlockingPass) -> list[str]:
+        """The codes a pass's key is made of; a dob_ndi field blocks on its month."""
+        return [f"{name}.month" if name in self.fields and self.fields[name].encoder == "dob_ndi" else name
+                for name in blocking.fields]
+
     def block_keys(self, codes: dict[str, pd.Series], blocking: BlockingPass) -> pd.Series:
-        """A pass's clear block key per record ('' when a part is missing); a dob_ndi field blocks on its month."""
-        parts = []
-        for name in blocking.fields:
-            field = self.fields.get(name)
-            label = f"{name}.month" if field is not None and field.encoder == "dob_ndi" else name
-            parts.append(codes[label])
+        """A pass's clear block key per record ('' when a part is missing)."""
+        parts = [codes[label] for label in self.block_labels(blocking)]
         key = parts[0]
         for part in parts[1:]:
             key = key + KEY_SEPARATOR + part
