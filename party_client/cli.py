@@ -1,4 +1,4 @@
-"""``party`` command line: init, register, hold, join, dedup, lookup, demo.
+"""``party`` command line: init, register, hold, join, dedup, lookup, estimate, demo.
 
 Exit status 0 on success; 2 with one line on stderr for bad input or a
 refusal (nothing is written); 1 when the key holder stays unreachable.
@@ -121,6 +121,34 @@ def cmd_dedup_many(args) -> int:
     return 0
 
 
+def cmd_estimate(args) -> int:
+    """Fellegi-Sunter m and u by EM on the querier's own table; no key holder involved."""
+    import math
+    from party_client.estimate import estimate_rules, rules_text
+    from party_client.tables import check_output, read_table, write_text
+    check_output(args.out, args.rules, args.input, suffixes=(".toml",), kind="a .toml")
+    frame = read_table(args.input)
+    document, result = estimate_rules(args.rules, frame, args.threshold, max_pairs=args.max_pairs, seed=args.seed)
+    write_text(rules_text(document, result, len(frame)), args.out)
+    prior = math.log2((1 - result.match_proportion) / result.match_proportion)
+    print(f"{len(frame):,} records, {result.pairs:,} training pairs; EM: {result.iterations} iterations, "
+          f"{'converged' if result.converged else 'NOT converged'}; about {result.expected_matches:,.0f} "
+          f"matching pairs (even odds within this table at weight {prior:.1f})")
+    print(f"{'field':<12} {'m':>10} {'u':>10} {'log2(m/u)':>10}")
+    for name, m in result.m.items():
+        u = result.u[name]
+        print(f"{name:<12} {m:>10.4g} {u:>10.4g} {math.log2(m / u):>10.2f}")
+    threshold = document["rule"]["fellegi_sunter"]["threshold"]
+    print(f"wrote {args.out} (threshold {threshold:g})")
+    if result.not_above_u:
+        print(f"party: warning: m did not exceed u for {', '.join(result.not_above_u)} (set just above u: these "
+              "fields barely count)", file=sys.stderr)
+    if not result.converged or result.not_above_u:
+        print("party: warning: EM learns m from the duplicates in the input; without enough of them the "
+              "estimates mean little", file=sys.stderr)
+    return 0
+
+
 def cmd_demo(args) -> int:
     from party_client.demo import run_demo
     return run_demo(keep=args.keep, rows=args.rows)
@@ -212,6 +240,16 @@ def build_parser() -> argparse.ArgumentParser:
     querier_common(many)
     many.add_argument("--column", default="also_held_by")
     many.set_defaults(run=cmd_dedup_many)
+
+    estimate = commands.add_parser("estimate", help="estimate Fellegi-Sunter m and u (EM) on your own table")
+    estimate.add_argument("--rules", required=True, help="rules file (TOML) naming the fields")
+    estimate.add_argument("--input", required=True, help="your table (CSV or Parquet); it must contain duplicates")
+    estimate.add_argument("--out", required=True, help="rules file to write (.toml) with [rule.fellegi_sunter]")
+    estimate.add_argument("--threshold", type=float,
+                          help="log2 weight threshold (default: the rules file's Fellegi-Sunter threshold)")
+    estimate.add_argument("--max-pairs", type=int, default=1_000_000, help="training pairs drawn at most")
+    estimate.add_argument("--seed", type=int, default=0)
+    estimate.set_defaults(run=cmd_estimate)
 
     demo = commands.add_parser("demo", help="run the whole story on an embedded key holder")
     demo.add_argument("--keep", help="keep the demo's files in this folder")

@@ -1,4 +1,5 @@
-"""Reading and writing the parties' tables (CSV or Parquet, via pandas/pyarrow).
+"""Reading and writing the parties' tables (CSV or Parquet, via pandas/pyarrow)
+and the text files written next to them (rules files).
 
 CSV is read as text (identifiers keep leading zeros; "NA" stays "NA") with
 the delimiter detected from the header line (comma, semicolon or tab).
@@ -9,6 +10,8 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pandas as pd
@@ -16,6 +19,7 @@ import pandas as pd
 from party_client.errors import PartyError
 
 PARQUET_SUFFIXES = (".parquet", ".pq")
+TABLE_SUFFIXES = PARQUET_SUFFIXES + (".csv", ".txt", ".tsv")
 
 
 def _delimiter(header: str) -> str:
@@ -56,21 +60,23 @@ def require_columns(frame: pd.DataFrame, columns: list[str], what: str) -> None:
                          f"(columns: {', '.join(map(str, frame.columns))})")
 
 
-def check_output(path: str | Path, *inputs: str | Path) -> None:
+def check_output(path: str | Path, *inputs: str | Path, suffixes: tuple[str, ...] = TABLE_SUFFIXES,
+                 kind: str = "a .csv or .parquet") -> None:
     """Refuse an output that cannot be written or would overwrite an input, before any work."""
     path = Path(path)
     folder = path.parent if str(path.parent) else Path(".")
     if not folder.is_dir():
         raise PartyError(f"output folder {folder} does not exist")
-    if path.suffix.lower() not in PARQUET_SUFFIXES + (".csv", ".txt", ".tsv"):
-        raise PartyError(f"output {path.name}: use a .csv or .parquet file name")
+    if path.suffix.lower() not in suffixes:
+        raise PartyError(f"output {path.name}: use {kind} file name")
     for source in inputs:
         if path.exists() and Path(source).exists() and path.resolve() == Path(source).resolve():
             raise PartyError("the output file would overwrite the input file")
 
 
-def write_table(frame: pd.DataFrame, path: str | Path) -> None:
-    """Write atomically: a temporary file in the same folder, then rename."""
+@contextmanager
+def _atomic(path: str | Path) -> Iterator[str]:
+    """A temporary file in the target's folder, renamed to ``path`` when the block succeeds."""
     path = Path(path)
     folder = path.parent if str(path.parent) else Path(".")
     if not folder.is_dir():
@@ -78,11 +84,23 @@ def write_table(frame: pd.DataFrame, path: str | Path) -> None:
     fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=folder)
     os.close(fd)
     try:
-        if path.suffix.lower() in PARQUET_SUFFIXES:
-            frame.to_parquet(temporary, index=False)
-        else:
-            frame.to_csv(temporary, index=False)
+        yield temporary
         os.replace(temporary, path)
     finally:
         if os.path.exists(temporary):
             os.unlink(temporary)
+
+
+def write_table(frame: pd.DataFrame, path: str | Path) -> None:
+    """Write atomically: a temporary file in the same folder, then rename."""
+    with _atomic(path) as temporary:
+        if Path(path).suffix.lower() in PARQUET_SUFFIXES:
+            frame.to_parquet(temporary, index=False)
+        else:
+            frame.to_csv(temporary, index=False)
+
+
+def write_text(text: str, path: str | Path) -> None:
+    """Write a text file (UTF-8) atomically, like :func:`write_table`."""
+    with _atomic(path) as temporary:
+        Path(temporary).write_text(text, encoding="utf-8")
