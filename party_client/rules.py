@@ -192,6 +192,9 @@ def fellegi_sunter_terms(m: dict[str, float], u: dict[str, float], threshold: fl
                 if sum(agree[f] if f in subset else disagree[f] for f in names) >= threshold]
     if not accepted:
         raise PartyError("no agreement pattern reaches the Fellegi-Sunter threshold")
+    if frozenset() in accepted:
+        raise PartyError(f"Fellegi-Sunter threshold {threshold:g} accepts pairs that agree on nothing "
+                         f"(the all-disagree weight is {sum(disagree.values()):.2f}); raise it")
     return _minimal(accepted)
 
 
@@ -422,6 +425,8 @@ def load_rules(source: str | Path | dict) -> Rules:
             m, u, threshold = fs["m"], fs["u"], float(fs["threshold"])
         except KeyError as missing:
             raise PartyError(f"{where}: [rule.fellegi_sunter] needs {missing}") from None
+        except (TypeError, ValueError):
+            raise PartyError(f"{where}: [rule.fellegi_sunter] threshold must be a number") from None
         if set(m) != names or set(u) != names:
             raise PartyError(f"{where}: m and u must give a probability for every field")
         terms = fellegi_sunter_terms(m, u, threshold)

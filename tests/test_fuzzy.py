@@ -24,6 +24,14 @@ FIELDS = [{"name": "ssn", "column": "soc_sec_id", "encoder": "exact"},
 RULE = "ssn or (sn and gn and dob) or (sn and dob and pc)"
 
 
+def test_fellegi_sunter_thresholds_that_cannot_work_are_refused():
+    fields = [{"name": "a", "column": "a", "encoder": "exact"}, {"name": "b", "column": "b", "encoder": "exact"}]
+    fs = {"m": {"a": 0.9, "b": 0.9}, "u": {"a": 0.1, "b": 0.1}}
+    for threshold, message in ((-10, "agree on nothing"), ("high", "must be a number"), (100, "no agreement pattern")):
+        with pytest.raises(PartyError, match=message):
+            load_rules({"field": fields, "rule": {"fellegi_sunter": {**fs, "threshold": threshold}}})
+
+
 def test_boolean_rule_truth_table():
     dnf = parse_boolean_rule("ssn or (sn and gn and dob) or (sn and gn and dob and pc)", {"ssn", "sn", "gn", "dob", "pc"})
     assert sorted(map(sorted, dnf)) == [["dob", "gn", "sn"], ["ssn"]]          # absorbed superset
