@@ -524,7 +524,7 @@ def run_subtree(args: argparse.Namespace, spec: Spec, df: pd.DataFrame, pop: pd.
     from .risk import encode_table
 
     if args.k is not None:
-        raise DeidInputError(f"--k applies to --method ola only (bps/directed take --threshold, a normalized population risk)")
+        raise DeidInputError("--k applies to --method ola only (bps/directed take --threshold, a normalized population risk)")
     if args.max_suppression:
         raise DeidInputError("--max-suppression applies to --method ola only")
     if args.iterations < 1:

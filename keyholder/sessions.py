@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from keyholder.crypto import (CiphertextError, KeyVault, SessionKey, ZeroTester,
+from keyholder.crypto import (CiphertextError, KeyVault, ZeroTester,
                               generate_session_key)
 from keyholder.store import Message, Round, Session, Store
 

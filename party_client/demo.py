@@ -178,7 +178,7 @@ def run_demo(keep: str | None = None, rows: int = 300) -> int:
               f"de-identified release ({released['records']} rows, birth dates in 10-year bands, max risk "
               f"{released['max_risk']:.3f}, meets 0.2: {released['meets_threshold']}) -> {released['release']}")
         print(f"  report for the ethics board: {released['html']}")
-        print(f"  (1 blank id never matches; ids written as 1234-567-890 matched after normalization)")
+        print("  (1 blank id never matches; ids written as 1234-567-890 matched after normalization)")
         print(f"- registry-west (querier, dedup-many): of its {len(overlaps)} cases, "
               f"{per_registry['registry']['matched_records']} are also in the registry and "
               f"{per_registry['hospital']['matched_records']} at the hospital (plaintext check: "

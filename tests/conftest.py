@@ -1,9 +1,11 @@
 """Fixtures of the linking tests (helpers live in ``linkhelpers.py``)."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from linkhelpers import make_party, start_keyholder
+from linkhelpers import KeyHolderProcess, make_party, start_keyholder
 
 
 @pytest.fixture(scope="session")

