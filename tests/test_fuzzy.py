@@ -112,7 +112,7 @@ def febrl_sample():
     return pick_a.reset_index(drop=True), pick_b.sample(frac=1, random_state=3).reset_index(drop=True)
 
 
-def join_with_holder(keyholder, tmp_path, querier_frame, holder_frame, rules, querier_rules=None):
+def join_with_holder(keyholder, tmp_path, querier_frame, holder_frame, rules, querier_rules=None, **options):
     """A real fuzzy join: the holder serves from a thread, the querier joins (both through the API)."""
     (qdir, _), (hdir, hname) = make_party(keyholder, tmp_path), make_party(keyholder, tmp_path)
     stop = threading.Event()
@@ -121,7 +121,8 @@ def join_with_holder(keyholder, tmp_path, querier_frame, holder_frame, rules, qu
     thread.start()
     try:
         return Party(qdir, progress=False).join(hname, querier_frame, rules=querier_rules or rules,
-                                                key_bits=TEST_KEY_BITS, term_column="terms", timeout=300)
+                                                key_bits=TEST_KEY_BITS, term_column="terms", timeout=300,
+                                                **options)
     finally:
         stop.set()
         thread.join(timeout=60)
@@ -174,6 +175,30 @@ def test_secure_fuzzy_join_equals_plaintext_on_febrl(keyholder, tmp_path, febrl_
     for q, h, fired in zip(matched["rec_id"], matched["rec_id_holder"], matched["terms"]):
         assert fired == terms[(q, h)]
     assert result.report["tables"] == [rules.term_name(t) for t in rules.terms]
+
+
+@pytest.mark.parametrize("blocking", [None, [{"fields": ["ssn"]}, {"fields": ["sn"]}]])
+def test_a_record_matching_several_holder_rows_appears_once_per_match(keyholder, tmp_path, blocking):
+    """SQL-join multiplicity; ``one_to_one`` keeps the match with the most rule terms fired."""
+    fields = [field for field in FIELDS if field["name"] in ("ssn", "sn", "dob")]
+    document = {"field": fields, "rule": {"match": "ssn or (sn and dob)"}}
+    if blocking:
+        document |= {"blocking": blocking, "risk": {"max": 0.05, "population": 10_000_000}}
+    rules = load_rules(document)
+    querier = pd.DataFrame({"rec_id": ["q1", "q2"], "soc_sec_id": ["111", "222"], "surname": ["Smith", "Brown"],
+                            "date_of_birth": ["19800102", "19700505"]})
+    holder = pd.DataFrame({"rec_id": ["h1", "h2", "h3"], "soc_sec_id": ["999", "111", "333"],
+                           "surname": ["Smyth", "Smith", "Jones"],
+                           "date_of_birth": ["19800105", "19800102", "19700505"]})
+    out = join_with_holder(keyholder, tmp_path, querier, holder, rules).frame
+    assert sorted(zip(out["rec_id"], out["rec_id_holder"].fillna("-"), out["matched"])) == [
+        ("q1", "h1", True), ("q1", "h2", True), ("q2", "-", False)]
+    fired = dict(zip(out["rec_id_holder"], out["terms"]))
+    assert fired["h1"] == "dob.month+dob.year~1+sn"                      # same month, year within one
+    assert set(fired["h2"].split("|")) == {"ssn", "dob.day+dob.month+sn", "dob.month+dob.year~1+sn"}
+
+    best = join_with_holder(keyholder, tmp_path, querier, holder, rules, one_to_one=True).frame
+    assert sorted(zip(best["rec_id"], best["rec_id_holder"].fillna("-"))) == [("q1", "h2"), ("q2", "-")]
 
 
 def test_cli_rules_with_own_columns_and_mismatch_refused(keyholder, tmp_path):
