@@ -1,10 +1,12 @@
 """``party demo``: the whole story on one machine.
 
 It starts a key holder on loopback with a development PKI (mTLS), creates a
-hospital, a cancer registry, a second registry and an insurer with synthetic
-data.  The hospital links with the registry and releases a de-identified
-table with its report; the second registry de-duplicates against both; the
-insurer looks up claimants.  It then prints what each party learned.  The key holder runs as its own process
+hospital, a cancer registry, a second registry, an insurer and a research
+cohort with synthetic data.  The hospital links with the registry and
+releases a de-identified table with its report; the second registry
+de-duplicates against both; the insurer looks up claimants; the cohort, which
+has no health card numbers, joins the registry on names and dates of birth
+(fuzzy rules, risk-checked keyed blocking).  It then prints what each party learned.  The key holder runs as its own process
 (``python -m keyholder.cli``): the party client never imports it.
 """
 from __future__ import annotations
@@ -17,6 +19,7 @@ import sys
 import tempfile
 import threading
 import time
+import tomllib
 from pathlib import Path
 
 import numpy as np
@@ -30,19 +33,55 @@ LAST = ["O'Brien", "Nguyen", "Smith", "MÃ¼ller", "Tremblay", "Singh", "Roy", "CÃ
 
 
 def synthetic_people(count: int, seed: int = 7) -> pd.DataFrame:
-    """People with a 10-digit health card number, a name and a date of birth."""
+    """People with a 10-digit health card number, a given name, a surname and a date of birth."""
     rng = np.random.default_rng(seed)
     hcn = rng.choice(10 ** 10, size=count, replace=False)
     births = pd.Timestamp("1930-01-01") + pd.to_timedelta(rng.integers(0, 80 * 365, count), unit="D")
     return pd.DataFrame({
         "hcn": [f"{v:010d}" for v in hcn],
-        "name": [f"{rng.choice(FIRST)} {rng.choice(LAST)}" for _ in range(count)],
+        "given": rng.choice(FIRST, count),
+        "surname": rng.choice(LAST, count),
         "dob": births.strftime("%Y-%m-%d"),
     })
 
 
 def _dashed(hcn: str) -> str:
     return f"{hcn[:4]}-{hcn[4:7]}-{hcn[7:]}"
+
+
+def _respelled(name: str) -> str:
+    """The same name spelled another way: a later vowel changed (Smith -> Smyth), as clerks do."""
+    swap = {"a": "e", "e": "a", "i": "y", "y": "i", "o": "u", "u": "o"}
+    for position in range(len(name) - 1, 0, -1):
+        if name[position] in swap:
+            return name[:position] + swap[name[position]] + name[position + 1:]
+    return name
+
+
+def cohort_of(registry: pd.DataFrame, outsiders: pd.DataFrame) -> pd.DataFrame:
+    """A research cohort without health card numbers: 60 registry patients written the way a study
+    clinic writes them (day/month/year, names respelled, a wrong day, year or swapped day and month),
+    and 20 people the registry does not hold."""
+    cases = registry.iloc[100:160][["given", "surname", "dob"]].reset_index(drop=True)
+    born = pd.to_datetime(cases["dob"])
+    written = []
+    for i, date in enumerate(born):
+        if i % 4 == 1:                                        # born a year later on the study form
+            date = date.replace(year=date.year + 1) if not (date.month == 2 and date.day == 29) else date
+        elif i % 4 == 2:                                      # a wrong day
+            date = date.replace(day=date.day % 28 + 1)
+        elif i % 4 == 3 and date.day <= 12:                   # day and month swapped
+            date = date.replace(month=date.day, day=date.month)
+        written.append(date.strftime("%d/%m/%Y"))
+    cohort = pd.DataFrame({"first_name": cases["given"],
+                           "last_name": [_respelled(n) if i % 2 else n for i, n in enumerate(cases["surname"])],
+                           "birth_date": written})
+    others = outsiders[["given", "surname", "dob"]].head(20)
+    others = pd.DataFrame({"first_name": others["given"], "last_name": others["surname"],
+                           "birth_date": pd.to_datetime(others["dob"]).dt.strftime("%d/%m/%Y")})
+    study = pd.concat([cohort, others], ignore_index=True)
+    return study.assign(participant=[f"P{i:03d}" for i in range(len(study))],
+                        truly_in_registry=[i < len(cohort) for i in range(len(study))])
 
 
 def build_data(rows: int, folder: Path) -> dict[str, Path]:
@@ -57,9 +96,13 @@ def build_data(rows: int, folder: Path) -> dict[str, Path]:
     hospital["los_days"] = rng.integers(1, 30, len(hospital))
     claims = pd.DataFrame({"claimant_hcn": [registry["hcn"].iloc[3], registry["hcn"].iloc[40 % rows],
                                             "9999999999"], "claim": ["C-1", "C-2", "C-3"]})
-    west = pd.concat([people.iloc[rows - 50: rows + 40], people.iloc[int(1.5 * rows):]])[["hcn", "name", "dob"]]
+    west = pd.concat([people.iloc[rows - 50: rows + 40], people.iloc[int(1.5 * rows):]])[["hcn", "given", "surname",
+                                                                                          "dob"]]
+    cohort = cohort_of(registry, people.iloc[int(1.5 * rows):])
     paths = {"registry": folder / "registry.csv", "hospital": folder / "hospital.csv",
-             "claims": folder / "claims.csv", "west": folder / "west.csv"}
+             "claims": folder / "claims.csv", "west": folder / "west.csv", "cohort": folder / "cohort.csv"}
+    cohort.drop(columns="truly_in_registry").to_csv(paths["cohort"], index=False)
+    cohort[["participant", "truly_in_registry"]].to_csv(folder / "cohort_truth.csv", index=False)
     west.to_csv(paths["west"], index=False)
     registry.to_csv(paths["registry"], index=False)
     hospital.to_csv(paths["hospital"], index=False)
@@ -101,7 +144,8 @@ def make_party(folder: Path, name: str, tls: Path, address: str) -> Party:
 RELEASE_SPEC = """
 [columns]
 hcn = "direct"
-name = "direct"
+given = "direct"
+surname = "direct"
 dob = "quasi"
 los_days = "other"
 site = "sensitive"
@@ -117,8 +161,76 @@ threshold = 0.2
 """
 
 
-def _serve(party: Party, path: Path, release: list[str], stop: threading.Event) -> threading.Thread:
-    holder = party.holder(path, "hcn", release)
+FUZZY_RULES = """# the {who}'s rules file: its own columns and date format; the rest must agree with the other party's
+[[field]]
+name = "sn"
+column = "{surname}"
+encoder = "soundex"
+[[field]]
+name = "gn"
+column = "{given}"
+encoder = "nysiis"
+[[field]]
+name = "dob"
+column = "{dob}"
+encoder = "dob_ndi"
+date_format = "{date_format}"
+transposed = true          # also match day and month swapped
+[rule]
+match = "sn and gn and dob"
+[[blocking]]
+fields = ["sn", "gn"]      # keyed buckets, as many as the risk threshold allows
+[risk]
+max = 0.05
+population = 1000000
+"""
+
+
+def write_fuzzy_rules(folder: Path) -> dict[str, Path]:
+    """The registry's and the cohort's rules files (same fields, rule and blocking; own columns)."""
+    paths = {"registry": folder / "rules-registry.toml", "cohort": folder / "rules-cohort.toml"}
+    paths["registry"].write_text(FUZZY_RULES.format(who="registry", surname="surname", given="given", dob="dob",
+                                                    date_format="%Y-%m-%d"))
+    paths["cohort"].write_text(FUZZY_RULES.format(who="cohort", surname="last_name", given="first_name",
+                                                  dob="birth_date", date_format="%d/%m/%Y"))
+    return paths
+
+
+def run_fuzzy_step(registry: Party, cohort: Party, paths: dict[str, Path], folder: Path) -> dict:
+    """The cohort (no health card numbers) joins the registry on names and dates of birth; the
+    same rules applied in plaintext give the check."""
+    from party_client.quality import plaintext_pairs
+    from party_client.rules import load_rules
+    from party_client.tables import read_table, write_table
+    rules = write_fuzzy_rules(folder)
+    stop = threading.Event()
+    server = _serve(registry.holder(paths["registry"], release_columns=["site"], rules=rules["registry"]), stop)
+    started = time.perf_counter()
+    try:
+        result = cohort.join("registry", paths["cohort"], rules=rules["cohort"], term_column="matched_by")
+    finally:
+        stop.set()
+        server.join(timeout=30)
+    seconds = time.perf_counter() - started
+    write_table(result.frame, folder / "cohort_linked.csv")
+    study, held = read_table(paths["cohort"]), read_table(paths["registry"])
+    def unblocked(path: Path):                       # plaintext check over all pairs: no blocking passes
+        document = tomllib.loads(path.read_text())
+        return load_rules({key: value for key, value in document.items() if key not in ("blocking", "risk")})
+    plain = plaintext_pairs(unblocked(rules["cohort"]).querier_keys(study),
+                            unblocked(rules["registry"]).holder_keys(held))
+    truth = read_table(folder / "cohort_truth.csv").set_index("participant")["truly_in_registry"] == "True"
+    linked = set(result.frame.loc[result.frame["matched"], "participant"])
+    block = result.report["passes"][0]
+    return {"participants": len(study), "linked": len(linked), "pairs": int(result.frame["matched"].sum()),
+            "plaintext_pairs": len(plain), "true_linked": int(truth[list(linked)].sum()),
+            "in_registry": int(truth.sum()), "seconds": seconds, "buckets": block["buckets"],
+            "risk": block["risk"]["max"], "candidate_pairs": result.report["candidate_pairs"],
+            "matched_by": result.frame.loc[result.frame["matched"], "matched_by"].str.split("|").explode()
+                                      .value_counts().sort_index().to_dict()}
+
+
+def _serve(holder, stop: threading.Event) -> threading.Thread:
     thread = threading.Thread(target=holder.serve, kwargs={"once": False, "poll_seconds": 1.0, "stop": stop.is_set},
                               daemon=True)
     thread.start()
@@ -140,8 +252,9 @@ def run_demo(keep: str | None = None, rows: int = 300) -> int:
         hospital = make_party(folder, "hospital", tls, address)
         west = make_party(folder, "registry-west", tls, address)
         insurer = make_party(folder, "insurer", tls, address)
-        servers = [_serve(registry, paths["registry"], ["site", "stage"], stop),
-                   _serve(hospital, paths["hospital"], [], stop)]
+        cohort = make_party(folder, "cohort", tls, address)
+        servers = [_serve(registry.holder(paths["registry"], "hcn", ["site", "stage"]), stop),
+                   _serve(hospital.holder(paths["hospital"], "hcn", []), stop)]
         (folder / "release.toml").write_text(RELEASE_SPEC)
         (folder / "reports").mkdir(exist_ok=True)
 
@@ -161,6 +274,7 @@ def run_demo(keep: str | None = None, rows: int = 300) -> int:
         stop.set()
         for server in servers:
             server.join(timeout=30)
+        fuzzy = run_fuzzy_step(registry, cohort, paths, folder)
 
         registry_ids = set(pd.read_csv(paths["registry"], dtype=str)["hcn"])
         hospital_ids = set(pd.read_csv(paths["hospital"], dtype=str, keep_default_na=False)["hcn"].str.replace("-", ""))
@@ -187,9 +301,18 @@ def run_demo(keep: str | None = None, rows: int = 300) -> int:
         print(f"- insurer (querier, lookup): claims matched = {looked.frame['matched'].tolist()} "
               f"through {looked.report['buckets']} keyed buckets over a population of 1,000,000 "
               f"(re-identification risk of the revealed bucket {looked.report['risk']:.4f} <= 0.05)")
+        print(f"- cohort (querier, fuzzy join without health card numbers): {fuzzy['linked']} of its "
+              f"{fuzzy['participants']} participants linked to the registry ({fuzzy['pairs']} pairs; plaintext "
+              f"with the same rules: {fuzzy['plaintext_pairs']}; {fuzzy['true_linked']} of the "
+              f"{fuzzy['in_registry']} truly there) on soundex(surname), nysiis(given name) and the NDI "
+              f"date-of-birth rules, in {fuzzy['seconds']:.1f} s -> {folder / 'cohort_linked.csv'}")
+        print(f"  blocking on sn+gn in {fuzzy['buckets']} keyed buckets (risk {fuzzy['risk']:.4f} <= 0.05): "
+              f"{fuzzy['candidate_pairs']} candidate pairs compared; pairs per rule term: " +
+              ", ".join(f"{term} {count}" for term, count in fuzzy["matched_by"].items()))
         print("- registry and hospital (holders): they saw padded, encrypted tables and one keyed bucket per "
-              "claim; they never learn which of their rows matched")
-        print("- key holder: counts only, never an identifier, an encoding or a released value; its audit log:")
+              "claim or blocking key; they never learn which of their rows matched")
+        print("- key holder: counts, and for the fuzzy join which rule terms held for each candidate pair; never "
+              "an identifier, an encoding or a released value; its audit log:")
         audit = subprocess.run(_keyholder("audit", "--data-dir", str(folder / "keyholder")),
                                capture_output=True, text=True, check=True).stdout
         actions: dict[tuple[str, str], int] = {}
@@ -201,6 +324,7 @@ def run_demo(keep: str | None = None, rows: int = 300) -> int:
         print(f"\n{linkage['key_bits']}-bit Paillier, {linkage['blinding']} blinding, mTLS; "
               f"link-release, dedup-many and lookup took {elapsed:.1f} s")
         ok = (linkage["matched_records"] == expected and looked.frame["matched"].tolist() == [True, True, False]
+              and fuzzy["pairs"] == fuzzy["plaintext_pairs"]
               and all(per_registry[r]["matched_records"] == expected_west[r] for r in expected_west))
         return 0 if ok else 1
     finally:

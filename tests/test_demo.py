@@ -13,8 +13,15 @@ def test_party_demo_tells_the_whole_story(tmp_path):
                   "insurer (querier, lookup)", "registry and hospital (holders)", "key holder"):
         assert party in out
     assert "claims matched = [True, True, False]" in out
+    assert "60 of its 80 participants linked to the registry (60 pairs; plaintext with the same rules: 60; " \
+           "60 of the 60 truly there)" in out
+    linked = (tmp_path / "demo" / "cohort_linked.csv").read_text().splitlines()
+    assert linked[0].split(",") == ["first_name", "last_name", "birth_date", "participant", "site", "matched",
+                                    "matched_by"]
+    assert len(linked) == 1 + 80
     assert "2048-bit Paillier" in out
     assert "meets 0.2: True" in out
     release = (tmp_path / "demo" / "release.csv").read_text()
-    assert "hcn" not in release.splitlines()[0] and "name" not in release.splitlines()[0]
+    header = release.splitlines()[0].split(",")
+    assert not {"hcn", "given", "surname"} & set(header)
     assert (tmp_path / "demo" / "reports" / "release_report.html").exists()
