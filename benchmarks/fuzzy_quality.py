@@ -17,8 +17,9 @@ plaintext baseline with ``recordlinkage`` applying the same rule to the same
 field codes (candidates: the same blocking passes in the clear, or one
 blocking pass per rule term).  Prints precision, recall and F1 of both
 against FEBRL's true links, whether they found the same pairs, reduction
-ratio and pair completeness of the candidate pairs (the secure run's own
-count, and the clear-key candidates, a subset of its bucketed ones), and the
+ratio and pair completeness of the candidate pairs (the secure run's count,
+from the holder's ``party hold`` summary since the querier is never told it,
+and the clear-key candidates, a subset of its bucketed ones), and the
 secure run's speed: comparisons per second per core and the ratio to the raw
 gmpy2 floor.
 """
@@ -187,8 +188,9 @@ def floor_seconds(comparisons: int, slots: int, key_bits: int, fast: bool, cores
     return (comparisons * (compare + zero) + slots * encrypt) / cores
 
 
-def run_secure(folder: Path, mode: str, args) -> tuple[dict, pd.DataFrame, float]:
-    """keyholder serve + party hold --once + party join|dedup as separate processes; (report, output, seconds)."""
+def run_secure(folder: Path, mode: str, args) -> tuple[dict, dict, pd.DataFrame, float]:
+    """keyholder serve + party hold --once + party join|dedup as separate processes; (querier's report,
+    holder's round summary, output, seconds)."""
     port_file = folder / "port"
     keyholder = subprocess.Popen([sys.executable, "-m", "keyholder.cli", "serve", "--listen", "127.0.0.1:0",
                                   "--data-dir", str(folder / "kh"), "--insecure", "--port-file", str(port_file),
@@ -214,13 +216,14 @@ def run_secure(folder: Path, mode: str, args) -> tuple[dict, pd.DataFrame, float
                          str(folder / "b.csv"), "--rules", str(folder / "rules.toml"), *release,
                          "--once", "--quiet", "--allow-fast-blinding")
             if served.stdout.startswith("served 1"):
+                holder_round = json.loads(served.stdout.splitlines()[1])     # the holder's own summary of the round
                 break
             time.sleep(0.2)
         if query.wait() != 0:
             raise SystemExit(query.stderr.read())
         seconds = time.perf_counter() - started
         report = json.loads((folder / "report.json").read_text())
-        return report, pd.read_csv(folder / "out.csv", dtype=str, keep_default_na=False), seconds
+        return report, holder_round, pd.read_csv(folder / "out.csv", dtype=str, keep_default_na=False), seconds
     finally:
         keyholder.terminate()
         keyholder.wait()
@@ -252,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
         a.to_csv(folder / "a.csv", index=False)
         b.to_csv(folder / "b.csv", index=False)
         (folder / "rules.toml").write_text(rules_toml(document))
-        report, out, secure_seconds = run_secure(folder, mode, args)
+        report, holder_round, out, secure_seconds = run_secure(folder, mode, args)
 
     position_a = {rec: i for i, rec in enumerate(a["rec_id"])}
     position_b = {rec: i for i, rec in enumerate(b["rec_id"])}
@@ -268,15 +271,14 @@ def main(argv: list[str] | None = None) -> int:
         found = {(i, 0) for i, _ in baseline}
         scored = {"secure": quality(secure, held), "baseline_recordlinkage": quality(found, held)}
         identical = secure == found
-    blocked = bool(rules.blocking)
-    if blocked:
-        comparisons, slots = report["comparisons"], report["encryptions"]
-        blocking = {"secure_candidate_pairs": report["candidate_pairs"],
-                    "secure_reduction_ratio": round(1 - report["candidate_pairs"] / (len(a) * len(b)), 6),
+    comparisons = holder_round["comparisons"]             # counted by the holder (the querier is never told)
+    if rules.blocking:
+        slots, pairs = report["encryptions"], sum(holder_round["candidate_pairs"])
+        passes = [{**p, "candidate_pairs": n} for p, n in zip(report["passes"], holder_round["candidate_pairs"])]
+        blocking = {"secure_candidate_pairs": pairs, "secure_reduction_ratio": round(1 - pairs / (len(a) * len(b)), 6),
                     "clear_key_candidates": blocking_quality(clear_candidates(a, b, rules), truth, len(a), len(b)),
-                    "passes": report["passes"]}
+                    "passes": passes}
     else:
-        comparisons = 2 * len(rules.terms) * len(b)
         slots = sum(report["cuckoo_bins"])
         blocking = {"baseline_candidates (one block per term)": candidates}
     floor = floor_seconds(comparisons, slots, args.key_bits, args.fast_blinding, os.cpu_count() or 2)

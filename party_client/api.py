@@ -230,8 +230,9 @@ class Party:
                                     allowed_queriers=allowed_queriers, progress=self.progress))
 
     def hold(self, data, id_column: str | None = None, release_columns: list[str] | None = None, *,
-             once: bool = True, poll_seconds: float = 20.0, **options) -> int:
-        """Serve the rounds addressed to us; returns how many were served."""
+             once: bool = True, poll_seconds: float = 20.0, **options) -> list[dict]:
+        """Serve the rounds addressed to us; returns what each served round cost (rows, comparisons,
+        blocked rules: candidate pairs per pass), which only the holder knows."""
         holder = self.holder(data, id_column, release_columns, **options)
         try:
             return holder.serve(once=once, poll_seconds=poll_seconds)

@@ -55,7 +55,9 @@ def cmd_hold(args) -> int:
                         poll_seconds=args.poll_seconds, id_type=args.id_type, rules=args.rules,
                         allow_fast_blinding=args.allow_fast_blinding,
                         allowed_queriers=_columns(args.allow_querier) or None)
-    print(f"served {served} round(s)")
+    print(f"served {len(served)} round(s)")
+    for summary in served:
+        print(json.dumps(summary))
     return 0
 
 

@@ -204,7 +204,9 @@ def run_fuzzy_step(registry: Party, cohort: Party, paths: dict[str, Path], folde
     from party_client.tables import read_table, write_table
     rules = write_fuzzy_rules(folder)
     stop = threading.Event()
-    server = _serve(registry.holder(paths["registry"], release_columns=["site"], rules=rules["registry"]), stop)
+    served: list[dict] = []
+    server = _serve(registry.holder(paths["registry"], release_columns=["site"], rules=rules["registry"]), stop,
+                    served)
     started = time.perf_counter()
     try:
         result = cohort.join("registry", paths["cohort"], rules=rules["cohort"], term_column="matched_by")
@@ -225,14 +227,16 @@ def run_fuzzy_step(registry: Party, cohort: Party, paths: dict[str, Path], folde
     return {"participants": len(study), "linked": len(linked), "pairs": int(result.frame["matched"].sum()),
             "plaintext_pairs": len(plain), "true_linked": int(truth[list(linked)].sum()),
             "in_registry": int(truth.sum()), "seconds": seconds, "buckets": block["buckets"],
-            "risk": block["risk"]["max"], "candidate_pairs": result.report["candidate_pairs"],
+            "risk": block["risk"]["max"], "candidate_pairs": sum(served[0]["candidate_pairs"]),   # the registry's count
             "matched_by": result.frame.loc[result.frame["matched"], "matched_by"].str.split("|").explode()
                                       .value_counts().sort_index().to_dict()}
 
 
-def _serve(holder, stop: threading.Event) -> threading.Thread:
-    thread = threading.Thread(target=holder.serve, kwargs={"once": False, "poll_seconds": 1.0, "stop": stop.is_set},
-                              daemon=True)
+def _serve(holder, stop: threading.Event, served: list[dict] | None = None) -> threading.Thread:
+    """Serve from a thread until ``stop``; ``served`` receives the holder's summary of each round."""
+    rounds = served if served is not None else []
+    thread = threading.Thread(target=lambda: rounds.extend(holder.serve(once=False, poll_seconds=1.0,
+                                                                        stop=stop.is_set)), daemon=True)
     thread.start()
     return thread
 
@@ -307,7 +311,8 @@ def run_demo(keep: str | None = None, rows: int = 300) -> int:
               f"{fuzzy['in_registry']} truly there) on soundex(surname), nysiis(given name) and the NDI "
               f"date-of-birth rules, in {fuzzy['seconds']:.1f} s -> {folder / 'cohort_linked.csv'}")
         print(f"  blocking on sn+gn in {fuzzy['buckets']} keyed buckets (risk {fuzzy['risk']:.4f} <= 0.05): "
-              f"{fuzzy['candidate_pairs']} candidate pairs compared; pairs per rule term: " +
+              f"the registry compared {fuzzy['candidate_pairs']} candidate pairs (its own count; the cohort is not "
+              f"told); pairs per rule term: " +
               ", ".join(f"{term} {count}" for term, count in fuzzy["matched_by"].items()))
         print("- registry and hospital (holders): they saw padded, encrypted tables and one keyed bucket per "
               "claim or blocking key; they never learn which of their rows matched")

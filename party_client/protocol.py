@@ -338,14 +338,12 @@ class Querier:
         facts = {"records": keys.records, "blank_identifiers": keys.blank,
                  "distinct_keys": [len(t.values) for t in keys.tables], "table_slots": len(prepared.slots),
                  "matched_holder_rows": len(matches), "seconds": {k: round(v, 3) for k, v in timings.items()}}
-        if keys.blocked is not None:
+        if keys.blocked is not None:     # candidate pairs: the holder's count, never told to the querier
             passes = [{"fields": p.name, "buckets": p.buckets or "clear", "records": len(p.records), "risk": p.risk,
                        "terms": [keys.tables[t].name for t in layout.term_ids], "layout": layout.kind,
-                       "comparisons_per_pair": layout.comparisons, "candidate_pairs": int(pairs)}
-                      for p, layout, pairs in zip(keys.blocked.passes, keys.blocked.layouts, note.pass_pairs)]
-            facts.update(passes=passes, candidate_pairs=int(sum(note.pass_pairs)),
-                         comparisons=sum(p["comparisons_per_pair"] * p["candidate_pairs"] for p in passes),
-                         encryptions=len(encodings))
+                       "comparisons_per_pair": layout.comparisons}
+                      for p, layout in zip(keys.blocked.passes, keys.blocked.layouts)]
+            facts.update(passes=passes, encryptions=len(encodings))
         elif session.mode != pb.LOOKUP:
             facts.update(tables=[t.name for t in prepared.header.tables],
                          cuckoo_bins=[int(t.bins) for t in prepared.header.tables],
@@ -452,9 +450,13 @@ class Holder:
         return list(self.connection.call("ListWork", pb.ListWorkRequest(wait_seconds=wait_seconds),
                                          timeout=wait_seconds + 60).items)
 
-    def serve(self, once: bool, poll_seconds: float = 20.0, stop: Callable[[], bool] = lambda: False) -> int:
-        """Process pending rounds; with ``once`` until none is left, else until ``stop()``."""
-        served = 0
+    def serve(self, once: bool, poll_seconds: float = 20.0,
+              stop: Callable[[], bool] = lambda: False) -> list[dict]:
+        """Process pending rounds; with ``once`` until none is left, else until ``stop()``.
+
+        Returns what each served round cost (:meth:`process`), for the holder's eyes only.
+        """
+        served: list[dict] = []
         tried: set[tuple[str, int]] = set()
         while not stop():
             items = [i for i in self.pending(0.0 if once else poll_seconds)
@@ -462,8 +464,7 @@ class Holder:
             for item in items:
                 tried.add((item.session.session_id, item.round))
                 try:
-                    self.process(item)
-                    served += 1
+                    served.append(self.process(item))
                 except KeyHolderUnavailable:
                     raise
                 except PartyError as error:  # e.g. the querier closed or the session expired meanwhile
@@ -472,17 +473,17 @@ class Holder:
                 break
         return served
 
-    def _abort(self, item: pb.WorkItem, reason: str) -> None:
+    def _abort(self, item: pb.WorkItem, reason: str) -> dict:
         log.warning("refusing session %s round %d: %s", item.session.session_id, item.round, reason)
         self.connection.call("AbortRound", pb.AbortRoundRequest(
             session_id=item.session.session_id, round=item.round, reason=reason))
+        return {"session_id": item.session.session_id, "round": item.round, "refused": reason}
 
     def process(self, item: pb.WorkItem) -> dict:
         """Serve one round: open the query, compare, submit, finish."""
         session = item.session
         if self.options.allowed_queriers is not None and item.querier not in self.options.allowed_queriers:
-            self._abort(item, f"querier '{item.querier}' is not on the holder's allow-list")
-            return {}
+            return self._abort(item, f"querier '{item.querier}' is not on the holder's allow-list")
         key = PublicKey(session.modulus)
         chunks = (c.data for c in self.connection.stream("GetMessage", pb.MessageRef(message_id=item.message_id)))
         try:
@@ -497,11 +498,9 @@ class Holder:
                 blocks.extend(chunk.blocks)
             plan = self._plan(session, header, ciphertexts, buckets, blocks)
         except (ValueError, PartyError) as error:
-            self._abort(item, f"malformed query: {error}")
-            return {}
+            return self._abort(item, f"malformed query: {error}")
         if isinstance(plan, str):
-            self._abort(item, plan)
-            return {}
+            return self._abort(item, plan)
         return self._compare(item, key, header, ciphertexts, plan)
 
     def _plan(self, session: pb.SessionInfo, header: pb.QueryHeader, ciphertexts: list,
@@ -682,7 +681,7 @@ class Holder:
                 if following is not None:
                     window.append((len(following[1]), pool.submit(batch, *following)))
         note = pb.HolderNote(release_columns=release_columns, blinding="fast" if fast else "full",
-                             refused_fast_blinding=refused, pass_pairs=plan.pass_pairs)
+                             refused_fast_blinding=refused)
         sealed_note = note_cipher(secret, session.session_id, item.round).seal(
             note.SerializeToString(), SessionCipher.padded_width(len(note.SerializeToString())))
         # Acknowledge (K deletes the spooled query) before finishing: once the round is finished the
@@ -693,5 +692,8 @@ class Holder:
         elapsed = time.perf_counter() - started
         log.info("session %s round %d: %d rows compared (%d comparisons) in %.1f s", session.session_id,
                  item.round, len(units), comparisons, elapsed)
-        return {"session_id": session.session_id, "round": item.round, "rows": len(units),
-                "comparisons": comparisons, "blinding": "fast" if fast else "full", "seconds": elapsed}
+        served = {"session_id": session.session_id, "round": item.round, "rows": len(units),
+                  "comparisons": comparisons, "blinding": "fast" if fast else "full", "seconds": round(elapsed, 3)}
+        if blocked:
+            served["candidate_pairs"] = plan.pass_pairs          # per pass
+        return served

@@ -198,6 +198,15 @@ def fellegi_sunter_terms(m: dict[str, float], u: dict[str, float], threshold: fl
     return _minimal(accepted)
 
 
+def _aligned_key(parts: list[pd.Series]) -> pd.Series:
+    """One key per record from parts aligned on the record index; '' when any part is missing."""
+    key = parts[0]
+    for part in parts[1:]:
+        key = key + KEY_SEPARATOR + part
+    missing = pd.concat([(part == "") for part in parts], axis=1).any(axis=1)
+    return key.where(~missing, "")
+
+
 class Rules:
     """A parsed rules file: fields, the rule's terms, and how to compute each side's keys."""
 
@@ -338,11 +347,7 @@ class Rules:
         for group in {g for layout in self.pass_layouts() for g in layout.groups}:
             variants = []
             for combo in itertools.product(*(self._part_variants(c, codes, querier) for c in group.parts)):
-                key = combo[0]
-                for part in combo[1:]:
-                    key = key + KEY_SEPARATOR + part
-                missing = pd.concat([(part == "") for part in combo], axis=1).any(axis=1)
-                variants.append(key.where(~missing, ""))
+                variants.append(_aligned_key(list(combo)))
             out[group.label] = variants
         return out
 
@@ -353,12 +358,7 @@ class Rules:
 
     def block_keys(self, codes: dict[str, pd.Series], blocking: BlockingPass) -> pd.Series:
         """A pass's clear block key per record ('' when a part is missing)."""
-        parts = [codes[label] for label in self.block_labels(blocking)]
-        key = parts[0]
-        for part in parts[1:]:
-            key = key + KEY_SEPARATOR + part
-        missing = pd.concat([(part == "") for part in parts], axis=1).any(axis=1)
-        return key.where(~missing, "")
+        return _aligned_key([codes[label] for label in self.block_labels(blocking)])
 
     def querier_keys(self, frame: pd.DataFrame) -> QuerierKeys:
         codes = self.codes(frame)

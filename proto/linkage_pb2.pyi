@@ -369,13 +369,11 @@ class RowAttachment(_message.Message):
     def __init__(self, positions: _Optional[_Iterable[int]] = ..., values: _Optional[_Iterable[str]] = ..., row_tag: _Optional[bytes] = ...) -> None: ...
 
 class HolderNote(_message.Message):
-    __slots__ = ("release_columns", "blinding", "refused_fast_blinding", "pass_pairs")
+    __slots__ = ("release_columns", "blinding", "refused_fast_blinding")
     RELEASE_COLUMNS_FIELD_NUMBER: _ClassVar[int]
     BLINDING_FIELD_NUMBER: _ClassVar[int]
     REFUSED_FAST_BLINDING_FIELD_NUMBER: _ClassVar[int]
-    PASS_PAIRS_FIELD_NUMBER: _ClassVar[int]
     release_columns: _containers.RepeatedScalarFieldContainer[str]
     blinding: str
     refused_fast_blinding: str
-    pass_pairs: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, release_columns: _Optional[_Iterable[str]] = ..., blinding: _Optional[str] = ..., refused_fast_blinding: _Optional[str] = ..., pass_pairs: _Optional[_Iterable[int]] = ...) -> None: ...
+    def __init__(self, release_columns: _Optional[_Iterable[str]] = ..., blinding: _Optional[str] = ..., refused_fast_blinding: _Optional[str] = ...) -> None: ...

@@ -112,12 +112,16 @@ def febrl_sample():
     return pick_a.reset_index(drop=True), pick_b.sample(frac=1, random_state=3).reset_index(drop=True)
 
 
-def join_with_holder(keyholder, tmp_path, querier_frame, holder_frame, rules, querier_rules=None, **options):
-    """A real fuzzy join: the holder serves from a thread, the querier joins (both through the API)."""
+def join_with_holder(keyholder, tmp_path, querier_frame, holder_frame, rules, querier_rules=None,
+                     served: list | None = None, **options):
+    """A real fuzzy join: the holder serves from a thread, the querier joins (both through the API);
+    ``served`` receives the holder's own summary of each round."""
     (qdir, _), (hdir, hname) = make_party(keyholder, tmp_path), make_party(keyholder, tmp_path)
     stop = threading.Event()
     serving = Party(hdir, progress=False).holder(holder_frame, rules=rules, release_columns=["rec_id"])
-    thread = threading.Thread(target=serving.serve, kwargs={"once": False, "poll_seconds": 0.5, "stop": stop.is_set})
+    rounds = served if served is not None else []
+    thread = threading.Thread(target=lambda: rounds.extend(serving.serve(once=False, poll_seconds=0.5,
+                                                                         stop=stop.is_set)))
     thread.start()
     try:
         return Party(qdir, progress=False).join(hname, querier_frame, rules=querier_rules or rules,
@@ -143,7 +147,8 @@ def test_blocked_fuzzy_join_equals_plaintext_on_febrl(keyholder, tmp_path, febrl
     blocked = {**plain, "blocking": [{"fields": ["ssn"]}, {"fields": ["sn"], "clear": True}],
                "risk": {"max": 0.05, "population": 10_000_000}}
     expected = expected_join(querier_frame, holder_frame, load_rules(plain))
-    result = join_with_holder(keyholder, tmp_path, querier_frame, holder_frame, load_rules(blocked))
+    served: list[dict] = []
+    result = join_with_holder(keyholder, tmp_path, querier_frame, holder_frame, load_rules(blocked), served=served)
     out = result.frame
     matched = out[out["matched"]]
     assert dict(zip(zip(matched["rec_id"], matched["rec_id_holder"]), matched["terms"])) == expected
@@ -153,7 +158,33 @@ def test_blocked_fuzzy_join_equals_plaintext_on_febrl(keyholder, tmp_path, febrl
     assert report["passes"][0]["terms"] == ["ssn"] and "ssn" not in report["passes"][1]["terms"]  # terms a pass decides
     assert report["passes"][1]["buckets"] == "clear" and report["passes"][0]["buckets"] > 1000
     assert all(p["risk"]["max"] <= 0.05 for p in report["passes"])
-    assert 0 < report["candidate_pairs"] < len(querier_frame) * len(holder_frame)
+    assert 0 < sum(served[0]["candidate_pairs"]) < len(querier_frame) * len(holder_frame)   # the holder's count
+    assert "candidate_pairs" not in report and not any("candidate_pairs" in p for p in report["passes"])
+
+
+def test_the_querier_learns_nothing_about_holder_rows_in_its_blocks(keyholder, tmp_path):
+    """Holder rows that share the querier's blocks but do not match change nothing the querier sees."""
+    fields = [field for field in FIELDS if field["name"] in ("sn", "gn", "dob")]
+    rules = load_rules({"field": fields, "rule": {"match": "sn and gn and dob"},
+                        "blocking": [{"fields": ["sn"], "clear": True}],
+                        "risk": {"max": 0.05, "population": 10_000_000}})
+    querier = pd.DataFrame({"rec_id": [f"q{i}" for i in range(6)],
+                            "surname": ["Smith", "Smith", "Nguyen", "Nguyen", "Li", "Li"],
+                            "given_name": ["Ann", "Bob", "Cao", "Dan", "Eve", "Fay"],
+                            "date_of_birth": ["19800102", "19810203", "19820304", "19830405", "19840506", "19850607"]})
+    holder = pd.DataFrame({"rec_id": ["h0", "h1"], "surname": ["Smith", "Li"], "given_name": ["Ann", "Zed"],
+                           "date_of_birth": ["19800102", "19900101"]})
+    crowd = pd.DataFrame({"rec_id": [f"x{i}" for i in range(30)], "surname": ["Smith", "Nguyen", "Li"] * 10,
+                          "given_name": ["Quentin"] * 30, "date_of_birth": ["19500101"] * 30})
+    views = []
+    for table in (holder, pd.concat([holder, crowd], ignore_index=True)):
+        served: list[dict] = []
+        result = join_with_holder(keyholder, tmp_path, querier, table, rules, served=served)
+        report = {k: v for k, v in result.report.items() if k not in ("seconds", "session_id", "querier", "holder")}
+        views.append((result.frame.to_dict("list"), report))
+        assert served[0]["candidate_pairs"] == [sum((table.surname == s).sum() for s in querier.surname)]
+    assert views[0] == views[1]
+    assert views[0][0]["rec_id_holder"].count("h0") == 1
 
 
 def test_secure_fuzzy_join_equals_plaintext_on_febrl(keyholder, tmp_path, febrl_sample):
