@@ -53,12 +53,20 @@ def cmd_assess(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     spec = load_spec(args.spec)
     df = read_table(args.input, spec.missing_values)
+    releases = bool(args.output or args.policy_out)  # a release (or its recipe) needs every column's fate
+    accepted = _accepted(args, args.out) if releases else {}
+    fates = spec.fates(df.columns) if releases or spec.rest is not None else None
+    spec = spec.resolve(df.columns) if fates is not None else spec
     pop = read_table(args.population, spec.missing_values, categorical=False) if args.population else None
     numeric = [c for c in args.numeric.split(",") if c] if args.numeric is not None else None
     a = assess(df, spec, pop, levels=_levels(args.levels), record_suppression=True if args.suppress else None,
                numeric=numeric)
     result = a.to_dict()
     result["report"] = build_report(a, input_name=str(args.input))
+    if args.output:
+        from .detect import check_release
+        result["identifier_check"] = check_release(a.output, fates, safe_harbor=False, accepted=accepted)
+        result["accepted_columns"] = result["identifier_check"]["accepted_columns"]
     result["seconds"] = round(time.perf_counter() - t0, 4)
     html = render_html(result["report"], a) if args.html else None
     write_json(result, args.out)
@@ -67,10 +75,24 @@ def cmd_assess(args: argparse.Namespace) -> int:
     if args.output:
         write_table(a.output, args.output)
     if args.policy_out:
-        write_json(a.policy.to_dict(), args.policy_out)
+        write_json(a.policy.with_fates(fates, spec.rest, False).to_dict(), args.policy_out)
     if args.per_record:
         write_table(a.per_record, args.per_record)
     return 0
+
+
+def _accepted(args: argparse.Namespace, report: str | None) -> dict[str, str]:
+    """``--accept-column NAME:REASON`` options; a reason must land in a report, so one is required."""
+    from .detect import parse_accepted
+    accepted = parse_accepted(getattr(args, "accept_column", None))
+    if accepted and not report:
+        raise DeidInputError("--accept-column needs a report file (the reason is recorded there)")
+    return accepted
+
+
+def _add_accept(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--accept-column", action="append", metavar="NAME:REASON",
+                   help="release this column although it looks like an identifier; the reason goes into the report")
 
 
 def cmd_safe_harbor(args: argparse.Namespace) -> int:
@@ -79,10 +101,11 @@ def cmd_safe_harbor(args: argparse.Namespace) -> int:
     from .spec import load_spec
 
     _guard_outputs([args.input, args.spec, args.zip_population], [args.out, args.policy_out, args.report])
+    accepted = _accepted(args, args.report)
     spec = load_spec(args.spec)
     df = read_table(args.input, spec.missing_values)
     zp = read_table(args.zip_population, categorical=False) if args.zip_population else None
-    out, policy, info = safe_harbor(df, spec, zp, args.reference_year)
+    out, policy, info = safe_harbor(df, spec, zp, args.reference_year, accepted=accepted)
     write_table(out, args.out)
     if args.policy_out:
         write_json(policy.to_dict(), args.policy_out)
@@ -92,11 +115,12 @@ def cmd_safe_harbor(args: argparse.Namespace) -> int:
 
 
 def cmd_apply(args: argparse.Namespace) -> int:
-    from .io import read_table
-    from .io import write_table
+    from .detect import check_release
+    from .io import read_table, write_json, write_table
     from .transform import Policy
 
-    _guard_outputs([args.input, args.policy, args.key_file], [args.out])
+    _guard_outputs([args.input, args.policy, args.key_file], [args.out, args.report])
+    accepted = _accepted(args, args.report)
     policy = Policy.load(args.policy)
     key = None
     if args.key_file:
@@ -105,8 +129,14 @@ def cmd_apply(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise DeidInputError(f"cannot read key file {args.key_file!r}: {exc.strerror or exc}") from None
     df = read_table(args.input)
+    fates = policy.fates(list(df.columns))
     out, ctx = policy.apply(df, key=key)
+    check = check_release(out, fates, safe_harbor=policy.is_safe_harbor(), accepted=accepted,
+                          masked=[c for c, f in fates.items() if f == "masked"])
     write_table(out, args.out)
+    if args.report:
+        write_json({"policy": str(args.policy), "column_fates": fates, "identifier_check": check,
+                    "accepted_columns": check["accepted_columns"], "warnings": ctx.get("warnings", [])}, args.report)
     for w in ctx.get("warnings", []):
         print(f"deid: warning: {w}", file=sys.stderr)
     return 0
@@ -142,6 +172,7 @@ def _register_search(sub: argparse._SubParsersAction) -> None:
     se.add_argument("--out", required=True, help="RESULT.json")
     se.add_argument("--apply-best", help="write the data released under the best policy here")
     se.add_argument("--html", help="self-contained HTML page with a risk vs information loss plot of the policies")
+    _add_accept(se)
     se.set_defaults(func=cmd_search)
 
 
@@ -160,6 +191,7 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--policy-out", help="write the re-appliable policy JSON here")
     a.add_argument("--per-record", help="CSV of per-record risks (class size, prosecutor, journalist, instance disclosure)")
     a.add_argument("--numeric", help="comma-separated numeric columns for before/after mean, SD, correlation")
+    _add_accept(a)
     a.set_defaults(func=cmd_assess)
     s = sub.add_parser("safe-harbor", help="apply HIPAA Safe Harbor")
     s.add_argument("--input", required=True)
@@ -169,12 +201,15 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--policy-out")
     s.add_argument("--report", help="JSON: which columns were recognized as which Safe Harbor kind")
     s.add_argument("--reference-year", type=int, help="year for the age >= 90 birth-year rule (default: this year)")
+    _add_accept(s)
     s.set_defaults(func=cmd_safe_harbor)
     ap = sub.add_parser("apply", help="re-apply a saved policy to a new batch")
     ap.add_argument("--input", required=True)
     ap.add_argument("--policy", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--key-file", help="secret key for pseudonymize/randomize steps (kept by the data owner)")
+    ap.add_argument("--report", help="JSON: each column's fate, the identifier check and accepted columns")
+    _add_accept(ap)
     ap.set_defaults(func=cmd_apply)
     for register in EXTRA_COMMANDS.values():
         register(sub)

@@ -9,6 +9,10 @@ The population per 3-digit area comes from a supplied ZIP population table;
 without one, the documented default is the list of 17 prefixes restricted
 after the 2000 census (:data:`RESTRICTED_ZIP3_2000`).
 The result is a :class:`~deid_core.transform.Policy`, so it can be re-applied.
+
+Every column must have a declared fate (listed in ``[columns]`` or covered by
+``[columns] default``), and the released columns are scanned for identifiers
+(:mod:`deid_core.detect`) before anything is returned.
 """
 from __future__ import annotations
 
@@ -147,8 +151,13 @@ def op_birth_year_cap(df: pd.DataFrame, step: Mapping[str, Any], ctx: dict) -> p
 
 def safe_harbor_policy(spec: Spec, columns: list[str], zip_population: pd.DataFrame | None = None,
                        reference_year: int | None = None) -> tuple[Policy, dict]:
-    """Safe Harbor policy for the columns of a table, and what was recognized (column -> kind/action)."""
+    """Safe Harbor policy for the columns of a table, and what was recognized (column -> kind/action).
+
+    Raises :class:`DeidInputError` for columns the spec does not list (unless it has a default).
+    """
     spec.check_columns(columns)
+    fates, defaulted = spec.fates(columns), spec.unlisted(columns)
+    spec = spec.resolve(columns)
     ref = reference_year or _dt.date.today().year
     restricted = restricted_zip3(zip_population)
     known = None
@@ -179,15 +188,31 @@ def safe_harbor_policy(spec: Spec, columns: list[str], zip_population: pd.DataFr
         elif role == "direct" or kind is not None:
             drop.append(col)
             actions[col] = {"kind": kind or 18, "action": "removed"}
+        else:
+            actions[col] = {"kind": None, "action": f"kept ({role})"}
     policy = Policy(([{"op": "drop", "columns": drop}] if drop else []) + steps,
-                    description=f"HIPAA Safe Harbor (reference year {ref})")
+                    description=f"HIPAA Safe Harbor (reference year {ref})").with_fates(fates, spec.rest, True)
     return policy, {"reference_year": ref, "restricted_zip3": restricted,
-                    "zip_population_supplied": zip_population is not None, "columns": actions}
+                    "zip_population_supplied": zip_population is not None, "columns": actions,
+                    "column_fates": fates,
+                    "defaulted_columns": {c: spec.rest for c in defaulted}}
 
 
 def safe_harbor(df: pd.DataFrame, spec: Spec, zip_population: pd.DataFrame | None = None,
-                reference_year: int | None = None) -> tuple[pd.DataFrame, Policy, dict]:
-    """Apply Safe Harbor to ``df``: returns (output, policy, recognition report)."""
+                reference_year: int | None = None,
+                accepted: Mapping[str, str] | None = None) -> tuple[pd.DataFrame, Policy, dict]:
+    """Apply Safe Harbor to ``df``: returns (output, policy, recognition report).
+
+    The output is scanned for identifiers (:func:`deid_core.detect.check_release`, every column,
+    every kind); ``accepted`` ({column: reason}) lets named columns through, and the reasons are
+    recorded in the report (``accepted_columns`` and the column's entry in ``columns``).
+    """
+    from .detect import check_release
+
     policy, info = safe_harbor_policy(spec, list(df.columns), zip_population, reference_year)
     out, _ = policy.apply(df)
+    check = check_release(out, info["column_fates"], safe_harbor=True, accepted=accepted)
+    for col, acc in check["accepted_columns"].items():
+        info["columns"][col] = {**info["columns"][col], "accepted": acc["reason"]}
+    info.update(identifier_check=check, accepted_columns=check["accepted_columns"])
     return out, policy, info

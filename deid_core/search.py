@@ -625,6 +625,10 @@ def run_search_command(args: argparse.Namespace) -> int:
     spec = load_spec(args.spec)
     df = read_table(args.input, spec.missing_values)
     spec.check_columns(df.columns)
+    from .cli import _accepted
+    accepted = _accepted(args, args.out)
+    fates = spec.fates(df.columns) if args.apply_best or spec.rest is not None else None
+    spec = spec.resolve(df.columns) if fates is not None else spec
     if not spec.quasi:
         raise DeidInputError("spec declares no quasi-identifier to search over")
     if args.method == "ola":
@@ -636,6 +640,13 @@ def run_search_command(args: argparse.Namespace) -> int:
         out = out if args.apply_best else None
     if args.apply_best and out is None:
         raise DeidInputError("no policy meets the threshold: nothing to apply (relax --k/--threshold or --max-suppression)")
+    if out is not None:  # every column has a fate; identifiers are refused before anything is written
+        from .detect import check_release
+        out = out.drop(columns=[c for c in spec.direct if c in out.columns])
+        result["identifier_check"] = check_release(out, fates, safe_harbor=False, accepted=accepted)
+        result["accepted_columns"] = result["identifier_check"]["accepted_columns"]
+    if fates is not None and "best_policy" in result:
+        result["best_policy"] = Policy.from_dict(result["best_policy"]).with_fates(fates, spec.rest, False).to_dict()
     result["seconds_total"] = round(time.perf_counter() - t0, 4)
     page = None
     if getattr(args, "html", None):

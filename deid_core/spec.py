@@ -3,6 +3,7 @@
 Minimal form (issue 3)::
 
     [columns]   name = "direct"   zip = "quasi"   disease = "sensitive"
+                default = "drop"    # optional: the fate of every column not listed
     [types]     zip = "zip"       age = "age"
     [hierarchies]
     age = { builder = "interval", widths = [5, 10, 20], top_code = 90 }
@@ -18,13 +19,15 @@ from __future__ import annotations
 
 import math
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from .errors import DeidInputError
 
 ROLES = ("direct", "quasi", "sensitive", "other")
+#: What ``[columns] default = "..."`` may say about the columns the spec does not list.
+REST_FATES = ("drop", "other", "quasi")
 RELEASE_TYPES = ("public", "non-public")
 MISSING_CHOICES = ("own_class", "match_any")
 BUILDERS = ("csv", "interval", "dates", "prefix", "icd", "flat")
@@ -92,6 +95,8 @@ class Spec:
     missing_values: tuple[str, ...] = ("",)
     levels: Mapping[str, int] = field(default_factory=dict)
     record_suppression: bool = False
+    #: ``[columns] default``: the fate of columns the spec does not list (None: such columns are refused).
+    rest: str | None = None
 
     def role(self, role: str) -> list[str]:
         return [c for c, r in self.columns.items() if r == role]
@@ -112,6 +117,61 @@ class Spec:
                 raise DeidInputError(f"unknown column {col!r}: not in the input (columns: {', '.join(sorted(available))})")
 
 
+    def unlisted(self, available: Iterable[str]) -> list[str]:
+        """Columns of the data the spec does not list."""
+        return [c for c in available if c not in self.columns]
+
+    def fates(self, available: Iterable[str]) -> dict[str, str]:
+        """Role of every column of the data: listed, or ``[columns] default`` (``drop`` -> ``direct``).
+
+        Raises :class:`DeidInputError` naming the unlisted columns when the spec has no default:
+        every released column must have a declared fate (docs/deid.md, "Every column has a fate").
+        """
+        available = list(available)
+        rest = self.unlisted(available)
+        if rest and self.rest is None:
+            shown = ", ".join(repr(c) for c in rest[:10]) + (f" and {len(rest) - 10} more" if len(rest) > 10 else "")
+            raise DeidInputError(f"{len(rest)} column(s) of the input are not in the spec's [columns]: {shown} - "
+                                 "declare each, or say what to do with the rest: [columns] default = "
+                                 "\"drop\" | \"other\" | \"quasi\"")
+        default = "direct" if self.rest == "drop" else self.rest
+        return {c: self.columns.get(c, default) for c in available}
+
+    def resolve(self, available: Iterable[str]) -> "Spec":
+        """This spec with every column of the data listed (see :meth:`fates`)."""
+        available = list(available)
+        fates = self.fates(available)
+        return replace(self, columns={**self.columns, **{c: fates[c] for c in self.unlisted(available)}})
+
+
+def _columns(raw: Any) -> tuple[dict[str, str], str | None]:
+    """``[columns]``: name -> role or ``{ role = ... }``; the key ``default`` with a string value is the rest rule.
+
+    A column literally named ``default`` is declared in the table form, ``default = { role = "quasi" }``
+    (or ``[columns.default]`` + ``role = "quasi"``).
+    """
+    if not isinstance(raw, Mapping) or not raw:
+        raise DeidInputError("spec needs a non-empty [columns] table")
+    columns, rest = {}, None
+    for col, role in raw.items():
+        if col == "default" and isinstance(role, str):
+            if role not in REST_FATES:
+                raise DeidInputError(f"[columns] default = {role!r} must be one of {', '.join(REST_FATES)} (a column "
+                                     "named 'default' is declared as default = { role = \"...\" })")
+            rest = role
+            continue
+        if isinstance(role, Mapping):
+            if set(role) != {"role"}:
+                raise DeidInputError(f"column {col!r}: the table form takes exactly one key, role")
+            role = role["role"]
+        if role not in ROLES:
+            raise DeidInputError(f"column {col!r}: unknown role {role!r} (expected one of {', '.join(ROLES)})")
+        columns[col] = role
+    if not columns and rest is None:
+        raise DeidInputError("spec needs a non-empty [columns] table")
+    return columns, rest
+
+
 def _number(section: str, key: str, value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise DeidInputError(f"[{section}] {key} must be a number, got {value!r}")
@@ -127,12 +187,7 @@ def _probability(section: str, key: str, value: Any) -> float:
 
 def parse_spec(raw: Mapping[str, Any], base_dir: Path | None = None) -> Spec:
     """Build a validated :class:`Spec` from a parsed TOML mapping."""
-    columns = raw.get("columns")
-    if not isinstance(columns, Mapping) or not columns:
-        raise DeidInputError("spec needs a non-empty [columns] table")
-    for col, role in columns.items():
-        if role not in ROLES:
-            raise DeidInputError(f"column {col!r}: unknown role {role!r} (expected one of {', '.join(ROLES)})")
+    columns, rest = _columns(raw.get("columns"))
     for section in ("types", "hierarchies"):
         for col in raw.get(section, {}) or {}:
             if col not in columns:
@@ -173,7 +228,7 @@ def parse_spec(raw: Mapping[str, Any], base_dir: Path | None = None) -> Spec:
     return Spec(
         columns=dict(columns), types=dict(raw.get("types") or {}), hierarchies=hierarchies,
         release=release, missing=missing, gamma=gamma, missing_values=missing_values,
-        levels=levels, record_suppression=bool(tr.get("record_suppression", False)),
+        levels=levels, record_suppression=bool(tr.get("record_suppression", False)), rest=rest,
     )
 
 

@@ -150,9 +150,52 @@ class Policy:
     steps: list[dict] = field(default_factory=list)
     description: str = ""
     version: int = 1
+    #: The declared fate (role) of every column of the data the policy was made for, and of the rest
+    #: (``default``: ``drop`` | ``other`` | ``quasi`` or None); ``safe_harbor``: whether releases made
+    #: with it are checked as Safe Harbor releases (docs/deid.md, "Every column has a fate").
+    columns: dict[str, str] = field(default_factory=dict)
+    default: str | None = None
+    safe_harbor: bool | None = None
 
     def to_dict(self) -> dict:
-        return {"format": "deid_core.policy", "version": self.version, "description": self.description, "steps": self.steps}
+        out = {"format": "deid_core.policy", "version": self.version, "description": self.description, "steps": self.steps}
+        if self.columns or self.default is not None:
+            out.update(columns=dict(self.columns), default=self.default, safe_harbor=self.is_safe_harbor())
+        return out
+
+    def with_fates(self, fates: Mapping[str, str], default: str | None = None, safe_harbor: bool | None = None) -> "Policy":
+        """This policy recording each column's fate (from the spec it was made with)."""
+        return Policy(self.steps, self.description, self.version, dict(fates), default,
+                      self.safe_harbor if safe_harbor is None else safe_harbor)
+
+    def step_columns(self) -> dict[str, str]:
+        """Columns the steps name -> fate they imply (``direct`` dropped, ``masked``, else ``quasi``)."""
+        out: dict[str, str] = {}
+        for st in self.steps:
+            cols = st.get("columns", []) if st.get("op") in ("drop", "suppress_records") else [st.get("column")]
+            fate = {"drop": "direct", "pseudonymize": "masked", "randomize": "masked", "blank": "masked"}.get(st.get("op"), "quasi")
+            for c in cols:
+                if c is not None and out.get(c) not in ("direct", "masked"):
+                    out[str(c)] = fate
+        return out
+
+    def fates(self, available: Sequence[str]) -> dict[str, str]:
+        """Fate of every input column: recorded, implied by a step, or the recorded default; else refused."""
+        steps = self.step_columns()
+        rest = [c for c in available if c not in self.columns and c not in steps]
+        if rest and self.default is None:
+            shown = ", ".join(repr(c) for c in rest[:10]) + (f" and {len(rest) - 10} more" if len(rest) > 10 else "")
+            raise DeidInputError(f"{len(rest)} column(s) of the input are not in the policy: {shown} - re-create the "
+                                 "policy from a spec that declares them (or sets [columns] default)")
+        default = "direct" if self.default == "drop" else self.default
+        return {c: steps[c] if steps.get(c) in ("direct", "masked") else self.columns.get(c) or steps.get(c) or default
+                for c in available}
+
+    def is_safe_harbor(self) -> bool:
+        """Recorded, or (older policies) inferred from Safe Harbor steps."""
+        if self.safe_harbor is not None:
+            return self.safe_harbor
+        return any(st.get("op") in ("zip3", "year", "top_code", "birth_year_cap") for st in self.steps)
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2)
@@ -164,8 +207,12 @@ class Policy:
         for st in raw["steps"]:
             if not isinstance(st, Mapping) or st.get("op") not in OPS:
                 raise DeidInputError(f"policy: unknown step {st!r:.80}")
+        columns = raw.get("columns") or {}
+        if not isinstance(columns, Mapping) or raw.get("default") not in (None, "drop", "other", "quasi"):
+            raise DeidInputError("policy: 'columns' must map column -> role and 'default' be drop, other or quasi")
         return cls(steps=[dict(s) for s in raw["steps"]], description=str(raw.get("description", "")),
-                   version=int(raw.get("version", 1)))
+                   version=int(raw.get("version", 1)), columns={str(k): str(v) for k, v in columns.items()},
+                   default=raw.get("default"), safe_harbor=raw.get("safe_harbor"))
 
     @classmethod
     def load(cls, path: str | Path) -> "Policy":
