@@ -99,12 +99,22 @@ def cmd_query(args) -> int:
     return _finish(result, args.out, args.report)
 
 
+def _accepted_columns(items: list[str] | None) -> dict[str, str]:
+    from deid_core import DeidInputError
+    from deid_core.detect import parse_accepted
+    try:
+        return parse_accepted(items)
+    except DeidInputError as error:
+        raise UsageError(f"party link-release: {error}") from None
+
+
 def cmd_link_release(args) -> int:
     from party_client.release import link_release
     _key_source(args)
     summary = link_release(_party(args), args.holder, args.input, spec=args.spec, method=args.method,
                            out=args.out, report_dir=args.report_dir, id_column=args.id_column, rules=args.rules,
                            policy=args.policy, threshold=args.threshold, max_suppression=args.max_suppression,
+                           accepted=_accepted_columns(args.accept_column),
                            key_bits=args.key_bits, fast_blinding=args.fast_blinding, timeout=args.timeout)
     print(json.dumps(summary, default=str))
     return 0
@@ -235,6 +245,9 @@ def build_parser() -> argparse.ArgumentParser:
     release.add_argument("--threshold", type=float, help="risk threshold for --method threshold")
     release.add_argument("--max-suppression", type=float, default=0.0)
     release.add_argument("--report-dir", required=True, help="folder for release_report.json/.html")
+    release.add_argument("--accept-column", action="append", metavar="NAME:REASON",
+                         help="release this column although it looks like an identifier; the reason goes into "
+                              "the report")
     release.set_defaults(run=cmd_link_release)
 
     many = connected(commands.add_parser("dedup-many", help="which other registries also hold each record"))

@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 import deid_core
+from deid_core.detect import check_release
 from party_client.errors import PartyError
 from party_client.rules import Rules, load_rules
 from party_client.tables import check_output, read_table, write_table
@@ -47,9 +48,10 @@ def _release_spec(spec: deid_core.Spec, columns: list[str]) -> deid_core.Spec:
 
 
 def _deidentify(joined: pd.DataFrame, spec: deid_core.Spec, method: str, policy_path: str | None,
-                threshold: float | None, max_suppression: float) -> tuple[pd.DataFrame, dict]:
+                threshold: float | None, max_suppression: float,
+                accepted: dict | None = None) -> tuple[pd.DataFrame, dict]:
     if method == "safe-harbor":
-        output, policy, info = deid_core.safe_harbor(joined, spec)
+        output, policy, info = deid_core.safe_harbor(joined, spec, accepted=accepted)
         return output, {"method": method, "policy": policy.to_dict(), "recognized": info}
     if method == "policy":
         if not policy_path:
@@ -98,8 +100,13 @@ def _optimal_release(joined: pd.DataFrame, spec: deid_core.Spec, threshold: floa
 def link_release(party, holder: str, data, *, spec: str | Path, method: str, out: str | Path,
                  report_dir: str | Path, id_column: str | None = None, rules=None,
                  policy: str | None = None, threshold: float | None = None, max_suppression: float = 0.0,
-                 **join_options) -> dict:
-    """Join with ``holder``, de-identify with ``method``, write the release and its reports."""
+                 accepted: dict | None = None, **join_options) -> dict:
+    """Join with ``holder``, de-identify with ``method``, write the release and its reports.
+
+    Every column of the joined table needs a fate in the spec (``[columns]`` or its ``default``) and
+    the release is scanned for identifiers before anything is written (``deid_core.detect``);
+    ``accepted`` ({column: reason}) lets named columns through, recorded in the report.
+    """
     started = time.perf_counter()
     report_dir = Path(report_dir)
     if not report_dir.is_dir():
@@ -123,8 +130,16 @@ def link_release(party, holder: str, data, *, spec: str | Path, method: str, out
     joined = linked.frame
     try:
         spec_obj.check_columns(joined.columns)
-        output, method_info = _deidentify(joined, spec_obj, method, policy, threshold, max_suppression)
+        fates = spec_obj.fates(joined.columns)
+        spec_obj = spec_obj.resolve(joined.columns)
+        output, method_info = _deidentify(joined, spec_obj, method, policy, threshold, max_suppression, accepted)
         output = output.drop(columns=[c for c in spec_obj.direct if c in output.columns])
+        applied = deid_core.Policy.from_dict(method_info["policy"])
+        fates = {**fates, **{c: f for c, f in applied.step_columns().items() if f == "masked"}}
+        check = check_release(output, fates, accepted=accepted, masked=[c for c, f in fates.items() if f == "masked"],
+                              safe_harbor=method == "safe-harbor" or (method == "policy" and applied.is_safe_harbor()))
+        method_info["policy"] = applied.with_fates({c: f for c, f in fates.items() if f != "masked"}, spec_obj.rest,
+                                                   method == "safe-harbor").to_dict()
         assessment = deid_core.assess(output, _release_spec(spec_obj, list(output.columns)))
     except deid_core.DeidInputError as error:
         raise PartyError(f"de-identification: {error}") from None
@@ -136,7 +151,8 @@ def link_release(party, holder: str, data, *, spec: str | Path, method: str, out
                    blocking="none: every holder row is compared with padded tables, nothing travels in the clear",
                    linked_seconds=round(time.perf_counter() - started, 2))
     report.update(linkage=linkage, deidentification=method_info, release=str(out),
-                  released_columns=list(output.columns))
+                  released_columns=list(output.columns), column_fates=fates, identifier_check=check,
+                  accepted_columns=check["accepted_columns"])
     summary = assessment.summary
     write_table(output, out)
     (report_dir / "release_report.json").write_text(json.dumps(report, indent=2, default=str))
