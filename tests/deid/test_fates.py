@@ -7,7 +7,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pytest
 
 from deid_core.cli import main
 from deid_core.detect import KINDS, column_findings
@@ -59,7 +58,7 @@ def test_safe_harbor_refuses_unlisted_columns(tmp_path, capsys):
 
 
 def test_default_key_drop_other_quasi_and_a_column_named_default(tmp_path, capsys):
-    data, spec = files(tmp_path, SPEC + "")
+    data, spec = files(tmp_path)
     spec.write_text(SPEC.replace("[columns]\n", '[columns]\ndefault = "drop"\n'))
     out, rep = tmp_path / "out.csv", tmp_path / "rep.json"
     assert main(["safe-harbor", "--input", str(data), "--spec", str(spec), "--out", str(out), "--report", str(rep)]) == 0
@@ -77,8 +76,7 @@ def test_default_key_drop_other_quasi_and_a_column_named_default(tmp_path, capsy
     s = parse_spec({"columns": {"default": {"role": "sensitive"}, "x": "quasi"}})
     assert s.columns == {"default": "sensitive", "x": "quasi"} and s.rest is None
     import tomllib
-    s = parse_spec(tomllib.loads('[columns]\ndefault = "quasi"\nx = "other"\n[columns.default]\nrole = "direct"\n')
-                   if False else tomllib.loads('[columns]\nx = "other"\n[columns.default]\nrole = "direct"\n'))
+    s = parse_spec(tomllib.loads('[columns]\nx = "other"\n[columns.default]\nrole = "direct"\n'))
     assert s.columns == {"x": "other", "default": "direct"} and s.fates(["x", "default"])["default"] == "direct"
 
 
