@@ -82,11 +82,13 @@ class Hierarchy:
         cat = values if isinstance(values.dtype, pd.CategoricalDtype) else values.astype("category")
         cats = cat.cat.categories.astype(str)
         idx = self.leaves.get_indexer(cats)
-        missing = np.flatnonzero((idx < 0) & (cats != SUPPRESSED))
+        codes = cat.cat.codes.to_numpy()
+        used = np.bincount(codes[codes >= 0], minlength=len(cats)) > 0   # a category no record holds any more
+        missing = np.flatnonzero((idx < 0) & (cats != SUPPRESSED) & used)  # (all suppressed) needs no leaf
         if len(missing):
             raise DeidInputError(f"column {column or self.name!r}: value {cats[missing[0]]!r} is missing from its hierarchy")
         lut = np.append(idx.astype(np.int32), np.int32(-1))
-        return lut[cat.cat.codes.to_numpy()]
+        return lut[codes]
 
     def decode(self, codes: np.ndarray, level: int) -> pd.Categorical:
         """Generalized labels for level codes (-1 -> NaN), as a categorical."""

@@ -122,7 +122,7 @@ def frequency_check(s: pd.Series, alpha: float = 0.01, min_effect: float = 0.3, 
     if warn and res["far_from_uniform"]:
         warnings.warn(f"pseudonymized column {s.name!r}: frequencies far from uniform (chi2 p={res['p_value']:.3g}, "
                       f"w={res['cohens_w']:.2f}); the most frequent pseudonym may reveal its value — "
-                      "consider treating it as a quasi-identifier (B ch. 11)", DeidWarning, stacklevel=2)
+                      "consider treating it as a quasi-identifier (El Emam & Arbuckle, ch. 11)", DeidWarning, stacklevel=2)
     return res
 
 
