@@ -337,7 +337,7 @@ def _png(fig: Any) -> str:
 
 
 def plots(a: Assessment, before: Assessment | None = None) -> dict[str, str]:
-    """EC-size histogram (before and after) and per-record risk plot as base64 PNGs (matplotlib Agg)."""
+    """Records by class size (before and after) and per-record risk as base64 PNGs (matplotlib Agg)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -349,11 +349,11 @@ def plots(a: Assessment, before: Assessment | None = None) -> dict[str, str]:
     top = max(sizes.max(), prior.max() if prior is not None and len(prior) else 0, 2)
     bins = np.unique(np.round(np.logspace(0, np.log10(top), 30)))
     if prior is not None and len(prior):
-        ax.hist(prior, bins=bins, color="#bbbbbb", label="before")
-    ax.hist(sizes, bins=bins, color="#4472c4", alpha=0.85, label="released")
+        ax.hist(prior, bins=bins, weights=prior, color="#bbbbbb", label="before")
+    ax.hist(sizes, bins=bins, weights=sizes, color="#4472c4", alpha=0.85, label="released")
     ax.set_xscale("log")
-    ax.set_xlabel("equivalence class size")
-    ax.set_ylabel("classes")
+    ax.set_xlabel("size of the record's equivalence class")
+    ax.set_ylabel("records")
     ax.axvline(a.attack["k_equivalent"], color="#c00000", ls="--", label=f"k = {a.attack['k_equivalent']}")
     ax.legend()
     out["ec_histogram"] = _png(fig)
@@ -390,7 +390,7 @@ thead th{background:#eef2fa}td.num{text-align:right;font-variant-numeric:tabular
 .verdict{padding:.7em 1em;border-radius:6px;margin:1em 0;border:1px solid}
 .verdict.pass{background:#eaf6ec;border-color:#9ccaa5}.verdict.fail{background:#fdecee;border-color:#e6a1aa}
 pre{background:#f6f6f6;padding:1em;overflow:auto;font-size:.85em;max-height:30em}
-code{background:#f2f2f2;padding:0 .2em}.small{font-size:.85em;color:#555}
+pre.cmd{white-space:pre-wrap;word-break:break-all;max-height:none}code{background:#f2f2f2;padding:0 .2em}.small{font-size:.85em;color:#555}
 figure{display:inline-block;margin:.5em 1em .5em 0}figcaption{font-size:.85em;color:#555}
 ol.sources li{margin-bottom:.3em}
 """
@@ -578,7 +578,7 @@ def _section_evidence(s: dict, images: Mapping[str, str]) -> list[str]:
                               v["corr_before_after"]] for c, v in numeric.items()], numeric=(1, 2, 3, 4, 5)))
     if images:
         parts.append("<h3>Plots</h3>")
-        captions = {"ec_histogram": "Equivalence class sizes; dashed: the k the threshold needs",
+        captions = {"ec_histogram": "Records by the size of their equivalence class; dashed: the k the threshold needs",
                     "risk_per_record": "Risk per record, highest first, against the threshold"}
         for name, data in images.items():
             cap = captions.get(name, name)
@@ -614,7 +614,7 @@ def _section_policy(s: dict) -> list[str]:
         _p("Next year's data of the same kind can be released the same way: the same generalizations give the "
            "same risk on a stable population, which this report's re-assessment confirms or refutes."
            + (f" The policy is saved as {where}." if where else " Save the JSON below as POLICY.json.")),
-        f"<pre>{html.escape(command)}</pre>",
+        f"<pre class='cmd'>{html.escape(command)}</pre>",
         f"<pre>{html.escape(json.dumps(tr['policy'], indent=2, default=str))}</pre>",
     ]
 
