@@ -56,6 +56,19 @@ def _validate_levels(table: EncodedTable, levels: Mapping[str, int]) -> dict[str
     return out
 
 
+def information_loss(before: pd.DataFrame, after: pd.DataFrame, qis: Sequence[str], levels: Mapping[str, int],
+                     heights: Mapping[str, int], numeric: Sequence[str] = ()) -> dict:
+    """Every information loss measure of ``after`` against ``before`` (same rows, same order)."""
+    return {
+        "missingness": missingness_change(before, after, qis),
+        "non_uniform_entropy": non_uniform_entropy(before, after, qis),
+        "discernibility": {"before": discernibility(before, qis), "after": discernibility(after, qis)},
+        "average_class_size": {"before": average_class_size(before, qis), "after": average_class_size(after, qis)},
+        "precision": precision(levels, heights, after),
+        "numeric": numeric_utility(before, after.reindex(columns=before.columns), [c for c in numeric if c in after.columns]),
+    }
+
+
 def assess(df: pd.DataFrame, spec: Spec, population: pd.DataFrame | None = None,
            levels: Mapping[str, int] | None = None, record_suppression: bool | None = None,
            numeric: Sequence[str] | None = None) -> Assessment:
@@ -89,14 +102,7 @@ def assess(df: pd.DataFrame, spec: Spec, population: pd.DataFrame | None = None,
         if c not in df.columns:
             raise DeidInputError(f"unknown column {c!r} in numeric columns: not in the input")
     heights = {q: table.hierarchies[q].height for q in qis}
-    loss = {
-        "missingness": missingness_change(df, out, qis),
-        "non_uniform_entropy": non_uniform_entropy(df, out, qis),
-        "discernibility": {"before": discernibility(df, qis), "after": discernibility(out, qis)},
-        "average_class_size": {"before": average_class_size(df, qis), "after": average_class_size(out, qis)},
-        "precision": precision(levels, heights, out),
-        "numeric": numeric_utility(df, out.reindex(columns=df.columns), [c for c in numeric if c in out.columns]),
-    }
+    loss = information_loss(df, out, qis, levels, heights, numeric)
     return Assessment(spec=spec, summary=summary, before=before, attack=attack_assessment(summary, spec.release),
                       policy=policy, output=out, loss=loss, per_record=per_record(cl), ec_sizes=cl.ec_sizes,
                       levels=levels, transformed=transformed)

@@ -5,7 +5,7 @@ A secure lookup reveals ``PRF_s(X) mod B`` to the holder (PROTOCOL.md,
 population of ``N`` people.  For a random target, the other ``N - 1`` people
 fall in the target's bucket independently with probability ``1/B``, so the
 bucket's size is ``F = 1 + Poisson(lam)`` with ``lam = (N - 1)/B`` (for large
-``N``), and the target's journalist risk is ``1/F`` (book ch. 2, B:1424-1429:
+``N``), and the target's journalist risk is ``1/F`` (El Emam & Arbuckle, ch. 2, "Probability Metrics":
 risk = 1 / size of the equivalence class in the population).  Its
 expectation has the closed form
 
@@ -90,7 +90,7 @@ def disclosed_key_risk(keys: Sequence[object], population: int | None = None) ->
     """Re-identification risk of revealing one key per record in the clear (PROTOCOL.md, blocking).
 
     The recipient sees every record's key, so a record's equivalence class is the records sharing
-    its key (book ch. 12, B:6680: "the combination of year of birth and state has a low risk").
+    its key (El Emam & Arbuckle, ch. 12, "Scaling Up": "the combination of year of birth and state has a low risk").
 
     * Without ``population`` the data are the population: prosecutor risk ``1/f`` per record
       (DEID.md §2, max and average over records).

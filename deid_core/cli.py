@@ -46,7 +46,7 @@ def _guard_outputs(inputs: Sequence[str | None], outputs: Sequence[str | None]) 
 def cmd_assess(args: argparse.Namespace) -> int:
     from .assess import assess
     from .io import read_table, write_json, write_table, write_text
-    from .report import build_report, render_html
+    from .report import build_report, plots, render_html
     from .spec import load_spec
 
     _guard_outputs([args.input, args.spec, args.population], [args.out, args.html, args.output, args.policy_out, args.per_record])
@@ -62,20 +62,24 @@ def cmd_assess(args: argparse.Namespace) -> int:
     a = assess(df, spec, pop, levels=_levels(args.levels), record_suppression=True if args.suppress else None,
                numeric=numeric)
     result = a.to_dict()
-    result["report"] = build_report(a, input_name=str(args.input))
+    if args.policy_out:
+        result["policy"] = a.policy.to_dict(relative_to=Path(args.policy_out).resolve().parent)
+    reapply = {"command": f"deid apply --input NEXT.csv --policy {args.policy_out or 'POLICY.json'} --out RELEASE.csv",
+               "policy_file": str(args.policy_out or "")}
+    result["report"] = build_report(a, input_name=str(args.input), source=df, reapply=reapply)
     if args.output:
         from .detect import check_release
         result["identifier_check"] = check_release(a.output, fates, safe_harbor=False, accepted=accepted)
         result["accepted_columns"] = result["identifier_check"]["accepted_columns"]
     result["seconds"] = round(time.perf_counter() - t0, 4)
-    html = render_html(result["report"], a) if args.html else None
+    html = render_html(result["report"], plots(a)) if args.html else None
     write_json(result, args.out)
     if html is not None:
         write_text(html, args.html)
     if args.output:
         write_table(a.output, args.output)
     if args.policy_out:
-        write_json(a.policy.with_fates(fates, spec.rest, False).to_dict(), args.policy_out)
+        a.policy.with_fates(fates, spec.rest, False).save(args.policy_out)
     if args.per_record:
         write_table(a.per_record, args.per_record)
     return 0
@@ -108,7 +112,7 @@ def cmd_safe_harbor(args: argparse.Namespace) -> int:
     out, policy, info = safe_harbor(df, spec, zp, args.reference_year, accepted=accepted)
     write_table(out, args.out)
     if args.policy_out:
-        write_json(policy.to_dict(), args.policy_out)
+        policy.save(args.policy_out)
     if args.report:
         write_json(info, args.report)
     return 0

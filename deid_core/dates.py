@@ -1,4 +1,4 @@
-"""Dates: "generalize intervals to maintain order" (B ch. 5, lines ~2870–2941).
+"""Dates: "generalize intervals to maintain order" (El Emam & Arbuckle, ch. 5, "Generalizing Intervals to Maintain Order").
 
 Per sequence (e.g. a patient's claims, sorted by date): the first date is
 the anchor, the rest become intervals in days. The anchor is generalized

@@ -82,11 +82,13 @@ class Hierarchy:
         cat = values if isinstance(values.dtype, pd.CategoricalDtype) else values.astype("category")
         cats = cat.cat.categories.astype(str)
         idx = self.leaves.get_indexer(cats)
-        missing = np.flatnonzero((idx < 0) & (cats != SUPPRESSED))
+        codes = cat.cat.codes.to_numpy()
+        used = np.bincount(codes[codes >= 0], minlength=len(cats)) > 0   # a category no record holds any more
+        missing = np.flatnonzero((idx < 0) & (cats != SUPPRESSED) & used)  # (all suppressed) needs no leaf
         if len(missing):
             raise DeidInputError(f"column {column or self.name!r}: value {cats[missing[0]]!r} is missing from its hierarchy")
         lut = np.append(idx.astype(np.int32), np.int32(-1))
-        return lut[cat.cat.codes.to_numpy()]
+        return lut[codes]
 
     def decode(self, codes: np.ndarray, level: int) -> pd.Categorical:
         """Generalized labels for level codes (-1 -> NaN), as a categorical."""
@@ -166,7 +168,8 @@ DATE_LEVELS = ("week", "month", "quarter", "year", "5y", "10y")
 
 
 def date_rows(values: Sequence[str], levels: Sequence[str] = DATE_LEVELS, name: str = "") -> list[list[str]]:
-    """Day -> week -> month -> quarter -> year -> 5y -> 10y -> ``*`` (B:2096–2104, Table 3-2).
+    """Day -> week -> month -> quarter -> year -> 5y -> 10y -> ``*`` (El Emam & Arbuckle, ch. 3,
+    "BORN Data Set", Table 3-2).
 
     "week" is the week of the month (days 1–7, 8–14, 15–21, 22–end, label
     ``2001-04/W2``) so that weeks nest in months, as a hierarchy must.
@@ -238,7 +241,7 @@ def icd_chapter(code3: str) -> str:
 def icd_rows(values: Sequence[str], name: str = "") -> list[list[str]]:
     """ICD-9/ICD-10 codes: full -> 4 characters -> 3-character category -> chapter -> ``*``.
 
-    B ch. 10 Table 10-1 (5/4-digit -> 3-digit -> section -> chapter). Sections
+    El Emam & Arbuckle, ch. 10, "The Digits of Diseases", Table 10-1 (5/4-digit -> 3-digit -> section -> chapter). Sections
     are not derivable without the full code tables, so the chapter (derived
     from the 3-character category) follows directly; unknown schemes fall back
     to the first character. The dot is ignored when cropping (``411.81`` ->
@@ -261,7 +264,7 @@ def build_hierarchy(hspec: HierarchySpec, values: Iterable[str], name: str = "")
     """Hierarchy for ``values`` (the distinct values of data + population) from a spec."""
     p = dict(hspec.params)
     if hspec.builder == "csv":
-        return from_csv(p["csv"], name=name)
+        return Hierarchy(p["rows"], name=name) if "rows" in p else from_csv(p["csv"], name=name)
     vals = sorted({str(v) for v in values})
     if not vals:  # keep the builder's height even for an all-missing column: one placeholder leaf
         vals = [{"interval": "0", "dates": "2000-01-01", "icd": "001", "prefix": "00000"}.get(hspec.builder, "0")]

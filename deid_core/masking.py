@@ -1,11 +1,11 @@
-"""Masking of direct identifiers (B ch. 11, lines ~6003–6262).
+"""Masking of direct identifiers (El Emam & Arbuckle, *Anonymizing Health Data*, ch. 11).
 
 * suppression: drop the column (policy ``drop``) or blank it (``blank``);
 * randomization: keyed, so the same value gets the same replacement in every
   table masked with the same key ("consistent across tables"); the
   replacement length is drawn from the keyed hash, independent of the
   original length (a 17-character name must not stay 17 characters: frequency
-  attack, B ch. 11); ``unique=True`` guarantees distinct outputs for distinct
+  attack, El Emam & Arbuckle ch. 11, "Randomization"); ``unique=True`` guarantees distinct outputs for distinct
   inputs (needed when the column is a key);
 * pseudonyms: deterministic HMAC-SHA256 (``cryptography``) with a key that
   the data owner supplies and keeps;
@@ -122,7 +122,7 @@ def frequency_check(s: pd.Series, alpha: float = 0.01, min_effect: float = 0.3, 
     if warn and res["far_from_uniform"]:
         warnings.warn(f"pseudonymized column {s.name!r}: frequencies far from uniform (chi2 p={res['p_value']:.3g}, "
                       f"w={res['cohens_w']:.2f}); the most frequent pseudonym may reveal its value — "
-                      "consider treating it as a quasi-identifier (B ch. 11)", DeidWarning, stacklevel=2)
+                      "consider treating it as a quasi-identifier (El Emam & Arbuckle, ch. 11)", DeidWarning, stacklevel=2)
     return res
 
 

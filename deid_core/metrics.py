@@ -1,9 +1,10 @@
-"""Information loss and utility (DEID.md §4; B:1497–1574, B:6856–6920).
+"""Information loss and utility (El Emam & Arbuckle, ch. 2, "Information Loss Metrics";
+ch. 13, "Degrees of Loss").
 
 All functions compare a table *before* and *after* a transformation (same
 rows, same order). A cell is missing when it is NaN or the suppression marker.
 
-* missingness (B:1562–1574): record = share of records with any missing QI
+* missingness (ch. 2, "Information Loss Metrics"): record = share of records with any missing QI
   cell; cell = share of missing QI cells; loss = after − before.
 * non-uniform entropy, ARX's variant (El Emam 2009; ARX
   ``MetricMDNUEntropy``): for each QI q and record r,
@@ -59,7 +60,7 @@ def missingness(df: pd.DataFrame, columns: Sequence[str]) -> dict:
 
 
 def missingness_change(before: pd.DataFrame, after: pd.DataFrame, columns: Sequence[str]) -> dict:
-    """Missingness before, after, and the loss (after − before) — B:1562–1574."""
+    """Missingness before, after, and the loss (after − before) — El Emam & Arbuckle, ch. 2."""
     b, a = missingness(before, columns), missingness(after, columns)
     return {"before": b, "after": a, "loss": {"record": a["record"] - b["record"], "cell": a["cell"] - b["cell"]}}
 

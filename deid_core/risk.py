@@ -36,9 +36,9 @@ from .spec import MISSING_CHOICES, ReleaseSpec, Spec
 
 # ----------------------------------------------------------------- attack model
 
-#: Pr(breach): ~27% of providers have a reportable breach per year (B:1331–1345).
+#: Pr(breach): ~27% of providers have a reportable breach per year (El Emam & Arbuckle, ch. 2, "T3: Data Breach").
 PR_BREACH = 0.27
-#: Threshold ranges and metric per attack (B:1675–1695, Table 2-1).
+#: Threshold ranges and metric per attack (El Emam & Arbuckle, ch. 2, "Risk Thresholds", Table 2-1).
 THRESHOLD_TABLE = {
     "T1": {"metric": "average", "range": (0.1, 0.05), "probability": "Pr(attempt)"},
     "T2": {"metric": "average", "range": (0.1, 0.05), "probability": "Pr(acquaintance)"},
@@ -48,19 +48,21 @@ THRESHOLD_TABLE = {
 
 
 def pr_acquaintance(prevalence: float, friends: float = 150.0, divisor: float = 2.0) -> float:
-    """``1 − (1 − ρ)^(friends/divisor)`` (Dunbar number 150, B:1290–1310; 0.027 -> 0.8716, B:2131–2142)."""
+    """``1 − (1 − ρ)^(friends/divisor)`` (Dunbar number 150, El Emam & Arbuckle ch. 2, "T2: Inadvertent
+    Attempt at Re-Identification"; 0.027 -> 0.8716, ch. 3, "Threat Modeling")."""
     if not 0 <= prevalence <= 1:
         raise DeidInputError(f"prevalence {prevalence} outside [0, 1]")
     return 1.0 - (1.0 - prevalence) ** (friends / divisor)
 
 
 def overall_risk(pr_t: float, conditional: float) -> float:
-    """``Pr(re-id, T) = Pr(T) × Pr(re-id | T)`` (B:1270–1396)."""
+    """``Pr(re-id, T) = Pr(T) × Pr(re-id | T)`` (El Emam & Arbuckle, ch. 2, "Measuring Risk Under Plausible Attacks")."""
     return pr_t * conditional
 
 
 def conditional_threshold(threshold: float, pr_t: float) -> float:
-    """Threshold on ``Pr(re-id | T)`` so that the overall risk meets ``threshold`` (B:1657: 0.1/0.3 = 0.33), capped at 1."""
+    """Threshold on ``Pr(re-id | T)`` so that the overall risk meets ``threshold`` (El Emam & Arbuckle ch. 2, "Choosing Thresholds":
+    0.1/0.3 = 0.33), capped at 1."""
     if pr_t <= 0:
         return 1.0
     return min(1.0, threshold / pr_t)
@@ -74,7 +76,7 @@ def meets(risk: float, threshold: float) -> bool:
     """``risk ≤ threshold × (1 + 0.015)``.
 
     Thresholds are quoted to two digits and the book treats 1/11 = 0.0909 as
-    meeting 0.09 and 1/3 as meeting 0.33 (B:1477–1489, B:1675–1695); a 1.5 %
+    meeting 0.09 and 1/3 as meeting 0.33 (El Emam & Arbuckle, ch. 2, "Probability Metrics" and "Risk Thresholds"); a 1.5 %
     relative tolerance encodes exactly that, while 1/19 = 0.0526 still fails
     0.05 (5 % over).
     """
@@ -326,9 +328,10 @@ def validate_population(pop: pd.DataFrame, qis: Sequence[str]) -> pd.DataFrame:
 # ------------------------------------------------------------- the measures
 
 def prosecutor(f: np.ndarray, strict_cut: float = 0.33) -> dict:
-    """Prosecutor risk from data class sizes f_j (B:1419–1489, B:1702–1737).
+    """Prosecutor risk from data class sizes f_j (El Emam & Arbuckle, ch. 2, "Probability Metrics",
+    "Meeting Thresholds").
 
-    * ``max`` = max_j 1/f_j — the book prints max(k_i) (B:1736): erratum,
+    * ``max`` = max_j 1/f_j — the book prints max(k_i) (ch. 2, "Meeting Thresholds"): erratum,
       fixed to max(1/k_i) (DEID.md §6);
     * ``average`` = (1/N) Σ_records 1/f_j = #ECs/N under ``own_class``
       (the book prints average(k_i): same erratum);
@@ -350,7 +353,7 @@ def journalist(F: np.ndarray) -> dict:
 
 
 def marketer(ec_sizes: np.ndarray, F_classes: np.ndarray) -> float:
-    """``(1/N) Σ_j f_j/F_j`` over classes j (B:1424–1429).
+    """``(1/N) Σ_j f_j/F_j`` over classes j (El Emam & Arbuckle, ch. 2, "Probability Metrics").
 
     With a known population this equals the record-averaged journalist risk
     (each of the f_j records of class j contributes 1/F_j), so it is ≤ the
@@ -415,7 +418,7 @@ def attack_assessment(summary: dict, release: ReleaseSpec) -> dict:
     """Overall risk under each applicable attack and whether it meets the threshold.
 
     T4 (public) uses the prosecutor max; T1–T3 use the strict average
-    (B:1477–1489) times Pr(T). Threshold semantics: :func:`meets`.
+    (El Emam & Arbuckle, ch. 2, "Probability Metrics") times Pr(T). Threshold semantics: :func:`meets`.
     """
     attacks = {}
     for t, pr in attack_probabilities(release).items():

@@ -1,13 +1,13 @@
 """The declarative de-identification spec (TOML) and its dataclasses.
 
-Minimal form (issue 3)::
+Minimal form::
 
     [columns]   name = "direct"   zip = "quasi"   disease = "sensitive"
                 default = "drop"    # optional: the fate of every column not listed
     [types]     zip = "zip"       age = "age"
     [hierarchies]
     age = { builder = "interval", widths = [5, 10, 20], top_code = 90 }
-    race = { csv = "hierarchies/race.csv" }
+    race = { csv = "hierarchies/race.csv" }      # or rows = [["White", "*"], ...]
     [release]   type = "public"   threshold = 0.05
 
 Optional tables: ``[release]`` attack parameters (``pr_attempt``,
@@ -18,6 +18,7 @@ Optional tables: ``[release]`` attack parameters (``pr_attempt``,
 from __future__ import annotations
 
 import math
+import os
 import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -35,12 +36,19 @@ BUILDERS = ("csv", "interval", "dates", "prefix", "icd", "flat")
 SUPPRESSED = "[suppressed]"
 
 
+#: A CSV hierarchy with at most this many rows is embedded in a saved policy (its rows inline), so the
+#: policy travels alone; a larger one is referenced by a path relative to the policy file.
+EMBED_MAX_ROWS = 10_000
+
+
 @dataclass(frozen=True)
 class HierarchySpec:
     """How to obtain the hierarchy of one QI: ``builder`` + its parameters.
 
-    ``csv`` paths are resolved against the spec's folder when loaded, so a
-    spec (or a saved policy) can be re-applied from anywhere.
+    A ``csv`` hierarchy is either a file (``csv = "path"``; relative paths are
+    resolved against the spec's or the policy's folder when loaded, absolute
+    paths of older policies are kept) or embedded (``rows = [[leaf, level 1,
+    ...], ...]``, what :meth:`portable` makes for a saved policy).
     """
 
     builder: str
@@ -49,19 +57,46 @@ class HierarchySpec:
     def to_dict(self) -> dict[str, Any]:
         return {"builder": self.builder, **dict(self.params)}
 
+    def portable(self, max_rows: int = EMBED_MAX_ROWS) -> "HierarchySpec":
+        """The same hierarchy with a small CSV file's rows embedded (larger files keep their path)."""
+        if self.builder != "csv" or "rows" in self.params:
+            return self
+        from .hierarchy import from_csv
+        rows = from_csv(self.params["csv"]).rows()
+        if len(rows) > max_rows:
+            return self
+        params = {k: v for k, v in self.params.items() if k != "csv"}
+        return HierarchySpec("csv", {"rows": rows, "source": Path(self.params["csv"]).name, **params})
+
+    def relative_to(self, folder: Path) -> "HierarchySpec":
+        """A file-based CSV hierarchy with its path relative to ``folder`` (where a policy is saved)."""
+        if self.builder != "csv" or "csv" not in self.params:
+            return self
+        try:
+            rel = os.path.relpath(Path(self.params["csv"]).resolve(), Path(folder).resolve())
+        except ValueError:  # another drive (Windows): keep the absolute path
+            return self
+        return HierarchySpec("csv", {**self.params, "csv": Path(rel).as_posix()})
+
     @classmethod
     def from_dict(cls, column: str, raw: Mapping[str, Any], base_dir: Path | None = None) -> "HierarchySpec":
         if not isinstance(raw, Mapping):
             raise DeidInputError(f"hierarchy of {column!r} must be a table")
         raw = dict(raw)
         builder = raw.pop("builder", None)
-        if builder is None and "csv" in raw:
+        if builder is None and ("csv" in raw or "rows" in raw):
             builder = "csv"
         if builder not in BUILDERS:
             raise DeidInputError(f"hierarchy of {column!r}: unknown builder {builder!r} (expected one of {', '.join(BUILDERS)})")
-        if builder == "csv":
+        if builder == "csv" and "rows" in raw:
+            rows = raw["rows"]
+            if (not isinstance(rows, list) or not rows
+                    or not all(isinstance(r, list) and r and all(isinstance(v, str) for v in r) for r in rows)):
+                raise DeidInputError(f"hierarchy of {column!r}: rows must be a non-empty list of lists of strings")
+            raw.pop("csv", None)
+        elif builder == "csv":
             if "csv" not in raw:
-                raise DeidInputError(f"hierarchy of {column!r}: builder 'csv' needs csv = \"path\"")
+                raise DeidInputError(f"hierarchy of {column!r}: builder 'csv' needs csv = \"path\" or rows = [...]")
             path = Path(raw["csv"])
             if base_dir is not None and not path.is_absolute():
                 path = base_dir / path
@@ -71,7 +106,11 @@ class HierarchySpec:
 
 @dataclass(frozen=True)
 class ReleaseSpec:
-    """Release context, threshold and attack parameters (B:1245–1396, B:1675–1695)."""
+    """Release context, threshold and attack parameters.
+
+    El Emam & Arbuckle, *Anonymizing Health Data*, ch. 2, "Measuring Risk Under
+    Plausible Attacks" and "Risk Thresholds" (Table 2-1).
+    """
 
     type: str = "non-public"
     threshold: float = 0.05

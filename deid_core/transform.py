@@ -143,6 +143,14 @@ OPS: dict[str, Callable[[pd.DataFrame, Mapping[str, Any], dict], pd.DataFrame]] 
 }
 
 
+def _map_hierarchy(step: dict, fn: Callable[[HierarchySpec], HierarchySpec], base_dir: Path | None = None) -> dict:
+    """A copy of a ``generalize`` step with ``fn`` applied to its hierarchy (other steps unchanged)."""
+    if step.get("op") != "generalize" or not isinstance(step.get("hierarchy"), Mapping):
+        return step
+    hs = HierarchySpec.from_dict(str(step.get("column")), step["hierarchy"], base_dir)
+    return {**step, "hierarchy": fn(hs).to_dict()}
+
+
 @dataclass
 class Policy:
     """An ordered list of transformation steps, JSON-serializable and re-appliable."""
@@ -157,8 +165,13 @@ class Policy:
     default: str | None = None
     safe_harbor: bool | None = None
 
-    def to_dict(self) -> dict:
-        out = {"format": "deid_core.policy", "version": self.version, "description": self.description, "steps": self.steps}
+    def to_dict(self, relative_to: str | Path | None = None) -> dict:
+        """JSON form; with ``relative_to`` (the folder the policy is saved in) CSV hierarchy paths become
+        relative to it, so the folder can be moved as a whole."""
+        steps = self.steps
+        if relative_to is not None:
+            steps = [_map_hierarchy(st, lambda h: h.relative_to(Path(relative_to))) for st in steps]
+        out = {"format": "deid_core.policy", "version": self.version, "description": self.description, "steps": steps}
         if self.columns or self.default is not None:
             out.update(columns=dict(self.columns), default=self.default, safe_harbor=self.is_safe_harbor())
         return out
@@ -197,11 +210,18 @@ class Policy:
             return self.safe_harbor
         return any(st.get("op") in ("zip3", "year", "top_code", "birth_year_cap") for st in self.steps)
 
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2)
+    def to_json(self, relative_to: str | Path | None = None) -> str:
+        return json.dumps(self.to_dict(relative_to), indent=2)
+
+    def save(self, path: str | Path) -> None:
+        """Write the policy JSON to ``path`` with hierarchy files referenced relative to its folder."""
+        from .io import write_text
+        write_text(self.to_json(relative_to=Path(path).resolve().parent) + "\n", path)
 
     @classmethod
-    def from_dict(cls, raw: Mapping[str, Any]) -> "Policy":
+    def from_dict(cls, raw: Mapping[str, Any], base_dir: str | Path | None = None) -> "Policy":
+        """Validate a policy; relative CSV hierarchy paths are resolved against ``base_dir`` (absolute ones,
+        as older policies wrote them, are kept)."""
         if not isinstance(raw, Mapping) or raw.get("format") != "deid_core.policy" or not isinstance(raw.get("steps"), list):
             raise DeidInputError("not a deid_core policy (expected format = 'deid_core.policy' and a list of steps)")
         for st in raw["steps"]:
@@ -210,19 +230,24 @@ class Policy:
         columns = raw.get("columns") or {}
         if not isinstance(columns, Mapping) or raw.get("default") not in (None, "drop", "other", "quasi"):
             raise DeidInputError("policy: 'columns' must map column -> role and 'default' be drop, other or quasi")
-        return cls(steps=[dict(s) for s in raw["steps"]], description=str(raw.get("description", "")),
+        steps = [dict(s) for s in raw["steps"]]
+        if base_dir is not None:
+            steps = [_map_hierarchy(st, lambda h: h, Path(base_dir)) for st in steps]
+        return cls(steps=steps, description=str(raw.get("description", "")),
                    version=int(raw.get("version", 1)), columns={str(k): str(v) for k, v in columns.items()},
                    default=raw.get("default"), safe_harbor=raw.get("safe_harbor"))
 
     @classmethod
     def load(cls, path: str | Path) -> "Policy":
+        """Read a saved policy; its hierarchy files are looked up relative to the policy's folder."""
         try:
             with open(path, encoding="utf-8") as fh:
-                return cls.from_dict(json.load(fh))
+                raw = json.load(fh)
         except OSError as exc:
             raise DeidInputError(f"cannot read policy {str(path)!r}: {exc.strerror or exc}") from None
         except json.JSONDecodeError as exc:
             raise DeidInputError(f"policy {str(path)!r} is not valid JSON: {exc}") from None
+        return cls.from_dict(raw, base_dir=Path(path).resolve().parent)
 
     def apply(self, df: pd.DataFrame, key: bytes | None = None) -> tuple[pd.DataFrame, dict]:
         """Apply every step to a copy of ``df``; returns (output, context with counts)."""
@@ -237,7 +262,10 @@ class Policy:
 def full_domain_policy(hierarchies: Mapping[str, HierarchySpec], levels: Mapping[str, int],
                        drop: Sequence[str] = (), suppress_k: int | None = None,
                        qis: Sequence[str] = ()) -> Policy:
-    """Policy = drop direct identifiers, generalize each QI to its level, then suppress records in ECs < k."""
+    """Policy = drop direct identifiers, generalize each QI to its level, then suppress records in ECs < k.
+
+    Small CSV hierarchies are embedded (:meth:`HierarchySpec.portable`), so the policy re-applies anywhere.
+    """
     steps: list[dict] = []
     if drop:
         steps.append({"op": "drop", "columns": list(drop)})
@@ -248,7 +276,8 @@ def full_domain_policy(hierarchies: Mapping[str, HierarchySpec], levels: Mapping
                     raise DeidInputError(f"level {lvl} for {col!r}, which has no hierarchy (only 0 or 1 = '*')")
                 steps.append({"op": "generalize", "column": col, "hierarchy": {"builder": "flat"}, "level": 1})
             else:
-                steps.append({"op": "generalize", "column": col, "hierarchy": hierarchies[col].to_dict(), "level": int(lvl)})
+                steps.append({"op": "generalize", "column": col, "hierarchy": hierarchies[col].portable().to_dict(),
+                              "level": int(lvl)})
     if suppress_k and suppress_k > 1:
         steps.append({"op": "suppress_records", "columns": list(qis or levels), "k": int(suppress_k)})
     return Policy(steps)

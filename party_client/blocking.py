@@ -1,5 +1,5 @@
 """Blocking passes for fuzzy rules (PROTOCOL.md, "Fuzzy, multi-field matching";
-book ch. 12, "Scaling Up", B:6660-6690).
+book ch. 12, "Scaling Up").
 
 With ``[[blocking]]`` in a rules file the fuzzy join compares candidate pairs
 instead of padded cuckoo tables: per pass, the querier sends each record's

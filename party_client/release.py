@@ -15,7 +15,6 @@ records it does not hold (PROTOCOL.md, "De-duplication between many registries")
 """
 from __future__ import annotations
 
-import html
 import json
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -27,6 +26,7 @@ import pandas as pd
 
 import deid_core
 from deid_core.detect import check_release
+from deid_core.report import plots
 from party_client.errors import PartyError
 from party_client.rules import Rules, load_rules
 from party_client.tables import check_output, read_table, write_table
@@ -70,7 +70,8 @@ def _optimal_release(joined: pd.DataFrame, spec: deid_core.Spec, threshold: floa
     """The full-domain node of least loss (OLA, ``deid_core.search``) whose release meets the threshold.
 
     The criterion is chosen so that the re-assessment of the release (prosecutor max for a public
-    release; strict average x Pr(T) otherwise, B:1477-1489) meets the threshold: every class must
+    release; strict average x Pr(T) otherwise; El Emam & Arbuckle, ch. 2,
+    "Probability Metrics") meets the threshold: every class must
     hold at least k = k(t / Pr(T)) records, and for a non-public release also keep the max risk under
     the strict-average cut.
     """
@@ -95,6 +96,68 @@ def _optimal_release(joined: pd.DataFrame, spec: deid_core.Spec, threshold: floa
     return output, {"method": "threshold", "threshold": threshold, "policy": policy.to_dict(),
                     "levels": best["levels"], "suppressed_records": best["suppressed_records"],
                     "nodes_evaluated": result.nodes_evaluated, "search_seconds": round(result.seconds, 3)}
+
+
+def _applied_policy(spec: deid_core.Spec, method_info: dict) -> deid_core.Policy:
+    """The method's policy plus the drop of every direct identifier it did not drop itself."""
+    policy = deid_core.Policy.from_dict(method_info["policy"])
+    dropped = {c for st in policy.steps if st["op"] == "drop" for c in st.get("columns", [])}
+    rest = [c for c in spec.direct if c not in dropped]
+    return replace(policy, steps=policy.steps + ([{"op": "drop", "columns": rest}] if rest else []))
+
+
+def _linkage_table(linkage: dict) -> dict:
+    """The linkage section of the report: the rows of its table, a sentence, and what each party learned."""
+    seconds = linkage.get("seconds") or {}
+    querier, holder = linkage.get("querier"), linkage.get("holder")
+    released = ", ".join(linkage.get("release_columns") or []) or "none"
+    table = {
+        "querier (ran the join, wrote this report)": querier, "holder": holder,
+        "key holder": "K: registers parties, relays sealed messages, decides which blinded comparisons are zero",
+        "scheme": f"Paillier, {linkage.get('key_bits')}-bit keys, {linkage.get('blinding')} blinding",
+        "mode": linkage.get("mode"), "matching": linkage.get("matching"), "blocking": linkage.get("blocking"),
+        "querier's records": linkage.get("records"), "matched records": linkage.get("matched_records"),
+        "blank identifiers (never match)": linkage.get("blank_identifiers"),
+        "columns received from the holder": released,
+        "time": "; ".join(f"{k.replace('_', ' ')} {v} s" for k, v in seconds.items()) + "; "
+                f"link and release {linkage.get('linked_seconds')} s",
+        "session": linkage.get("session_id"),
+    }
+    learned = {
+        f"querier ({querier})": {
+            "learned": f"which of its {linkage.get('records')} records matched ({linkage.get('matched_records')}); "
+                       f"the holder's columns {released} for the matched rows only, kept in memory",
+            "never": "the holder's row count, its non-matching rows, anything about records it does not hold"},
+        f"holder ({holder})": {
+            "learned": "the padded size of the querier's table",
+            "never": "which of its rows matched, the querier's identifiers"},
+        "key holder": {
+            "learned": "which parties take part; mode, key size, padded table size, number of comparisons, how many "
+                       "rows matched; sizes of relayed blobs",
+            "never": "an identifier, an encoding, a bin position, a released value"},
+    }
+    summary = (f"{querier} linked its records with {holder}'s by secure matching (El Emam & Arbuckle, ch. 12, "
+               "“Secure Linking”): identifiers were compared only under encryption, and no identifier was written "
+               "to disk on the querier's side.")
+    return {"table": table, "learned": learned, "summary": summary}
+
+
+def _release_report(joined: pd.DataFrame, output: pd.DataFrame, assessment, spec: deid_core.Spec, method_info: dict,
+                    linkage: dict, name: str, policy_file: Path) -> tuple[dict, object]:
+    """The report dict: the joined table (direct identifiers set aside) measured before, the release after."""
+    before_spec = replace(spec, columns={c: r for c, r in spec.columns.items() if c in joined.columns},
+                          types={}, hierarchies={}, levels={}, record_suppression=False)
+    before = deid_core.assess(joined, before_spec)
+    match = f"--id-column {linkage['matching'][len('exact on '):]}" if linkage["matching"].startswith("exact on ") \
+        else "--rules RULES.toml"
+    command = (f"party link-release --dir PARTY_DIR --holder {linkage.get('holder')} --input NEXT.csv {match} "
+               f"--spec SPEC.toml --method policy --policy {policy_file} --out RELEASE.csv --report-dir REPORT_DIR")
+    report = deid_core.build_report(assessment, input_name=name, source=joined, before=before,
+                                    policy=_applied_policy(spec, method_info),
+                                    reapply={"command": command, "policy_file": str(policy_file)})
+    report["title"] = "Linked release: de-identification report"
+    report["linkage"] = dict(linkage, **_linkage_table(linkage))
+    return report, before
 
 
 def link_release(party, holder: str, data, *, spec: str | Path, method: str, out: str | Path,
@@ -143,24 +206,25 @@ def link_release(party, holder: str, data, *, spec: str | Path, method: str, out
         assessment = deid_core.assess(output, _release_spec(spec_obj, list(output.columns)))
     except deid_core.DeidInputError as error:
         raise PartyError(f"de-identification: {error}") from None
-    report = deid_core.build_report(assessment, input_name=f"join of {party.name} with {holder}")
     linkage = {key: linked.report.get(key) for key in
                ("mode", "querier", "holder", "session_id", "key_bits", "blinding", "records", "matched_records",
                 "output_rows", "release_columns", "blank_identifiers", "tables", "seconds")}
     linkage.update(matching="rules" if rules is not None else f"exact on {id_column}",
                    blocking="none: every holder row is compared with padded tables, nothing travels in the clear",
                    linked_seconds=round(time.perf_counter() - started, 2))
-    report.update(linkage=linkage, deidentification=method_info, release=str(out),
+    policy_file = report_dir / "release_policy.json"
+    report, before = _release_report(joined, output, assessment, spec_obj, method_info, linkage,
+                                     f"join of {party.name} with {holder}", policy_file)
+    report.update(deidentification=method_info, release=str(out),
                   released_columns=list(output.columns), column_fates=fates, identifier_check=check,
                   accepted_columns=check["accepted_columns"])
     summary = assessment.summary
     write_table(output, out)
+    if not (policy and Path(policy).resolve() == policy_file.resolve()):   # never over the input policy
+        deid_core.Policy.from_dict(method_info["policy"]).save(policy_file)
     (report_dir / "release_report.json").write_text(json.dumps(report, indent=2, default=str))
-    page = deid_core.render_html(report, assessment)
-    block = ("<section><h2>Linkage</h2><pre>" + html.escape(json.dumps(linkage, indent=2, default=str))
-             + "</pre></section>")
-    (report_dir / "release_report.html").write_text(page.replace("<body>", "<body>" + block, 1)
-                                                    if "<body>" in page else block + page)
+    page = deid_core.render_html(report, plots(assessment, before))
+    (report_dir / "release_report.html").write_text(page)
     return {"release": str(out), "report": str(report_dir / "release_report.json"),
             "html": str(report_dir / "release_report.html"), "records": int(len(output)),
             "matched_records": linkage["matched_records"], "k_min": summary.get("k_min"),

@@ -1,5 +1,5 @@
 """Fuzzy, multi-field match rules (PROTOCOL.md, "Fuzzy, multi-field matching";
-book ch. 12, "Matching on the Unknown", B:6618-6640).
+book ch. 12, "Matching on the Unknown").
 
 A rules file names matching variables (fields), how each is encoded, and a
 rule: a boolean expression over the fields (``ssn or (sn and gn and dob)``)

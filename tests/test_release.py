@@ -83,7 +83,7 @@ def test_link_release_safe_harbor_then_saved_policy(keyholder, tmp_path):
         html = (tmp_path / "reports" / "release_report.html").read_text()
         assert "Linkage" in html and all(v not in html for v in hospital["hcn"])
 
-        # next year's data, the same saved policy (book B:2212-2285, "year on year")
+        # next year's data, the same saved policy (El Emam & Arbuckle, ch. 3, "Year on Year: Reusing Risk Analyses")
         (tmp_path / "policy.json").write_text(json.dumps(report["deidentification"]["policy"]))
         nxt = people(3, 50)
         nxt.to_csv(tmp_path / "hospital2.csv", index=False)

@@ -45,7 +45,7 @@ def test_assess_adult_subprocess(tmp_path):
     assert list(steps) == ["1_identifiers", "2_threshold", "3_attacks", "4_transformation", "5_evidence"]
     assert steps["5_evidence"]["reassess_between"][0] < steps["5_evidence"]["reassess_between"][1]
     page = html.read_text()
-    assert page.count("data:image/png;base64,") == 2 and "5. Evidence" in page
+    assert page.count("data:image/png;base64,") == 2 and "5. Re-assessment of the release" in page
     assert sha(data) == before  # input never modified
     # the saved policy re-applies to another batch (here: the first 1,000 rows) with the same result
     batch = tmp_path / "batch.csv"
