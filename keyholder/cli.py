@@ -6,12 +6,19 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import functools
+import inspect
+import json
 import logging
 import os
 import secrets
 import signal
 import sys
+import threading
+import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, Iterator
 
 from keyholder import pki
 from keyholder.server import TlsFiles, is_loopback, split_address, start
@@ -19,6 +26,7 @@ from keyholder.sessions import KeyHolder, Limits
 
 log = logging.getLogger("keyholder")
 PASSPHRASE_ENV = "KEYHOLDER_PASSPHRASE"
+STOP_SECONDS = 4.5      # SIGTERM/SIGINT: calls under way get this long, then the process exits
 
 
 class UsageError(Exception):
@@ -53,6 +61,81 @@ def read_passphrase(data_dir: Path, passphrase_file: str | None) -> bytes:
     return generated.read_bytes().strip()
 
 
+class CallsInFlight:
+    """The key holder core as the gRPC servicer sees it, counting the calls under way (and result
+    streams being read) so that a stopping server closes the store only after the last one."""
+
+    def __init__(self, core: KeyHolder) -> None:
+        self._core = core
+        self._idle = threading.Condition()
+        self._active = 0
+
+    @contextmanager
+    def _counted(self) -> Iterator[None]:
+        with self._idle:
+            self._active += 1
+        try:
+            yield
+        finally:
+            with self._idle:
+                self._active -= 1
+                self._idle.notify_all()
+
+    def _stream(self, items: Iterator[Any]) -> Iterator[Any]:
+        with self._counted():
+            yield from items
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._core, name)
+        if not callable(value) or name in ("close", "shutdown"):
+            return value
+
+        @functools.wraps(value)
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            with self._counted():
+                result = value(*args, **kwargs)
+            return self._stream(result) if inspect.isgenerator(result) else result
+        return counted
+
+    def wait_idle(self, timeout: float) -> int:
+        """Wait until no call is under way (at most ``timeout`` s); returns the calls still running."""
+        deadline = time.monotonic() + timeout
+        with self._idle:
+            while self._active and (remaining := deadline - time.monotonic()) > 0:
+                self._idle.wait(remaining)
+            return self._active
+
+
+def serve_until_signal(running, core: KeyHolder, calls: CallsInFlight) -> int:
+    """Serve until SIGTERM or SIGINT, then stop within :data:`STOP_SECONDS`: long-polls are woken,
+    new calls refused, calls under way get a grace period, and the store is closed after the last
+    one.  Everything a finished call stored is committed; a call cut short is retried by its client
+    against the restarted key holder."""
+    stopping = threading.Event()
+    received: list[int] = []
+
+    def on_signal(signum: int, _frame) -> None:
+        received.append(signum)
+        stopping.set()
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    while not stopping.wait(1.0):
+        pass
+    started = time.monotonic()
+    log.info("%s received: stopping (calls under way get %.0f s)", signal.Signals(received[0]).name, STOP_SECONDS)
+    core.shutdown()                                   # wake list_work / wait_round long-polls
+    running.server.stop(STOP_SECONDS - 1.0).wait()    # refuse new calls; cancel the rest after the grace
+    left = calls.wait_idle(STOP_SECONDS - (time.monotonic() - started))
+    if left:
+        log.warning("stopped; %d call(s) still running were abandoned (their clients retry; nothing they "
+                    "stored is lost)", left)
+        logging.shutdown()
+        os._exit(0)                                   # their threads would keep the process alive
+    running.stop(0)                                   # the expiry reaper, then the store
+    log.info("stopped")
+    return 0
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     data_dir = Path(args.data_dir)
     if args.insecure and args.tls_dir:
@@ -75,19 +158,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
         core = KeyHolder(data_dir, read_passphrase(data_dir, args.passphrase_file), limits)
     except ValueError as error:
         raise UsageError(str(error)) from None
+    calls = CallsInFlight(core)
     try:
-        running = start(core, args.listen, tls, args.insecure)
+        running = start(calls, args.listen, tls, args.insecure)
     except (ValueError, OSError) as error:
         core.close()
         raise UsageError(str(error)) from None
     if args.port_file:
         Path(args.port_file).write_text(str(running.port))
-    stop = lambda *_: running.server.stop(2.0)  # noqa: E731 - signal handler
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-    running.wait()
-    running.stop(0)
-    return 0
+    return serve_until_signal(running, core, calls)
 
 
 def cmd_pki_init(args: argparse.Namespace) -> int:
