@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import DeidInputError
+from .io import require_records
 from .spec import Spec
 from .transform import Policy, map_categories
 
@@ -188,6 +189,7 @@ def safe_harbor_policy(spec: Spec, columns: list[str], zip_population: pd.DataFr
 def safe_harbor(df: pd.DataFrame, spec: Spec, zip_population: pd.DataFrame | None = None,
                 reference_year: int | None = None) -> tuple[pd.DataFrame, Policy, dict]:
     """Apply Safe Harbor to ``df``: returns (output, policy, recognition report)."""
+    require_records(df)
     policy, info = safe_harbor_policy(spec, list(df.columns), zip_population, reference_year)
     out, _ = policy.apply(df)
     return out, policy, info

@@ -33,7 +33,21 @@ class UsageError(Exception):
     """Bad input: reported as one line, exit status 2."""
 
 
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Option help ends with the option's default (when it has one); descriptions keep their lines."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if "%(default)" in text or action.required or action.default in (None, False, argparse.SUPPRESS):
+            return text
+        return f"{text} (default: %(default)s)"
+
+
 class OneLineParser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> None:  # argparse prints usage + message; we want one line
         raise UsageError(f"{self.prog}: {message}")
 
@@ -185,17 +199,25 @@ def cmd_pki_issue(args: argparse.Namespace) -> int:
     return 0
 
 
+AUDIT_COLUMNS = ("at", "party", "action", "session_id", "round", "count", "detail")
+
+
 def cmd_audit(args: argparse.Namespace) -> int:
     from keyholder.store import Store
     path = Path(args.data_dir) / "keyholder.sqlite3"
     if not path.is_file():
         raise UsageError(f"no key holder store in {args.data_dir}")
     store = Store(path)
-    for at, party, action, session_id, round_no, count, detail in store.audit_rows():
-        print("\t".join(str(v) if v is not None else "" for v in
-                        (dt.datetime.fromtimestamp(at, dt.timezone.utc).isoformat(timespec="milliseconds"),
-                         party, action, session_id, round_no, count, detail)))
-    store.close()
+    try:
+        rows = store.audit_rows()
+    finally:
+        store.close()
+    if not args.json:
+        print("\t".join(AUDIT_COLUMNS))
+    for at, *rest in rows:
+        row = dict(zip(AUDIT_COLUMNS, (dt.datetime.fromtimestamp(at, dt.timezone.utc)
+                                       .isoformat(timespec="milliseconds"), *rest)))
+        print(json.dumps(row) if args.json else "\t".join("" if v is None else str(v) for v in row.values()))
     return 0
 
 
@@ -203,7 +225,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="keyholder", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
 
-    serve = commands.add_parser("serve", help="run the key holder service")
+    serve = commands.add_parser("serve", help="run the key holder service",
+                                description="Run the key holder service until SIGTERM or SIGINT (Ctrl-C);\n"
+                                            f"it then stops within {STOP_SECONDS + 0.5:.0f} s, keeping every "
+                                            "finished call.")
     serve.add_argument("--listen", required=True, help="HOST:PORT, e.g. 127.0.0.1:50051")
     serve.add_argument("--data-dir", required=True, help="SQLite store and relay spool")
     serve.add_argument("--insecure", action="store_true", help="plaintext, loopback addresses only")
@@ -214,24 +239,29 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--min-key-bits", type=int, default=2048,
                        help="smallest Paillier modulus a session may ask for (lower only for tests)")
     serve.add_argument("--port-file", help="write the bound port here once listening")
-    serve.add_argument("--log-level", default="INFO")
+    serve.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING or ERROR (to stderr)")
     serve.set_defaults(run=cmd_serve)
 
-    pki_parser = commands.add_parser("pki", help="development certificates for mTLS")
+    pki_parser = commands.add_parser("pki", help="development certificates for mTLS",
+                                     description="Development certificates for mTLS (a CA, the server's and "
+                                                 "each party's certificate).")
     pki_commands = pki_parser.add_subparsers(dest="pki_command", required=True, parser_class=OneLineParser)
     init = pki_commands.add_parser("init", help="create a CA and the server certificate")
-    init.add_argument("--tls-dir", required=True)
+    init.add_argument("--tls-dir", required=True, help="folder to create: ca.pem, ca.key, server.pem, server.key")
     init.add_argument("--hosts", default="127.0.0.1,localhost,::1", help="server certificate names")
     init.set_defaults(run=cmd_pki_init)
     issue = pki_commands.add_parser("issue", help="issue a party's client certificate")
-    issue.add_argument("--tls-dir", required=True)
+    issue.add_argument("--tls-dir", required=True, help="the key holder's folder holding the CA (pki init)")
     issue.add_argument("--name", required=True, help="party name (certificate common name)")
     issue.add_argument("--out", required=True, help="folder for ca.pem, client.pem, client.key "
                                                      "(use PARTYDIR/tls)")
     issue.set_defaults(run=cmd_pki_issue)
 
-    audit = commands.add_parser("audit", help="print the audit log (counts only)")
-    audit.add_argument("--data-dir", required=True)
+    audit = commands.add_parser("audit", help="print the audit log (counts only)",
+                                description="Print who did what and when, with counts only (never a value):\n"
+                                            "a header row and tab-separated rows, or JSON lines.")
+    audit.add_argument("--data-dir", required=True, help="the key holder's --data-dir")
+    audit.add_argument("--json", action="store_true", help="one JSON object per audit row instead of a table")
     audit.set_defaults(run=cmd_audit)
     return parser
 

@@ -24,7 +24,7 @@ from party_client.rules import Rules, load_rules
 from party_client.keys import QuerierKeys, exact_holder_keys, exact_querier_keys
 from party_client.protocol import (MODE_NAMES, Holder, HolderData, HolderOptions, Querier, QueryOptions,
                                    QueryOutcome)
-from party_client.tables import read_table, require_columns
+from party_client.tables import read_table, require_columns, require_records
 from party_client.transport import Connection, register
 from proto import linkage_pb2 as pb
 
@@ -126,6 +126,7 @@ class Party:
                  side: str) -> tuple[pd.DataFrame, object]:
         """The input table and its matching keys (exact on ``id_column`` or from ``rules``)."""
         frame = _frame(data)
+        require_records(frame, "the input table" if isinstance(data, pd.DataFrame) else data, id_column)
         if matched_column and matched_column in frame.columns:
             raise PartyError(f"the input already has a column '{matched_column}': choose --matched-column")
         if (id_column is None) == (rules is None):
