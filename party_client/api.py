@@ -11,6 +11,7 @@ and holds.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -231,12 +232,16 @@ class Party:
                                     allowed_queriers=allowed_queriers, progress=self.progress))
 
     def hold(self, data, id_column: str | None = None, release_columns: list[str] | None = None, *,
-             once: bool = True, poll_seconds: float = 20.0, **options) -> list[dict]:
+             once: bool = True, poll_seconds: float = 20.0, on_ready: Callable[[], None] | None = None,
+             on_served: Callable[[dict], None] | None = None, **options) -> list[dict]:
         """Serve the rounds addressed to us; returns what each served round cost (rows, comparisons,
-        blocked rules: candidate pairs per pass), which only the holder knows."""
+        blocked rules: candidate pairs per pass), which only the holder knows.  ``on_ready`` is
+        called once the table's keys are ready, ``on_served`` with each round's summary as it ends."""
         holder = self.holder(data, id_column, release_columns, **options)
         try:
-            return holder.serve(once=once, poll_seconds=poll_seconds)
+            if on_ready is not None:
+                on_ready()
+            return holder.serve(once=once, poll_seconds=poll_seconds, on_served=on_served)
         finally:
             holder.connection.close()
 

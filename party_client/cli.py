@@ -66,13 +66,21 @@ def cmd_register(args) -> int:
 def cmd_hold(args) -> int:
     party = _party(args)
     _key_source(args)
+    def waiting() -> None:
+        print(f"party: waiting for queries from the key holder at {party.keyholder} (polls of "
+              f"{args.poll_seconds:g} s); Ctrl-C to stop", file=sys.stderr, flush=True)
+
+    def served_one(summary: dict) -> None:
+        print(json.dumps(summary, default=str), flush=True)
     served = party.hold(args.input, args.id_column, _columns(args.release_columns), once=args.once,
                         poll_seconds=args.poll_seconds, id_type=args.id_type, rules=args.rules,
                         allow_fast_blinding=args.allow_fast_blinding,
-                        allowed_queriers=_columns(args.allow_querier) or None)
+                        allowed_queriers=_columns(args.allow_querier) or None,
+                        on_ready=None if args.once else waiting, on_served=None if args.once else served_one)
     print(f"served {len(served)} round(s)")
-    for summary in served:
-        print(json.dumps(summary))
+    if args.once:                             # polling printed each round as it was served
+        for summary in served:
+            print(json.dumps(summary, default=str))
     return 0
 
 
