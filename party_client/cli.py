@@ -177,7 +177,9 @@ def cmd_estimate(args) -> int:
 
 def cmd_demo(args) -> int:
     from party_client.demo import run_demo
-    return run_demo(keep=args.keep, rows=args.rows)
+    if args.keep:
+        print("party: warning: --keep is deprecated: use --out", file=sys.stderr)
+    return run_demo(out=args.out or args.keep, rows=args.rows, force=args.force)
 
 
 QUERY_HELP = {
@@ -305,9 +307,16 @@ def build_parser() -> argparse.ArgumentParser:
     estimate.add_argument("--seed", type=int, default=0, help="random seed for drawing training pairs")
     estimate.set_defaults(run=cmd_estimate)
 
-    demo = commands.add_parser("demo", help="run the whole story on an embedded key holder")
-    demo.add_argument("--keep", help="keep the demo's files in this folder")
-    demo.add_argument("--rows", type=int, default=300)
+    demo = commands.add_parser("demo", help="run the whole story on an embedded key holder",
+                               description="Run the whole story on one machine (about a minute): a key holder, "
+                                           "five parties,\nfour linkages and a de-identified release; the files "
+                                           "stay in --out.")
+    demo.add_argument("--out", help="folder for the demo's files, kept after the run "
+                                    "(default: ./securelink-demo)")
+    demo.add_argument("--force", action="store_true",
+                      help="replace an earlier demo's files in a non-empty --out (other files are left alone)")
+    demo.add_argument("--keep", help="deprecated: same as --out")
+    demo.add_argument("--rows", type=int, default=300, help="registry size (synthetic people)")
     demo.set_defaults(run=cmd_demo)
     return parser
 
