@@ -279,7 +279,7 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("--timeout", type=float, default=3600.0, help="seconds to wait for each holder")
 
     release = connected(commands.add_parser("link-release", help="join, then de-identify and release"))
-    release.add_argument("--holder", required=True)
+    release.add_argument("--holder", required=True, help="the holder party's name (e.g. the registry)")
     querier_common(release)
     release.add_argument("--spec", required=True, help="de-identification spec (TOML) of the joined table")
     release.add_argument("--method", required=True, help="safe-harbor | policy | threshold")
