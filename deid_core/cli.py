@@ -19,7 +19,21 @@ from .errors import DeidInputError
 EXIT_BAD_INPUT = 2
 
 
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Option help ends with the option's default (when it has one); descriptions keep their lines."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if "%(default)" in text or action.required or action.default in (None, False, argparse.SUPPRESS):
+            return text
+        return f"{text} (default: %(default)s)"
+
+
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("formatter_class", _HelpFormatter)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> None:  # one line, exit 2 (argparse prints the whole usage)
         raise DeidInputError(f"{self.prog}: {message}")
 
@@ -45,7 +59,7 @@ def _guard_outputs(inputs: Sequence[str | None], outputs: Sequence[str | None]) 
 
 def cmd_assess(args: argparse.Namespace) -> int:
     from .assess import assess
-    from .io import read_table, write_json, write_table, write_text
+    from .io import read_table, require_records, write_json, write_table, write_text
     from .report import build_report, plots, render_html
     from .spec import load_spec
 
@@ -53,6 +67,7 @@ def cmd_assess(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     spec = load_spec(args.spec)
     df = read_table(args.input, spec.missing_values)
+    require_records(df, repr(args.input))
     releases = bool(args.output or args.policy_out)  # a release (or its recipe) needs every column's fate
     accepted = _accepted(args, args.out) if releases else {}
     fates = spec.fates(df.columns) if releases or spec.rest is not None else None
@@ -100,7 +115,7 @@ def _add_accept(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_safe_harbor(args: argparse.Namespace) -> int:
-    from .io import read_table, write_json, write_table
+    from .io import read_table, require_records, write_json, write_table
     from .safe_harbor import safe_harbor
     from .spec import load_spec
 
@@ -108,6 +123,7 @@ def cmd_safe_harbor(args: argparse.Namespace) -> int:
     accepted = _accepted(args, args.report)
     spec = load_spec(args.spec)
     df = read_table(args.input, spec.missing_values)
+    require_records(df, repr(args.input))
     zp = read_table(args.zip_population, categorical=False) if args.zip_population else None
     out, policy, info = safe_harbor(df, spec, zp, args.reference_year, accepted=accepted)
     write_table(out, args.out)
@@ -120,7 +136,7 @@ def cmd_safe_harbor(args: argparse.Namespace) -> int:
 
 def cmd_apply(args: argparse.Namespace) -> int:
     from .detect import check_release
-    from .io import read_table, write_json, write_table
+    from .io import read_table, require_records, write_json, write_table
     from .transform import Policy
 
     _guard_outputs([args.input, args.policy, args.key_file], [args.out, args.report])
@@ -133,6 +149,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise DeidInputError(f"cannot read key file {args.key_file!r}: {exc.strerror or exc}") from None
     df = read_table(args.input)
+    require_records(df, repr(args.input))
     fates = policy.fates(list(df.columns))
     out, ctx = policy.apply(df, key=key)
     check = check_release(out, fates, safe_harbor=policy.is_safe_harbor(), accepted=accepted,
@@ -152,15 +169,19 @@ def cmd_search(args: argparse.Namespace) -> int:
     return run_search_command(args)
 
 
+INPUT_HELP = "the table to de-identify (CSV or Parquet; at least one record)"
+SPEC_HELP = "spec (TOML): column roles, hierarchies, release type and threshold"
 SEARCH_METHODS = ("bps", "directed", "ola", "partition", "boxes")
 
 
 def _register_search(sub: argparse._SubParsersAction) -> None:
     """``deid search`` (issue 4): find policies that meet a threshold with little information loss."""
     se = sub.add_parser("search", help="search for de-identification policies (OLA, BPS, Directed)")
-    se.add_argument("--input", required=True)
-    se.add_argument("--spec", required=True)
-    se.add_argument("--method", required=True, choices=SEARCH_METHODS)
+    se.add_argument("--input", required=True, help=INPUT_HELP)
+    se.add_argument("--spec", required=True, help=SPEC_HELP)
+    se.add_argument("--method", required=True, choices=SEARCH_METHODS,
+                    help="ola: optimal lattice anonymization (k-anonymity); bps, directed: risk-threshold "
+                         "searches; partition, boxes: local recoding")
     se.add_argument("--population", help="CSV: QI columns at their most detailed level + count (bps, directed)")
     g = se.add_mutually_exclusive_group()
     g.add_argument("--threshold", type=float, help="risk threshold in (0, 1] (default: [release] threshold; "
@@ -184,8 +205,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="deid", description="Measure re-identification risk and de-identify health data.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     a = sub.add_parser("assess", help="measure risk (optionally after generalization/suppression) and report")
-    a.add_argument("--input", required=True)
-    a.add_argument("--spec", required=True)
+    a.add_argument("--input", required=True, help=INPUT_HELP)
+    a.add_argument("--spec", required=True, help=SPEC_HELP)
     a.add_argument("--population", help="CSV: QI columns at their most detailed level + count")
     a.add_argument("--out", required=True, help="report JSON")
     a.add_argument("--html", help="self-contained HTML report")
@@ -198,19 +219,19 @@ def build_parser() -> argparse.ArgumentParser:
     _add_accept(a)
     a.set_defaults(func=cmd_assess)
     s = sub.add_parser("safe-harbor", help="apply HIPAA Safe Harbor")
-    s.add_argument("--input", required=True)
-    s.add_argument("--spec", required=True)
+    s.add_argument("--input", required=True, help=INPUT_HELP)
+    s.add_argument("--spec", required=True, help=SPEC_HELP)
     s.add_argument("--zip-population", help="CSV: zip (or zip3) + population (or count)")
-    s.add_argument("--out", required=True)
-    s.add_argument("--policy-out")
+    s.add_argument("--out", required=True, help="the released table (CSV or .parquet)")
+    s.add_argument("--policy-out", help="write the re-appliable policy JSON here")
     s.add_argument("--report", help="JSON: which columns were recognized as which Safe Harbor kind")
     s.add_argument("--reference-year", type=int, help="year for the age >= 90 birth-year rule (default: this year)")
     _add_accept(s)
     s.set_defaults(func=cmd_safe_harbor)
     ap = sub.add_parser("apply", help="re-apply a saved policy to a new batch")
-    ap.add_argument("--input", required=True)
-    ap.add_argument("--policy", required=True)
-    ap.add_argument("--out", required=True)
+    ap.add_argument("--input", required=True, help=INPUT_HELP)
+    ap.add_argument("--policy", required=True, help="policy JSON saved by assess/safe-harbor --policy-out")
+    ap.add_argument("--out", required=True, help="the released table (CSV or .parquet)")
     ap.add_argument("--key-file", help="secret key for pseudonymize/randomize steps (kept by the data owner)")
     ap.add_argument("--report", help="JSON: each column's fate, the identifier check and accepted columns")
     _add_accept(ap)

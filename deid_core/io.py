@@ -67,6 +67,13 @@ def read_table(path: str | Path, missing_values: Iterable[str] = ("",), *, categ
     return df
 
 
+def require_records(df: pd.DataFrame, name: str = "the input table") -> None:
+    """Refuse a table without records (a header line only, 0 Parquet rows): its risk is undefined,
+    and a release of nothing must never be reported as meeting a threshold."""
+    if len(df) == 0:
+        raise DeidInputError(f"{name} has no records (only a header line): nothing to assess or release")
+
+
 def _read_parquet(path: Path, na: list[str], categorical: bool) -> pd.DataFrame:
     """Parquet via pyarrow: every column cast to string and dictionary-encoded (-> categorical)."""
     import pyarrow as pa

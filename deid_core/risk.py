@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import DeidInputError
+from .io import require_records
 from .hierarchy import Hierarchy, build_hierarchy, distinct_values, flat_hierarchy
 from .spec import MISSING_CHOICES, ReleaseSpec, Spec
 
@@ -284,6 +285,7 @@ def encode_table(df: pd.DataFrame, spec: Spec, population: pd.DataFrame | None =
     together, so both share one code space. A QI without a declared hierarchy
     gets the flat hierarchy (value, ``*``).
     """
+    require_records(df)
     _check_missing(spec.missing)
     spec.check_columns(df.columns)
     qis = spec.quasi
@@ -420,6 +422,8 @@ def attack_assessment(summary: dict, release: ReleaseSpec) -> dict:
     T4 (public) uses the prosecutor max; T1–T3 use the strict average
     (El Emam & Arbuckle, ch. 2, "Probability Metrics") times Pr(T). Threshold semantics: :func:`meets`.
     """
+    if not summary["records"]:
+        raise DeidInputError("no records to assess: a table without records never meets a threshold")
     attacks = {}
     for t, pr in attack_probabilities(release).items():
         metric = "max" if t == "T4" else "strict_average"

@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import DeidInputError
+from .io import require_records
 from .spec import Spec
 from .transform import Policy, map_categories
 
@@ -209,6 +210,7 @@ def safe_harbor(df: pd.DataFrame, spec: Spec, zip_population: pd.DataFrame | Non
     """
     from .detect import check_release
 
+    require_records(df)
     policy, info = safe_harbor_policy(spec, list(df.columns), zip_population, reference_year)
     out, _ = policy.apply(df)
     check = check_release(out, info["column_fates"], safe_harbor=True, accepted=accepted)

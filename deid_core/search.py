@@ -618,12 +618,13 @@ def run_search_command(args: argparse.Namespace) -> int:
     """Body of ``deid search``: validate, search, verify, then write (nothing written on bad input)."""
     import sys
 
-    from .io import read_table, write_json, write_table
+    from .io import read_table, require_records, write_json, write_table
     from .spec import load_spec
 
     t0 = time.perf_counter()
     spec = load_spec(args.spec)
     df = read_table(args.input, spec.missing_values)
+    require_records(df, repr(args.input))
     spec.check_columns(df.columns)
     from .cli import _accepted
     accepted = _accepted(args, args.out)

@@ -6,12 +6,19 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import functools
+import inspect
+import json
 import logging
 import os
 import secrets
 import signal
 import sys
+import threading
+import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, Iterator
 
 from keyholder import pki
 from keyholder.server import TlsFiles, is_loopback, split_address, start
@@ -19,13 +26,28 @@ from keyholder.sessions import KeyHolder, Limits
 
 log = logging.getLogger("keyholder")
 PASSPHRASE_ENV = "KEYHOLDER_PASSPHRASE"
+STOP_SECONDS = 4.5      # SIGTERM/SIGINT: calls under way get this long, then the process exits
 
 
 class UsageError(Exception):
     """Bad input: reported as one line, exit status 2."""
 
 
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Option help ends with the option's default (when it has one); descriptions keep their lines."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if "%(default)" in text or action.required or action.default in (None, False, argparse.SUPPRESS):
+            return text
+        return f"{text} (default: %(default)s)"
+
+
 class OneLineParser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> None:  # argparse prints usage + message; we want one line
         raise UsageError(f"{self.prog}: {message}")
 
@@ -53,6 +75,81 @@ def read_passphrase(data_dir: Path, passphrase_file: str | None) -> bytes:
     return generated.read_bytes().strip()
 
 
+class CallsInFlight:
+    """The key holder core as the gRPC servicer sees it, counting the calls under way (and result
+    streams being read) so that a stopping server closes the store only after the last one."""
+
+    def __init__(self, core: KeyHolder) -> None:
+        self._core = core
+        self._idle = threading.Condition()
+        self._active = 0
+
+    @contextmanager
+    def _counted(self) -> Iterator[None]:
+        with self._idle:
+            self._active += 1
+        try:
+            yield
+        finally:
+            with self._idle:
+                self._active -= 1
+                self._idle.notify_all()
+
+    def _stream(self, items: Iterator[Any]) -> Iterator[Any]:
+        with self._counted():
+            yield from items
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._core, name)
+        if not callable(value) or name in ("close", "shutdown"):
+            return value
+
+        @functools.wraps(value)
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            with self._counted():
+                result = value(*args, **kwargs)
+            return self._stream(result) if inspect.isgenerator(result) else result
+        return counted
+
+    def wait_idle(self, timeout: float) -> int:
+        """Wait until no call is under way (at most ``timeout`` s); returns the calls still running."""
+        deadline = time.monotonic() + timeout
+        with self._idle:
+            while self._active and (remaining := deadline - time.monotonic()) > 0:
+                self._idle.wait(remaining)
+            return self._active
+
+
+def serve_until_signal(running, core: KeyHolder, calls: CallsInFlight) -> int:
+    """Serve until SIGTERM or SIGINT, then stop within :data:`STOP_SECONDS`: long-polls are woken,
+    new calls refused, calls under way get a grace period, and the store is closed after the last
+    one.  Everything a finished call stored is committed; a call cut short is retried by its client
+    against the restarted key holder."""
+    stopping = threading.Event()
+    received: list[int] = []
+
+    def on_signal(signum: int, _frame) -> None:
+        received.append(signum)
+        stopping.set()
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    while not stopping.wait(1.0):
+        pass
+    started = time.monotonic()
+    log.info("%s received: stopping (calls under way get %.0f s)", signal.Signals(received[0]).name, STOP_SECONDS)
+    core.shutdown()                                   # wake list_work / wait_round long-polls
+    running.server.stop(STOP_SECONDS - 1.0).wait()    # refuse new calls; cancel the rest after the grace
+    left = calls.wait_idle(STOP_SECONDS - (time.monotonic() - started))
+    if left:
+        log.warning("stopped; %d call(s) still running were abandoned (their clients retry; nothing they "
+                    "stored is lost)", left)
+        logging.shutdown()
+        os._exit(0)                                   # their threads would keep the process alive
+    running.stop(0)                                   # the expiry reaper, then the store
+    log.info("stopped")
+    return 0
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     data_dir = Path(args.data_dir)
     if args.insecure and args.tls_dir:
@@ -75,19 +172,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
         core = KeyHolder(data_dir, read_passphrase(data_dir, args.passphrase_file), limits)
     except ValueError as error:
         raise UsageError(str(error)) from None
+    calls = CallsInFlight(core)
     try:
-        running = start(core, args.listen, tls, args.insecure)
+        running = start(calls, args.listen, tls, args.insecure)
     except (ValueError, OSError) as error:
         core.close()
         raise UsageError(str(error)) from None
     if args.port_file:
         Path(args.port_file).write_text(str(running.port))
-    stop = lambda *_: running.server.stop(2.0)  # noqa: E731 - signal handler
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-    running.wait()
-    running.stop(0)
-    return 0
+    return serve_until_signal(running, core, calls)
 
 
 def cmd_pki_init(args: argparse.Namespace) -> int:
@@ -106,17 +199,25 @@ def cmd_pki_issue(args: argparse.Namespace) -> int:
     return 0
 
 
+AUDIT_COLUMNS = ("at", "party", "action", "session_id", "round", "count", "detail")
+
+
 def cmd_audit(args: argparse.Namespace) -> int:
     from keyholder.store import Store
     path = Path(args.data_dir) / "keyholder.sqlite3"
     if not path.is_file():
         raise UsageError(f"no key holder store in {args.data_dir}")
     store = Store(path)
-    for at, party, action, session_id, round_no, count, detail in store.audit_rows():
-        print("\t".join(str(v) if v is not None else "" for v in
-                        (dt.datetime.fromtimestamp(at, dt.timezone.utc).isoformat(timespec="milliseconds"),
-                         party, action, session_id, round_no, count, detail)))
-    store.close()
+    try:
+        rows = store.audit_rows()
+    finally:
+        store.close()
+    if not args.json:
+        print("\t".join(AUDIT_COLUMNS))
+    for at, *rest in rows:
+        row = dict(zip(AUDIT_COLUMNS, (dt.datetime.fromtimestamp(at, dt.timezone.utc)
+                                       .isoformat(timespec="milliseconds"), *rest)))
+        print(json.dumps(row) if args.json else "\t".join("" if v is None else str(v) for v in row.values()))
     return 0
 
 
@@ -124,7 +225,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="keyholder", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
 
-    serve = commands.add_parser("serve", help="run the key holder service")
+    serve = commands.add_parser("serve", help="run the key holder service",
+                                description="Run the key holder service until SIGTERM or SIGINT (Ctrl-C);\n"
+                                            f"it then stops within {STOP_SECONDS + 0.5:.0f} s, keeping every "
+                                            "finished call.")
     serve.add_argument("--listen", required=True, help="HOST:PORT, e.g. 127.0.0.1:50051")
     serve.add_argument("--data-dir", required=True, help="SQLite store and relay spool")
     serve.add_argument("--insecure", action="store_true", help="plaintext, loopback addresses only")
@@ -135,24 +239,29 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--min-key-bits", type=int, default=2048,
                        help="smallest Paillier modulus a session may ask for (lower only for tests)")
     serve.add_argument("--port-file", help="write the bound port here once listening")
-    serve.add_argument("--log-level", default="INFO")
+    serve.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING or ERROR (to stderr)")
     serve.set_defaults(run=cmd_serve)
 
-    pki_parser = commands.add_parser("pki", help="development certificates for mTLS")
+    pki_parser = commands.add_parser("pki", help="development certificates for mTLS",
+                                     description="Development certificates for mTLS (a CA, the server's and "
+                                                 "each party's certificate).")
     pki_commands = pki_parser.add_subparsers(dest="pki_command", required=True, parser_class=OneLineParser)
     init = pki_commands.add_parser("init", help="create a CA and the server certificate")
-    init.add_argument("--tls-dir", required=True)
+    init.add_argument("--tls-dir", required=True, help="folder to create: ca.pem, ca.key, server.pem, server.key")
     init.add_argument("--hosts", default="127.0.0.1,localhost,::1", help="server certificate names")
     init.set_defaults(run=cmd_pki_init)
     issue = pki_commands.add_parser("issue", help="issue a party's client certificate")
-    issue.add_argument("--tls-dir", required=True)
+    issue.add_argument("--tls-dir", required=True, help="the key holder's folder holding the CA (pki init)")
     issue.add_argument("--name", required=True, help="party name (certificate common name)")
     issue.add_argument("--out", required=True, help="folder for ca.pem, client.pem, client.key "
                                                      "(use PARTYDIR/tls)")
     issue.set_defaults(run=cmd_pki_issue)
 
-    audit = commands.add_parser("audit", help="print the audit log (counts only)")
-    audit.add_argument("--data-dir", required=True)
+    audit = commands.add_parser("audit", help="print the audit log (counts only)",
+                                description="Print who did what and when, with counts only (never a value):\n"
+                                            "a header row and tab-separated rows, or JSON lines.")
+    audit.add_argument("--data-dir", required=True, help="the key holder's --data-dir")
+    audit.add_argument("--json", action="store_true", help="one JSON object per audit row instead of a table")
     audit.set_defaults(run=cmd_audit)
     return parser
 

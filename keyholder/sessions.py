@@ -117,7 +117,15 @@ class KeyHolder:
         self._testers: dict[str, ZeroTester] = {}
         self._testers_lock = threading.Lock()
         self._changed = threading.Condition()
+        self._stopping = False
         self.expire_due()
+
+    def shutdown(self) -> None:
+        """Stop long-polls: wake the waiting ``list_work``/``wait_round`` calls (they answer with what
+        there is now) and answer later ones at once, so that a stopping server drains quickly."""
+        with self._changed:
+            self._stopping = True
+            self._changed.notify_all()
 
     def close(self) -> None:
         self.store.close()
@@ -326,7 +334,7 @@ class KeyHolder:
             while True:
                 value = ready()
                 remaining = deadline - time.monotonic()
-                if value or remaining <= 0:
+                if value or remaining <= 0 or self._stopping:
                     return value
                 self._changed.wait(remaining)
 

@@ -11,6 +11,7 @@ and holds.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,7 +25,7 @@ from party_client.rules import Rules, load_rules
 from party_client.keys import QuerierKeys, exact_holder_keys, exact_querier_keys
 from party_client.protocol import (MODE_NAMES, Holder, HolderData, HolderOptions, Querier, QueryOptions,
                                    QueryOutcome)
-from party_client.tables import read_table, require_columns
+from party_client.tables import read_table, require_columns, require_records
 from party_client.transport import Connection, register
 from proto import linkage_pb2 as pb
 
@@ -126,6 +127,7 @@ class Party:
                  side: str) -> tuple[pd.DataFrame, object]:
         """The input table and its matching keys (exact on ``id_column`` or from ``rules``)."""
         frame = _frame(data)
+        require_records(frame, "the input table" if isinstance(data, pd.DataFrame) else data, id_column)
         if matched_column and matched_column in frame.columns:
             raise PartyError(f"the input already has a column '{matched_column}': choose --matched-column")
         if (id_column is None) == (rules is None):
@@ -230,12 +232,16 @@ class Party:
                                     allowed_queriers=allowed_queriers, progress=self.progress))
 
     def hold(self, data, id_column: str | None = None, release_columns: list[str] | None = None, *,
-             once: bool = True, poll_seconds: float = 20.0, **options) -> list[dict]:
+             once: bool = True, poll_seconds: float = 20.0, on_ready: Callable[[], None] | None = None,
+             on_served: Callable[[dict], None] | None = None, **options) -> list[dict]:
         """Serve the rounds addressed to us; returns what each served round cost (rows, comparisons,
-        blocked rules: candidate pairs per pass), which only the holder knows."""
+        blocked rules: candidate pairs per pass), which only the holder knows.  ``on_ready`` is
+        called once the table's keys are ready, ``on_served`` with each round's summary as it ends."""
         holder = self.holder(data, id_column, release_columns, **options)
         try:
-            return holder.serve(once=once, poll_seconds=poll_seconds)
+            if on_ready is not None:
+                on_ready()
+            return holder.serve(once=once, poll_seconds=poll_seconds, on_served=on_served)
         finally:
             holder.connection.close()
 

@@ -1,4 +1,5 @@
-"""``party`` command line: init, register, hold, join, dedup, lookup, estimate, demo.
+"""``party`` command line: init, register, hold, join, dedup, lookup, link-release, dedup-many,
+estimate, demo.
 
 Exit status 0 on success; 2 with one line on stderr for bad input or a
 refusal (nothing is written); 1 when the key holder stays unreachable.
@@ -20,7 +21,21 @@ class UsageError(PartyError):
     pass
 
 
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Option help ends with the option's default (when it has one); descriptions keep their lines."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if "%(default)" in text or action.required or action.default in (None, False, argparse.SUPPRESS):
+            return text
+        return f"{text} (default: %(default)s)"
+
+
 class OneLineParser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> None:
         raise UsageError(f"{self.prog}: {message}")
 
@@ -51,13 +66,21 @@ def cmd_register(args) -> int:
 def cmd_hold(args) -> int:
     party = _party(args)
     _key_source(args)
+    def waiting() -> None:
+        print(f"party: waiting for queries from the key holder at {party.keyholder} (polls of "
+              f"{args.poll_seconds:g} s); Ctrl-C to stop", file=sys.stderr, flush=True)
+
+    def served_one(summary: dict) -> None:
+        print(json.dumps(summary, default=str), flush=True)
     served = party.hold(args.input, args.id_column, _columns(args.release_columns), once=args.once,
                         poll_seconds=args.poll_seconds, id_type=args.id_type, rules=args.rules,
                         allow_fast_blinding=args.allow_fast_blinding,
-                        allowed_queriers=_columns(args.allow_querier) or None)
+                        allowed_queriers=_columns(args.allow_querier) or None,
+                        on_ready=None if args.once else waiting, on_served=None if args.once else served_one)
     print(f"served {len(served)} round(s)")
-    for summary in served:
-        print(json.dumps(summary))
+    if args.once:                             # polling printed each round as it was served
+        for summary in served:
+            print(json.dumps(summary, default=str))
     return 0
 
 
@@ -137,9 +160,10 @@ def cmd_estimate(args) -> int:
     """Fellegi-Sunter m and u by EM on the querier's own table; no key holder involved."""
     import math
     from party_client.estimate import estimate_rules, rules_text
-    from party_client.tables import check_output, read_table, write_text
+    from party_client.tables import check_output, read_table, require_records, write_text
     check_output(args.out, args.rules, args.input, suffixes=(".toml",), kind="a .toml")
     frame = read_table(args.input)
+    require_records(frame, args.input)
     document, result = estimate_rules(args.rules, frame, args.threshold, max_pairs=args.max_pairs, seed=args.seed)
     write_text(rules_text(document, result, len(frame)), args.out)
     prior = math.log2((1 - result.match_proportion) / result.match_proportion)
@@ -163,17 +187,37 @@ def cmd_estimate(args) -> int:
 
 def cmd_demo(args) -> int:
     from party_client.demo import run_demo
-    return run_demo(keep=args.keep, rows=args.rows)
+    if args.keep:
+        print("party: warning: --keep is deprecated: use --out", file=sys.stderr)
+    return run_demo(out=args.out or args.keep, rows=args.rows, force=args.force)
+
+
+QUERY_HELP = {
+    "join": ("join your table with a holder's: your rows plus its released columns",
+             "Join your table with the holder's (like a SQL left join): every row of your table, plus the\n"
+             "columns the holder releases for the rows that matched, plus --matched-column."),
+    "dedup": ("which of your records the holder also has (no columns released)",
+              "De-duplicate: mark which of your records the holder also has. Nothing of the holder's\n"
+              "table comes back, only --matched-column, one output row per input row."),
+    "lookup": ("look a few records up in a large holder through risk-bounded buckets",
+               "Look a few records up in a large holder: the holder compares only one keyed bucket per\n"
+               "identifier, sized so that the revealed bucket's re-identification risk stays at most\n"
+               "--max-risk for a population of --population people."),
+}
+QUERY_EPILOG = ("join or dedup? Both find the same matches. join brings back the holder's released columns\n"
+                "(a matched row appears once per matching holder row); dedup brings back only True/False per\n"
+                "row, for when you need to know the overlap and not the holder's data.")
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="party", description=__doc__)
-    parser.add_argument("--log-level", default="WARNING")
+    parser.add_argument("--log-level", default="WARNING", help="DEBUG, INFO, WARNING or ERROR (to stderr)")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
 
     init = commands.add_parser("init", help="create a party directory with a fresh identity key")
-    init.add_argument("--dir", required=True)
-    init.add_argument("--name", required=True)
+    init.add_argument("--dir", required=True, help="party directory to create (holds the identity key)")
+    init.add_argument("--name", required=True,
+                      help="this party's name at the key holder (letters, digits, '.', '_', '-')")
     init.set_defaults(run=cmd_init)
 
     def connected(sub):
@@ -188,14 +232,18 @@ def build_parser() -> argparse.ArgumentParser:
     register = connected(commands.add_parser("register", help="register with the key holder"))
     register.set_defaults(run=cmd_register)
 
-    hold = connected(commands.add_parser("hold", help="serve queries addressed to this party"))
-    hold.add_argument("--input", required=True)
+    hold = connected(commands.add_parser(
+        "hold", help="serve queries addressed to this party",
+        description="Serve the queries other parties address to this party, from your table.\n"
+                    "Without --once it polls the key holder until Ctrl-C and prints one JSON line per round."))
+    hold.add_argument("--input", required=True, help="your table (CSV or Parquet)")
     hold.add_argument("--id-column", help="exact matching on this column")
     hold.add_argument("--rules", help="fuzzy matching with this rules file (TOML), instead of --id-column")
-    hold.add_argument("--id-type", default="identifier", help="identifier (default) or name")
+    hold.add_argument("--id-type", default="identifier", help="how ids are normalized: identifier or name")
     hold.add_argument("--release-columns", help="comma-separated columns released to a joining querier")
     hold.add_argument("--once", action="store_true", help="serve what is pending, then exit")
-    hold.add_argument("--poll-seconds", type=float, default=20.0)
+    hold.add_argument("--poll-seconds", type=float, default=20.0,
+                      help="how long each poll waits at the key holder for new queries")
     hold.add_argument("--allow-fast-blinding", action="store_true",
                       help="honour a querier's request for 128-bit blinding (16x faster; a querier "
                            "colluding with the key holder could then test guesses of non-matching ids)")
@@ -203,11 +251,12 @@ def build_parser() -> argparse.ArgumentParser:
     hold.set_defaults(run=cmd_hold)
 
     for mode in ("join", "dedup", "lookup"):
-        sub = connected(commands.add_parser(mode, help=f"{mode} as querier"))
-        sub.add_argument("--holder", required=True)
-        sub.add_argument("--input", required=True)
+        sub = connected(commands.add_parser(mode, help=QUERY_HELP[mode][0], description=QUERY_HELP[mode][1],
+                                            epilog=QUERY_EPILOG))
+        sub.add_argument("--holder", required=True, help="the holder party's name")
+        sub.add_argument("--input", required=True, help="your table (CSV or Parquet)")
         sub.add_argument("--id-column", help="exact matching on this column")
-        sub.add_argument("--id-type", default="identifier", help="identifier (default) or name")
+        sub.add_argument("--id-type", default="identifier", help="how ids are normalized: identifier or name")
         if mode != "lookup":
             sub.add_argument("--rules", help="fuzzy matching with this rules file (TOML), instead of --id-column")
             sub.add_argument("--term-column", help="add a column naming the rule terms that matched")
@@ -215,35 +264,39 @@ def build_parser() -> argparse.ArgumentParser:
                              help="keep only the best match per querier row (most rule terms fired)")
         sub.add_argument("--out", required=True, help="CSV or Parquet (.parquet)")
         sub.add_argument("--report", help="write the run's report (JSON) here")
-        sub.add_argument("--key-bits", type=int, default=2048, help="2048 (default) or 3072")
+        sub.add_argument("--key-bits", type=int, default=2048, help="Paillier modulus: 2048 or 3072")
         sub.add_argument("--fast-blinding", action="store_true",
                          help="ask the holder for 128-bit blinding (the holder decides)")
         sub.add_argument("--timeout", type=float, default=3600.0, help="seconds to wait for the holder")
-        sub.add_argument("--matched-column", default="matched")
+        sub.add_argument("--matched-column", default="matched",
+                         help="output column saying whether the row matched (True/False)")
         if mode == "lookup":
             sub.add_argument("--population", type=int, required=True,
                              help="people in the population the queried persons come from")
-            sub.add_argument("--max-risk", type=float, default=0.05)
+            sub.add_argument("--max-risk", type=float, default=0.05,
+                             help="largest re-identification risk of the revealed bucket")
             sub.add_argument("--buckets", type=int, help="bucket count (refused above --max-risk)")
         sub.set_defaults(run=cmd_query)
 
     def querier_common(sub):
-        sub.add_argument("--input", required=True)
+        sub.add_argument("--input", required=True, help="your table (CSV or Parquet)")
         sub.add_argument("--id-column", help="exact matching on this column")
         sub.add_argument("--rules", help="fuzzy matching with this rules file (TOML), instead of --id-column")
-        sub.add_argument("--out", required=True)
-        sub.add_argument("--key-bits", type=int, default=2048)
-        sub.add_argument("--fast-blinding", action="store_true")
-        sub.add_argument("--timeout", type=float, default=3600.0)
+        sub.add_argument("--out", required=True, help="output table (CSV or .parquet)")
+        sub.add_argument("--key-bits", type=int, default=2048, help="Paillier modulus: 2048 or 3072")
+        sub.add_argument("--fast-blinding", action="store_true",
+                         help="ask the holders for 128-bit blinding (each holder decides)")
+        sub.add_argument("--timeout", type=float, default=3600.0, help="seconds to wait for each holder")
 
     release = connected(commands.add_parser("link-release", help="join, then de-identify and release"))
-    release.add_argument("--holder", required=True)
+    release.add_argument("--holder", required=True, help="the holder party's name (e.g. the registry)")
     querier_common(release)
     release.add_argument("--spec", required=True, help="de-identification spec (TOML) of the joined table")
     release.add_argument("--method", required=True, help="safe-harbor | policy | threshold")
     release.add_argument("--policy", help="a saved deid policy (JSON) for --method policy")
     release.add_argument("--threshold", type=float, help="risk threshold for --method threshold")
-    release.add_argument("--max-suppression", type=float, default=0.0)
+    release.add_argument("--max-suppression", type=float, default=0.0,
+                         help="share of records that may be suppressed (--method threshold)")
     release.add_argument("--report-dir", required=True, help="folder for release_report.json/.html")
     release.add_argument("--accept-column", action="append", metavar="NAME:REASON",
                          help="release this column although it looks like an identifier; the reason goes into "
@@ -253,7 +306,8 @@ def build_parser() -> argparse.ArgumentParser:
     many = connected(commands.add_parser("dedup-many", help="which other registries also hold each record"))
     many.add_argument("--registries", required=True, help="comma-separated registry (holder) names")
     querier_common(many)
-    many.add_argument("--column", default="also_held_by")
+    many.add_argument("--column", default="also_held_by",
+                      help="output column listing the registries that also hold the record")
     many.set_defaults(run=cmd_dedup_many)
 
     estimate = commands.add_parser("estimate", help="estimate Fellegi-Sunter m and u (EM) on your own table")
@@ -263,12 +317,19 @@ def build_parser() -> argparse.ArgumentParser:
     estimate.add_argument("--threshold", type=float,
                           help="log2 weight threshold (default: the rules file's Fellegi-Sunter threshold)")
     estimate.add_argument("--max-pairs", type=int, default=1_000_000, help="training pairs drawn at most")
-    estimate.add_argument("--seed", type=int, default=0)
+    estimate.add_argument("--seed", type=int, default=0, help="random seed for drawing training pairs")
     estimate.set_defaults(run=cmd_estimate)
 
-    demo = commands.add_parser("demo", help="run the whole story on an embedded key holder")
-    demo.add_argument("--keep", help="keep the demo's files in this folder")
-    demo.add_argument("--rows", type=int, default=300)
+    demo = commands.add_parser("demo", help="run the whole story on an embedded key holder",
+                               description="Run the whole story on one machine (about a minute): a key holder, "
+                                           "five parties,\nfour linkages and a de-identified release; the files "
+                                           "stay in --out.")
+    demo.add_argument("--out", help="folder for the demo's files, kept after the run "
+                                    "(default: ./securelink-demo)")
+    demo.add_argument("--force", action="store_true",
+                      help="replace an earlier demo's files in a non-empty --out (other files are left alone)")
+    demo.add_argument("--keep", help="deprecated: same as --out")
+    demo.add_argument("--rows", type=int, default=300, help="registry size (synthetic people)")
     demo.set_defaults(run=cmd_demo)
     return parser
 

@@ -7,7 +7,8 @@ releases a de-identified table with its report; the second registry
 de-duplicates against both; the insurer looks up claimants; the cohort, which
 has no health card numbers, joins the registry on names and dates of birth
 (fuzzy rules, risk-checked keyed blocking).  It then prints what each party learned.  The key holder runs as its own process
-(``python -m keyholder.cli``): the party client never imports it.
+(``python -m keyholder.cli``): the party client never imports it.  Everything is written to one
+folder (default ``./securelink-demo/``), which is kept for the user to open.
 """
 from __future__ import annotations
 
@@ -16,7 +17,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import tomllib
@@ -27,6 +27,15 @@ import pandas as pd
 
 from party_client.api import Party
 from party_client.errors import PartyError
+
+DEFAULT_FOLDER = "securelink-demo"
+#: What the demo writes in its folder: ``--force`` removes these (and nothing else) before a new run.
+DEMO_ENTRIES = ("registry.csv", "hospital.csv", "claims.csv", "west.csv", "cohort.csv", "cohort_truth.csv",
+                "keyholder-tls", "keyholder.port", "keyholder.log", "keyholder", "keyholder-audit.tsv",
+                "registry", "hospital", "registry-west", "insurer", "cohort", "release.toml", "policy.json",
+                "reports", "release.csv", "west_overlaps.csv", "cohort_linked.csv", "rules-registry.toml",
+                "rules-cohort.toml")
+PHASES = 6
 
 FIRST = ["Ana", "Ben", "Chloé", "Dmitri", "Eve", "Farah", "Gus", "Hana", "Ivan", "Jo", "Kemal", "Lea"]
 LAST = ["O'Brien", "Nguyen", "Smith", "Müller", "Tremblay", "Singh", "Roy", "Côté", "Li", "Martin"]
@@ -131,12 +140,12 @@ def start_keyholder(folder: Path) -> tuple[subprocess.Popen, int, Path]:
     return process, int(port_file.read_text()), tls
 
 
-def make_party(folder: Path, name: str, tls: Path, address: str) -> Party:
+def make_party(folder: Path, name: str, tls: Path, address: str, progress: bool | None = False) -> Party:
     directory = folder / name
     Party.init(directory, name)
     subprocess.run(_keyholder("pki", "issue", "--tls-dir", str(tls), "--name", name,
                               "--out", str(directory / "tls")), check=True, capture_output=True)
-    party = Party(directory, keyholder=address, progress=False)
+    party = Party(directory, keyholder=address, progress=progress)
     party.register()
     return party
 
@@ -241,22 +250,46 @@ def _serve(holder, stop: threading.Event, served: list[dict] | None = None) -> t
     return thread
 
 
-def run_demo(keep: str | None = None, rows: int = 300) -> int:
-    from party_client.release import dedup_many, link_release
-    folder = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="securelink-demo-"))
+def prepare_folder(out: str | Path | None, force: bool) -> Path:
+    """The demo's folder: created, or emptied of an earlier demo's files with ``force``; a folder
+    holding anything else is refused without ``force`` (nothing is overwritten)."""
+    folder = Path(out or DEFAULT_FOLDER)
+    if folder.exists() and not folder.is_dir():
+        raise PartyError(f"{folder} exists and is not a folder: choose another --out")
+    if folder.is_dir() and any(folder.iterdir()):
+        if not force:
+            raise PartyError(f"{folder} is not empty: add --force to replace an earlier demo's files, or "
+                             "choose another --out")
+        for name in DEMO_ENTRIES:
+            entry = folder / name
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+            elif entry.exists() or entry.is_symlink():
+                entry.unlink()
     folder.mkdir(parents=True, exist_ok=True)
-    print(f"demo folder: {folder}")
+    return folder.resolve()                 # absolute paths in what the demo prints
+
+
+def phase(number: int, text: str) -> None:
+    print(f"[{number}/{PHASES}] {text}...", flush=True)
+
+
+def run_demo(out: str | None = None, rows: int = 300, force: bool = False) -> int:
+    from party_client.release import dedup_many, link_release
+    folder = prepare_folder(out, force)
+    print(f"demo folder: {folder} (kept after the run)", flush=True)
+    phase(1, "synthetic tables, a key holder with mTLS, five parties registering")
     paths = build_data(rows, folder)
     process, port, tls = start_keyholder(folder)
     address = f"127.0.0.1:{port}"
-    print(f"key holder: pid {process.pid}, mTLS on {address}, data in {folder / 'keyholder'}")
+    print(f"      key holder: pid {process.pid}, mTLS on {address}, data in {folder / 'keyholder'}", flush=True)
     stop = threading.Event()
     try:
         registry = make_party(folder, "registry", tls, address)
-        hospital = make_party(folder, "hospital", tls, address)
-        west = make_party(folder, "registry-west", tls, address)
-        insurer = make_party(folder, "insurer", tls, address)
-        cohort = make_party(folder, "cohort", tls, address)
+        hospital = make_party(folder, "hospital", tls, address, progress=None)   # bars on a terminal
+        west = make_party(folder, "registry-west", tls, address, progress=None)
+        insurer = make_party(folder, "insurer", tls, address, progress=None)
+        cohort = make_party(folder, "cohort", tls, address, progress=None)
         servers = [_serve(registry.holder(paths["registry"], "hcn", ["site", "stage"]), stop),
                    _serve(hospital.holder(paths["hospital"], "hcn", []), stop)]
         (folder / "release.toml").write_text(RELEASE_SPEC)
@@ -268,17 +301,24 @@ def run_demo(keep: str | None = None, rows: int = 300) -> int:
         policy = deid_core.full_domain_policy(spec.hierarchies, {"dob": 6}, drop=spec.direct, suppress_k=5,
                                               qis=spec.quasi)   # birth dates to 10-year bands, k = 5
         (folder / "policy.json").write_text(policy.to_json())
+        phase(2, "hospital joins the registry and releases a de-identified table (exact on health card "
+                 "numbers, Paillier 2048-bit)")
         released = link_release(hospital, "registry", paths["hospital"], spec=folder / "release.toml",
                                 method="policy", policy=str(folder / "policy.json"), out=folder / "release.csv",
                                 report_dir=folder / "reports", id_column="hcn")
+        phase(3, "registry-west de-duplicates against the registry and the hospital (exact, Paillier 2048-bit)")
         overlaps, per_registry = dedup_many(west, ["registry", "hospital"], paths["west"], id_column="hcn")
         overlaps.to_csv(folder / "west_overlaps.csv", index=False)
+        phase(4, "insurer looks 3 claimants up in the registry (keyed buckets over a population of 1,000,000)")
         looked = insurer.lookup("registry", paths["claims"], "claimant_hcn", population=1_000_000)
         elapsed = time.perf_counter() - started
         stop.set()
         for server in servers:
             server.join(timeout=30)
+        phase(5, "cohort joins the registry on names and dates of birth (fuzzy rules, keyed blocking, "
+                 "Paillier 2048-bit)")
         fuzzy = run_fuzzy_step(registry, cohort, paths, folder)
+        phase(6, "checking every result against plaintext; reading the key holder's audit log")
 
         registry_ids = set(pd.read_csv(paths["registry"], dtype=str)["hcn"])
         hospital_ids = set(pd.read_csv(paths["hospital"], dtype=str, keep_default_na=False)["hcn"].str.replace("-", ""))
@@ -320,14 +360,23 @@ def run_demo(keep: str | None = None, rows: int = 300) -> int:
               "an identifier, an encoding or a released value; its audit log:")
         audit = subprocess.run(_keyholder("audit", "--data-dir", str(folder / "keyholder")),
                                capture_output=True, text=True, check=True).stdout
+        (folder / "keyholder-audit.tsv").write_text(audit)
+        rows_json = subprocess.run(_keyholder("audit", "--data-dir", str(folder / "keyholder"), "--json"),
+                                   capture_output=True, text=True, check=True).stdout
         actions: dict[tuple[str, str], int] = {}
-        for line in audit.splitlines():
-            fields = line.split("\t")
-            actions[(fields[1], fields[2])] = actions.get((fields[1], fields[2]), 0) + 1
+        for line in rows_json.splitlines():
+            row = json.loads(line)
+            actions[(row["party"] or "", row["action"])] = actions.get((row["party"] or "", row["action"]), 0) + 1
         for (party, action), count in sorted(actions.items()):
             print(f"    {party or '-':14s} {action:15s} x{count}")
         print(f"\n{linkage['key_bits']}-bit Paillier, {linkage['blinding']} blinding, mTLS; "
               f"link-release, dedup-many and lookup took {elapsed:.1f} s")
+        print(f"\nOpen (everything stays in {folder}):")
+        print(f"  release report (HTML) for the ethics board: {released['html']}")
+        print(f"  joined tables: {released['release']} (de-identified), {folder / 'cohort_linked.csv'}, "
+              f"{folder / 'west_overlaps.csv'}")
+        print(f"  the key holder's audit log: {folder / 'keyholder-audit.tsv'} "
+              f"(or: keyholder audit --data-dir {folder / 'keyholder'})")
         ok = (linkage["matched_records"] == expected and looked.frame["matched"].tolist() == [True, True, False]
               and fuzzy["pairs"] == fuzzy["plaintext_pairs"]
               and all(per_registry[r]["matched_records"] == expected_west[r] for r in expected_west))
@@ -339,5 +388,3 @@ def run_demo(keep: str | None = None, rows: int = 300) -> int:
             process.wait(timeout=10)
         except subprocess.TimeoutExpired:
             process.kill()
-        if not keep:
-            shutil.rmtree(folder, ignore_errors=True)

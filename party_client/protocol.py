@@ -451,10 +451,12 @@ class Holder:
                                          timeout=wait_seconds + 60).items)
 
     def serve(self, once: bool, poll_seconds: float = 20.0,
-              stop: Callable[[], bool] = lambda: False) -> list[dict]:
+              stop: Callable[[], bool] = lambda: False,
+              on_served: Callable[[dict], None] | None = None) -> list[dict]:
         """Process pending rounds; with ``once`` until none is left, else until ``stop()``.
 
-        Returns what each served round cost (:meth:`process`), for the holder's eyes only.
+        Returns what each served round cost (:meth:`process`), for the holder's eyes only;
+        ``on_served`` receives each summary as soon as its round is served.
         """
         served: list[dict] = []
         tried: set[tuple[str, int]] = set()
@@ -465,6 +467,8 @@ class Holder:
                 tried.add((item.session.session_id, item.round))
                 try:
                     served.append(self.process(item))
+                    if on_served is not None:
+                        on_served(served[-1])
                 except KeyHolderUnavailable:
                     raise
                 except PartyError as error:  # e.g. the querier closed or the session expired meanwhile

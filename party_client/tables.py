@@ -53,6 +53,17 @@ def read_table(path: str | Path) -> pd.DataFrame:
     return frame
 
 
+def require_records(frame: pd.DataFrame, source: object = "the input", id_column: str | None = None) -> None:
+    """Refuse a table without records (a header line only, 0 Parquet rows) or whose id column is blank
+    in every row, before any session is opened: there would be nothing to link."""
+    name = source if isinstance(source, str) and source.startswith("the ") else str(source)
+    if len(frame) == 0:
+        raise PartyError(f"{name} has no records (only a header line): nothing to link")
+    if id_column is not None and id_column in frame.columns and \
+            not frame[id_column].fillna("").astype(str).str.strip().ne("").any():
+        raise PartyError(f"{name}: the id column '{id_column}' is blank in every row: nothing to link")
+
+
 def require_columns(frame: pd.DataFrame, columns: list[str], what: str) -> None:
     missing = [c for c in columns if c not in frame.columns]
     if missing:

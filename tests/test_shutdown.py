@@ -1,0 +1,79 @@
+"""``keyholder serve`` stops promptly on SIGTERM/SIGINT (long-polls woken, store closed after the
+last call) and loses nothing: a restarted key holder resumes the round it was serving."""
+from __future__ import annotations
+
+import signal
+import threading
+import time
+
+from linkhelpers import TEST_KEY_BITS, make_party
+from party_client import Party
+from test_linking import canonical, plaintext_join, tables
+
+
+def _stop_and_time(server, signum: int) -> float:
+    started = time.monotonic()
+    server.process.send_signal(signum)
+    server.process.wait(timeout=30)
+    return time.monotonic() - started
+
+
+def test_sigterm_mid_round_stops_within_5s_and_restart_resumes(fresh_keyholder, tmp_path):
+    server = fresh_keyholder()
+    (qdir, _), (hdir, hname) = make_party(server, tmp_path), make_party(server, tmp_path)
+    querier, holder = tables(9, n=80, m=200, overlap=50)
+    serving = Party(hdir, progress=False).holder(holder, "health_no", ["cost"])
+    serving.options.batch_rows = 16
+    submitted, stopped_in = [], []
+    original_call = serving.connection.call
+
+    def call(method, request, timeout=60.0):
+        reply = original_call(method, request, timeout)
+        if method == "SubmitComparisons":
+            submitted.append(request.seq)
+            if len(submitted) == 3:   # the querier waits in WaitRound, the holder is mid-submission
+                stopped_in.append(_stop_and_time(server, signal.SIGTERM))
+                threading.Timer(1.0, server.start).start()
+        return reply
+    serving.connection.call = call
+
+    stop = threading.Event()
+    thread = threading.Thread(target=serving.serve, kwargs={"once": False, "poll_seconds": 0.5,
+                                                            "stop": stop.is_set}, daemon=True)
+    thread.start()
+    try:
+        result = Party(qdir, progress=False).join(hname, querier, "hcn", key_bits=TEST_KEY_BITS, timeout=300)
+    finally:
+        stop.set()
+        thread.join(timeout=60)
+    assert stopped_in and stopped_in[0] < 5.0, stopped_in
+    log = server.log_path.read_text()
+    assert "SIGTERM received: stopping" in log and "keyholder INFO stopped" in log
+    assert "ProgrammingError" not in log and "Traceback" not in log, log
+    assert len(submitted) >= 13                           # 200 rows / 16 per batch, all went through
+    assert canonical(result.frame) == canonical(plaintext_join(querier, holder, ["cost"]))
+
+
+def test_sigint_wakes_a_long_poll(fresh_keyholder, tmp_path):
+    """A holder waiting 25 s in ListWork does not hold the key holder up."""
+    server = fresh_keyholder()
+    hdir, _ = make_party(server, tmp_path)
+    serving = Party(hdir, progress=False).holder(tables(3, n=20, m=20, overlap=5)[1], "health_no", [])
+    serving.connection.retry_seconds = 0.5
+    polling = threading.Thread(target=lambda: _swallow(serving.pending, 25.0), daemon=True)
+    polling.start()
+    time.sleep(1.5)                                       # the poll is now waiting at the key holder
+    assert _stop_and_time(server, signal.SIGINT) < 5.0
+    polling.join(timeout=10)
+    assert not polling.is_alive()
+    log = server.log_path.read_text()
+    assert "SIGINT received: stopping" in log and "keyholder INFO stopped" in log
+    assert "Traceback" not in log, log
+    serving.connection.close()
+
+
+def _swallow(function, *args):
+    try:
+        function(*args)
+    except Exception:
+        pass
