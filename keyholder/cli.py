@@ -15,7 +15,8 @@ from pathlib import Path
 
 from keyholder import pki
 from keyholder.server import TlsFiles, is_loopback, split_address, start
-from keyholder.sessions import KeyHolder, Limits
+from keyholder.limits import add_limit_options, limits_from_args
+from keyholder.sessions import KeyHolder
 
 log = logging.getLogger("keyholder")
 PASSPHRASE_ENV = "KEYHOLDER_PASSPHRASE"
@@ -69,9 +70,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise UsageError(f"--insecure serves plaintext and is refused on the non-loopback address {host}")
     if not args.insecure and tls is None:
         raise UsageError("choose --tls-dir DIR (mTLS) or --insecure (loopback only)")
-    limits = Limits(max_message_bytes=args.max_message_mb << 20, min_key_bits=args.min_key_bits,
-                    default_ttl=args.session_ttl)
     try:
+        limits = limits_from_args(args)
         core = KeyHolder(data_dir, read_passphrase(data_dir, args.passphrase_file), limits)
     except ValueError as error:
         raise UsageError(str(error)) from None
@@ -130,10 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--insecure", action="store_true", help="plaintext, loopback addresses only")
     serve.add_argument("--tls-dir", help="ca.pem, server.pem, server.key (mTLS)")
     serve.add_argument("--passphrase-file", help=f"passphrase for keys at rest (or set {PASSPHRASE_ENV})")
-    serve.add_argument("--session-ttl", type=float, default=24 * 3600.0, help="default session lifetime, s")
-    serve.add_argument("--max-message-mb", type=int, default=8192, help="largest relayed message")
-    serve.add_argument("--min-key-bits", type=int, default=2048,
-                       help="smallest Paillier modulus a session may ask for (lower only for tests)")
+    add_limit_options(serve)
     serve.add_argument("--port-file", help="write the bound port here once listening")
     serve.add_argument("--log-level", default="INFO")
     serve.set_defaults(run=cmd_serve)
