@@ -22,7 +22,8 @@ from typing import Any, Iterator
 
 from keyholder import pki
 from keyholder.server import TlsFiles, is_loopback, split_address, start
-from keyholder.sessions import KeyHolder, Limits
+from keyholder.limits import add_limit_options, limits_from_args
+from keyholder.sessions import KeyHolder
 
 log = logging.getLogger("keyholder")
 PASSPHRASE_ENV = "KEYHOLDER_PASSPHRASE"
@@ -138,14 +139,14 @@ def serve_until_signal(running, core: KeyHolder, calls: CallsInFlight) -> int:
     started = time.monotonic()
     log.info("%s received: stopping (calls under way get %.0f s)", signal.Signals(received[0]).name, STOP_SECONDS)
     core.shutdown()                                   # wake list_work / wait_round long-polls
-    running.server.stop(STOP_SECONDS - 1.0).wait()    # refuse new calls; cancel the rest after the grace
+    running.stop(STOP_SECONDS - 1.0, close_store=False)  # refuse new calls; cancel the rest after the grace
     left = calls.wait_idle(STOP_SECONDS - (time.monotonic() - started))
     if left:
         log.warning("stopped; %d call(s) still running were abandoned (their clients retry; nothing they "
                     "stored is lost)", left)
         logging.shutdown()
         os._exit(0)                                   # their threads would keep the process alive
-    running.stop(0)                                   # the expiry reaper, then the store
+    core.close()                                      # after the last call's thread has finished
     log.info("stopped")
     return 0
 
@@ -166,9 +167,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise UsageError(f"--insecure serves plaintext and is refused on the non-loopback address {host}")
     if not args.insecure and tls is None:
         raise UsageError("choose --tls-dir DIR (mTLS) or --insecure (loopback only)")
-    limits = Limits(max_message_bytes=args.max_message_mb << 20, min_key_bits=args.min_key_bits,
-                    default_ttl=args.session_ttl)
     try:
+        limits = limits_from_args(args)
         core = KeyHolder(data_dir, read_passphrase(data_dir, args.passphrase_file), limits)
     except ValueError as error:
         raise UsageError(str(error)) from None
@@ -234,10 +234,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--insecure", action="store_true", help="plaintext, loopback addresses only")
     serve.add_argument("--tls-dir", help="ca.pem, server.pem, server.key (mTLS)")
     serve.add_argument("--passphrase-file", help=f"passphrase for keys at rest (or set {PASSPHRASE_ENV})")
-    serve.add_argument("--session-ttl", type=float, default=24 * 3600.0, help="default session lifetime, s")
-    serve.add_argument("--max-message-mb", type=int, default=8192, help="largest relayed message")
-    serve.add_argument("--min-key-bits", type=int, default=2048,
-                       help="smallest Paillier modulus a session may ask for (lower only for tests)")
+    add_limit_options(serve)
     serve.add_argument("--port-file", help="write the bound port here once listening")
     serve.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING or ERROR (to stderr)")
     serve.set_defaults(run=cmd_serve)

@@ -19,8 +19,6 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.scrypt import Scrypt
 from phe import paillier
 
-SUPPORTED_KEY_BITS = (2048, 3072)
-
 
 def _release_gil() -> None:
     # gmpy2 contexts are per thread: let this worker's big-number work run

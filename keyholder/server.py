@@ -1,15 +1,20 @@
-"""gRPC front of the key holder: a thin servicer over :class:`KeyHolder`.
+"""gRPC front of the key holder: a thin ``grpc.aio`` servicer over :class:`KeyHolder`.
 
-Each call authenticates the party (bearer token, and under mTLS the client
-certificate's common name), delegates to a plain method, and turns a
-:class:`ServiceError` into the gRPC status with its one-line message.  The
-gRPC health and reflection services are on.
+Each call is checked field by field (:mod:`keyholder.validation`), authenticates
+the party (bearer token, and under mTLS the client certificate's common name),
+runs a plain method of the core on a thread pool, and turns a
+:class:`ServiceError` into the gRPC status with its one-line message.  Long-polls
+are async waits that hold no thread, at most ``Limits.max_waits`` per party.
+The gRPC health and reflection services are on.
 """
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import ipaddress
 import logging
 import threading
+import time
 from concurrent import futures
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +24,9 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from keyholder.sessions import KeyHolder, PairRule, ServiceError
+from keyholder import validation
+from keyholder.errors import ServiceError
+from keyholder.sessions import PENDING, KeyHolder, PairRule
 from keyholder.store import Message, Round, Session
 from proto import linkage_pb2 as pb
 from proto import linkage_pb2_grpc as pb_grpc
@@ -27,7 +34,8 @@ from proto import linkage_pb2_grpc as pb_grpc
 log = logging.getLogger("keyholder")
 T = TypeVar("T")
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["KeyHolder"].full_name
-MAX_MESSAGE_BYTES = 64 << 20
+MAX_MESSAGE_BYTES = 64 << 20              # one gRPC message (a chunk or a batch), not a whole query
+RECHECK_SECONDS = 5.0                     # a long-poll looks again at least this often
 GRPC_OPTIONS = [("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
                 ("grpc.max_send_message_length", MAX_MESSAGE_BYTES)]
 
@@ -36,7 +44,8 @@ def session_info(session: Session) -> pb.SessionInfo:
     return pb.SessionInfo(session_id=session.id, mode=session.mode, querier=session.querier,
                           holder=session.holder, key_bits=session.key_bits, modulus=session.modulus,
                           status=session.status, created_at=session.created_at,
-                          expires_at=session.expires_at, rounds=session.rounds)
+                          expires_at=session.expires_at, rounds=session.rounds,
+                          max_query_bytes=session.max_query_bytes)
 
 
 def message_info(message: Message) -> pb.MessageInfo:
@@ -61,142 +70,246 @@ def pair_rule(rule: pb.PairRule) -> PairRule:
     return PairRule(tuple(rule.group_sizes), tuple(tuple(term.groups) for term in rule.terms))
 
 
+class Changes:
+    """Wakes the async long-polls when the core reports a change (from any thread).
+
+    A waiter takes :attr:`event` before it looks at the state, so a change between its look and its
+    wait still wakes it.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.event = asyncio.Event()
+
+    def notify(self) -> None:
+        self.loop.call_soon_threadsafe(self._fire)
+
+    def _fire(self) -> None:
+        self.event.set()
+        self.event = asyncio.Event()
+
+
+class WaitSlots:
+    """Concurrent long-polls per party: above ``limit`` a wait is refused (RESOURCE_EXHAUSTED)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._held: dict[str, int] = {}
+
+    @contextlib.contextmanager
+    def hold(self, party: str):
+        if self._held.get(party, 0) >= self.limit:
+            raise ServiceError("RESOURCE_EXHAUSTED", f"{self.limit} long-polls of '{party}' are already "
+                                                     "waiting: wait for one to return")
+        self._held[party] = self._held.get(party, 0) + 1
+        try:
+            yield
+        finally:
+            self._held[party] -= 1
+            if not self._held[party]:
+                del self._held[party]
+
+
+def peer_address(context) -> str | None:
+    """The caller's address without its port ("ipv4:127.0.0.1:5123" -> "ipv4:127.0.0.1")."""
+    peer = context.peer() or ""
+    return peer.rpartition(":")[0] or None
+
+
 class KeyHolderServicer(pb_grpc.KeyHolderServicer):
-    def __init__(self, core: KeyHolder, mtls: bool) -> None:
+    """Async and thin: checks the request (:mod:`keyholder.validation`), authenticates, and runs the
+    core's blocking work (SQLite, cryptography) on the thread pool.  Long-polls hold no thread."""
+
+    def __init__(self, core: KeyHolder, mtls: bool, changes: Changes) -> None:
         self.core = core
         self.mtls = mtls
+        self.limits = core.limits
+        self.changes = changes
+        self.waits = WaitSlots(core.limits.max_waits)
+        core.add_listener(changes.notify)
 
     # -- plumbing -------------------------------------------------------------
-    def _cert_name(self, context) -> str | None:
-        if not self.mtls:
-            return None
-        names = context.auth_context().get("x509_common_name") or []
-        if not names:
-            raise ServiceError("UNAUTHENTICATED", "a client certificate is required")
-        return names[0].decode()
+    def _credentials(self, context) -> tuple[str | None, str | None, str | None]:
+        """(token, certificate name, peer address) of the call."""
+        cert_name = None
+        if self.mtls:
+            names = context.auth_context().get("x509_common_name") or []
+            if not names:
+                raise ServiceError("UNAUTHENTICATED", "a client certificate is required")
+            cert_name = names[0].decode()
+        token = None
+        for key, value in context.invocation_metadata() or ():
+            if key == "authorization" and isinstance(value, str) and value.startswith("Bearer "):
+                token = value[len("Bearer "):]
+        return token, cert_name, peer_address(context)
 
     @staticmethod
-    def _token(context) -> str | None:
-        for key, value in context.invocation_metadata():
-            if key == "authorization" and value.startswith("Bearer "):
-                return value[len("Bearer "):]
-        return None
+    async def _thread(function: Callable[..., T], *args) -> T:
+        return await asyncio.get_running_loop().run_in_executor(None, function, *args)
 
-    def _party(self, context) -> str:
-        return self.core.authenticate(self._token(context), self._cert_name(context))
-
-    @staticmethod
-    def _run(context, action: Callable[[], T]) -> T:
+    async def _run(self, context, method: str | None, request, work: Callable[[str], T]) -> T:
+        """Check ``request``, authenticate, run ``work(party)`` on the pool; refusals become statuses."""
         try:
-            return action()
+            if method is not None:
+                validation.check(method, request, self.limits)
+            token, cert_name, peer = self._credentials(context)
+
+            def job() -> T:
+                return work(self.core.authenticate(token, cert_name, peer))
+            return await self._thread(job)
         except ServiceError as error:
-            context.abort(getattr(grpc.StatusCode, error.code), error.message)
+            code, message = getattr(grpc.StatusCode, error.code), error.message
         except Exception:  # never echo internals (they could carry data) to the caller
             log.exception("internal error")
-            context.abort(grpc.StatusCode.INTERNAL, "internal error in the key holder (see its log)")
+            code, message = grpc.StatusCode.INTERNAL, "internal error in the key holder (see its log)"
+        await context.abort(code, message)
+
+    async def _refuse(self, context, error: ServiceError):
+        await context.abort(getattr(grpc.StatusCode, error.code), error.message)
+
+    async def _long_poll(self, context, party: str, wait: float, ready: Callable[[], T | None]) -> T | None:
+        """Check ``ready`` on the pool until it gives something or ``wait`` seconds pass; no thread waits."""
+        deadline = time.monotonic() + wait
+        with self.waits.hold(party):
+            while True:
+                event = self.changes.event
+                value = await self._thread(ready)
+                remaining = deadline - time.monotonic()
+                if value or remaining <= 0 or self.core.stopping:
+                    return value
+                try:
+                    await asyncio.wait_for(event.wait(), min(remaining, RECHECK_SECONDS))
+                except asyncio.TimeoutError:
+                    pass
 
     # -- parties --------------------------------------------------------------
-    def Register(self, request, context):
-        def action():
-            issued, fingerprint = self.core.register(request.name, request.x25519_public_key,
-                                                     self._cert_name(context), self._token(context))
-            return pb.RegisterReply(name=request.name, token=issued, fingerprint=fingerprint)
-        return self._run(context, action)
+    async def Register(self, request, context):
+        try:
+            validation.check("Register", request, self.limits)
+            token, cert_name, peer = self._credentials(context)
+            issued, fingerprint = await self._thread(
+                self.core.register, request.name, request.x25519_public_key, cert_name, token, peer)
+        except ServiceError as error:
+            return await self._refuse(context, error)
+        return pb.RegisterReply(name=request.name, token=issued, fingerprint=fingerprint)
 
-    def GetParty(self, request, context):
-        def action():
-            self._party(context)
-            found = self.core.party(request.name)
-            return pb.PartyInfo(name=found.name, x25519_public_key=found.x25519,
-                                fingerprint=found.fingerprint, registered_at=found.registered_at)
-        return self._run(context, action)
+    async def GetParty(self, request, context):
+        found = await self._run(context, "GetParty", request, lambda party: self.core.party(request.name))
+        return pb.PartyInfo(name=found.name, x25519_public_key=found.x25519,
+                            fingerprint=found.fingerprint, registered_at=found.registered_at)
 
     # -- sessions -------------------------------------------------------------
-    def OpenSession(self, request, context):
-        return self._run(context, lambda: session_info(self.core.open_session(
-            self._party(context), request.mode, request.holder, request.key_bits, request.ttl_seconds)))
+    async def OpenSession(self, request, context):
+        return session_info(await self._run(context, "OpenSession", request, lambda party: self.core.open_session(
+            party, request.mode, request.holder, request.key_bits, request.ttl_seconds,
+            request.query_ciphertexts)))
 
-    def GetSession(self, request, context):
-        return self._run(context, lambda: session_info(
-            self.core.session(self._party(context), request.session_id)))
+    async def GetSession(self, request, context):
+        return session_info(await self._run(context, "GetSession", request,
+                                            lambda party: self.core.session(party, request.session_id)))
 
-    def CloseSession(self, request, context):
-        return self._run(context, lambda: session_info(
-            self.core.close_session(self._party(context), request.session_id)))
+    async def CloseSession(self, request, context):
+        return session_info(await self._run(context, "CloseSession", request,
+                                            lambda party: self.core.close_session(party, request.session_id)))
 
     # -- relay ----------------------------------------------------------------
-    def PutMessage(self, request_iterator, context):
-        def action():
-            party = self._party(context)
-            first = next(request_iterator, None)
+    async def PutMessage(self, request_iterator, context):
+        upload = None
+        try:
+            chunks = request_iterator.__aiter__()
+            first = await anext(chunks, None)
             if first is None or not first.HasField("header"):
                 raise ServiceError("INVALID_ARGUMENT", "the first chunk must carry the header")
             header = first.header
+            validation.message_header(header, self.limits)
+            token, cert_name, peer = self._credentials(context)
+            upload = await self._thread(lambda: self.core.begin_message(
+                self.core.authenticate(token, cert_name, peer), header.session_id, header.kind, header.recipient))
+            if first.data:
+                await self._thread(upload.write, first.data)
+            async for chunk in chunks:
+                if chunk.HasField("header"):
+                    raise ServiceError("INVALID_ARGUMENT", "only the first chunk carries a header")
+                await self._thread(upload.write, chunk.data)
+            message = await self._thread(upload.commit)
+            upload = None
+            return message_info(message)
+        except ServiceError as error:
+            code, text = getattr(grpc.StatusCode, error.code), error.message
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:  # the stream broke (e.g. a chunk over the gRPC size limit)
+            code, text = grpc.StatusCode.RESOURCE_EXHAUSTED, f"the message stream failed: {type(error).__name__}"
+            log.warning("PutMessage stream failed: %s", type(error).__name__)
+        finally:
+            if upload is not None:
+                await self._thread(upload.abort)
+        await context.abort(code, text)
 
-            def chunks():
-                if first.data:
-                    yield first.data
-                for chunk in request_iterator:
-                    yield chunk.data
-            return message_info(self.core.put_message(party, header.session_id, header.kind, header.recipient,
-                                                      chunks()))
-        return self._run(context, action)
-
-    def GetMessage(self, request, context):
-        message, chunks = self._run(context, lambda: self.core.get_message(
-            self._party(context), request.message_id))
+    async def GetMessage(self, request, context):
+        message, chunks = await self._run(context, "GetMessage", request,
+                                          lambda party: self.core.get_message(party, request.message_id))
         header = pb.MessageHeader(session_id=message.session_id, kind=message.kind,
                                   recipient=message.recipient)
         first = True
-        for data in chunks:
+        while (data := await self._thread(next, chunks, None)) is not None:
             yield pb.MessageChunk(header=header, data=data) if first else pb.MessageChunk(data=data)
             first = False
 
-    def AckMessage(self, request, context):
-        return self._run(context, lambda: message_info(self.core.ack_message(self._party(context),
-                                                                            request.message_id)))
+    async def AckMessage(self, request, context):
+        return message_info(await self._run(context, "AckMessage", request,
+                                            lambda party: self.core.ack_message(party, request.message_id)))
 
     # -- rounds ---------------------------------------------------------------
-    def ListWork(self, request, context):
-        def action():
-            items = self.core.list_work(self._party(context), request.wait_seconds)
-            return pb.WorkList(items=[
-                pb.WorkItem(session=session_info(session), round=found.round,
-                            message_id=found.message_id, querier=session.querier,
-                            received_seqs=seqs)
-                for session, found, seqs in items])
-        return self._run(context, action)
+    async def ListWork(self, request, context):
+        party = await self._run(context, "ListWork", request, lambda party: party)
+        try:
+            items = await self._long_poll(context, party, min(request.wait_seconds, self.limits.max_wait),
+                                          lambda: self.core.list_work(party))
+        except ServiceError as error:
+            return await self._refuse(context, error)
+        return pb.WorkList(items=[
+            pb.WorkItem(session=session_info(session), round=found.round, message_id=found.message_id,
+                        querier=session.querier, received_seqs=seqs)
+            for session, found, seqs in items or []])
 
-    def SubmitComparisons(self, request, context):
-        def action():
-            count, duplicate = self.core.submit_batch(
-                self._party(context), request.session_id, request.round, request.seq,
-                request.ciphertexts, list(request.row_comparisons), list(request.attachments),
-                pair_rule(request.rule) if request.HasField("rule") else None)
-            return pb.BatchAck(seq=request.seq, comparisons=count, duplicate=duplicate)
-        return self._run(context, action)
+    async def SubmitComparisons(self, request, context):
+        rule = pair_rule(request.rule) if request.HasField("rule") else None
+        count, duplicate = await self._run(context, "SubmitComparisons", request, lambda party: self.core.submit_batch(
+            party, request.session_id, request.round, request.seq, request.ciphertexts,
+            list(request.row_comparisons), list(request.attachments), rule))
+        return pb.BatchAck(seq=request.seq, comparisons=count, duplicate=duplicate)
 
-    def FinishRound(self, request, context):
-        return self._run(context, lambda: round_info(self.core.finish_round(
-            self._party(context), request.session_id, request.round, request.batches,
-            request.holder_note), for_querier=False))
+    async def FinishRound(self, request, context):
+        return round_info(await self._run(context, "FinishRound", request, lambda party: self.core.finish_round(
+            party, request.session_id, request.round, request.batches, request.holder_note)), for_querier=False)
 
-    def AbortRound(self, request, context):
-        return self._run(context, lambda: round_info(self.core.abort_round(
-            self._party(context), request.session_id, request.round, request.reason),
-            for_querier=False))
+    async def AbortRound(self, request, context):
+        return round_info(await self._run(context, "AbortRound", request, lambda party: self.core.abort_round(
+            party, request.session_id, request.round, request.reason)), for_querier=False)
 
-    def WaitRound(self, request, context):
-        return self._run(context, lambda: round_info(self.core.wait_round(
-            self._party(context), request.session_id, request.round, request.wait_seconds),
-            for_querier=True))
+    async def WaitRound(self, request, context):
+        def current(party: str) -> Round:
+            return self.core.round_for_querier(party, request.session_id, request.round)
+        found = await self._run(context, "WaitRound", request, lambda party: (party, current(party)))
+        party, found = found
+        if found.status == PENDING:
+            try:
+                found = await self._long_poll(context, party, min(request.wait_seconds, self.limits.max_wait),
+                                              lambda: finished(current(party))) or await self._thread(current, party)
+            except ServiceError as error:
+                return await self._refuse(context, error)
+        return round_info(found, for_querier=True)
 
-    def FetchResults(self, request, context):
-        pages = self._run(context, lambda: self.core.fetch_results(
-            self._party(context), request.session_id, request.round))
-        for page in pages:
-            yield pb.ResultBatch(matches=[pb.Match(match_indices=indices, attachment=blob)
-                                          for indices, blob in page])
+    async def FetchResults(self, request, context):
+        pages = await self._run(context, "FetchResults", request, lambda party: self.core.fetch_results(
+            party, request.session_id, request.round))
+        while (page := await self._thread(next, pages, None)) is not None:
+            yield pb.ResultBatch(matches=[pb.Match(match_indices=indices, attachment=blob) for indices, blob in page])
+
+
+def finished(found: Round) -> Round | None:
+    return found if found.status != PENDING else None
 
 
 @dataclass(frozen=True)
@@ -236,28 +349,87 @@ def split_address(listen: str) -> tuple[str, int]:
 
 
 class RunningServer:
-    """A started key holder: the gRPC server, its core and the expiry reaper."""
+    """A started key holder: the ``grpc.aio`` server on an event loop in a background thread, its core,
+    and the sweep that ends expired and idle sessions.  ``stop`` and ``wait`` are synchronous."""
 
-    def __init__(self, server: grpc.Server, core: KeyHolder, port: int) -> None:
-        self.server, self.core, self.port = server, core, port
-        self._stop = threading.Event()
-        self._reaper = threading.Thread(target=self._reap, name="expiry", daemon=True)
-        self._reaper.start()
+    def __init__(self, core: KeyHolder, workers: int) -> None:
+        self.core, self.port = core, 0
+        self.loop = asyncio.new_event_loop()
+        self.pool = futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="core")
+        self.loop.set_default_executor(self.pool)
+        self._thread = threading.Thread(target=self.loop.run_forever, name="grpc-aio", daemon=True)
+        self._thread.start()
+        self._server: grpc.aio.Server | None = None
+        self._sweeper: asyncio.Task | None = None
+        self._stopped = threading.Event()
+        self._lock = threading.Lock()
+        self._stopping = False
 
-    def _reap(self) -> None:
-        while not self._stop.wait(15.0):
+    @property
+    def server(self) -> "RunningServer":
+        """Itself: ``running.server.stop(grace)`` keeps working for callers of the synchronous server."""
+        return self
+
+    def _call(self, coroutine, timeout: float | None = None):
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout)
+
+    async def _start(self, listen: str, credentials: grpc.ServerCredentials | None) -> int:
+        server = grpc.aio.server(options=GRPC_OPTIONS)
+        pb_grpc.add_KeyHolderServicer_to_server(
+            KeyHolderServicer(self.core, mtls=credentials is not None, changes=Changes(self.loop)), server)
+        health_servicer = health.aio.HealthServicer()
+        health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+        reflection.enable_server_reflection(
+            (SERVICE_NAME, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
+             reflection.SERVICE_NAME), server)
+        port = (server.add_insecure_port(listen) if credentials is None
+                else server.add_secure_port(listen, credentials))
+        if port == 0:
+            raise OSError(f"cannot listen on {listen}")
+        await server.start()
+        for name in ("", SERVICE_NAME):
+            await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+        self._server = server
+        self._sweeper = asyncio.create_task(self._sweep())
+        return port
+
+    async def _sweep(self) -> None:
+        every = max(0.2, min(15.0, self.core.limits.idle_timeout / 4))
+        while True:
+            await asyncio.sleep(every)
             try:
-                self.core.expire_due()
+                await asyncio.get_running_loop().run_in_executor(None, self.core.expire_due)
             except Exception:
                 log.exception("expiry sweep failed")
 
-    def stop(self, grace: float = 1.0) -> None:
-        self._stop.set()
-        self.server.stop(grace).wait()
-        self.core.close()
+    async def _shutdown(self, grace: float) -> None:
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+        if self._server is not None:
+            await self._server.stop(grace)
+
+    def stop(self, grace: float = 1.0, close_store: bool = True) -> None:
+        """Stop serving (in-flight calls get ``grace`` seconds), then close the store unless the caller
+        closes it itself after the last call's thread has finished.  Idempotent."""
+        with self._lock:
+            if self._stopping:
+                return
+            self._stopping = True
+        try:
+            self._call(self._shutdown(grace), timeout=grace + 5.0)
+        except Exception:
+            log.exception("shutdown")
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(timeout=5.0)
+        self.pool.shutdown(wait=False, cancel_futures=True)
+        if close_store:
+            self.core.close()
+        self._stopped.set()
 
     def wait(self) -> None:
-        self.server.wait_for_termination()
+        """Block until :meth:`stop` (signal handlers still run meanwhile)."""
+        while not self._stopped.wait(0.5):
+            pass
 
 
 def start(core: KeyHolder, listen: str, tls: TlsFiles | None, insecure: bool,
@@ -268,25 +440,15 @@ def start(core: KeyHolder, listen: str, tls: TlsFiles | None, insecure: bool,
         raise ValueError(f"--insecure serves plaintext and is refused on the non-loopback address {host}")
     if not insecure and tls is None:
         raise ValueError("choose --tls-dir DIR (mTLS) or --insecure (loopback only)")
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rpc"),
-                         options=GRPC_OPTIONS)
-    pb_grpc.add_KeyHolderServicer_to_server(KeyHolderServicer(core, mtls=not insecure), server)
-    health_servicer = health.HealthServicer()
-    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    reflection.enable_server_reflection(
-        (SERVICE_NAME, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
-         reflection.SERVICE_NAME), server)
-    if insecure:
-        port = server.add_insecure_port(listen)
-    else:
-        credentials = grpc.ssl_server_credentials(
-            [(tls.key.read_bytes(), tls.cert.read_bytes())],
-            root_certificates=tls.ca.read_bytes(), require_client_auth=True)
-        port = server.add_secure_port(listen, credentials)
-    if port == 0:
-        raise OSError(f"cannot listen on {listen}")
-    server.start()
-    for name in ("", SERVICE_NAME):
-        health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
-    log.info("key holder listening on %s:%d (%s)", host, port, "plaintext" if insecure else "mTLS")
-    return RunningServer(server, core, port)
+    credentials = None if insecure else grpc.ssl_server_credentials(
+        [(tls.key.read_bytes(), tls.cert.read_bytes())], root_certificates=tls.ca.read_bytes(),
+        require_client_auth=True)
+    running = RunningServer(core, workers)
+    try:
+        running.port = running._call(running._start(listen, credentials), timeout=30)
+    except BaseException:
+        running.loop.call_soon_threadsafe(running.loop.stop)
+        running._thread.join(timeout=5.0)
+        raise
+    log.info("key holder listening on %s:%d (%s)", host, running.port, "plaintext" if insecure else "mTLS")
+    return running

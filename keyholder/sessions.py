@@ -11,48 +11,32 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import math
 import os
-import re
 import secrets
 import threading
 import time
 import uuid
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 from keyholder.crypto import (CiphertextError, KeyVault, ZeroTester,
                               generate_session_key)
+from keyholder.errors import ServiceError
+from keyholder.limits import Limits
 from keyholder.store import Message, Round, Session, Store
+from keyholder.validation import MODES
 
 log = logging.getLogger("keyholder")
 
 # Enum values of proto/linkage.proto, kept as ints so that this module stays
 # free of gRPC; the servicer converts.
-MODES = {1: "join", 2: "dedup", 3: "lookup"}
 OPEN, CLOSED, EXPIRED = 1, 2, 3
 PENDING, DONE, ABORTED = 1, 2, 3
-NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 CHUNK_BYTES = 1 << 20
-
-
-class ServiceError(Exception):
-    """A refused call: ``code`` is a gRPC status name, ``message`` one line for the caller."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-
-
-@dataclass(frozen=True)
-class Limits:
-    max_message_bytes: int = 8 << 30
-    max_batch_comparisons: int = 1 << 16
-    default_ttl: float = 24 * 3600.0
-    max_ttl: float = 7 * 24 * 3600.0
-    min_key_bits: int = 2048
-    max_wait: float = 30.0
+ACTIVITY_RESOLUTION = 5.0               # s between writes of a session's last activity
 
 
 @dataclass(frozen=True)
@@ -66,16 +50,6 @@ class PairRule:
 
     group_sizes: tuple[int, ...]
     terms: tuple[tuple[int, ...], ...]
-
-    def check(self, row_comparisons: list[int]) -> None:
-        width = sum(self.group_sizes)
-        if not self.group_sizes or min(self.group_sizes) < 1:
-            raise ServiceError("INVALID_ARGUMENT", "a pair rule needs groups of at least one comparison")
-        if not self.terms or any(not term or max(term) >= len(self.group_sizes) for term in self.terms):
-            raise ServiceError("INVALID_ARGUMENT", "every pair-rule term must name existing groups")
-        if any(count != width for count in row_comparisons):
-            raise ServiceError("INVALID_ARGUMENT",
-                               f"with a pair rule every row has {width} comparisons (the groups' total)")
 
     def fired(self, zeros: list[bool]) -> list[int]:
         """Indices of the terms that hold for one row's zero-test results."""
@@ -94,16 +68,106 @@ def fingerprint(public_key: bytes) -> str:
     return hashlib.sha256(public_key).hexdigest()
 
 
+class FailureThrottle:
+    """Failed authentications per peer address: above ``limit`` within ``window`` seconds the
+    address is refused without checking until the oldest failure ages out (OWASP Authentication
+    Cheat Sheet, "Protect against automated attacks")."""
+
+    MAX_PEERS = 10_000
+
+    def __init__(self, limit: int, window: float) -> None:
+        self.limit, self.window = limit, window
+        self._failures: dict[str, deque[float]] = {}
+        self._lock = threading.Lock()
+
+    def _recent(self, peer: str, now: float) -> deque[float]:
+        times = self._failures.setdefault(peer, deque())
+        while times and times[0] <= now - self.window:
+            times.popleft()
+        return times
+
+    def check(self, peer: str | None) -> None:
+        if peer is None:
+            return
+        now = time.monotonic()
+        with self._lock:
+            times = self._recent(peer, now)
+            if len(times) >= self.limit:
+                wait = max(1, math.ceil(times[0] + self.window - now))
+                raise ServiceError("RESOURCE_EXHAUSTED", f"too many failed authentications from this "
+                                                         f"address: retry in {wait} s")
+            if not times:
+                self._failures.pop(peer, None)
+
+    def failed(self, peer: str | None) -> None:
+        if peer is None:
+            return
+        with self._lock:
+            if len(self._failures) >= self.MAX_PEERS and peer not in self._failures:
+                self._failures.pop(next(iter(self._failures)))
+            self._recent(peer, time.monotonic()).append(time.monotonic())
+
+
+class Upload:
+    """One query being spooled: written to a ``.partial`` file, renamed when complete."""
+
+    def __init__(self, core: "KeyHolder", session: Session, sender: str, limit: int, why: str) -> None:
+        self.core, self.session, self.sender = core, session, sender
+        self.limit, self.why = limit, why
+        folder = core.spool / session.id
+        folder.mkdir(exist_ok=True)
+        self.id = uuid.uuid4().hex
+        self.final = folder / f"{self.id}.sealed"
+        self.partial = folder / f"{self.id}.partial"
+        self.size = 0
+        self._out = open(self.partial, "wb")
+
+    def write(self, data: bytes) -> None:
+        self.size += len(data)
+        if self.size > self.limit:
+            raise ServiceError("RESOURCE_EXHAUSTED", f"message larger than {self.limit} bytes ({self.why})")
+        self._out.write(data)
+
+    def commit(self) -> Message:
+        try:
+            self._out.flush()
+            os.fsync(self._out.fileno())
+            self._out.close()
+            if self.size == 0:
+                raise ServiceError("INVALID_ARGUMENT", "empty message")
+            self.core.session(self.sender, self.session.id)          # still open
+            self.core.check_rounds(self.session.id)
+            os.replace(self.partial, self.final)
+        finally:
+            self.abort()
+        message = self.core.store.add_message(
+            Message(self.id, self.session.id, "query", self.sender, self.session.holder, self.size,
+                    str(self.final), None), open_round=True, pending=PENDING)
+        self.core.store.audit(self.sender, "relay_query", self.session.id, message.round, count=self.size)
+        self.core.changed()
+        return message
+
+    def abort(self) -> None:
+        if not self._out.closed:
+            self._out.close()
+        self.partial.unlink(missing_ok=True)
+
+
 class KeyHolder:
-    """The key holder's state machine over its SQLite store and disk spool."""
+    """The key holder's state machine over its SQLite store and disk spool.
+
+    It never blocks to wait: long-polls are the server's, woken through :meth:`add_listener`.
+    """
 
     def __init__(self, data_dir: Path, passphrase: bytes, limits: Limits = Limits()) -> None:
+        os.umask(0o077)                      # the store, its WAL/SHM files and the spool: owner only
         self.data_dir = Path(data_dir)
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.spool = self.data_dir / "spool"
         self.spool.mkdir(exist_ok=True)
         self.limits = limits
         self.store = Store(self.data_dir / "keyholder.sqlite3")
+        self._restrict_permissions()
         salt = self.store.get_meta("vault_salt")
         if salt is None:
             salt = os.urandom(16)
@@ -116,29 +180,57 @@ class KeyHolder:
             raise ValueError("the passphrase does not open this data directory's keys")
         self._testers: dict[str, ZeroTester] = {}
         self._testers_lock = threading.Lock()
-        self._changed = threading.Condition()
-        self._stopping = False
+        self._listeners: list[Callable[[], None]] = []
+        self.stopping = False
+        self.throttle = FailureThrottle(limits.max_auth_failures, limits.auth_window)
         self.expire_due()
-
-    def shutdown(self) -> None:
-        """Stop long-polls: wake the waiting ``list_work``/``wait_round`` calls (they answer with what
-        there is now) and answer later ones at once, so that a stopping server drains quickly."""
-        with self._changed:
-            self._stopping = True
-            self._changed.notify_all()
+        self._clean_spool()
 
     def close(self) -> None:
         self.store.close()
 
+    def _restrict_permissions(self) -> None:
+        """Data written before the umask (older versions, or the passphrase's folder) made private too."""
+        for path in (self.data_dir, self.spool, *self.spool.iterdir()):
+            if path.is_dir():
+                path.chmod(0o700)
+        for path in (*self.data_dir.glob("keyholder.sqlite3*"), *self.spool.rglob("*")):
+            if path.is_file():
+                path.chmod(0o600)
+
+    def _clean_spool(self) -> None:
+        """Remove ``.partial`` uploads and files no live message points to (start-up)."""
+        live = {Path(p).resolve() for p in self.store.live_spool_paths()}
+        removed = 0
+        for folder in [p for p in self.spool.iterdir() if p.is_dir()]:
+            for path in folder.iterdir():
+                if path.resolve() not in live:
+                    path.unlink(missing_ok=True)
+                    removed += 1
+            if not any(folder.iterdir()):
+                folder.rmdir()
+        if removed:
+            log.info("removed %d stale spool files", removed)
+
+    def add_listener(self, listener: Callable[[], None]) -> None:
+        """Call ``listener`` (from any thread) whenever a round, message or session changes."""
+        self._listeners.append(listener)
+
+    def shutdown(self) -> None:
+        """Stop long-polls: the server answers waiting and later ``ListWork``/``WaitRound`` calls with
+        what there is now, so that a stopping server drains quickly."""
+        self.stopping = True
+        self.changed()
+
+    def changed(self) -> None:
+        for listener in self._listeners:
+            listener()
+
     # -- parties --------------------------------------------------------------
     def register(self, name: str, public_key: bytes, cert_name: str | None,
-                 presented_token: str | None) -> tuple[str, str]:
-        """Register (or re-register) a party; returns (token, fingerprint)."""
-        if not NAME_PATTERN.match(name or ""):
-            raise ServiceError("INVALID_ARGUMENT",
-                               "party name must be 1-64 characters: letters, digits, '.', '_', '-'")
-        if len(public_key) != 32:
-            raise ServiceError("INVALID_ARGUMENT", "x25519_public_key must be 32 bytes")
+                 presented_token: str | None, peer: str | None = None) -> tuple[str, str]:
+        """Register (or re-register, renewing the token) a party; returns (token, fingerprint)."""
+        self.throttle.check(peer)
         if cert_name is not None and cert_name != name:
             raise ServiceError("PERMISSION_DENIED",
                                f"the client certificate is for '{cert_name}', not '{name}'")
@@ -146,6 +238,7 @@ class KeyHolder:
         if existing is not None:
             token_ok = presented_token is not None and self.store.token_of(name) == token_digest(presented_token)
             if not (token_ok or cert_name == name):
+                self.throttle.failed(peer)
                 raise ServiceError("ALREADY_EXISTS",
                                    f"party '{name}' is already registered; re-register with its token")
         token = secrets.token_urlsafe(32)
@@ -154,10 +247,18 @@ class KeyHolder:
         log.info("party %s registered", name)
         return token, fingerprint(public_key)
 
-    def authenticate(self, token: str | None, cert_name: str | None) -> str:
-        name = self.store.party_for_token(token_digest(token)) if token else None
-        if name is None:
+    def authenticate(self, token: str | None, cert_name: str | None, peer: str | None = None) -> str:
+        """The party of a bearer token that has not expired (its age: since the last registration)."""
+        self.throttle.check(peer)
+        found = self.store.party_for_token(token_digest(token)) if token else None
+        if found is None:
+            self.throttle.failed(peer)
             raise ServiceError("UNAUTHENTICATED", "unknown or missing party token: run `party register`")
+        name, issued_at = found
+        if issued_at + self.limits.token_lifetime <= time.time():
+            self.throttle.failed(peer)
+            raise ServiceError("UNAUTHENTICATED", f"the token of '{name}' has expired: run `party register` "
+                                                  "to renew it")
         if cert_name is not None and cert_name != name:
             raise ServiceError("PERMISSION_DENIED",
                                f"the client certificate is for '{cert_name}', the token for '{name}'")
@@ -170,52 +271,65 @@ class KeyHolder:
         return found
 
     # -- sessions -------------------------------------------------------------
+    def query_limit(self, key_bits: int, query_ciphertexts: int) -> int:
+        """The longest query message of a session: its declared ciphertexts with a margin, or the default."""
+        limits = self.limits
+        if not query_ciphertexts:
+            return min(limits.default_query_bytes, limits.max_message_bytes)
+        declared = query_ciphertexts * (2 * key_bits // 8) * limits.query_margin + limits.query_overhead
+        return int(min(declared, limits.max_message_bytes))
+
     def open_session(self, querier: str, mode: int, holder: str, key_bits: int,
-                     ttl_seconds: float) -> Session:
-        if mode not in MODES:
-            raise ServiceError("INVALID_ARGUMENT", "mode must be join, dedup or lookup")
-        self.party(holder)
+                     ttl_seconds: float, query_ciphertexts: int = 0) -> Session:
+        self.party(holder)                   # mode, key size and ttl range: keyholder.validation
         if holder == querier:
             raise ServiceError("INVALID_ARGUMENT", "a party cannot open a session with itself")
-        key_bits = key_bits or 2048
-        if key_bits < self.limits.min_key_bits or key_bits > 4096 or key_bits % 256:
-            raise ServiceError("INVALID_ARGUMENT",
-                               f"key size {key_bits} not allowed: use 2048 or 3072 bits")
+        if self.store.open_sessions_of(querier, OPEN, time.time()) >= self.limits.max_open_sessions:
+            raise ServiceError("RESOURCE_EXHAUSTED", f"you have {self.limits.max_open_sessions} open sessions, "
+                                                     "the most allowed: close one first")
+        key_bits = key_bits or max(2048, self.limits.min_key_bits)
         ttl = ttl_seconds or self.limits.default_ttl
-        if not 0 < ttl <= self.limits.max_ttl:
-            raise ServiceError("INVALID_ARGUMENT",
-                               f"ttl must be in (0, {int(self.limits.max_ttl)}] seconds")
         session_id = uuid.uuid4().hex
         key = generate_session_key(key_bits)
         now = time.time()
         session = Session(session_id, mode, querier, holder, key_bits, key.modulus_bytes(),
-                          self.vault.wrap(session_id, key), OPEN, now, now + ttl, 0)
+                          self.vault.wrap(session_id, key), OPEN, now, now + ttl, 0,
+                          self.query_limit(key_bits, query_ciphertexts), now)
         self.store.add_session(session)
         with self._testers_lock:
             self._testers[session_id] = ZeroTester(key)
         self.store.audit(querier, "open_session", session_id,
-                         detail=f"mode={MODES[mode]} holder={holder} key_bits={key_bits} ttl={int(ttl)}")
+                         detail=f"mode={MODES[mode]} holder={holder} key_bits={key_bits} ttl={int(ttl)} "
+                                f"max_query_bytes={session.max_query_bytes}")
         log.info("session %s opened by %s (%s, %d bits)", session_id, querier, MODES[mode], key_bits)
         return session
 
     def session(self, party: str, session_id: str, role: str | None = None) -> Session:
-        """The session, checked: ``party`` takes part (in ``role``) and it is open."""
+        """The session, checked: ``party`` takes part (in ``role``) and it is open.
+
+        A stranger hears NOT_FOUND, as for an unknown id, so that ids cannot be probed.
+        """
         session = self.store.get_session(session_id)
-        if session is None:
+        if session is None or party not in (session.querier, session.holder):
             raise ServiceError("NOT_FOUND", f"no session '{session_id}'")
-        if party not in (session.querier, session.holder):
-            raise ServiceError("PERMISSION_DENIED", "you are not a participant of this session")
         if role == "querier" and party != session.querier:
             raise ServiceError("PERMISSION_DENIED", "only the session's querier may do this")
         if role == "holder" and party != session.holder:
             raise ServiceError("PERMISSION_DENIED", "only the session's holder may do this")
-        if session.status == OPEN and session.expires_at <= time.time():
+        now = time.time()
+        if session.status == OPEN and session.expires_at <= now:
             self._end(session_id, EXPIRED)
+            self.store.audit(None, "expire_session", session_id)
+            session = self.store.get_session(session_id)
+        elif session.status == OPEN and session.active_at + self.limits.idle_timeout <= now:
+            self._end_idle(session_id)
             session = self.store.get_session(session_id)
         if session.status == EXPIRED:
             raise ServiceError("FAILED_PRECONDITION", f"session {session_id} has expired")
         if session.status == CLOSED:
             raise ServiceError("FAILED_PRECONDITION", f"session {session_id} is closed")
+        if now - session.active_at > ACTIVITY_RESOLUTION:
+            self.store.touch_session(session_id, now)
         return session
 
     def close_session(self, party: str, session_id: str) -> Session:
@@ -235,17 +349,25 @@ class KeyHolder:
             folder.rmdir()
         with self._testers_lock:
             self._testers.pop(session_id, None)
-        with self._changed:
-            self._changed.notify_all()
+        self.changed()
         log.info("session %s %s; its private key was destroyed", session_id,
                  "expired" if status == EXPIRED else "closed")
 
+    def _end_idle(self, session_id: str) -> None:
+        self._end(session_id, EXPIRED)
+        self.store.audit(None, "idle_session", session_id, detail=f"idle>{self.limits.idle_timeout:g}s")
+
     def expire_due(self) -> int:
-        due = self.store.sessions_to_expire(time.time(), OPEN)
+        """End sessions past their lifetime or idle beyond the idle timeout; their keys are destroyed."""
+        now = time.time()
+        due = self.store.sessions_to_expire(now, OPEN)
         for session_id in due:
             self._end(session_id, EXPIRED)
             self.store.audit(None, "expire_session", session_id)
-        return len(due)
+        idle = self.store.idle_sessions(now - self.limits.idle_timeout, OPEN)
+        for session_id in idle:
+            self._end_idle(session_id)
+        return len(due) + len(idle)
 
     def _tester(self, session: Session) -> ZeroTester:
         with self._testers_lock:
@@ -257,8 +379,13 @@ class KeyHolder:
             return tester
 
     # -- relay ----------------------------------------------------------------
-    def put_message(self, sender: str, session_id: str, kind: str, recipient: str,
-                    chunks: Iterable[bytes]) -> Message:
+    def check_rounds(self, session_id: str) -> None:
+        if self.store.get_session(session_id).rounds >= self.limits.max_rounds:
+            raise ServiceError("RESOURCE_EXHAUSTED", f"a session has at most {self.limits.max_rounds} rounds: "
+                                                     "open a new session")
+
+    def begin_message(self, sender: str, session_id: str, kind: str, recipient: str) -> Upload:
+        """Start spooling a query; its size is bounded by the session's declaration and the spool quotas."""
         session = self.session(sender, session_id)
         if kind != "query":
             raise ServiceError("INVALID_ARGUMENT", f"unknown message kind '{kind}'")
@@ -266,38 +393,33 @@ class KeyHolder:
             raise ServiceError("PERMISSION_DENIED", "only the session's querier sends queries")
         if recipient != session.holder:
             raise ServiceError("INVALID_ARGUMENT", "the recipient must be the session's holder")
-        folder = self.spool / session_id
-        folder.mkdir(exist_ok=True)
-        message_id = uuid.uuid4().hex
-        final = folder / f"{message_id}.sealed"
-        partial = folder / f"{message_id}.partial"
-        size = 0
+        self.check_rounds(session_id)
+        limits = self.limits
+        bounds = [(session.max_query_bytes or self.query_limit(session.key_bits, 0),
+                   "the session's declared query size"),
+                  (limits.max_spool_session_bytes - self.store.spool_bytes(session_id),
+                   "this session's spool quota"),
+                  (limits.max_spool_bytes - self.store.spool_bytes(), "the key holder's spool quota")]
+        limit, why = min(bounds)
+        if limit <= 0:
+            raise ServiceError("RESOURCE_EXHAUSTED", f"no room for another message ({why})")
+        return Upload(self, session, sender, limit, why)
+
+    def put_message(self, sender: str, session_id: str, kind: str, recipient: str,
+                    chunks: Iterable[bytes]) -> Message:
+        """Spool a whole query (the synchronous form of :meth:`begin_message`)."""
+        upload = self.begin_message(sender, session_id, kind, recipient)
         try:
-            with open(partial, "wb") as out:
-                for data in chunks:
-                    size += len(data)
-                    if size > self.limits.max_message_bytes:
-                        raise ServiceError("RESOURCE_EXHAUSTED",
-                                           f"message larger than {self.limits.max_message_bytes} bytes")
-                    out.write(data)
-                out.flush()
-                os.fsync(out.fileno())
-            if size == 0:
-                raise ServiceError("INVALID_ARGUMENT", "empty message")
-            os.replace(partial, final)
-        finally:
-            partial.unlink(missing_ok=True)
-        message = self.store.add_message(
-            Message(message_id, session_id, kind, sender, recipient, size, str(final), None),
-            open_round=True, pending=PENDING)
-        self.store.audit(sender, "relay_query", session_id, message.round, count=size)
-        with self._changed:
-            self._changed.notify_all()
-        return message
+            for data in chunks:
+                upload.write(data)
+        except BaseException:
+            upload.abort()
+            raise
+        return upload.commit()
 
     def _message_for(self, party: str, message_id: str) -> Message:
         message = self.store.get_message(message_id)
-        if message is None:
+        if message is None or party not in (message.sender, message.recipient):
             raise ServiceError("NOT_FOUND", f"no message '{message_id}'")
         if message.recipient != party:
             raise ServiceError("PERMISSION_DENIED", "only the recipient may fetch a message")
@@ -328,25 +450,14 @@ class KeyHolder:
             raise ServiceError("NOT_FOUND", f"session {session.id} has no round {round_no}")
         return found
 
-    def _wait(self, ready, wait_seconds: float):
-        deadline = time.monotonic() + min(max(wait_seconds, 0.0), self.limits.max_wait)
-        with self._changed:
-            while True:
-                value = ready()
-                remaining = deadline - time.monotonic()
-                if value or remaining <= 0 or self._stopping:
-                    return value
-                self._changed.wait(remaining)
-
-    def list_work(self, holder: str, wait_seconds: float) -> list[tuple[Session, Round, list[int]]]:
-        def pending():
-            items = []
-            for found in self.store.pending_rounds(holder, PENDING, OPEN):
-                session = self.store.get_session(found.session_id)
-                if session.expires_at > time.time():
-                    items.append((session, found, self.store.batch_seqs(session.id, found.round)))
-            return items
-        return self._wait(pending, wait_seconds)
+    def list_work(self, holder: str) -> list[tuple[Session, Round, list[int]]]:
+        """The rounds waiting for ``holder`` now (the server long-polls)."""
+        items = []
+        for found in self.store.pending_rounds(holder, PENDING, OPEN):
+            session = self.store.get_session(found.session_id)
+            if session.expires_at > time.time():
+                items.append((session, found, self.store.batch_seqs(session.id, found.round)))
+        return items
 
     def _open_round(self, session: Session, round_no: int) -> Round:
         found = self._round(session, round_no)
@@ -360,28 +471,22 @@ class KeyHolder:
         """Zero-test one batch; keep the attachments of matching rows.
 
         A row matches when any comparison is zero, or, with a pair ``rule``, when a rule term holds;
-        the match records the zero comparisons, or the terms that held (never the groups).  Returns (comparisons, duplicate).  The reply to the holder says nothing
-        about matches.
+        the match records the zero comparisons, or the terms that held (never the groups).  Returns
+        (comparisons, duplicate).  The reply to the holder says nothing about matches.  Counts,
+        lengths and the rule's shape were checked by :mod:`keyholder.validation`.
         """
         session = self.session(holder, session_id, "holder")
         self._open_round(session, round_no)
-        rows = len(row_comparisons)
         total = sum(row_comparisons)
-        if rows == 0 or rows != len(attachments):
-            raise ServiceError("INVALID_ARGUMENT", "need one attachment per row and at least one row")
-        if min(row_comparisons) < 1:
-            raise ServiceError("INVALID_ARGUMENT", "every row needs at least one comparison")
-        if total > self.limits.max_batch_comparisons:
-            raise ServiceError("RESOURCE_EXHAUSTED",
-                               f"a batch may hold at most {self.limits.max_batch_comparisons} comparisons")
-        if rule is not None:
-            rule.check(row_comparisons)
-        if len({len(a) for a in attachments}) != 1:
-            raise ServiceError("INVALID_ARGUMENT", "attachments must all have one padded length")
         tester = self._tester(session)
         if len(ciphertexts) != total * tester.width:
             raise ServiceError("INVALID_ARGUMENT",
                                f"expected {total} ciphertexts of {tester.width} bytes")
+        length = len(attachments[0])
+        fixed = self.store.fix_attachment_bytes(session_id, round_no, length)
+        if length != fixed:
+            raise ServiceError("INVALID_ARGUMENT", f"attachments of round {round_no} are {fixed} bytes "
+                                                   f"(its first batch's length), not {length}")
         if seq in self.store.batch_seqs(session_id, round_no):
             return total, True
         try:
@@ -415,28 +520,27 @@ class KeyHolder:
                          detail=f"batches={batches} matched_rows={found.matched_rows}")
         log.info("session %s round %d: %d comparisons zero-tested", session_id, round_no,
                  found.comparisons)
-        with self._changed:
-            self._changed.notify_all()
+        self.changed()
         return found
 
     def abort_round(self, holder: str, session_id: str, round_no: int, reason: str) -> Round:
+        """The holder refuses the round; its spooled query is deleted at once."""
         session = self.session(holder, session_id, "holder")
-        self._open_round(session, round_no)
+        found = self._open_round(session, round_no)
         reason = " ".join((reason or "refused by the holder").split())[:300]
         self.store.finish_round(session_id, round_no, ABORTED, 0, None, reason)
+        path = self.store.round_message_path(session_id, round_no)
+        if path is not None:
+            Path(path).unlink(missing_ok=True)
+            self.store.ack_message(found.message_id)
         self.store.audit(holder, "abort_round", session_id, round_no)
-        with self._changed:
-            self._changed.notify_all()
+        self.changed()
         return self.store.get_round(session_id, round_no)
 
-    def wait_round(self, querier: str, session_id: str, round_no: int, wait_seconds: float) -> Round:
+    def round_for_querier(self, querier: str, session_id: str, round_no: int) -> Round:
+        """The round's status now (the server long-polls until it is no longer pending)."""
         session = self.session(querier, session_id, "querier")
-        self._round(session, round_no)
-
-        def finished():
-            found = self.store.get_round(session_id, round_no)
-            return found if found.status != PENDING else None
-        return self._wait(finished, wait_seconds) or self.store.get_round(session_id, round_no)
+        return self._round(session, round_no)
 
     def fetch_results(self, querier: str, session_id: str,
                       round_no: int) -> Iterator[list[tuple[list[int], bytes]]]:

@@ -49,6 +49,10 @@ CREATE TABLE IF NOT EXISTS audit (
     id INTEGER PRIMARY KEY AUTOINCREMENT, at REAL NOT NULL, party TEXT,
     action TEXT NOT NULL, session_id TEXT, round INTEGER, count INTEGER, detail TEXT);
 """
+# Columns added after the first release: (table, column, type), added when missing.
+MIGRATIONS = (("sessions", "max_query_bytes", "INTEGER NOT NULL DEFAULT 0"),
+              ("sessions", "active_at", "REAL"),
+              ("rounds", "attachment_bytes", "INTEGER"))
 
 
 @dataclass(frozen=True)
@@ -72,6 +76,8 @@ class Session:
     created_at: float
     expires_at: float
     rounds: int
+    max_query_bytes: int = 0
+    active_at: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -85,6 +91,7 @@ class Round:
     batches: int | None
     holder_note: bytes | None
     reason: str | None
+    attachment_bytes: int | None = None
 
 
 @dataclass(frozen=True)
@@ -110,6 +117,10 @@ class Store:
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute("PRAGMA secure_delete=ON")
             self._db.executescript(SCHEMA)
+            for table, column, kind in MIGRATIONS:
+                present = {row[1] for row in self._db.execute(f"PRAGMA table_info({table})")}
+                if column not in present:
+                    self._db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
 
     def close(self) -> None:
         with self._lock:
@@ -149,9 +160,10 @@ class Store:
                         (name,))
         return None if row is None else Party(*row)
 
-    def party_for_token(self, token_sha256: str) -> str | None:
-        row = self._one("SELECT name FROM parties WHERE token_sha256 = ?", (token_sha256,))
-        return None if row is None else row[0]
+    def party_for_token(self, token_sha256: str) -> tuple[str, float] | None:
+        """(name, time the token was issued) of a token's party."""
+        row = self._one("SELECT name, registered_at FROM parties WHERE token_sha256 = ?", (token_sha256,))
+        return None if row is None else (row[0], row[1])
 
     def token_of(self, name: str) -> str | None:
         row = self._one("SELECT token_sha256 FROM parties WHERE name = ?", (name,))
@@ -165,14 +177,17 @@ class Store:
     # -- sessions -----------------------------------------------------------
     _SESSION_COLUMNS = ("id, mode, querier, holder, key_bits, modulus, wrapped_key, status, "
                         "created_at, expires_at, "
-                        "(SELECT COUNT(*) FROM rounds r WHERE r.session_id = sessions.id)")
+                        "(SELECT COUNT(*) FROM rounds r WHERE r.session_id = sessions.id), "
+                        "max_query_bytes, COALESCE(active_at, created_at)")
 
     def add_session(self, session: Session) -> None:
         with self.transaction() as db:
-            db.execute("INSERT INTO sessions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)",
+            db.execute("INSERT INTO sessions (id, mode, querier, holder, key_bits, modulus, wrapped_key, "
+                       "status, created_at, expires_at, max_query_bytes, active_at) "
+                       "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                        (session.id, session.mode, session.querier, session.holder, session.key_bits,
                         session.modulus, session.wrapped_key, session.status, session.created_at,
-                        session.expires_at))
+                        session.expires_at, session.max_query_bytes, session.created_at))
 
     def get_session(self, session_id: str) -> Session | None:
         row = self._one(f"SELECT {self._SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,))
@@ -181,6 +196,32 @@ class Store:
     def sessions_to_expire(self, now: float, open_status: int) -> list[str]:
         return [r[0] for r in self._all(
             "SELECT id FROM sessions WHERE status = ? AND expires_at <= ?", (open_status, now))]
+
+    def open_sessions_of(self, querier: str, open_status: int, now: float) -> int:
+        (count,) = self._one("SELECT COUNT(*) FROM sessions WHERE querier = ? AND status = ? AND expires_at > ?",
+                             (querier, open_status, now))
+        return int(count)
+
+    def touch_session(self, session_id: str, now: float) -> None:
+        with self.transaction() as db:
+            db.execute("UPDATE sessions SET active_at = ? WHERE id = ?", (now, session_id))
+
+    def idle_sessions(self, before: float, open_status: int) -> list[str]:
+        return [r[0] for r in self._all(
+            "SELECT id FROM sessions WHERE status = ? AND COALESCE(active_at, created_at) <= ?",
+            (open_status, before))]
+
+    def live_spool_paths(self) -> set[str]:
+        return {r[0] for r in self._all("SELECT path FROM messages WHERE path IS NOT NULL")}
+
+    def spool_bytes(self, session_id: str | None = None) -> int:
+        """Bytes of spooled, unacknowledged messages: of one session, or of all."""
+        if session_id is None:
+            row = self._one("SELECT COALESCE(SUM(size), 0) FROM messages WHERE path IS NOT NULL")
+        else:
+            row = self._one("SELECT COALESCE(SUM(size), 0) FROM messages WHERE path IS NOT NULL "
+                            "AND session_id = ?", (session_id,))
+        return int(row[0])
 
     def end_session(self, session_id: str, status: int) -> list[str]:
         """Mark a session ended, destroy its private key and sealed results.
@@ -199,7 +240,7 @@ class Store:
 
     # -- rounds -------------------------------------------------------------
     _ROUND_COLUMNS = ("session_id, round, status, message_id, comparisons, matched_rows, batches, "
-                      "holder_note, reason")
+                      "holder_note, reason, attachment_bytes")
 
     def get_round(self, session_id: str, round_no: int) -> Round | None:
         row = self._one(f"SELECT {self._ROUND_COLUMNS} FROM rounds WHERE session_id = ? AND round = ?",
@@ -220,6 +261,15 @@ class Store:
             db.execute("UPDATE rounds SET status = ?, batches = ?, holder_note = ?, reason = ?, "
                        "finished_at = ? WHERE session_id = ? AND round = ?",
                        (status, batches, holder_note, reason, time.time(), session_id, round_no))
+
+    def fix_attachment_bytes(self, session_id: str, round_no: int, length: int) -> int:
+        """The round's attachment length: the first batch's, kept from then on."""
+        with self.transaction() as db:
+            db.execute("UPDATE rounds SET attachment_bytes = ? WHERE session_id = ? AND round = ? "
+                       "AND attachment_bytes IS NULL", (length, session_id, round_no))
+            (fixed,) = db.execute("SELECT attachment_bytes FROM rounds WHERE session_id = ? AND round = ?",
+                                  (session_id, round_no)).fetchone()
+        return int(fixed)
 
     def batch_seqs(self, session_id: str, round_no: int) -> list[int]:
         return [r[0] for r in self._all(
@@ -278,6 +328,11 @@ class Store:
         row = self._one("SELECT id, session_id, kind, sender, recipient, size, path, round "
                         "FROM messages WHERE id = ?", (message_id,))
         return None if row is None else Message(*row)
+
+    def round_message_path(self, session_id: str, round_no: int) -> str | None:
+        row = self._one("SELECT m.path FROM rounds r JOIN messages m ON m.id = r.message_id "
+                        "WHERE r.session_id = ? AND r.round = ?", (session_id, round_no))
+        return None if row is None else row[0]
 
     def ack_message(self, message_id: str) -> None:
         with self.transaction() as db:

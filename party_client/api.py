@@ -149,7 +149,7 @@ class Party:
         options = self._options(key_bits, fast_blinding, timeout)
         with self.connect() as connection:
             querier = Querier(connection, self.dir)
-            session = querier.open_session(mode, holder, options)
+            session = querier.open_session(mode, holder, options, keys=keys)
             try:
                 outcome = querier.run(session, keys, options)
             finally:
@@ -199,7 +199,7 @@ class Party:
                     except PartyError:
                         session = None
                 if session is None or session.status != pb.OPEN:
-                    session = querier.open_session("lookup", holder, options, ttl=session_ttl)
+                    session = querier.open_session("lookup", holder, options, ttl=session_ttl, keys=keys)
                     saved = LookupSession(session.session_id, os.urandom(32), plan.buckets,
                                           key_bits, session.expires_at)
                     state.save(holder, saved)

@@ -49,6 +49,7 @@ MODES = {"join": pb.JOIN, "dedup": pb.DEDUP, "lookup": pb.LOOKUP}
 MODE_NAMES = {value: name for name, value in MODES.items()}
 CIPHERTEXTS_PER_RECORD = 2048
 CUCKOO_ATTEMPTS = 8
+LOOKUP_DECLARED = 1 << 16
 
 
 def message_context(session_id: str, kind: str) -> bytes:
@@ -186,6 +187,16 @@ def prepare_blocked(keys: QuerierKeys, options: QueryOptions, modulus_bits: int,
     return PreparedQuery(blocked.secret, header, [], [], blocks, entry_records, entry_passes, offsets), encodings
 
 
+def declared_ciphertexts(mode: str, keys: QuerierKeys, options: QueryOptions) -> int:
+    """At least the ciphertexts of the query that ``prepare_*`` will build (a lookup session is reused,
+    so it declares at least ``LOOKUP_DECLARED``)."""
+    if mode == "lookup":
+        return max(LOOKUP_DECLARED, padded_size(len(keys.tables[0].values)))
+    if keys.blocked is not None:
+        return sum(len(p.records) * len(layout.groups) for p, layout in zip(keys.blocked.passes, keys.blocked.layouts))
+    return sum(bin_count(len(t.values), options.cuckoo) + options.cuckoo.stash for t in keys.tables)
+
+
 def encrypt_slots(key: PublicKey, encodings: list[bytes | None], progress) -> list[bytes]:
     """Encrypt every slot: real keys as ``E(X)``, padding as ``E(random)``.
 
@@ -282,9 +293,12 @@ class Querier:
             return iterate
         return wrap
 
-    def open_session(self, mode: str, holder: str, options: QueryOptions, ttl: float = 0) -> pb.SessionInfo:
+    def open_session(self, mode: str, holder: str, options: QueryOptions, ttl: float = 0,
+                     keys: QuerierKeys | None = None) -> pb.SessionInfo:
+        """Open a session; with ``keys`` it declares its query's size (K refuses longer queries)."""
         return self.connection.call("OpenSession", pb.OpenSessionRequest(
-            mode=MODES[mode], holder=holder, key_bits=options.key_bits, ttl_seconds=int(ttl)))
+            mode=MODES[mode], holder=holder, key_bits=options.key_bits, ttl_seconds=int(ttl),
+            query_ciphertexts=declared_ciphertexts(mode, keys, options) if keys is not None else 0))
 
     def run(self, session: pb.SessionInfo, keys: QuerierKeys, options: QueryOptions,
             lookup_secret: bytes | None = None) -> QueryOutcome:

@@ -77,19 +77,21 @@ class PartyInfo(_message.Message):
     def __init__(self, name: _Optional[str] = ..., x25519_public_key: _Optional[bytes] = ..., fingerprint: _Optional[str] = ..., registered_at: _Optional[float] = ...) -> None: ...
 
 class OpenSessionRequest(_message.Message):
-    __slots__ = ("mode", "holder", "key_bits", "ttl_seconds")
+    __slots__ = ("mode", "holder", "key_bits", "ttl_seconds", "query_ciphertexts")
     MODE_FIELD_NUMBER: _ClassVar[int]
     HOLDER_FIELD_NUMBER: _ClassVar[int]
     KEY_BITS_FIELD_NUMBER: _ClassVar[int]
     TTL_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    QUERY_CIPHERTEXTS_FIELD_NUMBER: _ClassVar[int]
     mode: Mode
     holder: str
     key_bits: int
     ttl_seconds: int
-    def __init__(self, mode: _Optional[_Union[Mode, str]] = ..., holder: _Optional[str] = ..., key_bits: _Optional[int] = ..., ttl_seconds: _Optional[int] = ...) -> None: ...
+    query_ciphertexts: int
+    def __init__(self, mode: _Optional[_Union[Mode, str]] = ..., holder: _Optional[str] = ..., key_bits: _Optional[int] = ..., ttl_seconds: _Optional[int] = ..., query_ciphertexts: _Optional[int] = ...) -> None: ...
 
 class SessionInfo(_message.Message):
-    __slots__ = ("session_id", "mode", "querier", "holder", "key_bits", "modulus", "status", "created_at", "expires_at", "rounds")
+    __slots__ = ("session_id", "mode", "querier", "holder", "key_bits", "modulus", "status", "created_at", "expires_at", "rounds", "max_query_bytes")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     MODE_FIELD_NUMBER: _ClassVar[int]
     QUERIER_FIELD_NUMBER: _ClassVar[int]
@@ -100,6 +102,7 @@ class SessionInfo(_message.Message):
     CREATED_AT_FIELD_NUMBER: _ClassVar[int]
     EXPIRES_AT_FIELD_NUMBER: _ClassVar[int]
     ROUNDS_FIELD_NUMBER: _ClassVar[int]
+    MAX_QUERY_BYTES_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     mode: Mode
     querier: str
@@ -110,7 +113,8 @@ class SessionInfo(_message.Message):
     created_at: float
     expires_at: float
     rounds: int
-    def __init__(self, session_id: _Optional[str] = ..., mode: _Optional[_Union[Mode, str]] = ..., querier: _Optional[str] = ..., holder: _Optional[str] = ..., key_bits: _Optional[int] = ..., modulus: _Optional[bytes] = ..., status: _Optional[_Union[SessionStatus, str]] = ..., created_at: _Optional[float] = ..., expires_at: _Optional[float] = ..., rounds: _Optional[int] = ...) -> None: ...
+    max_query_bytes: int
+    def __init__(self, session_id: _Optional[str] = ..., mode: _Optional[_Union[Mode, str]] = ..., querier: _Optional[str] = ..., holder: _Optional[str] = ..., key_bits: _Optional[int] = ..., modulus: _Optional[bytes] = ..., status: _Optional[_Union[SessionStatus, str]] = ..., created_at: _Optional[float] = ..., expires_at: _Optional[float] = ..., rounds: _Optional[int] = ..., max_query_bytes: _Optional[int] = ...) -> None: ...
 
 class SessionRef(_message.Message):
     __slots__ = ("session_id",)

@@ -125,6 +125,8 @@ def test_service_errors_carry_status_and_message(fresh_keyholder, tmp_path):
         return caught.value.code(), caught.value.details()
 
     code, details = status(lambda: q.GetSession(pb.SessionRef(session_id="nope"), metadata=qmeta))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and "session_id" in details
+    code, details = status(lambda: q.GetSession(pb.SessionRef(session_id="0" * 32), metadata=qmeta))
     assert code == grpc.StatusCode.NOT_FOUND and "no session" in details
     code, details = status(lambda: q.OpenSession(pb.OpenSessionRequest(mode=pb.MODE_UNSPECIFIED, holder=hname),
                                                  metadata=qmeta))

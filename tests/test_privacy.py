@@ -111,8 +111,9 @@ def test_only_the_holder_submits_and_only_the_querier_sees_results(keyholder, tm
         return caught.value.details()
 
     denied(lambda: q.SubmitComparisons(batch, metadata=qmeta))                      # querier cannot submit
-    denied(lambda: other.SubmitComparisons(batch, metadata=ometa))                  # nor a stranger
-    denied(lambda: other.GetSession(pb.SessionRef(session_id=session_id), metadata=ometa))
+    denied(lambda: other.SubmitComparisons(batch, metadata=ometa), grpc.StatusCode.NOT_FOUND)  # nor a stranger
+    denied(lambda: other.GetSession(pb.SessionRef(session_id=session_id), metadata=ometa),  # as if unknown
+           grpc.StatusCode.NOT_FOUND)
     denied(lambda: h.SubmitComparisons(batch, metadata=[]), grpc.StatusCode.UNAUTHENTICATED)
     ack = h.SubmitComparisons(batch, metadata=hmeta)                                 # c = 1 encrypts 0
     assert set(f.name for f, _ in ack.ListFields()) <= {"seq", "comparisons", "duplicate"}
@@ -122,7 +123,8 @@ def test_only_the_holder_submits_and_only_the_querier_sees_results(keyholder, tm
     assert finished.matched_rows == 0 and finished.comparisons == 2                  # holder learns no match
     denied(lambda: list(h.FetchResults(pb.RoundRef(session_id=session_id, round=round_no), metadata=hmeta)))
     denied(lambda: h.WaitRound(pb.WaitRoundRequest(session_id=session_id, round=round_no), metadata=hmeta))
-    denied(lambda: list(other.FetchResults(pb.RoundRef(session_id=session_id, round=round_no), metadata=ometa)))
+    denied(lambda: list(other.FetchResults(pb.RoundRef(session_id=session_id, round=round_no), metadata=ometa)),
+           grpc.StatusCode.NOT_FOUND)
     info = q.WaitRound(pb.WaitRoundRequest(session_id=session_id, round=round_no), metadata=qmeta)
     assert info.status == pb.DONE and info.matched_rows == 1 and info.comparisons == 0   # no holder size
     results = [m for page in q.FetchResults(pb.RoundRef(session_id=session_id, round=round_no), metadata=qmeta)

@@ -1,0 +1,91 @@
+"""The key holder's quotas and timeouts, and the ``keyholder serve`` options that set them.
+
+Every limit is a field of :class:`Limits`; README ("Operations: quotas and timeouts")
+lists them with their defaults and the status a call gets above them.
+"""
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+
+MIB = 1 << 20
+DAY = 24 * 3600.0
+
+
+@dataclass(frozen=True)
+class Limits:
+    # keys and session lifetime
+    min_key_bits: int = 2048
+    max_key_bits: int = 4096
+    default_ttl: float = DAY
+    max_ttl: float = 7 * DAY
+    idle_timeout: float = 3600.0            # a session untouched this long loses its key
+    # relayed queries: a session declares its query's ciphertext count; K accepts at most
+    # that many ciphertexts' bytes times query_margin plus query_overhead
+    max_message_bytes: int = 8 << 30       # ceiling of any one query, declared or not
+    default_query_bytes: int = 64 * MIB    # a session that declares nothing
+    query_margin: float = 2.0
+    query_overhead: int = 1 * MIB
+    max_spool_session_bytes: int = 16 << 30
+    max_spool_bytes: int = 64 << 30
+    # per party and session
+    max_open_sessions: int = 32            # open sessions a party queries at once
+    max_rounds: int = 64                   # rounds (queries) per session
+    max_waits: int = 16                    # concurrent ListWork/WaitRound long-polls per party
+    max_wait: float = 30.0                 # longest single long-poll, s
+    # comparison batches
+    max_batch_comparisons: int = 1 << 16
+    max_attachment_bytes: int = 64 << 10
+    max_rule_terms: int = 256
+    max_rule_groups: int = 256
+    max_note_bytes: int = 1 * MIB
+    # authentication
+    token_lifetime: float = 30 * DAY
+    max_auth_failures: int = 20            # per peer address ...
+    auth_window: float = 60.0              # ... within this many seconds
+
+
+def add_limit_options(parser: argparse.ArgumentParser) -> None:
+    """The ``keyholder serve`` options for :class:`Limits` (defaults from the dataclass)."""
+    d = Limits()
+    add = parser.add_argument
+    add("--session-ttl", type=float, default=d.default_ttl, help="default session lifetime, s")
+    add("--idle-timeout", type=float, default=d.idle_timeout,
+        help="destroy the key of a session idle this long, s (default %(default)g)")
+    add("--min-key-bits", type=int, default=d.min_key_bits,
+        help="smallest Paillier modulus a session may ask for (lower only for tests)")
+    add("--max-message-mb", type=int, default=d.max_message_bytes // MIB,
+        help="largest relayed query in MiB, whatever a session declares (default %(default)d)")
+    add("--default-query-mb", type=int, default=d.default_query_bytes // MIB,
+        help="largest query of a session that declares no size, MiB (default %(default)d)")
+    add("--max-spool-session-mb", type=int, default=d.max_spool_session_bytes // MIB,
+        help="spooled, unacknowledged query bytes per session, MiB (default %(default)d)")
+    add("--max-spool-mb", type=int, default=d.max_spool_bytes // MIB,
+        help="spooled query bytes in total, MiB (default %(default)d)")
+    add("--max-open-sessions", type=int, default=d.max_open_sessions,
+        help="open sessions per querying party (default %(default)d)")
+    add("--max-rounds", type=int, default=d.max_rounds, help="rounds per session (default %(default)d)")
+    add("--max-waits", type=int, default=d.max_waits,
+        help="concurrent long-polls (ListWork, WaitRound) per party (default %(default)d)")
+    add("--max-attachment-bytes", type=int, default=d.max_attachment_bytes,
+        help="largest sealed row attachment (default %(default)d)")
+    add("--max-rule-terms", type=int, default=d.max_rule_terms,
+        help="terms (and groups) of a pair rule (default %(default)d)")
+    add("--token-days", type=float, default=d.token_lifetime / DAY,
+        help="bearer token lifetime in days; `party register` renews (default %(default)g)")
+    add("--max-auth-failures", type=int, default=d.max_auth_failures,
+        help="failed authentications per address and minute before it is refused (default %(default)d)")
+
+
+def limits_from_args(args: argparse.Namespace) -> Limits:
+    values = dict(default_ttl=args.session_ttl, idle_timeout=args.idle_timeout, min_key_bits=args.min_key_bits,
+                  max_message_bytes=args.max_message_mb * MIB, default_query_bytes=args.default_query_mb * MIB,
+                  max_spool_session_bytes=args.max_spool_session_mb * MIB, max_spool_bytes=args.max_spool_mb * MIB,
+                  max_open_sessions=args.max_open_sessions, max_rounds=args.max_rounds, max_waits=args.max_waits,
+                  max_attachment_bytes=args.max_attachment_bytes, max_rule_terms=args.max_rule_terms,
+                  max_rule_groups=args.max_rule_terms, token_lifetime=args.token_days * DAY,
+                  max_auth_failures=args.max_auth_failures)
+    bad = [name for name, value in values.items() if not value > 0 or value != value]
+    if bad:
+        raise ValueError(f"limits must be positive: {', '.join(sorted(bad))}")
+    return Limits(**values)
