@@ -294,9 +294,9 @@ class Connection:
         if self._failing_since is None:
             self._failing_since = now
         deadline = self.policy.deadline(last, self.contact.first_attempt)
-        pause = self.policy.delay(failures)
-        if not patient or now + pause > deadline:
+        if not patient or now >= deadline:
             raise KeyHolderUnavailable(self._gone_message(detail, last, now))
+        pause = min(self.policy.delay(failures), deadline - now)     # the last attempt at the deadline
         if last is None:
             text = (f"key holder at {self.address} not reached yet ({detail}); trying for up to "
                     f"{human_seconds(deadline - now)} more (is it running? TLS or --insecure?)")
