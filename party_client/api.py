@@ -270,7 +270,7 @@ class Party:
                 if saved is not None:
                     try:
                         session = connection.call("GetSession", pb.SessionRef(session_id=saved.session_id))
-                    except PartyError:
+                    except KeyHolderRefusal:
                         session = None
                 if session is None or session.status != pb.OPEN:
                     session = querier.open_session("lookup", holder, options, ttl=session_ttl)

@@ -320,18 +320,16 @@ class Querier:
         """
         timings: dict[str, float] = {}
         started = time.perf_counter()
-        key = PublicKey(session.modulus)
         if state is not None and not state.round and state.prepared and session.rounds > state.rounds_before:
             state.round = state.rounds_before + 1          # our query went through before we stopped
             save(state)
         if state is not None and state.round:
             prepared, round_no, resumed = PreparedQuery.from_state(state.prepared), state.round, True
-            encryptions = prepared.entry_offsets[-1] if prepared.entry_offsets else len(prepared.slots)
             self.notice.now(f"resuming session {session.session_id} round {round_no} "
                             "(query already relayed: no new comparisons)")
         else:
             prepared, round_no = self._relay(session, keys, options, lookup_secret, timings, state, save)
-            encryptions, resumed = prepared.encryptions, False
+            resumed = False
         mark = time.perf_counter()
         info = self.wait(session.session_id, round_no, options.timeout, session.holder)
         timings["wait_for_holder"] = time.perf_counter() - mark
@@ -359,7 +357,7 @@ class Querier:
                        "terms": [keys.tables[t].name for t in layout.term_ids], "layout": layout.kind,
                        "comparisons_per_pair": layout.comparisons}
                       for p, layout in zip(keys.blocked.passes, keys.blocked.layouts)]
-            facts.update(passes=passes, encryptions=encryptions)
+            facts.update(passes=passes, encryptions=prepared.encryptions)
         elif session.mode != pb.LOOKUP:
             facts.update(tables=[t.name for t in prepared.header.tables],
                          cuckoo_bins=[int(t.bins) for t in prepared.header.tables],
