@@ -760,7 +760,11 @@ class Holder:
             note.SerializeToString(), SessionCipher.padded_width(len(note.SerializeToString())))
         # Acknowledge (K deletes the spooled query) before finishing: once the round is finished the
         # querier may close the session at any moment.
-        self.connection.call("AckMessage", pb.MessageRef(message_id=item.message_id))
+        try:
+            self.connection.call("AckMessage", pb.MessageRef(message_id=item.message_id))
+        except KeyHolderRefusal as refusal:   # already acknowledged: a retried call had gone through
+            if refusal.code != "FAILED_PRECONDITION":
+                raise
         self.connection.call("FinishRound", pb.FinishRoundRequest(
             session_id=session.session_id, round=item.round, batches=len(chunks), holder_note=sealed_note))
         elapsed = time.perf_counter() - started
