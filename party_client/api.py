@@ -23,10 +23,12 @@ from party_client.lookups import BucketPlan, LookupSession, LookupState, plan_bu
 from party_client.normalize import FIELD_TYPES
 from party_client.rules import Rules, load_rules
 from party_client.keys import QuerierKeys, exact_holder_keys, exact_querier_keys
-from party_client.protocol import (MODE_NAMES, Holder, HolderData, HolderOptions, Querier, QueryOptions,
-                                   QueryOutcome)
+from party_client.protocol import (MODE_NAMES, Holder, HolderData, HolderOptions, HolderTimeout, Querier,
+                                   QueryOptions, QueryOutcome)
+from party_client.sessions_state import SessionState, SessionStates, fingerprint
 from party_client.tables import read_table, require_columns, require_records
-from party_client.transport import Connection, register
+from party_client.transport import (FIRST_CONTACT_SECONDS, RETRY_WINDOW_SECONDS, Connection, ConnectionProblem,
+                                    KeyHolderRefusal, register)
 from proto import linkage_pb2 as pb
 
 
@@ -90,8 +92,12 @@ class Party:
     """One party: its directory, and a connection to the key holder on demand."""
 
     def __init__(self, directory: str | Path, keyholder: str | None = None, insecure: bool | None = None,
-                 tls_dir: str | Path | None = None, progress: bool | None = None) -> None:
+                 tls_dir: str | Path | None = None, progress: bool | None = None,
+                 retry_window: float = RETRY_WINDOW_SECONDS, connect_timeout: float = FIRST_CONTACT_SECONDS) -> None:
+        """``retry_window``: seconds of key-holder outage survived, counted from the last contact;
+        ``connect_timeout``: seconds before a key holder never reached is reported."""
         self.dir = PartyDir.load(Path(directory))
+        self.retry_window, self.connect_timeout = retry_window, connect_timeout
         self.keyholder = keyholder or self.dir.keyholder
         self.insecure = self.dir.insecure if insecure is None else insecure
         self.tls_dir = Path(tls_dir) if tls_dir else None
@@ -107,7 +113,8 @@ class Party:
         return self.dir.name
 
     def connect(self) -> Connection:
-        return Connection(self.dir, self.keyholder, self.insecure, self.tls_dir)
+        return Connection(self.dir, self.keyholder, self.insecure, self.tls_dir, retry_window=self.retry_window,
+                          first_contact=self.connect_timeout)
 
     def register(self, keyholder: str | None = None, insecure: bool | None = None) -> str:
         """Register with the key holder; returns this party's key fingerprint."""
@@ -147,18 +154,87 @@ class Party:
                term_column: str | None = None, one_to_one: bool = False) -> LinkResult:
         frame, keys = self._prepare(data, id_column, id_type, rules, matched_column, "querier")
         options = self._options(key_bits, fast_blinding, timeout)
+        states = SessionStates(self.dir)
+        signature = fingerprint(mode, holder, self.keyholder, data, id_column, id_type, rules, key_bits,
+                                fast_blinding, options.cuckoo)
         with self.connect() as connection:
             querier = Querier(connection, self.dir)
-            session = querier.open_session(mode, holder, options, keys=keys)
+            session, state = self._resume(querier, states, signature)
+            if session is None:
+                session = querier.open_session(mode, holder, options, keys=keys)
+                state = SessionState(session.session_id, holder, mode, connection.address, signature)
+                states.save(state)
+            outcome = self._round(querier, states, session, state, keys, options)
             try:
-                outcome = querier.run(session, keys, options)
-            finally:
                 querier.close(session.session_id)
+                states.delete(session.session_id)
+            except ConnectionProblem as error:
+                querier.notice.now(f"could not close session {session.session_id} ({error}); it expires by "
+                                   f"itself, or run `party sessions close {session.session_id}`")
         result = assemble(frame, keys, outcome, matched_column, with_payload=mode == "join",
                           term_column=term_column, one_to_one=one_to_one)
         report = self._report(mode, holder, session, outcome, result, matched_column)
         report["matched_records"] = matched_records(keys, outcome)
         return LinkResult(result, report)
+
+    def _resume(self, querier: Querier, states: SessionStates,
+                signature: str) -> tuple[pb.SessionInfo | None, SessionState | None]:
+        """A session this query left open (an earlier run stopped), if K still has it open."""
+        state = states.find(signature)
+        if state is None or state.keyholder != querier.connection.address:
+            return None, None
+        try:
+            session = querier.connection.call("GetSession", pb.SessionRef(session_id=state.session_id))
+        except KeyHolderRefusal as refusal:
+            session, reason = None, str(refusal)
+        else:
+            reason = "it is no longer open"
+        if session is None or session.status != pb.OPEN:
+            states.delete(state.session_id)
+            querier.notice.now(f"session {state.session_id} of an earlier run cannot resume ({reason}); "
+                               "starting a new one")
+            return None, None
+        return session, state
+
+    @staticmethod
+    def _round(querier: Querier, states: SessionStates, session: pb.SessionInfo, state: SessionState,
+               keys: QuerierKeys, options: QueryOptions, lookup_secret: bytes | None = None) -> QueryOutcome:
+        """Run (or resume) the round.  A transport failure or the holder's delay leaves the session open
+        and its state kept, for a re-run; a refusal, bad input or the user's abort ends it."""
+        try:
+            return querier.run(session, keys, options, lookup_secret, state=state, save=states.save)
+        except (ConnectionProblem, HolderTimeout) as error:
+            raise type(error)(f"{error}; session {session.session_id} stays open: re-run the same command to "
+                              f"resume it, or `party sessions close {session.session_id}`") from None
+        except BaseException:
+            try:
+                querier.close(session.session_id, patient=False)
+            except PartyError:
+                pass
+            states.delete(session.session_id)
+            raise
+
+    # -- sessions in progress -------------------------------------------------------
+    def sessions(self) -> list[dict]:
+        """Sessions that runs of this querier left open (id, holder, mode, round, status, created)."""
+        return [{"id": s.session_id, "holder": s.holder, "mode": s.mode, "round": s.round, "status": s.status,
+                 "created": s.created, "keyholder": s.keyholder} for s in SessionStates(self.dir).all()]
+
+    def close_sessions(self, session_ids: list[str] | None = None) -> list[str]:
+        """End sessions at the key holder and delete their local state (``None``: all of them)."""
+        states = SessionStates(self.dir)
+        known = {s.session_id for s in states.all()}
+        ids = sorted(known) if session_ids is None else list(session_ids)
+        unknown = [i for i in ids if i not in known]
+        if unknown:
+            raise PartyError(f"no open session {unknown[0]} in {self.dir.path} (see `party sessions list`)")
+        if ids:
+            with self.connect() as connection:
+                querier = Querier(connection, self.dir)
+                for session_id in ids:
+                    querier.close(session_id)
+                    states.delete(session_id)
+        return ids
 
     def _report(self, mode: str, holder: str, session, outcome: QueryOutcome, result: pd.DataFrame,
                 matched_column: str) -> dict:
@@ -196,7 +272,7 @@ class Party:
                 if saved is not None:
                     try:
                         session = connection.call("GetSession", pb.SessionRef(session_id=saved.session_id))
-                    except PartyError:
+                    except KeyHolderRefusal:
                         session = None
                 if session is None or session.status != pb.OPEN:
                     session = querier.open_session("lookup", holder, options, ttl=session_ttl, keys=keys)

@@ -12,7 +12,7 @@ import logging
 import sys
 
 from party_client.errors import PartyError
-from party_client.transport import KeyHolderUnavailable
+from party_client.transport import FIRST_CONTACT_SECONDS, RETRY_WINDOW_SECONDS, KeyHolderUnavailable
 
 log = logging.getLogger("party")
 
@@ -47,7 +47,8 @@ def _columns(text: str | None) -> list[str]:
 def _party(args):
     from party_client.api import Party
     return Party(args.dir, keyholder=args.keyholder, insecure=args.insecure, tls_dir=args.tls_dir,
-                 progress=None if not args.quiet else False)
+                 progress=None if not args.quiet else False, retry_window=args.retry_window,
+                 connect_timeout=args.connect_timeout)
 
 
 def cmd_init(args) -> int:
@@ -185,6 +186,24 @@ def cmd_estimate(args) -> int:
     return 0
 
 
+def cmd_sessions(args) -> int:
+    """List the sessions this querier left open, or close them (at the key holder and locally)."""
+    import datetime as dt
+    party = _party(args)
+    if args.action == "list":
+        rows = party.sessions()
+        print("\t".join(("id", "holder", "mode", "round", "status", "created")))
+        for row in rows:
+            created = dt.datetime.fromtimestamp(row["created"], dt.timezone.utc).isoformat(timespec="seconds")
+            print("\t".join((row["id"], row["holder"], row["mode"], str(row["round"]), row["status"], created)))
+        return 0
+    if (args.session_id is None) == (not args.all):
+        raise UsageError("party sessions close: give a session ID or --all")
+    closed = party.close_sessions(None if args.all else [args.session_id])
+    print(f"closed {len(closed)} session(s)" + (f": {', '.join(closed)}" if closed else ""))
+    return 0
+
+
 def cmd_demo(args) -> int:
     from party_client.demo import run_demo
     if args.keep:
@@ -227,6 +246,10 @@ def build_parser() -> argparse.ArgumentParser:
                          help="plaintext to a loopback key holder (remembered from `party register`)")
         sub.add_argument("--tls-dir", help="ca.pem, client.pem, client.key (default PARTYDIR/tls)")
         sub.add_argument("--quiet", action="store_true", help="no progress bars")
+        sub.add_argument("--retry-window", type=float, default=RETRY_WINDOW_SECONDS, metavar="SECONDS",
+                         help="survive key-holder outages this long, counted from the last contact (default 600)")
+        sub.add_argument("--connect-timeout", type=float, default=FIRST_CONTACT_SECONDS, metavar="SECONDS",
+                         help="give up on a key holder never reached after this long (default 30)")
         return sub
 
     register = connected(commands.add_parser("register", help="register with the key holder"))
@@ -319,6 +342,14 @@ def build_parser() -> argparse.ArgumentParser:
     estimate.add_argument("--max-pairs", type=int, default=1_000_000, help="training pairs drawn at most")
     estimate.add_argument("--seed", type=int, default=0, help="random seed for drawing training pairs")
     estimate.set_defaults(run=cmd_estimate)
+
+    sessions = commands.add_parser("sessions", help="sessions left open by interrupted runs: list or close")
+    actions = sessions.add_subparsers(dest="action", required=True, parser_class=OneLineParser)
+    connected(actions.add_parser("list", help="id, holder, mode, round, status, created"))
+    close = connected(actions.add_parser("close", help="end sessions at the key holder, delete their local state"))
+    close.add_argument("session_id", nargs="?", metavar="ID")
+    close.add_argument("--all", action="store_true", help="every session listed by `party sessions list`")
+    sessions.set_defaults(run=cmd_sessions)
 
     demo = commands.add_parser("demo", help="run the whole story on an embedded key holder",
                                description="Run the whole story on one machine (about a minute): a key holder, "

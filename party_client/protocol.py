@@ -14,6 +14,7 @@ to one length) and stream the batches to K.  H never learns what matched.
 """
 from __future__ import annotations
 
+import base64
 import bisect
 import hashlib
 import hmac
@@ -41,7 +42,9 @@ from party_client.paillier import (Encryptor, PublicKey, blinded_comparison, bli
                                    negated_generator_power, worker_pool)
 from party_client.progress import bar, tqdm_rows
 from party_client.seal import SessionCipher, open_records, seal_records
-from party_client.transport import Connection, KeyHolderUnavailable
+from party_client.sessions_state import SessionState
+from party_client.transport import Connection, ConnectionProblem, KeyHolderRefusal
+from party_client.waiting import EVERY, human_seconds
 from proto import linkage_pb2 as pb
 
 log = logging.getLogger("party")
@@ -50,6 +53,10 @@ MODE_NAMES = {value: name for name, value in MODES.items()}
 CIPHERTEXTS_PER_RECORD = 2048
 CUCKOO_ATTEMPTS = 8
 LOOKUP_DECLARED = 1 << 16
+
+
+class HolderTimeout(PartyError):
+    """The holder did not serve the round in time (the session and round stay open)."""
 
 
 def message_context(session_id: str, kind: str) -> bytes:
@@ -108,6 +115,21 @@ class PreparedQuery:
     entry_records: list[int] = dataclass_field(default_factory=list)
     entry_passes: list[int] = dataclass_field(default_factory=list)
     entry_offsets: list[int] = dataclass_field(default_factory=list)
+    encryptions: int = 0
+
+    def to_state(self) -> dict:
+        """What opening and placing the results needs (kept, sealed, in the querier's session state)."""
+        return {"header": base64.b64encode(self.header.SerializeToString()).decode(),
+                "slots": [list(slot) if slot is not None else None for slot in self.slots],
+                "entry_records": [int(r) for r in self.entry_records], "entry_passes": list(self.entry_passes),
+                "entry_offsets": list(self.entry_offsets), "encryptions": self.encryptions}
+
+    @classmethod
+    def from_state(cls, saved: dict) -> "PreparedQuery":
+        header = pb.QueryHeader.FromString(base64.b64decode(saved["header"]))
+        return cls(header.session_secret, header, [tuple(slot) if slot is not None else None for slot in saved["slots"]],
+                   [], [], saved["entry_records"], saved["entry_passes"], saved["entry_offsets"],
+                   saved.get("encryptions", 0))
 
 
 def prepare_tables(keys: QuerierKeys, options: QueryOptions, modulus_bits: int,
@@ -282,6 +304,7 @@ class Querier:
     def __init__(self, connection: Connection, party: PartyDir) -> None:
         self.connection = connection
         self.party = party
+        self.notice = connection.notice
 
     def _progress(self, options: QueryOptions):
         def wrap(phase: str, total: int):
@@ -301,50 +324,41 @@ class Querier:
             query_ciphertexts=declared_ciphertexts(mode, keys, options) if keys is not None else 0))
 
     def run(self, session: pb.SessionInfo, keys: QuerierKeys, options: QueryOptions,
-            lookup_secret: bytes | None = None) -> QueryOutcome:
-        """One round: prepare, encrypt, seal, relay, wait, fetch and open the matches."""
+            lookup_secret: bytes | None = None, state: SessionState | None = None,
+            save: Callable[[SessionState], None] = lambda state: None) -> QueryOutcome:
+        """One round: prepare, encrypt, seal, relay, wait, fetch and open the matches.
+
+        With a ``state`` whose query was already relayed (a re-run after a crash), the round is
+        picked up where it stands: nothing is encrypted or compared again.  ``save`` keeps the
+        state (before the relay, and once the round is known).
+        """
         timings: dict[str, float] = {}
         started = time.perf_counter()
-        key = PublicKey(session.modulus)
-        progress = self._progress(options)
-        holder_key = party_key(self.connection, session.holder)
-        if session.mode == pb.LOOKUP:
-            prepared, encodings = prepare_lookup(keys, options, key.bits, lookup_secret, progress)
-        elif keys.blocked is not None:
-            prepared, encodings = prepare_blocked(keys, options, key.bits, progress)
+        if state is not None and not state.round and state.prepared and session.rounds > state.rounds_before:
+            state.round = state.rounds_before + 1          # our query went through before we stopped
+            save(state)
+        if state is not None and state.round:
+            prepared, round_no, resumed = PreparedQuery.from_state(state.prepared), state.round, True
+            self.notice.now(f"resuming session {session.session_id} round {round_no} "
+                            "(query already relayed: no new comparisons)")
         else:
-            prepared, encodings = prepare_tables(keys, options, key.bits, progress)
-        prepared.header.mode = session.mode
-        prepared.header.key_bits = session.key_bits
-        timings["encode"] = time.perf_counter() - started
+            prepared, round_no = self._relay(session, keys, options, lookup_secret, timings, state, save)
+            resumed = False
         mark = time.perf_counter()
-        ciphertexts = encrypt_slots(key, encodings, progress)
-        timings["encrypt"] = time.perf_counter() - mark
-        mark = time.perf_counter()
-        context = message_context(session.session_id, "query")
-
-        def upload():
-            yield pb.MessageChunk(header=pb.MessageHeader(session_id=session.session_id, kind="query",
-                                                          recipient=session.holder))
-            for frame in seal_records(query_records(prepared, ciphertexts), self.party.private_key,
-                                      holder_key, context):
-                yield pb.MessageChunk(data=frame)
-        message = self.connection.upload("PutMessage", upload)
-        timings["relay"] = time.perf_counter() - mark
-        mark = time.perf_counter()
-        info = self.wait(session.session_id, message.round, options.timeout)
+        info = self.wait(session.session_id, round_no, options.timeout, session.holder)
         timings["wait_for_holder"] = time.perf_counter() - mark
         if info.status == pb.ABORTED:
             raise PartyError(f"holder '{session.holder}' refused the query: {info.reason}")
         mark = time.perf_counter()
         secret = prepared.secret
         note = pb.HolderNote.FromString(
-            note_cipher(secret, session.session_id, message.round).open(info.holder_note))
-        cipher = attachment_cipher(secret, session.session_id, message.round)
-        pages = self.connection.stream("FetchResults", pb.RoundRef(session_id=session.session_id,
-                                                                   round=message.round))
+            note_cipher(secret, session.session_id, round_no).open(info.holder_note))
+        cipher = attachment_cipher(secret, session.session_id, round_no)
+        matches_found = self.connection.stream("FetchResults", pb.RoundRef(session_id=session.session_id,
+                                                                           round=round_no),
+                                               split=lambda page: page.matches)
         results = [(pb.RowAttachment.FromString(cipher.open(match.attachment)), list(match.match_indices))
-                   for page in pages for match in page.matches]
+                   for match in matches_found]
         matches = (blocked_matches(prepared, results, keys.blocked.layouts) if keys.blocked is not None
                    else table_matches(prepared, results))
         timings["fetch"] = time.perf_counter() - mark
@@ -357,30 +371,89 @@ class Querier:
                        "terms": [keys.tables[t].name for t in layout.term_ids], "layout": layout.kind,
                        "comparisons_per_pair": layout.comparisons}
                       for p, layout in zip(keys.blocked.passes, keys.blocked.layouts)]
-            facts.update(passes=passes, encryptions=len(encodings))
+            facts.update(passes=passes, encryptions=prepared.encryptions)
         elif session.mode != pb.LOOKUP:
             facts.update(tables=[t.name for t in prepared.header.tables],
                          cuckoo_bins=[int(t.bins) for t in prepared.header.tables],
                          hash_functions=options.cuckoo.hash_functions,
                          padded_to=[padded_size(len(t.values)) for t in keys.tables])
-        return QueryOutcome(session.session_id, message.round, matches, list(note.release_columns),
+        facts["resumed"] = resumed
+        return QueryOutcome(session.session_id, round_no, matches, list(note.release_columns),
                             note.blinding, note.refused_fast_blinding, facts)
 
-    def wait(self, session_id: str, round_no: int, timeout: float) -> pb.RoundInfo:
-        deadline = time.monotonic() + timeout
+    def _relay(self, session: pb.SessionInfo, keys: QuerierKeys, options: QueryOptions,
+               lookup_secret: bytes | None, timings: dict, state: SessionState | None,
+               save: Callable[[SessionState], None]) -> tuple[PreparedQuery, int]:
+        """Prepare, encrypt and seal the query, keep the state, relay it; returns the round it opened."""
+        started = time.perf_counter()
+        key = PublicKey(session.modulus)
+        progress = self._progress(options)
+        holder_key = party_key(self.connection, session.holder)
+        if session.mode == pb.LOOKUP:
+            prepared, encodings = prepare_lookup(keys, options, key.bits, lookup_secret, progress)
+        elif keys.blocked is not None:
+            prepared, encodings = prepare_blocked(keys, options, key.bits, progress)
+        else:
+            prepared, encodings = prepare_tables(keys, options, key.bits, progress)
+        prepared.header.mode = session.mode
+        prepared.header.key_bits = session.key_bits
+        prepared.encryptions = len(encodings)
+        timings["encode"] = time.perf_counter() - started
+        mark = time.perf_counter()
+        ciphertexts = encrypt_slots(key, encodings, progress)
+        timings["encrypt"] = time.perf_counter() - mark
+        mark = time.perf_counter()
+        context = message_context(session.session_id, "query")
+        if state is not None:
+            state.prepared, state.rounds_before, state.round = prepared.to_state(), session.rounds, 0
+            save(state)
+
+        def upload():
+            yield pb.MessageChunk(header=pb.MessageHeader(session_id=session.session_id, kind="query",
+                                                          recipient=session.holder))
+            for frame in seal_records(query_records(prepared, ciphertexts), self.party.private_key,
+                                      holder_key, context):
+                yield pb.MessageChunk(data=frame)
+
+        def settled() -> pb.MessageInfo | None:
+            """After a lost reply: did K keep the query (the session has one more round)?"""
+            current = self.connection.call("GetSession", pb.SessionRef(session_id=session.session_id))
+            return pb.MessageInfo(round=session.rounds + 1) if current.rounds > session.rounds else None
+        message = self.connection.upload("PutMessage", upload, settled=settled)
+        if state is not None:
+            state.round = message.round
+            save(state)
+        timings["relay"] = time.perf_counter() - mark
+        return prepared, message.round
+
+    def wait(self, session_id: str, round_no: int, timeout: float, holder: str = "") -> pb.RoundInfo:
+        """Long-poll until the holder has served the round; says so after ~2 s and every ~10 s."""
+        started = time.monotonic()
+        deadline = started + timeout
+        poll = 2.0
         while True:
             remaining = deadline - time.monotonic()
+            wait_seconds = max(0.0, min(poll, remaining))
             info = self.connection.call("WaitRound", pb.WaitRoundRequest(
-                session_id=session_id, round=round_no, wait_seconds=max(0.0, min(25.0, remaining))),
-                timeout=60.0)
+                session_id=session_id, round=round_no, wait_seconds=wait_seconds), timeout=wait_seconds + 60.0)
             if info.status != pb.PENDING:
                 return info
+            remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise PartyError(f"the holder did not answer within {timeout:g} s "
-                                 f"(session {session_id} round {round_no} stays open until it expires)")
+                raise HolderTimeout(f"holder '{holder}' did not serve round {round_no} within {timeout:g} s")
+            self.notice.say("holder", started, lambda: (
+                f"waiting for holder '{holder}' to serve round {round_no} (up to {human_seconds(remaining)} "
+                "more; it may run `party hold --once` later)"))
+            poll = EVERY
 
-    def close(self, session_id: str) -> None:
-        self.connection.call("CloseSession", pb.SessionRef(session_id=session_id))
+    def close(self, session_id: str, patient: bool = True) -> None:
+        """End the session at K (its private key is destroyed); a session already ended is fine."""
+        try:
+            self.connection.call("CloseSession", pb.SessionRef(session_id=session_id), timeout=10.0,
+                                 patient=patient)
+        except KeyHolderRefusal as refusal:
+            if refusal.code not in ("NOT_FOUND", "FAILED_PRECONDITION"):
+                raise
 
 
 # ---------------------------------------------------------------------------
@@ -483,7 +556,7 @@ class Holder:
                     served.append(self.process(item))
                     if on_served is not None:
                         on_served(served[-1])
-                except KeyHolderUnavailable:
+                except ConnectionProblem:
                     raise
                 except PartyError as error:  # e.g. the querier closed or the session expired meanwhile
                     log.warning("session %s round %d not served: %s", item.session.session_id, item.round, error)
@@ -503,7 +576,8 @@ class Holder:
         if self.options.allowed_queriers is not None and item.querier not in self.options.allowed_queriers:
             return self._abort(item, f"querier '{item.querier}' is not on the holder's allow-list")
         key = PublicKey(session.modulus)
-        chunks = (c.data for c in self.connection.stream("GetMessage", pb.MessageRef(message_id=item.message_id)))
+        chunks = self.connection.stream("GetMessage", pb.MessageRef(message_id=item.message_id),
+                                        split=lambda message: [message.data], length=len)
         try:
             records = open_records(chunks, self.party.private_key, party_key(self.connection, item.querier),
                                    message_context(session.session_id, "query"))
@@ -704,7 +778,11 @@ class Holder:
             note.SerializeToString(), SessionCipher.padded_width(len(note.SerializeToString())))
         # Acknowledge (K deletes the spooled query) before finishing: once the round is finished the
         # querier may close the session at any moment.
-        self.connection.call("AckMessage", pb.MessageRef(message_id=item.message_id))
+        try:
+            self.connection.call("AckMessage", pb.MessageRef(message_id=item.message_id))
+        except KeyHolderRefusal as refusal:   # already acknowledged: a retried call had gone through
+            if refusal.code != "FAILED_PRECONDITION":
+                raise
         self.connection.call("FinishRound", pb.FinishRoundRequest(
             session_id=session.session_id, round=item.round, batches=len(chunks), holder_note=sealed_note))
         elapsed = time.perf_counter() - started

@@ -1,29 +1,66 @@
 """The party's connection to the key holder: mTLS (or loopback plaintext),
-bearer-token metadata, retries while the key holder restarts, and one-line
+bearer-token metadata, retries while the key holder is away, and one-line
 errors for refusals.
+
+Retries use exponential backoff with jitter (Brooker, "Exponential Backoff And
+Jitter", AWS Architecture Blog, 2015) over a window measured from the last
+successful contact with the key holder (a completed call, a streamed message,
+or any moment the channel had a live connection), so a call in flight when
+the key holder vanished gets the whole window.  A key holder never reached
+fails after ``first_contact`` seconds; a TLS handshake failure within a
+second or two.  Server streams resume where they stopped (the key holder sends
+a message's bytes and a round's results in a fixed order, so the client
+restarts the stream and skips what it already has); a client-streaming upload
+is restarted unless ``settled`` shows that it went through.
 """
 from __future__ import annotations
 
 import ipaddress
+import os
+import random
+import re
+import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Sequence, TypeVar
 
-import grpc
+os.environ.setdefault("GRPC_VERBOSITY", "ERROR")   # gRPC core would log each failed TLS handshake itself
+import grpc  # noqa: E402
 
-from party_client.errors import PartyError
-from party_client.identity import PartyDir
-from proto import linkage_pb2 as pb
-from proto import linkage_pb2_grpc as pb_grpc
+from party_client.errors import PartyError  # noqa: E402
+from party_client.identity import PartyDir  # noqa: E402
+from party_client.waiting import Notice, human_seconds  # noqa: E402
+from proto import linkage_pb2 as pb  # noqa: E402
+from proto import linkage_pb2_grpc as pb_grpc  # noqa: E402
 
+T = TypeVar("T")
 MAX_MESSAGE_BYTES = 64 << 20
-CHANNEL_OPTIONS = [("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
-                   ("grpc.max_send_message_length", MAX_MESSAGE_BYTES)]
-RETRYABLE = (grpc.StatusCode.UNAVAILABLE,)
+RETRY_WINDOW_SECONDS = 600.0        # since the last successful contact
+FIRST_CONTACT_SECONDS = 30.0        # a key holder never reached
+RETRYABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+TLS_MARKERS = ("ssl", "handshake", "certificate")
+TLS_STRIKES = 2                     # consecutive TLS-looking failures before we call it a TLS problem
 
 
-class KeyHolderUnavailable(PartyError):
+class ConnectionProblem(PartyError):
+    """The key holder could not be talked to (a session in progress stays open)."""
+
+
+class KeyHolderUnavailable(ConnectionProblem):
     """The key holder could not be reached within the retry window."""
+
+
+class TlsProblem(ConnectionProblem):
+    """The TLS handshake with the key holder fails: a configuration problem, not an outage."""
+
+
+class KeyHolderRefusal(PartyError):
+    """A definitive answer from the key holder (a gRPC status other than unavailable)."""
+
+    def __init__(self, message: str, code: str) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 def _is_loopback(host: str) -> bool:
@@ -37,34 +74,127 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How long and how often to retry (pure arithmetic; see the module docstring)."""
+
+    window: float = RETRY_WINDOW_SECONDS
+    first_contact: float = FIRST_CONTACT_SECONDS
+    initial_delay: float = 0.25
+    factor: float = 2.0
+
+    @property
+    def max_delay(self) -> float:
+        """At most 5 s between attempts, and several attempts within a short window."""
+        return min(5.0, max(1.0, self.window / 10))
+
+    def deadline(self, last_contact: float | None, first_attempt: float) -> float:
+        """Give up ``window`` s after the last contact, or ``first_contact`` s after the first attempt."""
+        return first_attempt + self.first_contact if last_contact is None else last_contact + self.window
+
+    def delay(self, failures: int, draw: Callable[[], float] = random.random) -> float:
+        """Backoff before attempt ``failures + 1``: capped exponential, "equal jitter" (half fixed, half random)."""
+        base = min(self.max_delay, self.initial_delay * self.factor ** max(0, failures - 1))
+        return base / 2 + draw() * base / 2
+
+
+class Contact:
+    """When the key holder was last heard from (monotonic seconds)."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self.first_attempt: float | None = None
+        self._last: float | None = None
+        self._live = False          # the channel has a working connection
+        self._stalled = False       # a call timed out: a live channel alone no longer counts
+        self._lock = threading.Lock()
+
+    def attempt(self) -> None:
+        with self._lock:
+            if self.first_attempt is None:
+                self.first_attempt = self.clock()
+
+    def heard(self) -> None:
+        with self._lock:
+            self._last, self._stalled = self.clock(), False
+
+    def timed_out(self) -> None:
+        with self._lock:
+            if self._live and not self._stalled:
+                self._last = self.clock()
+            self._stalled = True
+
+    def channel(self, live: bool) -> None:
+        with self._lock:
+            if (live or self._live) and not self._stalled and self._last is not None:
+                self._last = self.clock()
+            self._live = live
+
+    def last(self) -> float | None:
+        with self._lock:
+            if self._live and not self._stalled and self._last is not None:
+                return self.clock()
+            return self._last
+
+
+def _detail(error: grpc.RpcError) -> str:
+    """The useful end of gRPC's message, e.g. 'Socket closed' or 'Connection refused'."""
+    text = (error.details() or error.code().name).splitlines()[0]
+    found = re.search(r"ipv[46]:\S+?: (.*)$", text)
+    return (found.group(1) if found else text).strip()
+
+
+def looks_like_tls(detail: str, reached: bool) -> bool:
+    """A TLS handshake failure: named as such, or (never reached) the server closing at once."""
+    lowered = detail.lower()
+    return any(m in lowered for m in TLS_MARKERS) or (not reached and "socket closed" in lowered)
+
+
 class Connection:
     """A channel to the key holder on behalf of one party."""
 
     def __init__(self, party: PartyDir, address: str | None = None, insecure: bool = False,
-                 tls_dir: Path | None = None, retry_seconds: float = 120.0) -> None:
+                 tls_dir: Path | None = None, retry_window: float = RETRY_WINDOW_SECONDS,
+                 first_contact: float = FIRST_CONTACT_SECONDS, notice: Notice | None = None) -> None:
         self.party = party
         self.address = address or party.keyholder
         if not self.address:
             raise PartyError("no key holder address: pass --keyholder HOST:PORT")
-        self.retry_seconds = retry_seconds
+        if retry_window <= 0 or first_contact <= 0:
+            raise PartyError("--retry-window and --connect-timeout must be positive")
+        self.policy = RetryPolicy(retry_window, first_contact)
+        self.contact = Contact()
+        self.notice = notice or Notice()
         self.insecure = insecure
+        self.tls_dir = Path(tls_dir) if tls_dir else party.tls_dir
+        self._tls_strikes = 0
+        self._failing_since: float | None = None
         host = self.address.rpartition(":")[0]
+        options = [("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+                   ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+                   ("grpc.initial_reconnect_backoff_ms", 250),
+                   ("grpc.max_reconnect_backoff_ms", int(self.policy.max_delay * 1000)),
+                   ("grpc.keepalive_time_ms", 30_000), ("grpc.keepalive_timeout_ms", 10_000)]
         if insecure:
             if not _is_loopback(host):
                 raise PartyError(f"--insecure sends the token in plaintext and is refused for {host}")
-            self.channel = grpc.insecure_channel(self.address, options=CHANNEL_OPTIONS)
+            self.channel = grpc.insecure_channel(self.address, options=options)
         else:
-            folder = Path(tls_dir) if tls_dir else party.tls_dir
-            files = [folder / name for name in ("ca.pem", "client.key", "client.pem")]
+            files = [self.tls_dir / name for name in ("ca.pem", "client.key", "client.pem")]
             missing = [f.name for f in files if not f.is_file()]
             if missing:
-                raise PartyError(f"{folder} lacks {', '.join(missing)}: issue a client certificate "
+                raise PartyError(f"{self.tls_dir} lacks {', '.join(missing)}: issue a client certificate "
                                  "(`keyholder pki issue`) or use --insecure on loopback")
             credentials = grpc.ssl_channel_credentials(*(f.read_bytes() for f in files))
-            self.channel = grpc.secure_channel(self.address, credentials, options=CHANNEL_OPTIONS)
+            self.channel = grpc.secure_channel(self.address, credentials, options=options)
+        self.channel.subscribe(self._on_state, try_to_connect=False)
         self.stub = pb_grpc.KeyHolderStub(self.channel)
 
+    def _on_state(self, state: grpc.ChannelConnectivity) -> None:
+        self.contact.channel(state == grpc.ChannelConnectivity.READY)
+
     def close(self) -> None:
+        self.channel.unsubscribe(self._on_state)
         self.channel.close()
 
     def __enter__(self) -> "Connection":
@@ -77,41 +207,120 @@ class Connection:
         token = self.party.token
         return [("authorization", f"Bearer {token}")] if token else []
 
-    def call(self, method: str, request: Any, timeout: float | None = 60.0) -> Any:
-        """Unary call with retries while the key holder is unavailable."""
-        return self._retry(lambda: getattr(self.stub, method)(
-            request, metadata=self._metadata(), timeout=timeout))
+    # -- calls ------------------------------------------------------------------
+    def call(self, method: str, request: Any, timeout: float | None = 60.0, patient: bool = True) -> Any:
+        """Unary call, retried while the key holder is away (``patient=False``: one attempt)."""
+        return self._retry(lambda: getattr(self.stub, method)(request, metadata=self._metadata(), timeout=timeout),
+                           patient=patient)
 
-    def stream(self, method: str, request: Any) -> Iterator[Any]:
-        """Server-streaming call (not retried mid-stream)."""
-        try:
-            yield from getattr(self.stub, method)(request, metadata=self._metadata())
-        except grpc.RpcError as error:
-            raise self._error(error) from None
+    def upload(self, method: str, chunks: Callable[[], Iterator[Any]], timeout: float | None = None,
+               settled: Callable[[], Any | None] | None = None) -> Any:
+        """Client-streaming call; ``chunks`` is a factory so a retry restarts the stream.  Before a
+        retry, ``settled()`` may return the reply instead (the upload had gone through)."""
+        first = [True]
 
-    def upload(self, method: str, chunks: Callable[[], Iterator[Any]], timeout: float | None = None) -> Any:
-        """Client-streaming call; ``chunks`` is a factory so a retry can restart the stream."""
-        return self._retry(lambda: getattr(self.stub, method)(
-            chunks(), metadata=self._metadata(), timeout=timeout))
+        def attempt():
+            if not first[0] and settled is not None:
+                done = settled()
+                if done is not None:
+                    return done
+            first[0] = False
+            return getattr(self.stub, method)(chunks(), metadata=self._metadata(), timeout=timeout)
+        return self._retry(attempt)
 
-    def _retry(self, attempt: Callable[[], Any]) -> Any:
-        deadline = time.monotonic() + self.retry_seconds
-        delay = 0.2
+    def stream(self, method: str, request: Any, split: Callable[[Any], Sequence] = lambda message: [message],
+               length: Callable[[Any], int] = lambda unit: 1) -> Iterator[Any]:
+        """Server-streaming call, resumed after a transport failure: the stream restarts and the
+        units (``split`` of each message; ``length`` each) already delivered are skipped."""
+        delivered, failures = 0, 0
         while True:
+            self.contact.attempt()
+            position = 0
             try:
-                return attempt()
+                for message in getattr(self.stub, method)(request, metadata=self._metadata()):
+                    self._succeeded()
+                    failures = 0
+                    for unit in split(message):
+                        size = length(unit)
+                        if position + size > delivered:
+                            cut = delivered - position
+                            delivered = position + size
+                            yield unit[cut:] if cut else unit
+                        position += size
+                self._succeeded()
+                return
             except grpc.RpcError as error:
-                if error.code() not in RETRYABLE or time.monotonic() + delay > deadline:
-                    raise self._error(error) from None
-                time.sleep(delay)
-                delay = min(delay * 2, 5.0)
+                failures += 1
+                self._after_failure(error, failures)
 
-    def _error(self, error: grpc.RpcError) -> PartyError:
+    # -- retries ------------------------------------------------------------------
+    def _retry(self, attempt: Callable[[], T], patient: bool = True) -> T:
+        failures = 0
+        while True:
+            self.contact.attempt()
+            try:
+                result = attempt()
+            except grpc.RpcError as error:
+                failures += 1
+                self._after_failure(error, failures, patient)
+                continue
+            self._succeeded()
+            return result
+
+    def _succeeded(self) -> None:
+        self.contact.heard()
+        self._tls_strikes = 0
+        if self._failing_since is not None:
+            if time.monotonic() - self._failing_since >= self.notice.first_after:
+                self.notice.now(f"key holder at {self.address} reachable again")
+            self._failing_since = None
+
+    def _after_failure(self, error: grpc.RpcError, failures: int, patient: bool = True) -> None:
+        """Raise if ``error`` is final; else say what we wait for (after ~2 s) and back off."""
         code = error.code()
-        if code == grpc.StatusCode.UNAVAILABLE:
-            return KeyHolderUnavailable(f"key holder at {self.address} is unavailable: "
-                                        f"{(error.details() or '').splitlines()[0] if error.details() else code.name}")
-        return PartyError(f"key holder refused ({code.name}): {error.details()}")
+        if code not in RETRYABLE:
+            raise KeyHolderRefusal(f"key holder refused ({code.name}): {error.details()}", code.name)
+        if code == grpc.StatusCode.DEADLINE_EXCEEDED:
+            self.contact.timed_out()
+        detail = _detail(error)
+        last = self.contact.last()
+        if looks_like_tls(detail, last is not None):
+            self._tls_strikes += 1
+            if self._tls_strikes >= TLS_STRIKES:
+                raise TlsProblem(self._tls_message(detail))
+        else:
+            self._tls_strikes = 0
+        now = time.monotonic()
+        if self._failing_since is None:
+            self._failing_since = now
+        deadline = self.policy.deadline(last, self.contact.first_attempt)
+        if not patient or now >= deadline:
+            raise KeyHolderUnavailable(self._gone_message(detail, last, now))
+        pause = min(self.policy.delay(failures), deadline - now)     # the last attempt at the deadline
+        if last is None:
+            text = (f"key holder at {self.address} not reached yet ({detail}); trying for up to "
+                    f"{human_seconds(deadline - now)} more (is it running? TLS or --insecure?)")
+        else:
+            text = (f"key holder at {self.address} unreachable ({detail}); retrying for up to "
+                    f"{human_seconds(deadline - now)} (since last contact)")
+        self.notice.say("keyholder", self._failing_since, text)
+        time.sleep(pause)
+
+    def _gone_message(self, detail: str, last: float | None, now: float) -> str:
+        if last is None:
+            return (f"key holder at {self.address} not reached within {human_seconds(self.policy.first_contact)} "
+                    f"({detail}): is it running? TLS or --insecure?")
+        return (f"key holder at {self.address} unreachable for {human_seconds(now - last)} since the last "
+                f"contact (retry window {human_seconds(self.policy.window)}, --retry-window): {detail}")
+
+    def _tls_message(self, detail: str) -> str:
+        if self.insecure:
+            hint = ("this client speaks plaintext (--insecure) and the key holder seems to require TLS: "
+                    f"drop --insecure and use a client certificate ({self.tls_dir})")
+        else:
+            hint = (f"check that the key holder serves TLS (not --insecure), that {self.tls_dir}/ca.pem is its CA "
+                    "and that client.pem was issued by that CA (`keyholder pki issue`)")
+        return f"TLS handshake with the key holder at {self.address} failed ({detail}): {hint}"
 
 
 def register(party: PartyDir, connection: Connection) -> pb.RegisterReply:
