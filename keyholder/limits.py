@@ -51,30 +51,30 @@ def add_limit_options(parser: argparse.ArgumentParser) -> None:
     add = parser.add_argument
     add("--session-ttl", type=float, default=d.default_ttl, help="default session lifetime, s")
     add("--idle-timeout", type=float, default=d.idle_timeout,
-        help="destroy the key of a session idle this long, s (default %(default)g)")
+        help="destroy the key of a session idle this long, s")
     add("--min-key-bits", type=int, default=d.min_key_bits,
         help="smallest Paillier modulus a session may ask for (lower only for tests)")
     add("--max-message-mb", type=int, default=d.max_message_bytes // MIB,
-        help="largest relayed query in MiB, whatever a session declares (default %(default)d)")
+        help="largest relayed query in MiB, whatever a session declares")
     add("--default-query-mb", type=int, default=d.default_query_bytes // MIB,
-        help="largest query of a session that declares no size, MiB (default %(default)d)")
+        help="largest query of a session that declares no size, MiB")
     add("--max-spool-session-mb", type=int, default=d.max_spool_session_bytes // MIB,
-        help="spooled, unacknowledged query bytes per session, MiB (default %(default)d)")
+        help="spooled, unacknowledged query bytes per session, MiB")
     add("--max-spool-mb", type=int, default=d.max_spool_bytes // MIB,
-        help="spooled query bytes in total, MiB (default %(default)d)")
+        help="spooled query bytes in total, MiB")
     add("--max-open-sessions", type=int, default=d.max_open_sessions,
-        help="open sessions per querying party (default %(default)d)")
-    add("--max-rounds", type=int, default=d.max_rounds, help="rounds per session (default %(default)d)")
+        help="open sessions per querying party")
+    add("--max-rounds", type=int, default=d.max_rounds, help="rounds per session")
     add("--max-waits", type=int, default=d.max_waits,
-        help="concurrent long-polls (ListWork, WaitRound) per party (default %(default)d)")
+        help="concurrent long-polls (ListWork, WaitRound) per party")
     add("--max-attachment-bytes", type=int, default=d.max_attachment_bytes,
-        help="largest sealed row attachment (default %(default)d)")
+        help="largest sealed row attachment")
     add("--max-rule-terms", type=int, default=d.max_rule_terms,
-        help="terms (and groups) of a pair rule (default %(default)d)")
+        help="terms (and groups) of a pair rule")
     add("--token-days", type=float, default=d.token_lifetime / DAY,
-        help="bearer token lifetime in days; `party register` renews (default %(default)g)")
+        help="bearer token lifetime in days; `party register` renews")
     add("--max-auth-failures", type=int, default=d.max_auth_failures,
-        help="failed authentications per address and minute before it is refused (default %(default)d)")
+        help="failed authentications per address and minute before it is refused")
 
 
 def limits_from_args(args: argparse.Namespace) -> Limits:

@@ -347,7 +347,7 @@ def build_parser() -> argparse.ArgumentParser:
     actions = sessions.add_subparsers(dest="action", required=True, parser_class=OneLineParser)
     connected(actions.add_parser("list", help="id, holder, mode, round, status, created"))
     close = connected(actions.add_parser("close", help="end sessions at the key holder, delete their local state"))
-    close.add_argument("session_id", nargs="?", metavar="ID")
+    close.add_argument("session_id", nargs="?", metavar="ID", help="the session to close (see `party sessions list`)")
     close.add_argument("--all", action="store_true", help="every session listed by `party sessions list`")
     sessions.set_defaults(run=cmd_sessions)
 
