@@ -1,11 +1,21 @@
 """Reading and writing tables: CSV (``,`` ``;`` or tab) and Parquet; atomic writes.
 
-Every column is read as strings (pandas ``category`` dtype: one code array per
-column, which keeps 10 million rows small) with ``keep_default_na=False`` so
-identifiers keep their leading zeros. Missing-value convention: a cell is
-missing when it equals one of ``missing_values`` (default: the empty string)
-or the suppression marker :data:`deid_core.spec.SUPPRESSED`; missing cells
-become ``NaN`` and are written back as the empty string.
+Every cell is read as the exact text of the file, with no type inference:
+``02139``, ``007`` and ``1.50`` keep their form, and ``NA``, ``null``,
+``None``, ``nan`` are ordinary text. Only the declared ``missing_values``
+(default: the empty string) and the suppression marker
+:data:`deid_core.spec.SUPPRESSED` are missing; missing cells become ``NaN``
+and are written back as the empty string. By default each column is a
+pandas ``category`` built from those strings (one small code array per
+column, which keeps 10 million rows small).
+
+Parquet columns are cast to text with Arrow's cast (Apache Arrow,
+"Compute functions", section "Conversions"): a string column keeps its text
+exactly (``007`` stays ``007``); a number has no leading zeros to keep, so
+an int64 ``7`` reads as ``"7"`` and a float ``7.0`` as ``"7"``; Parquet nulls
+and float NaN are missing. Tables are written back as text: CSV with
+minimal quoting (a value holding the separator, a quote or a line break is
+quoted), Parquet with every text column as an Arrow ``string`` column.
 """
 from __future__ import annotations
 
@@ -14,7 +24,7 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Sequence
 
 import pandas as pd
 
@@ -22,6 +32,8 @@ from .errors import DeidInputError
 from .spec import SUPPRESSED
 
 SEPARATORS = (",", ";", "\t")
+PARQUET_SUFFIXES = (".parquet", ".pq")
+CHUNK_ROWS = 1_000_000  # CSV rows parsed as strings at a time before they become categories
 
 
 def detect_separator(header: str) -> str:
@@ -29,6 +41,10 @@ def detect_separator(header: str) -> str:
     counts = {sep: header.count(sep) for sep in SEPARATORS}
     best = max(SEPARATORS, key=lambda s: counts[s])
     return best if counts[best] else ","
+
+
+def is_parquet(path: str | Path) -> bool:
+    return Path(path).suffix.lower() in PARQUET_SUFFIXES
 
 
 def _first_line(path: Path) -> str:
@@ -42,47 +58,75 @@ def _first_line(path: Path) -> str:
 
 
 def read_table(path: str | Path, missing_values: Iterable[str] = ("",), *, categorical: bool = True) -> pd.DataFrame:
-    """Read a CSV or Parquet file as string columns (categorical by default)."""
+    """Read a CSV or Parquet file as string columns (categorical by default); see the module docstring."""
+    return read_text_table(path, sorted(set(missing_values) | {SUPPRESSED}), categorical=categorical)
+
+
+def read_text_table(path: str | Path, missing: Sequence[str], *, categorical: bool) -> pd.DataFrame:
+    """Every column as text, exactly as stored; only cells equal to one of ``missing`` become ``NaN``.
+
+    Raises :class:`DeidInputError` (one line, ``cannot read <path>: <reason>``) for any unreadable file.
+    """
     path = Path(path)
-    na = sorted(set(missing_values) | {SUPPRESSED})
-    if path.suffix.lower() in (".parquet", ".pq"):
-        return _read_parquet(path, na, categorical)
-    header = _first_line(path)
-    if not header:
-        raise DeidInputError(f"cannot read {str(path)!r}: empty file")
-    sep = detect_separator(header)
-    try:
-        df = pd.read_csv(
-            path, sep=sep, dtype="category" if categorical else str, keep_default_na=False,
-            na_values=na, encoding="utf-8-sig", quoting=csv.QUOTE_MINIMAL,
-        )
-    except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:
-        raise DeidInputError(f"cannot parse {str(path)!r}: {str(exc).strip().splitlines()[-1]}") from None
-    if categorical:  # categories are strings even if pandas inferred them differently
-        for col in df.columns:
-            cats = df[col].cat.categories
-            if cats.dtype != object:
-                df[col] = df[col].cat.rename_categories([str(c) for c in cats])
+    if is_parquet(path):
+        df = _read_parquet(path, list(missing), categorical)
+    else:
+        df = _read_csv(path, list(missing), categorical)
     df.columns = [str(c) for c in df.columns]
     return df
 
 
+def _read_csv(path: Path, na: list[str], categorical: bool) -> pd.DataFrame:
+    """``dtype=str`` with no default NA tokens: pandas infers nothing; categories are built per chunk."""
+    header = _first_line(path)
+    if not header:
+        raise DeidInputError(f"cannot read {str(path)!r}: empty file")
+    options = dict(sep=detect_separator(header), dtype=str, keep_default_na=False, na_values=na,
+                   encoding="utf-8-sig", quoting=csv.QUOTE_MINIMAL)
+    try:
+        if not categorical:
+            return pd.read_csv(path, **options)
+        parts: dict[Any, list[pd.Categorical]] = {}
+        columns: pd.Index | None = None
+        with pd.read_csv(path, chunksize=CHUNK_ROWS, **options) as reader:
+            for chunk in reader:
+                columns = chunk.columns
+                for col in columns:
+                    parts.setdefault(col, []).append(pd.Categorical(chunk[col]))
+    except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:
+        lines = str(exc).strip().splitlines()
+        raise DeidInputError(f"cannot read {str(path)!r}: {lines[-1] if lines else type(exc).__name__}") from None
+    from pandas.api.types import union_categoricals
+
+    # sorted categories: the same table whatever the chunking
+    return pd.DataFrame({col: union_categoricals(parts[col], sort_categories=True) for col in columns}
+                        if columns is not None else {})
+
+
 def _read_parquet(path: Path, na: list[str], categorical: bool) -> pd.DataFrame:
-    """Parquet via pyarrow: every column cast to string and dictionary-encoded (-> categorical)."""
+    """Parquet via pyarrow: every column cast to string (nulls and float NaN missing), then to pandas."""
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
+    out = {}
     try:
         table = pq.read_table(path)
+        for name in table.column_names:
+            col = table.column(name)
+            if pa.types.is_floating(col.type):
+                col = pc.if_else(pc.is_nan(col), pa.scalar(None, col.type), col)
+            if col.type != pa.string():
+                col = col.cast(pa.string())
+            if na:
+                col = pc.if_else(pc.is_in(col, value_set=pa.array(na, pa.string())), pa.scalar(None, pa.string()), col)
+            if categorical:
+                out[str(name)] = col.dictionary_encode().to_pandas().cat.remove_unused_categories()
+            else:
+                out[str(name)] = col.to_pandas().astype("str")
     except (OSError, pa.ArrowException) as exc:
-        raise DeidInputError(f"cannot read {str(path)!r}: {exc}") from None
-    out = {}
-    for name, col in zip(table.column_names, table.columns):
-        col = col.cast(pa.string()) if col.type != pa.string() else col
-        col = pc.if_else(pc.is_in(col, value_set=pa.array(na, pa.string())), pa.scalar(None, pa.string()), col)
-        s = col.dictionary_encode().to_pandas() if categorical else col.to_pandas()
-        out[str(name)] = s.cat.remove_unused_categories() if categorical else s
+        lines = str(exc).strip().splitlines()
+        raise DeidInputError(f"cannot read {str(path)!r}: {lines[0] if lines else type(exc).__name__}") from None
     return pd.DataFrame(out)
 
 
@@ -107,12 +151,49 @@ def _atomic(path: str | Path, write: Callable[[str], None]) -> None:
         raise
 
 
+def _is_text(s: pd.Series) -> bool:
+    return isinstance(s.dtype, pd.CategoricalDtype) or s.dtype == object or pd.api.types.is_string_dtype(s.dtype)
+
+
+def _has_carriage_return(df: pd.DataFrame) -> bool:
+    """Whether a text cell holds ``\\r`` (categoricals: only the categories are scanned)."""
+    for name in df.columns:
+        s = df[name]
+        if isinstance(s.dtype, pd.CategoricalDtype):
+            s = pd.Series(s.cat.categories)
+        if _is_text(s) and s.astype("str").str.contains("\r", regex=False).any():
+            return True
+    return False
+
+
+def write_frame(df: pd.DataFrame, target: str | Path, *, parquet: bool, sep: str = ",") -> None:
+    """Write ``df`` to ``target`` (not atomic: see :func:`write_table`), text columns as exact text.
+
+    CSV: missing cells as empty strings, minimal quoting; when a value holds a carriage return the
+    lines end in ``\\r\\n`` (RFC 4180), so that the CSV writer quotes it and it reads back unchanged.
+    Parquet: every text column (categorical, object, string) as an Arrow ``string`` column.
+    """
+    if parquet:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        arrays, names = [], []
+        for name in df.columns:
+            s = df[name]
+            if _is_text(s):
+                arrays.append(pa.array(s.astype("str"), type=pa.string(), from_pandas=True))
+            else:
+                arrays.append(pa.array(s, from_pandas=True))
+            names.append(str(name))
+        pq.write_table(pa.table(arrays, names=names), target)
+    else:
+        df.to_csv(target, sep=sep, index=False, na_rep="", quoting=csv.QUOTE_MINIMAL,
+                  lineterminator="\r\n" if _has_carriage_return(df) else "\n")
+
+
 def write_table(df: pd.DataFrame, path: str | Path, sep: str = ",") -> None:
     """Write CSV (or Parquet by suffix) atomically; missing cells as empty strings."""
-    if Path(path).suffix.lower() in (".parquet", ".pq"):
-        _atomic(path, lambda tmp: df.to_parquet(tmp, index=False))
-    else:
-        _atomic(path, lambda tmp: df.to_csv(tmp, sep=sep, index=False, na_rep=""))
+    _atomic(path, lambda tmp: write_frame(df, tmp, parquet=is_parquet(path), sep=sep))
 
 
 def write_text(text: str, path: str | Path) -> None:
