@@ -93,7 +93,7 @@ def _read_csv(path: Path, na: list[str], categorical: bool) -> pd.DataFrame:
                 columns = chunk.columns
                 for col in columns:
                     parts.setdefault(col, []).append(pd.Categorical(chunk[col]))
-    except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:
+    except (pd.errors.ParserError, UnicodeDecodeError, ValueError, OSError) as exc:
         lines = str(exc).strip().splitlines()
         raise DeidInputError(f"cannot read {str(path)!r}: {lines[-1] if lines else type(exc).__name__}") from None
     from pandas.api.types import union_categoricals
