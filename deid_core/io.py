@@ -155,22 +155,33 @@ def _is_text(s: pd.Series) -> bool:
     return isinstance(s.dtype, pd.CategoricalDtype) or s.dtype == object or pd.api.types.is_string_dtype(s.dtype)
 
 
-def _has_carriage_return(df: pd.DataFrame) -> bool:
-    """Whether a text cell holds ``\\r`` (categoricals: only the categories are scanned)."""
+def _text_values(df: pd.DataFrame) -> Iterable[pd.Series]:
+    """The distinct-ish text of each text column (categoricals: only the categories, no per-row work)."""
     for name in df.columns:
         s = df[name]
         if isinstance(s.dtype, pd.CategoricalDtype):
             s = pd.Series(s.cat.categories)
-        if _is_text(s) and s.astype("str").str.contains("\r", regex=False).any():
-            return True
-    return False
+        if _is_text(s):
+            yield s.dropna().astype("str")
+
+
+def _csv_layout(df: pd.DataFrame) -> dict[str, Any]:
+    """Line ending and quoting that let every text value read back unchanged.
+
+    Minimal quoting and ``\n`` normally. A value holding a carriage return needs ``\r\n`` line
+    ends (RFC 4180), which makes the CSV writer quote it; in a one-column table a blank or
+    whitespace-only value would be read as a blank line and skipped, so every cell is quoted.
+    """
+    values = list(_text_values(df))
+    crlf = any(v.str.contains("\r", regex=False).any() for v in values)
+    blank_line = len(df.columns) == 1 and any((v.str.strip() == "").any() for v in values)
+    return {"lineterminator": "\r\n" if crlf else "\n", "quoting": csv.QUOTE_ALL if blank_line else csv.QUOTE_MINIMAL}
 
 
 def write_frame(df: pd.DataFrame, target: str | Path, *, parquet: bool, sep: str = ",") -> None:
     """Write ``df`` to ``target`` (not atomic: see :func:`write_table`), text columns as exact text.
 
-    CSV: missing cells as empty strings, minimal quoting; when a value holds a carriage return the
-    lines end in ``\\r\\n`` (RFC 4180), so that the CSV writer quotes it and it reads back unchanged.
+    CSV: missing cells as empty strings, quoting and line ends from :func:`_csv_layout`.
     Parquet: every text column (categorical, object, string) as an Arrow ``string`` column.
     """
     if parquet:
@@ -187,8 +198,7 @@ def write_frame(df: pd.DataFrame, target: str | Path, *, parquet: bool, sep: str
             names.append(str(name))
         pq.write_table(pa.table(arrays, names=names), target)
     else:
-        df.to_csv(target, sep=sep, index=False, na_rep="", quoting=csv.QUOTE_MINIMAL,
-                  lineterminator="\r\n" if _has_carriage_return(df) else "\n")
+        df.to_csv(target, sep=sep, index=False, na_rep="", **_csv_layout(df))
 
 
 def write_table(df: pd.DataFrame, path: str | Path, sep: str = ",") -> None:
