@@ -77,7 +77,15 @@ def read_text_table(path: str | Path, missing: Sequence[str], *, categorical: bo
 
 
 def _read_csv(path: Path, na: list[str], categorical: bool) -> pd.DataFrame:
-    """``dtype=str`` with no default NA tokens: pandas infers nothing; categories are built per chunk."""
+    """``dtype=str`` with no default NA tokens: pandas infers nothing.
+
+    Categorical: each chunk of rows is dictionary-encoded by Arrow as it is parsed (int32 indices
+    and the chunk's distinct strings), and Arrow unifies the dictionaries when the columns become
+    pandas categoricals; only one chunk of strings is ever held. Categories are in order of first
+    appearance, whatever the chunking.
+    """
+    import pyarrow as pa
+
     header = _first_line(path)
     if not header:
         raise DeidInputError(f"cannot read {str(path)!r}: empty file")
@@ -86,21 +94,32 @@ def _read_csv(path: Path, na: list[str], categorical: bool) -> pd.DataFrame:
     try:
         if not categorical:
             return pd.read_csv(path, **options)
-        parts: dict[Any, list[pd.Categorical]] = {}
+        parts: dict[Any, list[pa.DictionaryArray]] = {}  # Arrow chunks per column
         columns: pd.Index | None = None
         with pd.read_csv(path, chunksize=CHUNK_ROWS, **options) as reader:
             for chunk in reader:
                 columns = chunk.columns
                 for col in columns:
-                    parts.setdefault(col, []).append(pd.Categorical(chunk[col]))
+                    parts.setdefault(col, []).extend(pa.chunked_array(pa.array(chunk[col], pa.large_string()))
+                                                     .dictionary_encode().chunks)
     except (pd.errors.ParserError, UnicodeDecodeError, ValueError, OSError) as exc:
         lines = str(exc).strip().splitlines()
         raise DeidInputError(f"cannot read {str(path)!r}: {lines[-1] if lines else type(exc).__name__}") from None
-    from pandas.api.types import union_categoricals
+    if columns is None:
+        return pd.DataFrame()
+    return pd.DataFrame({col: _categorical(parts.pop(col)) for col in columns})
 
-    # sorted categories: the same table whatever the chunking
-    return pd.DataFrame({col: union_categoricals(parts[col], sort_categories=True) for col in columns}
-                        if columns is not None else {})
+
+def _categorical(chunks: list) -> pd.Categorical:
+    """One pandas categorical from Arrow dictionary chunks (dictionaries unified, nulls -> code -1)."""
+    import numpy as np
+    import pyarrow as pa
+
+    unified = pa.chunked_array(chunks, type=pa.dictionary(pa.int32(), pa.large_string())).unify_dictionaries()
+    if unified.num_chunks == 0:  # a header without rows
+        return pd.Categorical([], categories=pd.Index([], dtype="str"))
+    codes = np.concatenate([c.indices.fill_null(-1).to_numpy() for c in unified.chunks])
+    return pd.Categorical.from_codes(codes, categories=pd.Index(unified.chunk(0).dictionary.to_pandas()))
 
 
 def _read_parquet(path: Path, na: list[str], categorical: bool) -> pd.DataFrame:

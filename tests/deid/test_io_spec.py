@@ -112,3 +112,20 @@ def test_hierarchy_csv_keeps_text_and_quoted_separators(tmp_path):
     (tmp_path / "bad.csv").write_bytes(b"\xff\xfe;*\n")
     with pytest.raises(DeidInputError, match="not UTF-8"):
         from_csv(tmp_path / "bad.csv")
+
+
+def test_categories_built_across_chunks(tmp_path, monkeypatch):
+    """Chunked reading (a small chunk here) gives the same values and categories as one chunk."""
+    import deid_core.io as dio
+
+    p = tmp_path / "c.csv"
+    p.write_text("zip,n\n02139,1\n,2\n02139,3\n00501,\n2139,5\nNA,6\n00501,7\n")
+    whole = read_table(p)
+    monkeypatch.setattr(dio, "CHUNK_ROWS", 2)
+    chunked = read_table(p)
+    pd.testing.assert_frame_equal(chunked, whole)
+    assert chunked["zip"].iloc[0] == "02139" and pd.isna(chunked["zip"].iloc[1])
+    assert chunked["zip"].tolist()[2:] == ["02139", "00501", "2139", "NA", "00501"]
+    assert list(chunked["zip"].cat.categories) == ["02139", "00501", "2139", "NA"]
+    (tmp_path / "h.csv").write_text("a,b\n")
+    assert read_table(tmp_path / "h.csv").shape == (0, 2)
