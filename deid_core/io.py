@@ -123,30 +123,42 @@ def _categorical(chunks: list) -> pd.Categorical:
 
 
 def _read_parquet(path: Path, na: list[str], categorical: bool) -> pd.DataFrame:
-    """Parquet via pyarrow: every column cast to string (nulls and float NaN missing), then to pandas."""
+    """Parquet via pyarrow, one batch of rows at a time: every column as text (:func:`_parquet_text`)."""
     import pyarrow as pa
-    import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    out = {}
     try:
-        table = pq.read_table(path)
-        for name in table.column_names:
-            col = table.column(name)
-            if pa.types.is_floating(col.type):
-                col = pc.if_else(pc.is_nan(col), pa.scalar(None, col.type), col)
-            if col.type != pa.string():
-                col = col.cast(pa.string())
-            if na:
-                col = pc.if_else(pc.is_in(col, value_set=pa.array(na, pa.string())), pa.scalar(None, pa.string()), col)
-            if categorical:
-                out[str(name)] = col.dictionary_encode().to_pandas().cat.remove_unused_categories()
-            else:
-                out[str(name)] = col.to_pandas().astype("str")
+        source = pq.ParquetFile(path)
+        names = [str(n) for n in source.schema_arrow.names]
+        parts: list[list[pa.Array]] = [[] for _ in names]
+        for batch in source.iter_batches(batch_size=CHUNK_ROWS):
+            for i, col in enumerate(batch.columns):
+                text = _parquet_text(col, na)
+                parts[i].append(text.dictionary_encode() if categorical else text)
     except (OSError, pa.ArrowException) as exc:
         lines = str(exc).strip().splitlines()
         raise DeidInputError(f"cannot read {str(path)!r}: {lines[0] if lines else type(exc).__name__}") from None
-    return pd.DataFrame(out)
+    columns = {}
+    for i in range(len(names)):
+        chunks, parts[i] = parts[i], []
+        columns[i] = (_categorical(chunks) if categorical
+                      else pa.chunked_array(chunks, type=pa.large_string()).to_pandas().astype("str"))
+    df = pd.DataFrame(columns)
+    df.columns = names
+    return df
+
+
+def _parquet_text(col, na: list[str]):
+    """One Parquet column chunk as Arrow text: float NaN -> null, Arrow's cast to string, ``na`` -> null."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if pa.types.is_floating(col.type):
+        col = pc.if_else(pc.is_nan(col), pa.scalar(None, col.type), col)
+    col = col.cast(pa.large_string())
+    if na:
+        col = pc.if_else(pc.is_in(col, value_set=pa.array(na, pa.large_string())), pa.scalar(None, pa.large_string()), col)
+    return col
 
 
 def _atomic(path: str | Path, write: Callable[[str], None]) -> None:

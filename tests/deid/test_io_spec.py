@@ -129,3 +129,21 @@ def test_categories_built_across_chunks(tmp_path, monkeypatch):
     assert list(chunked["zip"].cat.categories) == ["02139", "00501", "2139", "NA"]
     (tmp_path / "h.csv").write_text("a,b\n")
     assert read_table(tmp_path / "h.csv").shape == (0, 2)
+
+
+def test_parquet_read_in_batches(tmp_path, monkeypatch):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    import deid_core.io as dio
+
+    values = ["02139", None, "02139", "00501", "2139", "NA", "nan"]
+    pq.write_table(pa.table({"zip": pa.array(values), "x": pa.array([0.5, float("nan"), 1, 2, 3, 4, 5])}),
+                   tmp_path / "b.parquet", row_group_size=3)
+    whole = read_table(tmp_path / "b.parquet")
+    monkeypatch.setattr(dio, "CHUNK_ROWS", 2)
+    for categorical in (True, False):
+        df = read_table(tmp_path / "b.parquet", categorical=categorical)
+        assert [None if pd.isna(v) else v for v in df["zip"].astype(object)] == values
+        assert [None if pd.isna(v) else v for v in df["x"].astype(object)] == ["0.5", None, "1", "2", "3", "4", "5"]
+    pd.testing.assert_frame_equal(read_table(tmp_path / "b.parquet"), whole)
