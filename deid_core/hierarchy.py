@@ -10,6 +10,8 @@ seed 001 Prop. 3).
 """
 from __future__ import annotations
 
+import csv
+import io
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -112,17 +114,28 @@ def distinct_values(s: pd.Series) -> set[str]:
 # ---------------------------------------------------------------- loaders/builders
 
 def from_csv(path: str | Path, name: str = "") -> Hierarchy:
-    """ARX layout: no header, one row per value, one column per level, ``;`` detected."""
+    """ARX layout: no header, one row per value, one column per level, ``;`` detected.
+
+    Cells are kept as text exactly (``02139`` stays ``02139``, ``NA`` is a value); a cell holding the
+    separator may be quoted (RFC 4180 quoting, Python's :mod:`csv`); blank lines are skipped.
+    """
     path = Path(path)
     try:
-        with open(path, encoding="utf-8-sig") as fh:
-            lines = [ln.rstrip("\r\n") for ln in fh if ln.strip()]
+        with open(path, encoding="utf-8-sig", newline="") as fh:
+            text = fh.read()
     except OSError as exc:
         raise DeidInputError(f"cannot read hierarchy {str(path)!r}: {exc.strerror or exc}") from None
-    if not lines:
+    except UnicodeDecodeError:
+        raise DeidInputError(f"cannot read hierarchy {str(path)!r}: not UTF-8 text") from None
+    first = next((ln for ln in text.splitlines() if ln.strip()), "")
+    if not first:
         raise DeidInputError(f"hierarchy {str(path)!r} is empty")
-    sep = detect_separator(lines[0])
-    return Hierarchy([ln.split(sep) for ln in lines], name=name or path.stem)
+    try:
+        rows = [r for r in csv.reader(io.StringIO(text, newline=""), delimiter=detect_separator(first), strict=True)
+                if any(c.strip() for c in r)]
+    except csv.Error as exc:
+        raise DeidInputError(f"cannot read hierarchy {str(path)!r}: {exc}") from None
+    return Hierarchy(rows, name=name or path.stem)
 
 
 def _numbers(values: Sequence[str], name: str) -> np.ndarray:

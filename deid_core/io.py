@@ -1,11 +1,21 @@
 """Reading and writing tables: CSV (``,`` ``;`` or tab) and Parquet; atomic writes.
 
-Every column is read as strings (pandas ``category`` dtype: one code array per
-column, which keeps 10 million rows small) with ``keep_default_na=False`` so
-identifiers keep their leading zeros. Missing-value convention: a cell is
-missing when it equals one of ``missing_values`` (default: the empty string)
-or the suppression marker :data:`deid_core.spec.SUPPRESSED`; missing cells
-become ``NaN`` and are written back as the empty string.
+Every cell is read as the exact text of the file, with no type inference:
+``02139``, ``007`` and ``1.50`` keep their form, and ``NA``, ``null``,
+``None``, ``nan`` are ordinary text. Only the declared ``missing_values``
+(default: the empty string) and the suppression marker
+:data:`deid_core.spec.SUPPRESSED` are missing; missing cells become ``NaN``
+and are written back as the empty string. By default each column is a
+pandas ``category`` built from those strings (one small code array per
+column, which keeps 10 million rows small).
+
+Parquet columns are cast to text with Arrow's cast (Apache Arrow,
+"Compute functions", section "Conversions"): a string column keeps its text
+exactly (``007`` stays ``007``); a number has no leading zeros to keep, so
+an int64 ``7`` reads as ``"7"`` and a float ``7.0`` as ``"7"``; Parquet nulls
+and float NaN are missing. Tables are written back as text: CSV with
+minimal quoting (a value holding the separator, a quote or a line break is
+quoted), Parquet with every text column as an Arrow ``string`` column.
 """
 from __future__ import annotations
 
@@ -14,7 +24,7 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Sequence
 
 import pandas as pd
 
@@ -22,6 +32,8 @@ from .errors import DeidInputError
 from .spec import SUPPRESSED
 
 SEPARATORS = (",", ";", "\t")
+PARQUET_SUFFIXES = (".parquet", ".pq")
+CHUNK_ROWS = 1_000_000  # CSV rows parsed as strings at a time before they become categories
 
 
 def detect_separator(header: str) -> str:
@@ -29,6 +41,10 @@ def detect_separator(header: str) -> str:
     counts = {sep: header.count(sep) for sep in SEPARATORS}
     best = max(SEPARATORS, key=lambda s: counts[s])
     return best if counts[best] else ","
+
+
+def is_parquet(path: str | Path) -> bool:
+    return Path(path).suffix.lower() in PARQUET_SUFFIXES
 
 
 def _first_line(path: Path) -> str:
@@ -42,27 +58,20 @@ def _first_line(path: Path) -> str:
 
 
 def read_table(path: str | Path, missing_values: Iterable[str] = ("",), *, categorical: bool = True) -> pd.DataFrame:
-    """Read a CSV or Parquet file as string columns (categorical by default)."""
+    """Read a CSV or Parquet file as string columns (categorical by default); see the module docstring."""
+    return read_text_table(path, sorted(set(missing_values) | {SUPPRESSED}), categorical=categorical)
+
+
+def read_text_table(path: str | Path, missing: Sequence[str], *, categorical: bool) -> pd.DataFrame:
+    """Every column as text, exactly as stored; only cells equal to one of ``missing`` become ``NaN``.
+
+    Raises :class:`DeidInputError` (one line, ``cannot read <path>: <reason>``) for any unreadable file.
+    """
     path = Path(path)
-    na = sorted(set(missing_values) | {SUPPRESSED})
-    if path.suffix.lower() in (".parquet", ".pq"):
-        return _read_parquet(path, na, categorical)
-    header = _first_line(path)
-    if not header:
-        raise DeidInputError(f"cannot read {str(path)!r}: empty file")
-    sep = detect_separator(header)
-    try:
-        df = pd.read_csv(
-            path, sep=sep, dtype="category" if categorical else str, keep_default_na=False,
-            na_values=na, encoding="utf-8-sig", quoting=csv.QUOTE_MINIMAL,
-        )
-    except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:
-        raise DeidInputError(f"cannot parse {str(path)!r}: {str(exc).strip().splitlines()[-1]}") from None
-    if categorical:  # categories are strings even if pandas inferred them differently
-        for col in df.columns:
-            cats = df[col].cat.categories
-            if cats.dtype != object:
-                df[col] = df[col].cat.rename_categories([str(c) for c in cats])
+    if is_parquet(path):
+        df = _read_parquet(path, list(missing), categorical)
+    else:
+        df = _read_csv(path, list(missing), categorical)
     df.columns = [str(c) for c in df.columns]
     return df
 
@@ -74,23 +83,89 @@ def require_records(df: pd.DataFrame, name: str = "the input table") -> None:
         raise DeidInputError(f"{name} has no records (only a header line): nothing to assess or release")
 
 
-def _read_parquet(path: Path, na: list[str], categorical: bool) -> pd.DataFrame:
-    """Parquet via pyarrow: every column cast to string and dictionary-encoded (-> categorical)."""
+def _read_csv(path: Path, na: list[str], categorical: bool) -> pd.DataFrame:
+    """``dtype=str`` with no default NA tokens: pandas infers nothing.
+
+    Categorical: each chunk of rows is dictionary-encoded by Arrow as it is parsed (int32 indices
+    and the chunk's distinct strings), and Arrow unifies the dictionaries when the columns become
+    pandas categoricals; only one chunk of strings is ever held. Categories are in order of first
+    appearance, whatever the chunking.
+    """
     import pyarrow as pa
-    import pyarrow.compute as pc
+
+    header = _first_line(path)
+    if not header:
+        raise DeidInputError(f"cannot read {str(path)!r}: empty file")
+    options = dict(sep=detect_separator(header), dtype=str, keep_default_na=False, na_values=na,
+                   encoding="utf-8-sig", quoting=csv.QUOTE_MINIMAL)
+    try:
+        if not categorical:
+            return pd.read_csv(path, **options)
+        parts: dict[Any, list[pa.DictionaryArray]] = {}  # Arrow chunks per column
+        columns: pd.Index | None = None
+        with pd.read_csv(path, chunksize=CHUNK_ROWS, **options) as reader:
+            for chunk in reader:
+                columns = chunk.columns
+                for col in columns:
+                    parts.setdefault(col, []).extend(pa.chunked_array(pa.array(chunk[col], pa.large_string()))
+                                                     .dictionary_encode().chunks)
+    except (pd.errors.ParserError, UnicodeDecodeError, ValueError, OSError) as exc:
+        lines = str(exc).strip().splitlines()
+        raise DeidInputError(f"cannot read {str(path)!r}: {lines[-1] if lines else type(exc).__name__}") from None
+    if columns is None:
+        return pd.DataFrame()
+    return pd.DataFrame({col: _categorical(parts.pop(col)) for col in columns})
+
+
+def _categorical(chunks: list) -> pd.Categorical:
+    """One pandas categorical from Arrow dictionary chunks (dictionaries unified, nulls -> code -1)."""
+    import numpy as np
+    import pyarrow as pa
+
+    unified = pa.chunked_array(chunks, type=pa.dictionary(pa.int32(), pa.large_string())).unify_dictionaries()
+    if unified.num_chunks == 0:  # a header without rows
+        return pd.Categorical([], categories=pd.Index([], dtype="str"))
+    codes = np.concatenate([c.indices.fill_null(-1).to_numpy() for c in unified.chunks])
+    return pd.Categorical.from_codes(codes, categories=pd.Index(unified.chunk(0).dictionary.to_pandas()))
+
+
+def _read_parquet(path: Path, na: list[str], categorical: bool) -> pd.DataFrame:
+    """Parquet via pyarrow, one batch of rows at a time: every column as text (:func:`_parquet_text`)."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     try:
-        table = pq.read_table(path)
+        source = pq.ParquetFile(path)
+        names = [str(n) for n in source.schema_arrow.names]
+        parts: list[list[pa.Array]] = [[] for _ in names]
+        for batch in source.iter_batches(batch_size=CHUNK_ROWS):
+            for i, col in enumerate(batch.columns):
+                text = _parquet_text(col, na)
+                parts[i].append(text.dictionary_encode() if categorical else text)
     except (OSError, pa.ArrowException) as exc:
-        raise DeidInputError(f"cannot read {str(path)!r}: {exc}") from None
-    out = {}
-    for name, col in zip(table.column_names, table.columns):
-        col = col.cast(pa.string()) if col.type != pa.string() else col
-        col = pc.if_else(pc.is_in(col, value_set=pa.array(na, pa.string())), pa.scalar(None, pa.string()), col)
-        s = col.dictionary_encode().to_pandas() if categorical else col.to_pandas()
-        out[str(name)] = s.cat.remove_unused_categories() if categorical else s
-    return pd.DataFrame(out)
+        lines = str(exc).strip().splitlines()
+        raise DeidInputError(f"cannot read {str(path)!r}: {lines[0] if lines else type(exc).__name__}") from None
+    columns = {}
+    for i in range(len(names)):
+        chunks, parts[i] = parts[i], []
+        columns[i] = (_categorical(chunks) if categorical
+                      else pa.chunked_array(chunks, type=pa.large_string()).to_pandas().astype("str"))
+    df = pd.DataFrame(columns)
+    df.columns = names
+    return df
+
+
+def _parquet_text(col, na: list[str]):
+    """One Parquet column chunk as Arrow text: float NaN -> null, Arrow's cast to string, ``na`` -> null."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if pa.types.is_floating(col.type):
+        col = pc.if_else(pc.is_nan(col), pa.scalar(None, col.type), col)
+    col = col.cast(pa.large_string())
+    if na:
+        col = pc.if_else(pc.is_in(col, value_set=pa.array(na, pa.large_string())), pa.scalar(None, pa.large_string()), col)
+    return col
 
 
 def _atomic(path: str | Path, write: Callable[[str], None]) -> None:
@@ -114,12 +189,59 @@ def _atomic(path: str | Path, write: Callable[[str], None]) -> None:
         raise
 
 
+def _is_text(s: pd.Series) -> bool:
+    return isinstance(s.dtype, pd.CategoricalDtype) or s.dtype == object or pd.api.types.is_string_dtype(s.dtype)
+
+
+def _text_values(df: pd.DataFrame) -> Iterable[pd.Series]:
+    """The distinct-ish text of each text column (categoricals: only the categories, no per-row work)."""
+    for name in df.columns:
+        s = df[name]
+        if isinstance(s.dtype, pd.CategoricalDtype):
+            s = pd.Series(s.cat.categories)
+        if _is_text(s):
+            yield s.dropna().astype("str")
+
+
+def _csv_layout(df: pd.DataFrame) -> dict[str, Any]:
+    """Line ending and quoting that let every text value read back unchanged.
+
+    Minimal quoting and ``\n`` normally. A value holding a carriage return needs ``\r\n`` line
+    ends (RFC 4180), which makes the CSV writer quote it; in a one-column table a blank or
+    whitespace-only value would be read as a blank line and skipped, so every cell is quoted.
+    """
+    values = list(_text_values(df))
+    crlf = any(v.str.contains("\r", regex=False).any() for v in values)
+    blank_line = len(df.columns) == 1 and any((v.str.strip() == "").any() for v in values)
+    return {"lineterminator": "\r\n" if crlf else "\n", "quoting": csv.QUOTE_ALL if blank_line else csv.QUOTE_MINIMAL}
+
+
+def write_frame(df: pd.DataFrame, target: str | Path, *, parquet: bool, sep: str = ",") -> None:
+    """Write ``df`` to ``target`` (not atomic: see :func:`write_table`), text columns as exact text.
+
+    CSV: missing cells as empty strings, quoting and line ends from :func:`_csv_layout`.
+    Parquet: every text column (categorical, object, string) as an Arrow ``string`` column.
+    """
+    if parquet:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        arrays, names = [], []
+        for name in df.columns:
+            s = df[name]
+            if _is_text(s):
+                arrays.append(pa.array(s.astype("str"), type=pa.string(), from_pandas=True))
+            else:
+                arrays.append(pa.array(s, from_pandas=True))
+            names.append(str(name))
+        pq.write_table(pa.table(arrays, names=names), target)
+    else:
+        df.to_csv(target, sep=sep, index=False, na_rep="", **_csv_layout(df))
+
+
 def write_table(df: pd.DataFrame, path: str | Path, sep: str = ",") -> None:
     """Write CSV (or Parquet by suffix) atomically; missing cells as empty strings."""
-    if Path(path).suffix.lower() in (".parquet", ".pq"):
-        _atomic(path, lambda tmp: df.to_parquet(tmp, index=False))
-    else:
-        _atomic(path, lambda tmp: df.to_csv(tmp, sep=sep, index=False, na_rep=""))
+    _atomic(path, lambda tmp: write_frame(df, tmp, parquet=is_parquet(path), sep=sep))
 
 
 def write_text(text: str, path: str | Path) -> None:

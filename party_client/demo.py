@@ -320,10 +320,11 @@ def run_demo(out: str | None = None, rows: int = 300, force: bool = False) -> in
         fuzzy = run_fuzzy_step(registry, cohort, paths, folder)
         phase(6, "checking every result against plaintext; reading the key holder's audit log")
 
-        registry_ids = set(pd.read_csv(paths["registry"], dtype=str)["hcn"])
-        hospital_ids = set(pd.read_csv(paths["hospital"], dtype=str, keep_default_na=False)["hcn"].str.replace("-", ""))
+        from party_client.tables import read_table
+        registry_ids = set(read_table(paths["registry"])["hcn"])
+        hospital_ids = set(read_table(paths["hospital"])["hcn"].str.replace("-", ""))
         expected = len(hospital_ids & registry_ids)
-        west_ids = pd.read_csv(paths["west"], dtype=str)["hcn"]
+        west_ids = read_table(paths["west"])["hcn"]
         expected_west = {"registry": int(west_ids.isin(registry_ids).sum()),
                          "hospital": int(west_ids.isin(hospital_ids).sum())}
         report = json.loads(Path(released["report"]).read_text())

@@ -1,8 +1,11 @@
-"""Reading and writing the parties' tables (CSV or Parquet, via pandas/pyarrow)
-and the text files written next to them (rules files).
+"""Reading and writing the parties' tables (CSV or Parquet) and the text files
+written next to them (rules files).
 
-CSV is read as text (identifiers keep leading zeros; "NA" stays "NA") with
-the delimiter detected from the header line (comma, semicolon or tab).
+Tables are read and written by :mod:`deid_core.io`: every cell is the exact
+text of the file with no type inference (identifiers keep leading zeros;
+"NA", "null", "nan" stay text), the CSV delimiter is detected from the
+header line (comma, semicolon or tab). Here the empty string is the only
+missing value and stays ``""`` (a Parquet null reads as ``""`` too).
 Outputs are written to a temporary file in the target folder and renamed, so
 a failed run never leaves a partial file; inputs are only ever read.
 """
@@ -16,41 +19,25 @@ from pathlib import Path
 
 import pandas as pd
 
+from deid_core.errors import DeidInputError
+from deid_core.io import PARQUET_SUFFIXES, read_text_table, write_frame
 from party_client.errors import PartyError
 
-PARQUET_SUFFIXES = (".parquet", ".pq")
 TABLE_SUFFIXES = PARQUET_SUFFIXES + (".csv", ".txt", ".tsv")
 
 
-def _delimiter(header: str) -> str:
-    counts = {sep: header.count(sep) for sep in (",", ";", "\t")}
-    return max(counts, key=counts.get) if max(counts.values()) else ","
-
-
 def read_table(path: str | Path) -> pd.DataFrame:
+    """Every column as text (``str``), missing cells as ``""``."""
     path = Path(path)
     if not path.is_file():
         raise PartyError(f"input file {path} does not exist")
     try:
-        if path.suffix.lower() in PARQUET_SUFFIXES:
-            frame = pd.read_parquet(path)
-        else:
-            with open(path, encoding="utf-8-sig") as source:
-                header = source.readline()
-            if not header.strip():
-                raise PartyError(f"{path} is empty (no header line)")
-            frame = pd.read_csv(path, sep=_delimiter(header), dtype=str, keep_default_na=False,
-                                encoding="utf-8-sig")
-    except PartyError:
-        raise
-    except UnicodeDecodeError:
-        raise PartyError(f"{path} is not UTF-8 text") from None
-    except Exception as error:  # pandas/pyarrow parse errors: one line for the user
-        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise PartyError(f"cannot read {path}: {first}") from None
+        frame = read_text_table(path, missing=(), categorical=False)
+    except DeidInputError as error:
+        raise PartyError(str(error)) from None
     if frame.columns.duplicated().any():
         raise PartyError(f"{path} has duplicate column names")
-    return frame
+    return frame.fillna("")
 
 
 def require_records(frame: pd.DataFrame, source: object = "the input", id_column: str | None = None) -> None:
@@ -105,10 +92,7 @@ def _atomic(path: str | Path) -> Iterator[str]:
 def write_table(frame: pd.DataFrame, path: str | Path) -> None:
     """Write atomically: a temporary file in the same folder, then rename."""
     with _atomic(path) as temporary:
-        if Path(path).suffix.lower() in PARQUET_SUFFIXES:
-            frame.to_parquet(temporary, index=False)
-        else:
-            frame.to_csv(temporary, index=False)
+        write_frame(frame, temporary, parquet=Path(path).suffix.lower() in PARQUET_SUFFIXES)
 
 
 def write_text(text: str, path: str | Path) -> None:

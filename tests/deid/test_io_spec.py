@@ -70,3 +70,80 @@ def test_spec_minimal_form_from_issue(tmp_path):
     assert a.attack["k_equivalent"] == 20 and not a.attack["meets_threshold"]  # public, 0.05: 1/2 is too high
     b = dc.assess(df, spec, levels={"age": 3})
     assert b.output["age"].astype(str).tolist() == ["20-39", "90+"] and b.summary["k_min"] == 1
+
+
+def test_parquet_types_read_as_their_text(tmp_path):
+    """A string column keeps its text (``007``); a number has no leading zeros to keep (int 7 -> ``7``)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"code": pa.array(["007", "NA", None]), "n": pa.array([7, 10, None], pa.int64()),
+                             "x": pa.array([7.0, float("nan"), 0.5]), "flag": pa.array([True, False, None])}),
+                   tmp_path / "t.parquet")
+    for categorical in (True, False):
+        df = read_table(tmp_path / "t.parquet", categorical=categorical)
+        rows = [[None if pd.isna(v) else v for v in r] for r in df.astype(object).itertuples(index=False)]
+        assert rows == [["007", "7", "7", "true"], ["NA", "10", None, "false"], [None, None, "0.5", None]]
+
+
+def test_na_like_words_are_text_and_written_back_exactly(tmp_path):
+    words = ["NA", "null", "None", "nan", "N/A", "NaN", "#N/A", "<NA>", "1.0", "TRUE"]
+    p = tmp_path / "w.csv"
+    p.write_text("a;b\n" + "".join(f"{w};0{i}\n" for i, w in enumerate(words)))
+    df = read_table(p)
+    assert df["a"].tolist() == words and df["b"].tolist() == [f"0{i}" for i in range(len(words))]
+    write_table(df, tmp_path / "o.csv", sep=";")
+    assert (tmp_path / "o.csv").read_text() == p.read_text()
+
+
+def test_one_column_table_keeps_blank_values(tmp_path):
+    df = pd.DataFrame({"a": ["x", None, " ", "y\r"]})
+    write_table(df, tmp_path / "o.csv")
+    assert read_table(tmp_path / "o.csv")["a"].astype(object).where(lambda s: s.notna(), None).tolist() == ["x", None, " ", "y\r"]
+
+
+def test_hierarchy_csv_keeps_text_and_quoted_separators(tmp_path):
+    from deid_core.hierarchy import from_csv
+
+    p = tmp_path / "h.csv"
+    p.write_text('02139;021**;*\n"a;b";NA;*\n\n007;00*;*\n')
+    h = from_csv(p)
+    assert h.rows() == [["02139", "021**", "*"], ["a;b", "NA", "*"], ["007", "00*", "*"]]
+    (tmp_path / "bad.csv").write_bytes(b"\xff\xfe;*\n")
+    with pytest.raises(DeidInputError, match="not UTF-8"):
+        from_csv(tmp_path / "bad.csv")
+
+
+def test_categories_built_across_chunks(tmp_path, monkeypatch):
+    """Chunked reading (a small chunk here) gives the same values and categories as one chunk."""
+    import deid_core.io as dio
+
+    p = tmp_path / "c.csv"
+    p.write_text("zip,n\n02139,1\n,2\n02139,3\n00501,\n2139,5\nNA,6\n00501,7\n")
+    whole = read_table(p)
+    monkeypatch.setattr(dio, "CHUNK_ROWS", 2)
+    chunked = read_table(p)
+    pd.testing.assert_frame_equal(chunked, whole)
+    assert chunked["zip"].iloc[0] == "02139" and pd.isna(chunked["zip"].iloc[1])
+    assert chunked["zip"].tolist()[2:] == ["02139", "00501", "2139", "NA", "00501"]
+    assert list(chunked["zip"].cat.categories) == ["02139", "00501", "2139", "NA"]
+    (tmp_path / "h.csv").write_text("a,b\n")
+    assert read_table(tmp_path / "h.csv").shape == (0, 2)
+
+
+def test_parquet_read_in_batches(tmp_path, monkeypatch):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    import deid_core.io as dio
+
+    values = ["02139", None, "02139", "00501", "2139", "NA", "nan"]
+    pq.write_table(pa.table({"zip": pa.array(values), "x": pa.array([0.5, float("nan"), 1, 2, 3, 4, 5])}),
+                   tmp_path / "b.parquet", row_group_size=3)
+    whole = read_table(tmp_path / "b.parquet")
+    monkeypatch.setattr(dio, "CHUNK_ROWS", 2)
+    for categorical in (True, False):
+        df = read_table(tmp_path / "b.parquet", categorical=categorical)
+        assert [None if pd.isna(v) else v for v in df["zip"].astype(object)] == values
+        assert [None if pd.isna(v) else v for v in df["x"].astype(object)] == ["0.5", None, "1", "2", "3", "4", "5"]
+    pd.testing.assert_frame_equal(read_table(tmp_path / "b.parquet"), whole)
