@@ -14,24 +14,15 @@ import warnings
 from pathlib import Path
 from typing import Callable, Sequence
 
+from common.cli import HelpFormatter
 from .errors import DeidInputError
 
 EXIT_BAD_INPUT = 2
 
 
-class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
-    """Option help ends with the option's default (when it has one); descriptions keep their lines."""
-
-    def _get_help_string(self, action: argparse.Action) -> str:
-        text = action.help or ""
-        if "%(default)" in text or action.required or action.default in (None, False, argparse.SUPPRESS):
-            return text
-        return f"{text} (default: %(default)s)"
-
-
 class _Parser(argparse.ArgumentParser):
     def __init__(self, *args, **kwargs) -> None:
-        kwargs.setdefault("formatter_class", _HelpFormatter)
+        kwargs.setdefault("formatter_class", HelpFormatter)
         super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> None:  # one line, exit 2 (argparse prints the whole usage)

@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
+from common.cli import HelpFormatter
 from keyholder import pki
 from keyholder.server import TlsFiles, is_loopback, split_address, start
 from keyholder.limits import add_limit_options, limits_from_args
@@ -32,16 +33,6 @@ STOP_SECONDS = 4.5      # SIGTERM/SIGINT: calls under way get this long, then th
 
 class UsageError(Exception):
     """Bad input: reported as one line, exit status 2."""
-
-
-class HelpFormatter(argparse.RawDescriptionHelpFormatter):
-    """Option help ends with the option's default (when it has one); descriptions keep their lines."""
-
-    def _get_help_string(self, action: argparse.Action) -> str:
-        text = action.help or ""
-        if "%(default)" in text or action.required or action.default in (None, False, argparse.SUPPRESS):
-            return text
-        return f"{text} (default: %(default)s)"
 
 
 class OneLineParser(argparse.ArgumentParser):

@@ -11,6 +11,7 @@ import json
 import logging
 import sys
 
+from common.cli import HelpFormatter
 from party_client.errors import PartyError
 from party_client.transport import FIRST_CONTACT_SECONDS, RETRY_WINDOW_SECONDS, KeyHolderUnavailable
 
@@ -19,16 +20,6 @@ log = logging.getLogger("party")
 
 class UsageError(PartyError):
     pass
-
-
-class HelpFormatter(argparse.RawDescriptionHelpFormatter):
-    """Option help ends with the option's default (when it has one); descriptions keep their lines."""
-
-    def _get_help_string(self, action: argparse.Action) -> str:
-        text = action.help or ""
-        if "%(default)" in text or action.required or action.default in (None, False, argparse.SUPPRESS):
-            return text
-        return f"{text} (default: %(default)s)"
 
 
 class OneLineParser(argparse.ArgumentParser):

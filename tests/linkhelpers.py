@@ -129,3 +129,40 @@ def make_party(server: KeyHolderProcess, folder: Path, name: str | None = None) 
     return directory, name
 
 
+
+
+def join_with_interrupted_key_holder(server: KeyHolderProcess, tmp_path: Path, seed: int,
+                                     interrupt, key_bits: int):
+    """A real join (80 × 200 rows, 16-row batches) whose key holder is interrupted by ``interrupt()``
+    right after the holder's third batch; returns (querier, holder, result, batches submitted)."""
+    import threading
+
+    from party_client import Party
+    from test_linking import tables
+
+    (qdir, _), (hdir, hname) = make_party(server, tmp_path), make_party(server, tmp_path)
+    querier, holder = tables(seed, n=80, m=200, overlap=50)
+    serving = Party(hdir, progress=False).holder(holder, "health_no", ["cost"])
+    serving.options.batch_rows = 16
+    submitted: list[int] = []
+    original_call = serving.connection.call
+
+    def call(method, request, timeout=60.0):
+        reply = original_call(method, request, timeout)
+        if method == "SubmitComparisons":
+            submitted.append(request.seq)
+            if len(submitted) == 3:   # the querier waits in WaitRound, the holder is mid-submission
+                interrupt()
+        return reply
+    serving.connection.call = call
+
+    stop = threading.Event()
+    thread = threading.Thread(target=serving.serve, kwargs={"once": False, "poll_seconds": 0.5,
+                                                            "stop": stop.is_set}, daemon=True)
+    thread.start()
+    try:
+        result = Party(qdir, progress=False).join(hname, querier, "hcn", key_bits=key_bits, timeout=300)
+    finally:
+        stop.set()
+        thread.join(timeout=60)
+    return querier, holder, result, submitted

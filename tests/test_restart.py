@@ -9,8 +9,7 @@ import time
 
 import pandas as pd
 
-from linkhelpers import TEST_KEY_BITS, make_party, party_cmd, run_party
-from party_client import Party
+from linkhelpers import TEST_KEY_BITS, join_with_interrupted_key_holder, make_party, party_cmd, run_party
 from test_linking import canonical, plaintext_join, tables
 
 
@@ -40,32 +39,11 @@ def test_restart_between_query_and_holder(fresh_keyholder, tmp_path):
 
 def test_restart_during_comparisons(fresh_keyholder, tmp_path):
     server = fresh_keyholder()
-    (qdir, _), (hdir, hname) = make_party(server, tmp_path), make_party(server, tmp_path)
-    querier, holder = tables(8, n=80, m=200, overlap=50)
-    holder_party = Party(hdir, progress=False)
-    serving = holder_party.holder(holder, "health_no", ["cost"])
-    serving.options.batch_rows = 16
-    submitted = []
-    original_call = serving.connection.call
 
-    def call(method, request, timeout=60.0):
-        reply = original_call(method, request, timeout)
-        if method == "SubmitComparisons":
-            submitted.append(request.seq)
-            if len(submitted) == 3:                       # kill K after the third batch, restart it soon
-                server.stop(kill=True)
-                threading.Timer(1.5, server.start).start()
-        return reply
-    serving.connection.call = call
-
-    stop = threading.Event()
-    thread = threading.Thread(target=serving.serve, kwargs={"once": False, "poll_seconds": 0.5,
-                                                            "stop": stop.is_set}, daemon=True)
-    thread.start()
-    try:
-        result = Party(qdir, progress=False).join(hname, querier, "hcn", key_bits=TEST_KEY_BITS, timeout=300)
-    finally:
-        stop.set()
-        thread.join(timeout=60)
+    def interrupt():                                      # kill K after the third batch, restart it soon
+        server.stop(kill=True)
+        threading.Timer(1.5, server.start).start()
+    querier, holder, result, submitted = join_with_interrupted_key_holder(server, tmp_path, 8, interrupt,
+                                                                          TEST_KEY_BITS)
     assert len(submitted) >= 13                           # 200 rows / 16 per batch, all went through
     assert canonical(result.frame) == canonical(plaintext_join(querier, holder, ["cost"]))

@@ -6,7 +6,7 @@ import signal
 import threading
 import time
 
-from linkhelpers import TEST_KEY_BITS, make_party
+from linkhelpers import TEST_KEY_BITS, join_with_interrupted_key_holder, make_party
 from party_client import Party
 from test_linking import canonical, plaintext_join, tables
 
@@ -20,32 +20,13 @@ def _stop_and_time(server, signum: int) -> float:
 
 def test_sigterm_mid_round_stops_within_5s_and_restart_resumes(fresh_keyholder, tmp_path):
     server = fresh_keyholder()
-    (qdir, _), (hdir, hname) = make_party(server, tmp_path), make_party(server, tmp_path)
-    querier, holder = tables(9, n=80, m=200, overlap=50)
-    serving = Party(hdir, progress=False).holder(holder, "health_no", ["cost"])
-    serving.options.batch_rows = 16
-    submitted, stopped_in = [], []
-    original_call = serving.connection.call
+    stopped_in = []
 
-    def call(method, request, timeout=60.0):
-        reply = original_call(method, request, timeout)
-        if method == "SubmitComparisons":
-            submitted.append(request.seq)
-            if len(submitted) == 3:   # the querier waits in WaitRound, the holder is mid-submission
-                stopped_in.append(_stop_and_time(server, signal.SIGTERM))
-                threading.Timer(1.0, server.start).start()
-        return reply
-    serving.connection.call = call
-
-    stop = threading.Event()
-    thread = threading.Thread(target=serving.serve, kwargs={"once": False, "poll_seconds": 0.5,
-                                                            "stop": stop.is_set}, daemon=True)
-    thread.start()
-    try:
-        result = Party(qdir, progress=False).join(hname, querier, "hcn", key_bits=TEST_KEY_BITS, timeout=300)
-    finally:
-        stop.set()
-        thread.join(timeout=60)
+    def interrupt():
+        stopped_in.append(_stop_and_time(server, signal.SIGTERM))
+        threading.Timer(1.0, server.start).start()
+    querier, holder, result, submitted = join_with_interrupted_key_holder(server, tmp_path, 9, interrupt,
+                                                                          TEST_KEY_BITS)
     assert stopped_in and stopped_in[0] < 5.0, stopped_in
     log = server.log_path.read_text()
     assert "SIGTERM received: stopping" in log and "keyholder INFO stopped" in log

@@ -73,7 +73,7 @@ def main() -> None:
     add("login_ip", "ip", lambda i: ".".join(str(r.randrange(1, 255)) for _ in range(4)))
     add("ipv6", "ip", lambda i: "2001:db8:" + ":".join(f"{r.randrange(65536):x}" for _ in range(3)) + "::1")
     add("dob", "date", lambda i: birth().isoformat())
-    add("admitted_us", "date", lambda i: (d := birth()).strftime("%m/%d/%Y"))
+    add("admitted_us", "date", lambda i: birth().strftime("%m/%d/%Y"))
     add("discharged_eu", "date", lambda i: birth().strftime("%d.%m.%Y"))
     add("seen_at", "date", lambda i: f"{birth().isoformat()} {r.randrange(24):02d}:{r.randrange(60):02d}")
     add("procedure_on", "date", lambda i: birth().strftime("%B %d, %Y"))
