@@ -174,6 +174,24 @@ def _as_text(s: pd.Series) -> pd.Series:
     return s.astype(object).where(s.notna(), "")
 
 
+#: A report shows an original value only when at least this many records hold it: an example must not
+#: disclose a rare value (a unique date of birth is a person's quasi-identifier).
+EXAMPLE_MIN_RECORDS = 5
+
+
+def release_example(before: pd.Series, after: pd.Series, held: pd.Series) -> dict[str, str]:
+    """The most frequent change before → after; a rare original value (held by fewer than
+    :data:`EXAMPLE_MIN_RECORDS` records of the input) is not shown, only what it became."""
+    pairs = pd.DataFrame({"before": before, "after": after})
+    counts = pairs.value_counts().reset_index().sort_values(["count", "before"], ascending=[False, True])
+    top = counts.iloc[0]
+    if int(held.get(top["before"], 0)) >= EXAMPLE_MIN_RECORDS:
+        return {"before": str(top["before"]), "after": str(top["after"])}
+    return {"before": f"(held by fewer than {EXAMPLE_MIN_RECORDS} records: not shown)", "after": str(top["after"]),
+            "withheld": True}
+
+
+
 def column_fates(source: pd.DataFrame, output: pd.DataFrame, spec: Spec, policy: Policy) -> list[dict]:
     """Per input column: its role and exactly what happened to it in the release.
 
@@ -207,10 +225,7 @@ def column_fates(source: pd.DataFrame, output: pd.DataFrame, spec: Spec, policy:
                         generalized_from=generalize[-1]["from"], generalized_to=generalize[-1]["to"])
         masked = any(a["op"] in ("pseudonymize", "randomize", "blank") for a in actions)
         if changed.any() and role != "direct" and not masked:
-            pairs = pd.DataFrame({"before": before[changed], "after": after[changed]})
-            counts = pairs.value_counts().reset_index().sort_values(["count", "before"], ascending=[False, True])
-            top = counts.iloc[0]
-            fate["example"] = {"before": str(top["before"]), "after": str(top["after"])}
+            fate["example"] = release_example(before[changed], after[changed], before.value_counts())
         if not actions and not changed.any() and not suppressed.any():
             fate.update(fate="kept", text="Kept as it is.")
         else:
