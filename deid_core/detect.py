@@ -173,6 +173,11 @@ def column_findings(values: pd.Series, column: str) -> list[Finding]:
                   & compact.str.count(r"\d").ge(2) & ~full(_ICD10) & ~date & ~ip)
         if share(serial) >= 0.9 and d_ratio >= 0.5:
             found["serial"] = share(serial)
+    else:  # too few values to judge uniqueness: distinct digit strings of 9+ digits are identifiers anyway
+        digits = v.str.replace(r"[\s-]", "", regex=True)
+        long_ids = full(r"\d[\d\s-]*\d") & digits.str.len().ge(9) & ~date
+        if share(long_ids) >= 0.9 and len(v) == n and "zip5" not in found:
+            found["long_digits"] = share(long_ids)
     _names(v, w, n, d_ratio, found)
     if unique_enough and d_ratio >= 0.8:
         wordy = v.str.count(r"(?:^|\s)[A-Za-z]{2,}\b").ge(3)

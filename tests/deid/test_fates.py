@@ -157,3 +157,11 @@ def test_detector_precision_and_recall_on_the_labelled_table():
         tp = sum(labels[c] == kind and predicted[c] == kind for c in table.columns)
         assert tp / sum(predicted[c] == kind for c in table.columns) >= 0.9
         assert tp / sum(labels[c] == kind for c in table.columns) >= 0.9
+
+
+def test_a_small_table_does_not_hide_a_long_digit_identifier():
+    """Two rows say nothing about uniqueness, but distinct 10-digit numbers are still record numbers."""
+    from deid_core.detect import column_findings
+    found = column_findings(pd.Series(["1234567890", "2234567891"]), "patient_id")
+    assert [f.kind for f in found] == ["long_digits"]
+    assert column_findings(pd.Series(["0389", "250"]), "dx") == []           # short codes are not identifiers
