@@ -309,15 +309,18 @@ class Party:
 
     def hold(self, data, id_column: str | None = None, release_columns: list[str] | None = None, *,
              once: bool = True, poll_seconds: float = 20.0, on_ready: Callable[[], None] | None = None,
-             on_served: Callable[[dict], None] | None = None, **options) -> list[dict]:
+             on_served: Callable[[dict], None] | None = None, concurrency: int | None = None,
+             **options) -> list[dict]:
         """Serve the rounds addressed to us; returns what each served round cost (rows, comparisons,
         blocked rules: candidate pairs per pass), which only the holder knows.  ``on_ready`` is
-        called once the table's keys are ready, ``on_served`` with each round's summary as it ends."""
+        called once the table's keys are ready, ``on_served`` with each round's summary as it ends;
+        ``concurrency`` rounds are served at once (default: one per core; lookups in a lane of their own)."""
         holder = self.holder(data, id_column, release_columns, **options)
         try:
             if on_ready is not None:
                 on_ready()
-            return holder.serve(once=once, poll_seconds=poll_seconds, on_served=on_served)
+            return holder.serve(once=once, poll_seconds=poll_seconds, on_served=on_served,
+                                concurrency=concurrency)
         finally:
             holder.connection.close()
 
