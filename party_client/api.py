@@ -274,12 +274,26 @@ class Party:
                         session = connection.call("GetSession", pb.SessionRef(session_id=saved.session_id))
                     except KeyHolderRefusal:
                         session = None
+
+                def fresh() -> tuple[pb.SessionInfo, LookupSession]:
+                    opened = querier.open_session("lookup", holder, options, ttl=session_ttl, keys=keys)
+                    kept = LookupSession(opened.session_id, os.urandom(32), plan.buckets, key_bits,
+                                         opened.expires_at)
+                    state.save(holder, kept)
+                    return opened, kept
                 if session is None or session.status != pb.OPEN:
-                    session = querier.open_session("lookup", holder, options, ttl=session_ttl, keys=keys)
-                    saved = LookupSession(session.session_id, os.urandom(32), plan.buckets,
-                                          key_bits, session.expires_at)
-                    state.save(holder, saved)
-                outcome = querier.run(session, keys, options, lookup_secret=saved.secret)
+                    session, saved = fresh()
+                try:
+                    outcome = querier.run(session, keys, options, lookup_secret=saved.secret)
+                except KeyHolderRefusal as refusal:
+                    # K's round cap per session: the query was not relayed; continue in a fresh session
+                    # (a new secret: the ledger below warns if the holder could intersect buckets).
+                    if refusal.code != "RESOURCE_EXHAUSTED" or not session.rounds or connection.call(
+                            "GetSession", pb.SessionRef(session_id=session.session_id)).rounds != session.rounds:
+                        raise
+                    querier.close(session.session_id)
+                    session, saved = fresh()
+                    outcome = querier.run(session, keys, options, lookup_secret=saved.secret)
             combined = state.record(values, session.session_id, plan.buckets, population)
         finally:
             state.close()

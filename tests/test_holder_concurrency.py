@@ -14,8 +14,9 @@ import time
 
 import pandas as pd
 
-from linkhelpers import TEST_KEY_BITS, party_cmd
-from test_linking import canonical, plaintext_join, tables
+from linkhelpers import TEST_KEY_BITS, make_party, party_cmd
+from party_client import Party
+from test_linking import _serve_in_thread, canonical, plaintext_join, tables
 
 
 def _lines(stream, sink: queue.Queue) -> None:
@@ -90,3 +91,25 @@ def test_lookups_are_served_while_a_large_join_is_compared(keyholder, parties, t
         assert found["hcn"].tolist() == frame["hcn"].tolist()
         assert found["matched"].tolist() == [str(v in present) for v in frame["hcn"]]
         assert "True" in found["matched"].tolist()
+
+
+def test_a_lookup_session_full_of_rounds_is_replaced(fresh_keyholder, tmp_path):
+    """K caps the rounds of a session (here 2): the next lookup continues in a fresh session."""
+    server = fresh_keyholder(extra=("--max-rounds", "2"))
+    (qdir, _), (hdir, hname) = make_party(server, tmp_path), make_party(server, tmp_path)
+    querier, holder = tables(3, n=20, m=30, overlap=10)
+    q = Party(qdir, progress=False)
+    stop = threading.Event()
+    thread = _serve_in_thread(Party(hdir, progress=False), holder, [], stop)
+    expected = plaintext_join(querier, holder, [])
+    try:
+        reports = []
+        for _ in range(3):
+            found = q.lookup(hname, querier.iloc[4:7], "hcn", population=50_000, key_bits=TEST_KEY_BITS)
+            assert found.frame["matched"].tolist() == expected["matched"].iloc[4:7].tolist()
+            reports.append(found.report)
+    finally:
+        stop.set()
+        thread.join(timeout=30)
+    assert reports[0]["session_id"] == reports[1]["session_id"] != reports[2]["session_id"]
+    assert [r["session_rounds"] for r in reports] == [1, 2, 1]
