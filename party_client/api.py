@@ -274,12 +274,26 @@ class Party:
                         session = connection.call("GetSession", pb.SessionRef(session_id=saved.session_id))
                     except KeyHolderRefusal:
                         session = None
+
+                def fresh() -> tuple[pb.SessionInfo, LookupSession]:
+                    opened = querier.open_session("lookup", holder, options, ttl=session_ttl, keys=keys)
+                    kept = LookupSession(opened.session_id, os.urandom(32), plan.buckets, key_bits,
+                                         opened.expires_at)
+                    state.save(holder, kept)
+                    return opened, kept
                 if session is None or session.status != pb.OPEN:
-                    session = querier.open_session("lookup", holder, options, ttl=session_ttl, keys=keys)
-                    saved = LookupSession(session.session_id, os.urandom(32), plan.buckets,
-                                          key_bits, session.expires_at)
-                    state.save(holder, saved)
-                outcome = querier.run(session, keys, options, lookup_secret=saved.secret)
+                    session, saved = fresh()
+                try:
+                    outcome = querier.run(session, keys, options, lookup_secret=saved.secret)
+                except KeyHolderRefusal as refusal:
+                    # K's round cap per session: the query was not relayed; continue in a fresh session
+                    # (a new secret: the ledger below warns if the holder could intersect buckets).
+                    if refusal.code != "RESOURCE_EXHAUSTED" or not session.rounds or connection.call(
+                            "GetSession", pb.SessionRef(session_id=session.session_id)).rounds != session.rounds:
+                        raise
+                    querier.close(session.session_id)
+                    session, saved = fresh()
+                    outcome = querier.run(session, keys, options, lookup_secret=saved.secret)
             combined = state.record(values, session.session_id, plan.buckets, population)
         finally:
             state.close()
@@ -309,15 +323,18 @@ class Party:
 
     def hold(self, data, id_column: str | None = None, release_columns: list[str] | None = None, *,
              once: bool = True, poll_seconds: float = 20.0, on_ready: Callable[[], None] | None = None,
-             on_served: Callable[[dict], None] | None = None, **options) -> list[dict]:
+             on_served: Callable[[dict], None] | None = None, concurrency: int | None = None,
+             **options) -> list[dict]:
         """Serve the rounds addressed to us; returns what each served round cost (rows, comparisons,
         blocked rules: candidate pairs per pass), which only the holder knows.  ``on_ready`` is
-        called once the table's keys are ready, ``on_served`` with each round's summary as it ends."""
+        called once the table's keys are ready, ``on_served`` with each round's summary as it ends;
+        ``concurrency`` rounds are served at once (default: one per core; lookups in a lane of their own)."""
         holder = self.holder(data, id_column, release_columns, **options)
         try:
             if on_ready is not None:
                 on_ready()
-            return holder.serve(once=once, poll_seconds=poll_seconds, on_served=on_served)
+            return holder.serve(once=once, poll_seconds=poll_seconds, on_served=on_served,
+                                concurrency=concurrency)
         finally:
             holder.connection.close()
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 
 from common.cli import HelpFormatter
@@ -68,7 +69,8 @@ def cmd_hold(args) -> int:
                         poll_seconds=args.poll_seconds, id_type=args.id_type, rules=args.rules,
                         allow_fast_blinding=args.allow_fast_blinding,
                         allowed_queriers=_columns(args.allow_querier) or None,
-                        on_ready=None if args.once else waiting, on_served=None if args.once else served_one)
+                        on_ready=None if args.once else waiting, on_served=None if args.once else served_one,
+                        concurrency=args.concurrency)
     print(f"served {len(served)} round(s)")
     if args.once:                             # polling printed each round as it was served
         for summary in served:
@@ -262,6 +264,9 @@ def build_parser() -> argparse.ArgumentParser:
                       help="honour a querier's request for 128-bit blinding (16x faster; a querier "
                            "colluding with the key holder could then test guesses of non-matching ids)")
     hold.add_argument("--allow-querier", help="comma-separated querier names (default: any)")
+    hold.add_argument("--concurrency", type=int, default=os.cpu_count() or 1, metavar="N",
+                      help="rounds served at once, one per core by default; lookups get a lane of their own "
+                           "of the same width, so they never wait behind a join")
     hold.set_defaults(run=cmd_hold)
 
     for mode in ("join", "dedup", "lookup"):

@@ -22,8 +22,10 @@ import json
 import logging
 import os
 import secrets
+import threading
 import time
-from collections import defaultdict, deque
+from collections import OrderedDict, defaultdict, deque
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field as dataclass_field
 from typing import Callable, Iterator
 
@@ -38,7 +40,7 @@ from party_client.encrypt_worker import MIN_ITEMS_FOR_WORKERS, encrypt_in_worker
 from party_client.errors import PartyError
 from party_client.identity import PartyDir
 from party_client.keys import HolderKeys, QuerierKeys
-from party_client.paillier import (Encryptor, PublicKey, blinded_comparison, blinding_factor,
+from party_client.paillier import (Encryptor, PublicKey, _release_gil, blinded_comparison, blinding_factor,
                                    negated_generator_power, worker_pool)
 from party_client.progress import bar, tqdm_rows
 from party_client.seal import SessionCipher, open_records, seal_records
@@ -53,6 +55,8 @@ MODE_NAMES = {value: name for name, value in MODES.items()}
 CIPHERTEXTS_PER_RECORD = 2048
 CUCKOO_ATTEMPTS = 8
 LOOKUP_DECLARED = 1 << 16
+BUSY_POLL_SECONDS = 1.0     # a busy holder checks for new rounds this often
+LOOKUP_INDEX_ROWS = 2_000_000   # rows' encodings kept across the cached lookup indexes (~256 B each)
 
 
 class HolderTimeout(PartyError):
@@ -493,11 +497,24 @@ class HolderData:
                          for row in released.itertuples(index=False, name=None)] if release_columns else None
         self.longest_payload = max((len(pb.RowAttachment(values=v).SerializeToString()) for v in self.payloads),
                                    default=0) if self.payloads else 0
-        self._bucket_cache: dict[str, tuple[int, dict[int, list[int]], dict[int, bytes]]] = {}
+        self._bucket_cache: OrderedDict[str, tuple[int, dict[int, list[int]], dict[int, bytes]]] = OrderedDict()
+        self._bucket_lock = threading.Lock()
+        self._bucket_sessions = 1
+
+    def keep_lookup_indexes(self, sessions: int) -> None:
+        """Cache the lookup indexes of up to ``sessions`` sessions (rounds served at once), within
+        ``LOOKUP_INDEX_ROWS`` rows in all (a million-row holder keeps two)."""
+        self._bucket_sessions = max(1, min(sessions, LOOKUP_INDEX_ROWS // max(1, len(self.rows))))
 
     def bucket_index(self, session_id: str, secret: bytes, buckets: int,
                      modulus_bits: int) -> tuple[dict[int, list[int]], dict[int, bytes]]:
-        """Rows per lookup bucket for this session's secret, cached across its rounds."""
+        """Rows per lookup bucket for this session's secret, cached across its rounds (least
+        recently used sessions dropped first; one build at a time)."""
+        with self._bucket_lock:
+            return self._bucket_index(session_id, secret, buckets, modulus_bits)
+
+    def _bucket_index(self, session_id: str, secret: bytes, buckets: int,
+                      modulus_bits: int) -> tuple[dict[int, list[int]], dict[int, bytes]]:
         cached = self._bucket_cache.get(session_id)
         if cached is None or cached[0] != buckets:
             index: dict[int, list[int]] = defaultdict(list)
@@ -510,8 +527,21 @@ class HolderData:
                     index[bucket(secret, x, buckets)].append(int(row))
                     progress.update()
             cached = (buckets, index, encodings)
-            self._bucket_cache = {session_id: cached}
+            self._bucket_cache[session_id] = cached
+        self._bucket_cache.move_to_end(session_id)
+        while len(self._bucket_cache) > self._bucket_sessions:
+            self._bucket_cache.popitem(last=False)
         return cached[1], cached[2]
+
+
+class _Inline:
+    """An executor that runs each task at once in the caller's thread (a lookup's few batches)."""
+
+    @staticmethod
+    def submit(function: Callable, *args) -> Future:
+        future: Future = Future()
+        future.set_result(function(*args))
+        return future
 
 
 def _plain(value):
@@ -532,6 +562,7 @@ class Holder:
         self.party = party
         self.data = data
         self.options = options
+        self._stopping = threading.Event()
 
     def pending(self, wait_seconds: float = 0.0) -> list[pb.WorkItem]:
         return list(self.connection.call("ListWork", pb.ListWorkRequest(wait_seconds=wait_seconds),
@@ -539,29 +570,85 @@ class Holder:
 
     def serve(self, once: bool, poll_seconds: float = 20.0,
               stop: Callable[[], bool] = lambda: False,
-              on_served: Callable[[dict], None] | None = None) -> list[dict]:
+              on_served: Callable[[dict], None] | None = None,
+              concurrency: int | None = None) -> list[dict]:
         """Process pending rounds; with ``once`` until none is left, else until ``stop()``.
 
+        Up to ``concurrency`` rounds (default: one per core) are served at once.  Lookup rounds
+        have a lane of their own of the same width, so a lookup never queues behind a join's
+        comparisons: join and dedup rounds share the process-wide comparison pool (one thread per
+        core, :func:`party_client.paillier.worker_pool`), a lookup compares its few rows in its
+        own lane thread.  A round is taken once per call (K lists a round as pending until it
+        is finished, so the rounds in flight are remembered).
+
         Returns what each served round cost (:meth:`process`), for the holder's eyes only;
-        ``on_served`` receives each summary as soon as its round is served.
+        ``on_served`` receives each summary as soon as its round is served (one call at a time).
         """
+        width = (os.cpu_count() or 1) if concurrency is None else concurrency
+        if width < 1:
+            raise PartyError("--concurrency must be at least 1")
+        self.data.keep_lookup_indexes(width)
+        self._stopping.clear()
         served: list[dict] = []
-        tried: set[tuple[str, int]] = set()
-        while not stop():
-            items = [i for i in self.pending(0.0 if once else poll_seconds)
-                     if (i.session.session_id, i.round) not in tried]
-            for item in items:
-                tried.add((item.session.session_id, item.round))
-                try:
-                    served.append(self.process(item))
-                    if on_served is not None:
-                        on_served(served[-1])
-                except ConnectionProblem:
-                    raise
-                except PartyError as error:  # e.g. the querier closed or the session expired meanwhile
-                    log.warning("session %s round %d not served: %s", item.session.session_id, item.round, error)
-            if once and not items:
-                break
+        taken: set[tuple[str, int]] = set()          # in flight or done in this call: never taken again
+        lock = threading.Lock()
+        finished = threading.Event()
+        lanes = {name: ThreadPoolExecutor(max_workers=width, thread_name_prefix=f"holder-{name}",
+                                          initializer=_release_gil) for name in ("round", "lookup")}
+        running: dict[Future, str] = {}
+
+        def serve_one(item: pb.WorkItem) -> None:
+            log.info("serving session %s round %d (%s)", item.session.session_id, item.round,
+                     MODE_NAMES.get(item.session.mode, "?"))
+            try:
+                summary = self.process(item)
+            except ConnectionProblem:
+                raise
+            except PartyError as error:  # e.g. the querier closed or the session expired meanwhile
+                log.warning("session %s round %d not served: %s", item.session.session_id, item.round, error)
+                return
+            with lock:
+                served.append(summary)
+                if on_served is not None:
+                    on_served(summary)
+
+        def reap() -> None:
+            for future in [f for f in running if f.done()]:
+                del running[future]
+                future.result()                      # a lost key holder ends the serve loop
+
+        try:
+            while not stop():
+                reap()
+                busy = bool(running)
+                # K lists the rounds in flight as pending, so a long-poll would return at once: poll briefly.
+                items = self.pending(0.0 if once or busy else poll_seconds)
+                new = sorted((i for i in items if (i.session.session_id, i.round) not in taken),
+                             key=lambda i: i.session.mode != pb.LOOKUP)
+                started = 0
+                for item in new:
+                    lane = "lookup" if item.session.mode == pb.LOOKUP else "round"
+                    if sum(1 for name in running.values() if name == lane) >= width:
+                        continue                     # left pending: taken at a later poll
+                    taken.add((item.session.session_id, item.round))
+                    future = lanes[lane].submit(serve_one, item)
+                    future.add_done_callback(lambda _: finished.set())
+                    running[future] = lane
+                    started += 1
+                if once and not started and not running:
+                    break
+                if running and (started == 0 or len(new) > started):
+                    finished.wait(BUSY_POLL_SECONDS if not once else None)
+                    finished.clear()
+            while running:                           # stopped: let the rounds in flight end
+                wait(list(running))
+                reap()
+        except BaseException:                        # Ctrl-C or a lost key holder: rounds in flight stop at
+            self._stopping.set()                     # their next batch; K keeps the batches it has
+            raise
+        finally:
+            for lane in lanes.values():
+                lane.shutdown(wait=True, cancel_futures=True)
         return served
 
     def _abort(self, item: pb.WorkItem, reason: str) -> dict:
@@ -753,7 +840,8 @@ class Holder:
         skip = set(item.received_seqs)
         todo = [(seq, chunk, rule) for seq, (chunk, rule) in enumerate(chunks) if seq not in skip]
         started = time.perf_counter()
-        pool = worker_pool()
+        # Lookups (a few rows) compare in their own lane thread, never queued behind a join's batches.
+        pool = _Inline() if session.mode == pb.LOOKUP else worker_pool()
         comparisons = 0
         with bar(sum(len(c) for _, c, _ in todo), f"{self.party.name}: compare", self.options.progress,
                  unit="row") as progress:
@@ -764,6 +852,11 @@ class Holder:
                 if len(window) >= 2 * (os.cpu_count() or 2):
                     break
             while window:
+                if self._stopping.is_set():
+                    for _, future in window:
+                        future.cancel()
+                    raise ConnectionProblem(f"holder stopped while serving session {session.session_id} "
+                                            f"round {item.round}; the key holder keeps the batches it has")
                 rows, future = window.popleft()
                 message = future.result()
                 self.connection.call("SubmitComparisons", message, timeout=600)
