@@ -39,6 +39,8 @@ MAX_MESSAGE_BYTES = 64 << 20
 RETRY_WINDOW_SECONDS = 600.0        # since the last successful contact
 FIRST_CONTACT_SECONDS = 30.0        # a key holder never reached
 RETRYABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+#: Long-polls: the key holder caps how many of a party's wait at once (RESOURCE_EXHAUSTED above it).
+LONG_POLLS = ("ListWork", "WaitRound")
 TLS_MARKERS = ("ssl", "handshake", "certificate")
 TLS_STRIKES = 2                     # consecutive TLS-looking failures before we call it a TLS problem
 
@@ -209,9 +211,22 @@ class Connection:
 
     # -- calls ------------------------------------------------------------------
     def call(self, method: str, request: Any, timeout: float | None = 60.0, patient: bool = True) -> Any:
-        """Unary call, retried while the key holder is away (``patient=False``: one attempt)."""
-        return self._retry(lambda: getattr(self.stub, method)(request, metadata=self._metadata(), timeout=timeout),
-                           patient=patient)
+        """Unary call, retried while the key holder is away (``patient=False``: one attempt).  A long-poll
+        refused because this party already has too many waiting (RESOURCE_EXHAUSTED) is retried with
+        backoff for the retry window: the cap protects the key holder, it does not end a session."""
+        busy_since, refusals = time.monotonic(), 0
+        while True:
+            try:
+                return self._retry(lambda: getattr(self.stub, method)(request, metadata=self._metadata(),
+                                                                      timeout=timeout), patient=patient)
+            except KeyHolderRefusal as refusal:
+                if (method not in LONG_POLLS or refusal.code != "RESOURCE_EXHAUSTED" or not patient
+                        or time.monotonic() - busy_since >= self.policy.window):
+                    raise
+                refusals += 1
+                self.notice.say("busy", busy_since, f"the key holder at {self.address} has too many waiting calls "
+                                                    f"of this party; retrying {method}")
+                time.sleep(self.policy.delay(refusals))
 
     def upload(self, method: str, chunks: Callable[[], Iterator[Any]], timeout: float | None = None,
                settled: Callable[[], Any | None] | None = None) -> Any:

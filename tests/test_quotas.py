@@ -183,3 +183,25 @@ def test_tokens_expire_failures_are_throttled_idle_sessions_lose_their_key(fresh
         refused(lambda: q.GetParty(pb.GetPartyRequest(name=hname), metadata=[("authorization", "Bearer wrong")]))
     code, details = refused(lambda: q.GetParty(pb.GetPartyRequest(name=hname), metadata=qmeta))
     assert code == grpc.StatusCode.RESOURCE_EXHAUSTED and "retry in" in details
+
+
+def test_a_party_client_waits_out_the_long_poll_cap(fresh_keyholder, tmp_path):
+    """RESOURCE_EXHAUSTED on a long-poll (too many waits of this party) is retried with backoff, not a refusal
+    that would end the querier's session."""
+    import threading
+
+    from party_client.identity import PartyDir
+    from party_client.transport import Connection
+
+    server = fresh_keyholder(extra=("--max-waits", "1"))
+    hdir, _ = make_party(server, tmp_path)
+    first = Connection(PartyDir.load(hdir), server.address, insecure=True)
+    second = Connection(PartyDir.load(hdir), server.address, insecure=True)
+    waiting = threading.Thread(target=first.call, args=("ListWork", pb.ListWorkRequest(wait_seconds=3)))
+    waiting.start()
+    time.sleep(0.5)                                       # the one allowed wait is now held
+    started = time.monotonic()
+    reply = second.call("ListWork", pb.ListWorkRequest(wait_seconds=0))
+    assert list(reply.items) == [] and 1.5 < time.monotonic() - started < 10
+    waiting.join(timeout=10)
+    first.close(), second.close()
