@@ -22,7 +22,7 @@ from typing import Any, Iterator
 
 from common.cli import HelpFormatter
 from keyholder import pki
-from keyholder.server import TlsFiles, is_loopback, split_address, start
+from keyholder.server import TlsFiles, check_listen, start
 from keyholder.limits import add_limit_options, limits_from_args
 from keyholder.sessions import KeyHolder
 
@@ -150,14 +150,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         tls = None if args.insecure else TlsFiles.in_dir(Path(args.tls_dir)) if args.tls_dir else None
     except FileNotFoundError as error:
         raise UsageError(str(error)) from None
-    try:  # check the address before touching the data directory
-        host, _ = split_address(args.listen)
+    try:  # check the address and the transport rule before touching the data directory
+        check_listen(args.listen, tls, args.insecure)
     except ValueError as error:
         raise UsageError(str(error)) from None
-    if args.insecure and not is_loopback(host):
-        raise UsageError(f"--insecure serves plaintext and is refused on the non-loopback address {host}")
-    if not args.insecure and tls is None:
-        raise UsageError("choose --tls-dir DIR (mTLS) or --insecure (loopback only)")
     try:
         limits = limits_from_args(args)
         core = KeyHolder(data_dir, read_passphrase(data_dir, args.passphrase_file), limits)
@@ -194,15 +190,11 @@ AUDIT_COLUMNS = ("at", "party", "action", "session_id", "round", "count", "detai
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
-    from keyholder.store import Store
-    path = Path(args.data_dir) / "keyholder.sqlite3"
-    if not path.is_file():
-        raise UsageError(f"no key holder store in {args.data_dir}")
-    store = Store(path)
+    from keyholder.store import read_audit
     try:
-        rows = store.audit_rows()
-    finally:
-        store.close()
+        rows = read_audit(Path(args.data_dir))
+    except FileNotFoundError:
+        raise UsageError(f"no key holder store in {args.data_dir}") from None
     if not args.json:
         print("\t".join(AUDIT_COLUMNS))
     for at, *rest in rows:

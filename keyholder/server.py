@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ipaddress
 import logging
 import threading
 import time
@@ -25,6 +24,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from keyholder import validation
+from common.net import is_loopback
 from keyholder.errors import ServiceError
 from keyholder.sessions import PENDING, KeyHolder, PairRule
 from keyholder.store import Message, Round, Session
@@ -330,17 +330,6 @@ class TlsFiles:
         return files
 
 
-def is_loopback(host: str) -> bool:
-    # The party client has its own copy: keyholder and party_client share only proto/.
-    host = host.strip("[]")
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def split_address(listen: str) -> tuple[str, int]:
     host, sep, port = listen.rpartition(":")
     if not sep or not port.isdigit() or not host:
@@ -432,14 +421,23 @@ class RunningServer:
             pass
 
 
-def start(core: KeyHolder, listen: str, tls: TlsFiles | None, insecure: bool,
-          workers: int = 32) -> RunningServer:
-    """Bind and start the key holder; plaintext only with ``insecure`` on loopback."""
+def check_listen(listen: str, tls: TlsFiles | None, insecure: bool) -> str:
+    """The one transport rule: mTLS, or plaintext (``insecure``) on a loopback address only.
+    Returns the host; raises ValueError with a one-line reason."""
     host, _ = split_address(listen)
+    if insecure and tls is not None:
+        raise ValueError("choose one of --insecure and --tls-dir")
     if insecure and not is_loopback(host):
         raise ValueError(f"--insecure serves plaintext and is refused on the non-loopback address {host}")
     if not insecure and tls is None:
         raise ValueError("choose --tls-dir DIR (mTLS) or --insecure (loopback only)")
+    return host
+
+
+def start(core: KeyHolder, listen: str, tls: TlsFiles | None, insecure: bool,
+          workers: int = 32) -> RunningServer:
+    """Bind and start the key holder; plaintext only with ``insecure`` on loopback."""
+    host = check_listen(listen, tls, insecure)
     credentials = None if insecure else grpc.ssl_server_credentials(
         [(tls.key.read_bytes(), tls.cert.read_bytes())], root_certificates=tls.ca.read_bytes(),
         require_client_auth=True)

@@ -26,7 +26,7 @@ from keyholder.crypto import (CiphertextError, KeyVault, ZeroTester,
                               generate_session_key)
 from keyholder.errors import ServiceError
 from keyholder.limits import Limits
-from keyholder.store import Message, Round, Session, Store
+from keyholder.store import STORE_FILE, Message, Round, Session, Store
 from keyholder.validation import MODES
 
 log = logging.getLogger("keyholder")
@@ -166,7 +166,7 @@ class KeyHolder:
         self.spool = self.data_dir / "spool"
         self.spool.mkdir(exist_ok=True)
         self.limits = limits
-        self.store = Store(self.data_dir / "keyholder.sqlite3")
+        self.store = Store(self.data_dir / STORE_FILE)
         self._restrict_permissions()
         salt = self.store.get_meta("vault_salt")
         if salt is None:
@@ -194,7 +194,7 @@ class KeyHolder:
         for path in (self.data_dir, self.spool, *self.spool.iterdir()):
             if path.is_dir():
                 path.chmod(0o700)
-        for path in (*self.data_dir.glob("keyholder.sqlite3*"), *self.spool.rglob("*")):
+        for path in (*self.data_dir.glob(f"{STORE_FILE}*"), *self.spool.rglob("*")):
             if path.is_file():
                 path.chmod(0o600)
 

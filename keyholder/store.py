@@ -350,3 +350,19 @@ class Store:
 
     def audit_rows(self) -> list[tuple]:
         return self._all("SELECT at, party, action, session_id, round, count, detail FROM audit ORDER BY id")
+
+
+#: The key holder's SQLite file inside its data directory.
+STORE_FILE = "keyholder.sqlite3"
+
+
+def read_audit(data_dir: Path) -> list[tuple]:
+    """The audit rows of the key holder whose data directory is ``data_dir`` (FileNotFoundError if none)."""
+    path = Path(data_dir) / STORE_FILE
+    if not path.is_file():
+        raise FileNotFoundError(path)
+    store = Store(path)
+    try:
+        return store.audit_rows()
+    finally:
+        store.close()

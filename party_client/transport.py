@@ -15,7 +15,6 @@ is restarted unless ``settled`` shows that it went through.
 """
 from __future__ import annotations
 
-import ipaddress
 import os
 import random
 import re
@@ -28,6 +27,7 @@ from typing import Any, Callable, Iterator, Sequence, TypeVar
 os.environ.setdefault("GRPC_VERBOSITY", "ERROR")   # gRPC core would log each failed TLS handshake itself
 import grpc  # noqa: E402
 
+from common.net import is_loopback
 from party_client.errors import PartyError  # noqa: E402
 from party_client.identity import PartyDir  # noqa: E402
 from party_client.waiting import Notice, human_seconds  # noqa: E402
@@ -63,17 +63,6 @@ class KeyHolderRefusal(PartyError):
     def __init__(self, message: str, code: str) -> None:
         super().__init__(message)
         self.code = code
-
-
-def _is_loopback(host: str) -> bool:
-    # The key holder has its own copy: keyholder and party_client share only proto/.
-    host = host.strip("[]")
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 @dataclass(frozen=True)
@@ -178,7 +167,7 @@ class Connection:
                    ("grpc.max_reconnect_backoff_ms", int(self.policy.max_delay * 1000)),
                    ("grpc.keepalive_time_ms", 30_000), ("grpc.keepalive_timeout_ms", 10_000)]
         if insecure:
-            if not _is_loopback(host):
+            if not is_loopback(host):
                 raise PartyError(f"--insecure sends the token in plaintext and is refused for {host}")
             self.channel = grpc.insecure_channel(self.address, options=options)
         else:
