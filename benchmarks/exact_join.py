@@ -174,6 +174,26 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def start_keyholder(work: Path, transport: list[str], log_level: str | None = None) -> tuple[Child, str]:
+    """A benchmark key holder (``transport``: ``["--insecure"]`` or ``["--tls-dir", DIR]``; 1024-bit keys
+    allowed) on a free loopback port; returns the process and its address once it listens."""
+    port_file = work / "port"
+    port_file.unlink(missing_ok=True)
+    env = dict(os.environ, KEYHOLDER_PASSPHRASE="benchmark-only")
+    kh = Child("keyholder", [PYTHON, "-m", "keyholder.cli", "serve", "--listen", f"127.0.0.1:{free_port()}",
+                             "--data-dir", str(work / "keyholder"), *transport, "--min-key-bits", "1024",
+                             "--port-file", str(port_file), *(["--log-level", log_level] if log_level else [])],
+               work / "keyholder.log", env)
+    deadline = time.monotonic() + 60
+    while not port_file.exists() or not port_file.read_text().strip():
+        if not kh.alive() or time.monotonic() > deadline:
+            kh.stop()
+            raise RuntimeError(f"the key holder did not start:\n{kh.text()}")
+        time.sleep(0.1)
+    return kh, f"127.0.0.1:{port_file.read_text().strip()}"
+
+
+
 def run(cmd: list[str], **kwargs) -> None:
     done = subprocess.run(cmd, capture_output=True, text=True, **kwargs)
     if done.returncode:
@@ -309,19 +329,9 @@ def main(argv: list[str] | None = None) -> int:
         querier_ids, holder_ids, shared = make_ids(args.n, args.m, args.overlap, args.seed)
         q_csv, h_csv = write_inputs(work, querier_ids, holder_ids)
 
-        kh_dir, port_file = work / "keyholder", work / "port"
-        port_file.unlink(missing_ok=True)
-        env = dict(os.environ, KEYHOLDER_PASSPHRASE="benchmark-only")
-        kh = Child("keyholder", [PYTHON, "-m", "keyholder.cli", "serve", "--listen", f"127.0.0.1:{free_port()}",
-                                 "--data-dir", str(kh_dir), "--insecure", "--min-key-bits", "1024",
-                                 "--port-file", str(port_file), "--log-level", "INFO"], work / "keyholder.log", env)
+        kh_dir = work / "keyholder"
+        kh, address = start_keyholder(work, ["--insecure"], log_level="INFO")
         children.append(kh)
-        deadline = time.monotonic() + 60
-        while not port_file.exists() or not port_file.read_text().strip():
-            if not kh.alive() or time.monotonic() > deadline:
-                raise RuntimeError(f"the key holder did not start:\n{kh.text()}")
-            time.sleep(0.1)
-        address = f"127.0.0.1:{port_file.read_text().strip()}"
         party = [PYTHON, "-m", "party_client.cli"]
         for name in ("querier", "holder"):
             folder = work / name

@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from benchmarks.exact_join import PYTHON, Child, code_version, free_port
+from benchmarks.exact_join import code_version, start_keyholder
 
 log = logging.getLogger("party")
 
@@ -76,16 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     stop = threading.Event()
     thread = None
     try:
-        port_file = work / "port"
-        env = dict(os.environ, KEYHOLDER_PASSPHRASE="benchmark-only")
-        kh = Child("keyholder", [PYTHON, "-m", "keyholder.cli", "serve", "--listen", f"127.0.0.1:{free_port()}",
-                                 "--data-dir", str(work / "kh"), "--insecure", "--min-key-bits", "1024",
-                                 "--port-file", str(port_file)], work / "keyholder.log", env)
-        while not port_file.exists() or not port_file.read_text().strip():
-            if not kh.alive():
-                raise RuntimeError(kh.text())
-            time.sleep(0.1)
-        address = f"127.0.0.1:{port_file.read_text().strip()}"
+        kh, address = start_keyholder(work, ["--insecure"])
         querier = Party.init(work / "q", "querier", progress=False)
         holder_party = Party.init(work / "h", "holder", progress=False)
         querier.register(address, insecure=True)

@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from benchmarks.exact_join import PYTHON, Child, code_version, free_port, run
+from benchmarks.exact_join import PYTHON, Child, code_version, start_keyholder, run
 
 LOOKUP_ROUNDS_PER_SESSION = 60          # below K's default cap of 64 rounds per session
 JOIN_RECORDS = 100
@@ -166,16 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         tls = work / "tls"
         run([PYTHON, "-m", "keyholder.cli", "pki", "init", "--tls-dir", str(tls)])
-        port_file = work / "port"
-        env = dict(os.environ, KEYHOLDER_PASSPHRASE="benchmark-only")
-        kh = Child("keyholder", [PYTHON, "-m", "keyholder.cli", "serve", "--listen", f"127.0.0.1:{free_port()}",
-                                 "--data-dir", str(work / "kh"), "--tls-dir", str(tls), "--min-key-bits", "1024",
-                                 "--port-file", str(port_file)], work / "keyholder.log", env)
-        while not port_file.exists() or not port_file.read_text().strip():
-            if not kh.alive():
-                raise RuntimeError(kh.text())
-            time.sleep(0.1)
-        address = f"127.0.0.1:{port_file.read_text().strip()}"
+        kh, address = start_keyholder(work, ["--tls-dir", str(tls)])
 
         def party(name: str):
             folder = work / name
@@ -185,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
             made = Party(folder, progress=False, insecure=False)
             made.register(address, insecure=False)
             return made
-        holder = party("registry")
+        party("registry")                                 # the holder: serves through `party hold` below
         queriers = [party(f"site{i}") for i in range(args.parties)]
 
         rng = np.random.default_rng(args.seed)
@@ -239,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
         time.sleep(2.0)                                   # the last acknowledgements reach K
         results["keyholder_end"] = process_facts(kh.proc.pid)
         results["keyholder_samples"] = samples
-        results["spool_end"] = spool_facts(work / "kh" / "spool")
+        results["spool_end"] = spool_facts(work / "keyholder" / "spool")
         for kind in ("lookup", "join"):
             ok, failed = tally.ok[kind], tally.failed[kind]
             total = len(ok) + sum(failed.values())
