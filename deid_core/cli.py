@@ -92,12 +92,9 @@ def cmd_assess(args: argparse.Namespace) -> int:
 
 
 def _accepted(args: argparse.Namespace, report: str | None) -> dict[str, str]:
-    """``--accept-column NAME:REASON`` options; a reason must land in a report, so one is required."""
+    """``--accept-column NAME:REASON`` options of a command whose report file is ``report``."""
     from .detect import parse_accepted
-    accepted = parse_accepted(getattr(args, "accept_column", None))
-    if accepted and not report:
-        raise DeidInputError("--accept-column needs a report file (the reason is recorded there)")
-    return accepted
+    return parse_accepted(getattr(args, "accept_column", None), report or None)
 
 
 def _add_accept(p: argparse.ArgumentParser) -> None:
@@ -166,7 +163,7 @@ SEARCH_METHODS = ("bps", "directed", "ola", "partition", "boxes")
 
 
 def _register_search(sub: argparse._SubParsersAction) -> None:
-    """``deid search`` (issue 4): find policies that meet a threshold with little information loss."""
+    """``deid search``: find policies that meet a threshold with little information loss."""
     se = sub.add_parser("search", help="search for de-identification policies (OLA, BPS, Directed)")
     se.add_argument("--input", required=True, help=INPUT_HELP)
     se.add_argument("--spec", required=True, help=SPEC_HELP)
@@ -232,7 +229,7 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-#: Subcommands added by other modules (e.g. issue 4's ``search``): name -> register(subparsers).
+#: Subcommands added by other modules (e.g. ``search``): name -> register(subparsers).
 #: ``register`` adds a parser whose ``func(args) -> int`` default is the handler;
 #: raise :class:`DeidInputError` for bad input to get exit code 2.
 EXTRA_COMMANDS: dict[str, Callable[[argparse._SubParsersAction], None]] = {"search": _register_search}

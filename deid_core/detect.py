@@ -215,8 +215,11 @@ def scan(df: pd.DataFrame, columns: Iterable[str] | None = None, sample_rows: in
                       **({"sample_seed": seed} if sampled else {})}
 
 
-def parse_accepted(items: Iterable[str] | None) -> dict[str, str]:
-    """``NAME:REASON`` options -> {column: reason}; the name ends at the first colon."""
+def parse_accepted(items: Iterable[str] | None, report: str | None = "") -> dict[str, str]:
+    """``NAME:REASON`` options -> {column: reason}; the name ends at the first colon.  A reason must
+    land in a report: with ``report=None`` (no report file asked for) accepting a column is refused."""
+    if items and report is None:
+        raise DeidInputError("--accept-column needs a report file (the reason is recorded there)")
     accepted: dict[str, str] = {}
     for item in items or ():
         name, sep, reason = item.partition(":")

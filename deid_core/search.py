@@ -1,7 +1,7 @@
-"""Policy search on data (issue 4): OLA, BPS / Directed, and the ``deid search`` command.
+"""Policy search on data: OLA, BPS / Directed, and the ``deid search`` command.
 
-Sections: OLA on the full-domain lattice (DEID.md §3, seed 003); full-subtree
-bit-string policies with the population risk of seed 000 (BPS / Directed);
+Sections: OLA on the full-domain lattice (docs/deid_search.md, El Emam et al. 2012 (Heritage Health Prize)); full-subtree
+bit-string policies with the population risk of Benitez, Loukides & Malin 2010 (BPS / Directed);
 re-assessment of released tables from scratch; CLI glue for every method
 (partitioning and boxes live in :mod:`deid_core.partition` and
 :mod:`deid_core.boxes`).
@@ -11,7 +11,7 @@ Binds the data-free :mod:`deid_core.lattice` to a table encoded once with
 level as small int arrays, so one lattice node is one packed-key groupby
 (:func:`deid_core.risk.pack_keys` / :func:`~deid_core.risk.sizes_from_keys`).
 
-Acceptability (seed 003 OLA, with suppression): the records that violate the
+Acceptability (El Emam et al. 2012 (Heritage Health Prize) OLA, with suppression): the records that violate the
 criterion — in classes smaller than k (``--k``, or k(threshold) for a maximum
 risk), or in the smallest classes that must go for the average risk of the
 rest to meet the threshold — are suppressed, and the node is acceptable when
@@ -222,7 +222,7 @@ class SearchResult:
 
 
 def search_ola(problem: FullDomainProblem, top: int = 10) -> SearchResult:
-    """OLA + exact choice among acceptable nodes (seed 003; El Emam et al. 2009).
+    """OLA + exact choice among acceptable nodes (El Emam et al. 2012 (Heritage Health Prize); El Emam et al. 2009).
 
     OLA's predictive tagging leaves every acceptable node tagged. The loss
     optimum is found by branch-and-bound over the tagged nodes in order of
@@ -293,7 +293,7 @@ def reassess(out: pd.DataFrame, qis: Sequence[str], criterion: Criterion) -> dic
             "meets": bool(ok and n_supp <= criterion.max_suppressed)}
 
 
-# ------------------------------------------------------------------- full-subtree (seed 000)
+# ------------------------------------------------------------------- full-subtree (Benitez, Loukides & Malin 2010)
 
 def ordered_leaves(h: Hierarchy) -> np.ndarray:
     """Leaf indices of a hierarchy in value order: numeric order when every value is a number, else hierarchy order."""
@@ -304,7 +304,7 @@ def ordered_leaves(h: Hierarchy) -> np.ndarray:
 
 
 class SubtreeProblem:
-    """Full-subtree policies as bit strings (seed 000 §2.2) and the population risk of eq. (1), normalized.
+    """Full-subtree policies as bit strings (Benitez, Loukides & Malin 2010 §2.2) and the population risk of eq. (1), normalized.
 
     Per QI the hierarchy's leaves (data ∪ population values) are put in value
     order; bit j sits between the j-th and (j+1)-th value: 1 keeps them
@@ -370,7 +370,7 @@ class SubtreeProblem:
         """Re-appliable policy: drop direct identifiers, then one ``map`` step per QI."""
         steps: list[dict] = [{"op": "drop", "columns": spec.direct}] if spec.direct else []
         steps += [{"op": "map", "column": q, "mapping": m} for q, m in self.mapping(bits).items() if m]
-        return Policy(steps, description="full-subtree policy (seed 000 §2.2)")
+        return Policy(steps, description="full-subtree policy (Benitez, Loukides & Malin 2010 §2.2)")
 
 
 def run_label(h: Hierarchy, leaves: Sequence[int]) -> str:
@@ -404,7 +404,7 @@ def release_class_sizes(out: pd.DataFrame, pop_out: pd.DataFrame | None, qis: Se
 
 def population_risk_of_release(out: pd.DataFrame, pop_out: pd.DataFrame | None, qis: Sequence[str],
                                gamma: float = 1.0) -> float:
-    """Normalized ``Σ (1/g(d))^γ / |D|`` (seed 000 eq. 1) of a released table, from scratch."""
+    """Normalized ``Σ (1/g(d))^γ / |D|`` (Benitez, Loukides & Malin 2010 eq. 1) of a released table, from scratch."""
     _, g, _ = release_class_sizes(out, pop_out, qis)
     return float(np.sum((1.0 / g) ** gamma) / len(g)) if len(g) else 0.0
 
@@ -431,7 +431,7 @@ def safe_harbor_risk(df: pd.DataFrame, pop: pd.DataFrame | None, spec: Spec) -> 
 
 def search_subtree(problem: SubtreeProblem, method: str, iterations: int, seed: int = 0,
                    progress: bool = False) -> SearchResult:
-    """BPS or Directed (seed 000 §2.4) for ``iterations`` boundary policies; reports the non-dominated ones.
+    """BPS or Directed (Benitez, Loukides & Malin 2010 §2.4) for ``iterations`` boundary policies; reports the non-dominated ones.
 
     Policies are listed best first by information loss, here the share of
     the bits that are generalized (0 = the data as is, 1 = everything ``*``).
@@ -562,7 +562,7 @@ def table_population_frame(table: EncodedTable, pop: pd.DataFrame | None) -> pd.
 
 
 def run_partition(args: argparse.Namespace, spec: Spec, df: pd.DataFrame, pop: pd.DataFrame | None) -> tuple[dict, pd.DataFrame]:
-    """``deid search --method partition`` (seed 001 §3.3): minimum subset size ``--k``; Safe Harbor alongside."""
+    """``deid search --method partition`` (Liu et al. 2016 §3.3): minimum subset size ``--k``; Safe Harbor alongside."""
     from .metrics import non_uniform_entropy
     from .partition import Partitioner, release, summary
     from .risk import encode_table
@@ -585,7 +585,7 @@ def run_partition(args: argparse.Namespace, spec: Spec, df: pd.DataFrame, pop: p
                   {"size": s.n, "population": s.population, "r": s.r, "levels": s.levels, "values": s.values}
                   for s in subsets]}
     result = SearchResult("partition", [policy], part.splits_tried, time.perf_counter() - t0, {
-        "min_size": args.k, "risk_measure": "instance disclosure max r_i (seed 001 §3.2)",
+        "min_size": args.k, "risk_measure": "instance disclosure max r_i (Liu et al. 2016 §3.2)",
         "loss": "non-uniform entropy (bits)",
         "safe_harbor": {"equivalence_classes": n_ec, "max_r": float((f / g).max()), "R": float((f / g).mean())},
     }).to_dict()
@@ -593,7 +593,7 @@ def run_partition(args: argparse.Namespace, spec: Spec, df: pd.DataFrame, pop: p
 
 
 def run_boxes(args: argparse.Namespace, spec: Spec, df: pd.DataFrame, pop: pd.DataFrame | None) -> tuple[dict, pd.DataFrame]:
-    """``deid search --method boxes`` (seed 004): k-anonymous interval boxes over the numeric QIs."""
+    """``deid search --method boxes`` (Xiang et al. 2014): k-anonymous interval boxes over the numeric QIs."""
     from .boxes import anonymize, interval_statistics, numeric_matrix, released
 
     if args.k is None:
@@ -626,8 +626,8 @@ def run_search_command(args: argparse.Namespace) -> int:
     df = read_table(args.input, spec.missing_values)
     require_records(df, repr(args.input))
     spec.check_columns(df.columns)
-    from .cli import _accepted
-    accepted = _accepted(args, args.out)
+    from .detect import parse_accepted
+    accepted = parse_accepted(getattr(args, "accept_column", None), args.out or None)
     fates = spec.fates(df.columns) if args.apply_best or spec.rest is not None else None
     spec = spec.resolve(df.columns) if fates is not None else spec
     if not spec.quasi:

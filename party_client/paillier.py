@@ -11,7 +11,7 @@ against the kangaroo attack on the short exponent).  A comb table of
 than ``r^n mod n^2``.  No library offers fixed-base exponentiation for gmpy2
 integers, hence the hand-written table.
 
-Comparison (holder).  PROTOCOL.md, "The blinded comparison":
+Comparison (holder).  docs/protocol.md, "The blinded comparison":
 ``c = (E(X) * g^(-Y))^r mod n^2 = E(r (X - Y))`` with ``g^(-Y) = 1 - Y n mod n^2``.
 ``r`` is fresh for every comparison and uniform in [1, n) by default (a
 non-match decrypts to a uniform value); with fast blinding it is uniform in
@@ -60,7 +60,8 @@ class PublicKey:
         return values
 
 
-def _release_gil() -> None:
+def release_gil() -> None:
+    """Thread initializer: let gmpy2 release the GIL during its arithmetic (threads then use every core)."""
     gmpy2.get_context().allow_release_gil = True
 
 
@@ -74,7 +75,7 @@ def worker_pool() -> ThreadPoolExecutor:
     with _POOL_LOCK:
         if _POOL is None:
             _POOL = ThreadPoolExecutor(max_workers=os.cpu_count() or 2,
-                                       thread_name_prefix="paillier", initializer=_release_gil)
+                                       thread_name_prefix="paillier", initializer=release_gil)
         return _POOL
 
 

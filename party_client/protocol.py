@@ -1,4 +1,4 @@
-"""The linking protocol seen from each party (PROTOCOL.md).
+"""The linking protocol seen from each party (docs/protocol.md).
 
 Querier Q: open a session (K issues a fresh Paillier key), draw the session
 secret ``s``, encode and encrypt its distinct keys into one padded cuckoo
@@ -40,7 +40,7 @@ from party_client.encrypt_worker import MIN_ITEMS_FOR_WORKERS, encrypt_in_worker
 from party_client.errors import PartyError
 from party_client.identity import PartyDir
 from party_client.keys import HolderKeys, QuerierKeys
-from party_client.paillier import (Encryptor, PublicKey, _release_gil, blinded_comparison, blinding_factor,
+from party_client.paillier import (Encryptor, PublicKey, release_gil, blinded_comparison, blinding_factor,
                                    negated_generator_power, worker_pool)
 from party_client.progress import bar, tqdm_rows
 from party_client.seal import SessionCipher, open_records, seal_records
@@ -594,7 +594,7 @@ class Holder:
         lock = threading.Lock()
         finished = threading.Event()
         lanes = {name: ThreadPoolExecutor(max_workers=width, thread_name_prefix=f"holder-{name}",
-                                          initializer=_release_gil) for name in ("round", "lookup")}
+                                          initializer=release_gil) for name in ("round", "lookup")}
         running: dict[Future, str] = {}
 
         def serve_one(item: pb.WorkItem) -> None:
