@@ -1,7 +1,7 @@
 """Benchmark (not a test): ``deid search`` — OLA on Adult vs ARX, BPS vs Directed, partitioning, boxes.
 
 Run once:  PYTHONPATH=. python benchmarks/deid_search.py [--iterations 100] [--skip-slow]
-Prints a JSON summary (times in seconds). ARX reference numbers (issue 4): 5-anonymity, 0% suppression,
+Prints a JSON summary (times in seconds). ARX reference numbers: 5-anonymity, 0% suppression,
 non-uniform entropy -> node 1,2,1,1,3,2,2,1 (loss 382871.41), 142 nodes checked, anonymize() ~0.07 s warm /
 ~0.43 s fresh JVM, whole process ~3.4 s; 5% suppression, default loss -> 0,3,0,0,1,1,1,2 (1,458 suppressed);
 average risk <= 0.05, 5% -> 0,3,0,0,2,1,0,1 (1,122 suppressed). Seed 000: 100 policies on Adult,

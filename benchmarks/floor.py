@@ -1,4 +1,4 @@
-"""The speed floor (PROTOCOL.md, "Speed reference"): raw gmpy2 rates measured in this run.
+"""The speed floor (docs/protocol.md, "Speed reference"): raw gmpy2 rates measured in this run.
 
 Per holder row ``h`` exponentiations mod n^2 (full-size exponent uniform in [1, n),
 or 128 bits with fast blinding) at the holder, ``h`` half-CRT exponentiations

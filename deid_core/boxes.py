@@ -1,4 +1,4 @@
-"""Interval (box) k-anonymity for numeric QIs, and the statistics left computable (seed ``004_bb526d5a679d5524.txt`` §4–5).
+"""Interval (box) k-anonymity for numeric QIs, and the statistics left computable (Xiang et al. 2014, §4–5).
 
 * Distance from the box centre p to a point q: weighted Chebyshev
   ``d(p, q) = max_i a_i |x_i(p) − x_i(q)|`` with ``a_i = |∂C/∂x_i|``.

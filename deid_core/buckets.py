@@ -1,6 +1,6 @@
 """Re-identification risk of a keyed-hash bucket revealed in the clear.
 
-A secure lookup reveals ``PRF_s(X) mod B`` to the holder (PROTOCOL.md,
+A secure lookup reveals ``PRF_s(X) mod B`` to the holder (docs/protocol.md,
 "Lookup"): a quasi-identifier with ``B`` values spread uniformly over a
 population of ``N`` people.  For a random target, the other ``N - 1`` people
 fall in the target's bucket independently with probability ``1/B``, so the
@@ -87,16 +87,16 @@ def skinner_elliott(sample_uniques: int, sample_pairs: int, sampling_fraction: f
 
 
 def disclosed_key_risk(keys: Sequence[object], population: int | None = None) -> dict:
-    """Re-identification risk of revealing one key per record in the clear (PROTOCOL.md, blocking).
+    """Re-identification risk of revealing one key per record in the clear (docs/protocol.md, "Fuzzy, multi-field matching").
 
     The recipient sees every record's key, so a record's equivalence class is the records sharing
     its key (El Emam & Arbuckle, ch. 12, "Scaling Up": "the combination of year of birth and state has a low risk").
 
     * Without ``population`` the data are the population: prosecutor risk ``1/f`` per record
-      (DEID.md §2, max and average over records).
+      (docs/deid.md, "Measures", max and average over records).
     * With a population size ``N`` behind the ``n`` records, ``pi = n/N``: a record in a sample
       class of size ``f >= 2`` has expected risk ``pi/f`` (the large-sample assumption ``f = pi F``
-      of seed 003, which is also the posterior mean of ``1/F`` under a flat prior), and a sample
+      of El Emam et al. 2012 (Heritage Health Prize), which is also the posterior mean of ``1/F`` under a flat prior), and a sample
       unique has the Skinner-Elliott risk, which stays near 1 for identifying keys.
     """
     codes, _ = pd.factorize(pd.Series(list(keys), dtype=object))

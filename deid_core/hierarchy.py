@@ -5,8 +5,8 @@ each level (level 0 = the original value, the top level is normally ``*``).
 It is stored as integer maps ``leaf index -> code at level l`` so that
 generalizing a column is one fancy-index on an int array (no per-row Python).
 Levels must nest (each level a function of the previous one): this is what
-makes the risk measures monotone under generalization (seed 000 Thm 2.1,
-seed 001 Prop. 3).
+makes the risk measures monotone under generalization (Benitez, Loukides & Malin 2010 Thm 2.1,
+Liu et al. 2016 Prop. 3).
 """
 from __future__ import annotations
 
@@ -151,7 +151,7 @@ def interval_rows(values: Sequence[str], widths: Sequence[int], top_code: float 
     """Intervals of the given widths (each a multiple of the previous), then ``*``.
 
     ``top_code=90`` puts every value >= 90 in ``"90+"`` from level 1 on
-    (HIPAA: ages over 89, seed 000 Table 4 item 3); ``bottom_code=b`` puts
+    (HIPAA: ages over 89, Benitez, Loukides & Malin 2010 Table 4 item 3); ``bottom_code=b`` puts
     values < b in ``"<b"``. Interval labels are ``lo-hi`` (inclusive, integer
     bounds), cut at the top/bottom codes.
     """

@@ -5,7 +5,7 @@ node ``a`` is a generalization of ``b`` when ``a >= b`` componentwise.
 Acceptability (k-anonymity or a risk threshold with a suppression limit) is
 monotone: every generalization of an acceptable node is acceptable. OLA
 (El Emam et al. 2009, the method behind the release of seed
-``003_793c765737a2bc9a.txt``; DEID.md §3) bisects the sub-lattice between a
+El Emam et al. 2012 (Heritage Health Prize); docs/deid_search.md) bisects the sub-lattice between a
 bottom node B and a top node T on the middle height; each evaluated node tags
 its whole up-set (acceptable) or down-set (not acceptable), so most nodes are
 never evaluated. The tags live in one numpy array shaped like the lattice, so
@@ -224,7 +224,7 @@ def directed(n_bits: int, acceptable: BitAcceptable, iterations: int, rng: np.ra
 
 
 def non_dominated(solutions: Sequence[np.ndarray]) -> list[np.ndarray]:
-    """Distinct solutions not dominated by another (seed 000 Def. 2.1: a more specific acceptable policy)."""
+    """Distinct solutions not dominated by another (Benitez, Loukides & Malin 2010 Def. 2.1: a more specific acceptable policy)."""
     uniq = np.unique(np.array(solutions, dtype=bool), axis=0) if len(solutions) else np.zeros((0, 0), dtype=bool)
     if not len(uniq):
         return []

@@ -1,9 +1,9 @@
-"""Recursive partitioning for same-disease data (seed ``001_1e2be9fdd693abab.txt`` §3.3).
+"""Recursive partitioning for same-disease data (Liu et al. 2016, §3.3).
 
 Top-down binary splits, as in a decision tree: a subset S of at least
 ``2 × min_size`` records is split at the value s of QI j that minimizes
 ``R_j(s) / v_j`` — the average instance-disclosure risk of S after the split
-(``R = (1/|S|) Σ_sides n_i · n_i/N_i``, seed 001 §3.2) over the variance of
+(``R = (1/|S|) Σ_sides n_i · n_i/N_i``, Liu et al. 2016 §3.2) over the variance of
 j in S (values on a unit scale) — among the splits leaving both sides with
 at least ``min_size`` records (and, optionally, each side's population
 count N at least ``min_population``). Each final subset is one equivalence class,

@@ -1,11 +1,11 @@
-"""Re-identification risk: equivalence classes and the measures of DEID.md §2.
+"""Re-identification risk: equivalence classes and the measures of docs/deid.md, "Measures".
 
 Everything works on integer codes: each QI column is encoded once as leaf
 indices of its hierarchy (:class:`EncodedTable`); generalizing to a level is a
 fancy-index, and an equivalence class (EC) is a distinct tuple of level codes,
 found by packing the codes into one int64 key and ``pd.factorize``. So a
 lattice node (one level per QI) costs one pass over small int arrays
-(issue 4 can call :meth:`EncodedTable.evaluate` many times).
+(the policy search can call :meth:`EncodedTable.evaluate` many times).
 
 Missing values (explicit choice, never dropped):
 
@@ -165,7 +165,7 @@ def match_any_sizes(codes: Sequence[np.ndarray], cards: Sequence[int]) -> np.nda
 
 @dataclass
 class EncodedPopulation:
-    """Aggregate population counts (seed 000 §2.3): leaf codes per QI + ``count``."""
+    """Aggregate population counts (Benitez, Loukides & Malin 2010 §2.3): leaf codes per QI + ``count``."""
 
     codes: dict[str, np.ndarray]
     counts: np.ndarray
@@ -189,7 +189,7 @@ class EncodedTable:
     def _map(self, q: str, level: "int | np.ndarray") -> tuple[np.ndarray, int]:
         """(leaf -> code map with trailing -1, cardinality) for an int level or a full-subtree map.
 
-        A full-subtree policy (seed 000 §2.2) is given as an int array over the
+        A full-subtree policy (Benitez, Loukides & Malin 2010 §2.2) is given as an int array over the
         hierarchy's leaves (leaf index -> released-value code); see
         :meth:`subtree_map`.
         """
@@ -334,7 +334,7 @@ def prosecutor(f: np.ndarray, strict_cut: float = 0.33) -> dict:
     "Meeting Thresholds").
 
     * ``max`` = max_j 1/f_j — the book prints max(k_i) (ch. 2, "Meeting Thresholds"): erratum,
-      fixed to max(1/k_i) (DEID.md §6);
+      fixed to max(1/k_i) (docs/deid.md, "Errata applied");
     * ``average`` = (1/N) Σ_records 1/f_j = #ECs/N under ``own_class``
       (the book prints average(k_i): same erratum);
     * ``strict_average`` = max if max > ``strict_cut`` (0.33, or 0.5) else average.
@@ -347,7 +347,7 @@ def prosecutor(f: np.ndarray, strict_cut: float = 0.33) -> dict:
 
 
 def journalist(F: np.ndarray) -> dict:
-    """Journalist risk from population class sizes F_j (DEID.md §2, §6): max 1/F_j and record average of 1/F_j."""
+    """Journalist risk from population class sizes F_j (docs/deid.md, "Measures" and "Errata applied"): max 1/F_j and record average of 1/F_j."""
     if len(F) == 0:
         return {"max": 0.0, "average": 0.0}
     r = 1.0 / F

@@ -1,4 +1,4 @@
-"""HIPAA Safe Harbor as a transformation (seed 000 Table 4 / Appendix A).
+"""HIPAA Safe Harbor as a transformation (Benitez, Loukides & Malin 2010 Table 4 / Appendix A).
 
 Columns are recognized by role and semantic type (spec ``[types]``):
 direct identifiers and the identifier kinds of Table 4 are removed; dates
@@ -27,7 +27,7 @@ from .io import require_records
 from .spec import Spec
 from .transform import Policy, map_categories
 
-#: The 18 identifier kinds of seed 000 Table 4 and the ``[types]`` names recognizing them.
+#: The 18 identifier kinds of Benitez, Loukides & Malin 2010 Table 4 and the ``[types]`` names recognizing them.
 SAFE_HARBOR_KINDS: dict[int, tuple[str, frozenset[str]]] = {
     1: ("names", frozenset({"name", "first_name", "last_name", "surname", "given_name"})),
     2: ("geographic subdivisions smaller than a state", frozenset({"address", "street", "city", "county", "precinct", "geocode", "zip", "postal"})),

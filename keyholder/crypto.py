@@ -1,7 +1,7 @@
 """The key holder's cryptography: session key pairs, the half-CRT zero test,
 ciphertext validation, and encryption of private keys at rest.
 
-PROTOCOL.md ("The blinded comparison"): K decides whether a blinded
+docs/protocol.md ("The blinded comparison"): K decides whether a blinded
 comparison ``c`` encrypts zero without decrypting it:  ``c`` encrypts 0 iff
 ``c^(p-1) = 1 (mod p^2)`` and ``c^(q-1) = 1 (mod q^2)``.  The p-test runs first
 and a failure stops there, so a non-match costs one half-size exponentiation.
@@ -68,7 +68,7 @@ class CiphertextError(ValueError):
 
 
 class ZeroTester:
-    """Half-CRT zero test for one session key (PROTOCOL.md, "The blinded comparison")."""
+    """Half-CRT zero test for one session key (docs/protocol.md, "The blinded comparison")."""
 
     def __init__(self, key: SessionKey) -> None:
         self.n = gmpy2.mpz(key.n)

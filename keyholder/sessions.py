@@ -1,6 +1,6 @@
 """What the key holder does, as plain methods the gRPC servicer delegates to.
 
-Roles and what K may learn follow PROTOCOL.md: K registers parties, issues a
+Roles and what K may learn follow docs/protocol.md: K registers parties, issues a
 fresh Paillier key pair per session, relays sealed messages it cannot open,
 zero-tests the holder's blinded comparisons and hands the sealed attachments
 of matching rows to the querier only.  It never decrypts anything for anyone:
@@ -44,7 +44,7 @@ class PairRule:
     """How a blocked fuzzy round's row (a candidate pair) matches: a DNF over comparison groups.
 
     The row's comparisons form consecutive groups of ``group_sizes``; a group agrees when any of
-    its comparisons is zero; the row matches when all groups of some term agree (PROTOCOL.md,
+    its comparisons is zero; the row matches when all groups of some term agree (docs/protocol.md,
     "K evaluates the match rule on the per-field agreement bits").
     """
 

@@ -1,4 +1,4 @@
-"""Blocking passes for fuzzy rules (PROTOCOL.md, "Fuzzy, multi-field matching";
+"""Blocking passes for fuzzy rules (docs/protocol.md, "Fuzzy, multi-field matching";
 book ch. 12, "Scaling Up").
 
 With ``[[blocking]]`` in a rules file the fuzzy join compares candidate pairs

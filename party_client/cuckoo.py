@@ -1,4 +1,4 @@
-"""The querier's padded cuckoo table (PROTOCOL.md, "Exact matching at scale").
+"""The querier's padded cuckoo table (docs/protocol.md, "Exact matching at scale").
 
 Parameters (documented in the README):
 

@@ -1,4 +1,4 @@
-"""Keyed encodings of normalized values (PROTOCOL.md, "Encoding identifiers").
+"""Keyed encodings of normalized values (docs/protocol.md, "Encoding identifiers").
 
 For field ``f`` and normalized value ``v`` the encoding is
 ``X = PRF_s("enc" || f || 0x00 || v)``: HKDF-Expand (SHA-256) keyed with the

@@ -1,4 +1,4 @@
-"""Lookup sessions and the querier's lookup ledger (PROTOCOL.md, "Lookup").
+"""Lookup sessions and the querier's lookup ledger (docs/protocol.md, "Lookup").
 
 A lookup reveals a keyed bucket of the queried identifier to the holder.  The
 bucket count comes from the population size and a risk threshold

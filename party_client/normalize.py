@@ -1,6 +1,6 @@
 """Normalization of identifying values, vectorized over pandas Series.
 
-PROTOCOL.md ("Encoding identifiers") fixes one normalization per field type so
+docs/protocol.md ("Encoding identifiers") fixes one normalization per field type so
 that two parties always agree:
 
 * identifiers: Unicode NFKC, casefold, keep letters and digits only

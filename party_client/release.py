@@ -11,7 +11,7 @@ linkage (book ch. 12: "data sets must be linked before anonymization").
 
 ``dedup_many`` runs one dedup session per other registry, in parallel, and
 reports per own record which registries also hold it — nothing about
-records it does not hold (PROTOCOL.md, "De-duplication between many registries").
+records it does not hold (docs/protocol.md, "De-duplication between many registries").
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Fuzzy, multi-field match rules (PROTOCOL.md, "Fuzzy, multi-field matching";
+"""Fuzzy, multi-field match rules (docs/protocol.md, "Fuzzy, multi-field matching";
 book ch. 12, "Matching on the Unknown").
 
 A rules file names matching variables (fields), how each is encoded, and a

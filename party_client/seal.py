@@ -1,4 +1,4 @@
-"""Sealed messages between parties (PROTOCOL.md, "Roles").
+"""Sealed messages between parties (docs/protocol.md, "Roles").
 
 A sealed message is a stream of records that the key holder relays and
 spools but cannot open: X25519 (an ephemeral key *and* the sender's long-term

@@ -31,7 +31,7 @@ def keypair():
     return public, private
 
 
-# -- normalization (PROTOCOL.md test vectors) ---------------------------------
+# -- normalization (docs/protocol.md, "Encoding identifiers") ---------------------------------
 
 def test_identifier_normalization_vectors():
     values = pd.Series([" 1234-567-890 ", "AB 12_cd", "１２３", "", None, "--", "ÉCOLE-9"])

@@ -23,7 +23,7 @@ def adult_spec_toml(threshold: float = 0.05, release: str = "non-public", extra:
     return f"[columns]\n{cols}\n[hierarchies]\n{hier}\n\n[release]\ntype = \"{release}\"\nthreshold = {threshold}\n{extra}"
 
 
-# seed 001 Table I (population) and Table II (same-disease microdata), Zip5 + DOB
+# Liu et al. 2016 Table I (population) and Table II (same-disease microdata), Zip5 + DOB
 SEED001_POPULATION = pd.DataFrame({
     "zip": ["00101"] * 3 + ["00202"] * 6,
     "dob": ["1927-07-15", "1927-05-28", "1927-10-26", "1935-01-02", "1935-02-03",

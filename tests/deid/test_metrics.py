@@ -13,7 +13,7 @@ from deid_testdata import ADULT_QIS, adult_spec_toml
 
 
 def test_book_missingness_vector():
-    """B:1562–1574: 100 records, 2 QIs; natural missingness in QI1 for records 3,5,7; suppression of QI2
+    """El Emam & Arbuckle, ch. 2 (suppression with natural missingness): 100 records, 2 QIs; natural missingness in QI1 for records 3,5,7; suppression of QI2
     in records 5,10,18 -> record 3% -> 5% (loss 2%), cell 1.5% -> 3% (loss 1.5%)."""
     before = pd.DataFrame({"q1": ["a"] * 100, "q2": ["b"] * 100}).astype(object)
     before.loc[[2, 4, 6], "q1"] = np.nan  # records 3, 5, 7 (1-based)
@@ -31,7 +31,7 @@ ARX_NODE = {"sex": 1, "age": 2, "race": 1, "marital-status": 1, "education": 3, 
 
 def test_non_uniform_entropy_matches_arx(adult_df, tmp_path):
     """ARX 3.x, Adult, 5-anonymity, 0% suppression: node (1,2,1,1,3,2,2,1) has non-uniform entropy
-    382871.41 (log2, summed over attributes) — issue 4's reference number."""
+    382871.41 (log2, summed over attributes) — ARX's reference number."""
     spec_path = tmp_path / "a.toml"
     spec_path.write_text(adult_spec_toml())
     spec = load_spec(spec_path)

@@ -1,4 +1,4 @@
-"""Property tests: generalization never raises a risk measure (seed 000 Thm 2.1, seed 001 Prop. 3);
+"""Property tests: generalization never raises a risk measure (Benitez, Loukides & Malin 2010 Thm 2.1, Liu et al. 2016 Prop. 3);
 class sizes agree with an independent groupby; suppression is counted in missingness."""
 from __future__ import annotations
 
@@ -64,7 +64,7 @@ def test_generalizing_never_raises_risk(ds, levels):
         assert v <= m_lo[name] + 1e-12, (name, lo, hi)
     assert s_hi["k_min"] >= s_lo["k_min"]
     assert s_hi["equivalence_classes"] <= s_lo["equivalence_classes"]
-    # Prop. 1 of seed 001: r_i ≥ q_i
+    # Liu et al. 2016, Prop. 1: r_i ≥ q_i
     assert s_hi["instance_disclosure"]["R"] >= s_hi["instance_disclosure"]["Q"] - 1e-12
 
 

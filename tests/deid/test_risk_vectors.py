@@ -1,4 +1,4 @@
-"""DEID.md §2 test vectors, exact numbers."""
+"""docs/deid.md, "Measures" test vectors, exact numbers."""
 from __future__ import annotations
 
 import math
@@ -19,7 +19,7 @@ def seed001_table():
 
 
 def test_seed001_tables_I_II_instance_disclosure(seed001_table):
-    """seed 001 §3.1–3.2: q = 1/3,1/3,1/3,1/6,1/6,1/6; r = 1,1,1,.5,.5,.5; R = 0.75, Q = 0.25."""
+    """Liu et al. 2016 §3.1–3.2: q = 1/3,1/3,1/3,1/6,1/6,1/6; r = 1,1,1,.5,.5,.5; R = 0.75, Q = 0.25."""
     cl = seed001_table.classes(SEED001_SAFE_HARBOR_LEVELS)
     pr = per_record(cl)
     assert np.allclose(pr["journalist"], [1 / 3] * 3 + [1 / 6] * 3)
@@ -29,10 +29,10 @@ def test_seed001_tables_I_II_instance_disclosure(seed001_table):
     assert s["instance_disclosure"]["Q"] == pytest.approx(0.25, abs=1e-12)
     assert s["instance_disclosure"]["max_r"] == 1.0
     assert s["instance_disclosure"]["max_q"] == pytest.approx(1 / 3)
-    # 3-anonymous: prosecutor max 1/3 (seed 001 §3.1), 2 ECs
+    # 3-anonymous: prosecutor max 1/3 (Liu et al. 2016 §3.1), 2 ECs
     assert s["k_min"] == 3 and s["equivalence_classes"] == 2
     assert s["prosecutor"]["max"] == pytest.approx(1 / 3)
-    # seed 000 eq. (1) with gamma = 1: 3·1/3 + 3·1/6 = 1.5; normalized 0.25; marketer = Σ f_j/F_j / N
+    # Benitez, Loukides & Malin 2010 eq. (1) with gamma = 1: 3·1/3 + 3·1/6 = 1.5; normalized 0.25; marketer = Σ f_j/F_j / N
     assert s["population_risk"]["sum"] == pytest.approx(1.5)
     assert s["population_risk"]["normalized"] == pytest.approx(0.25)
     assert s["marketer"] == pytest.approx((3 / 3 + 3 / 6) / 6)
@@ -52,7 +52,7 @@ def test_population_is_reaggregated_not_looked_up(seed001_table):
 
 
 def test_acquaintance_book_example():
-    """B:2131–2142: ρ = 0.027 -> Pr(acquaintance) = 0.8716; conditional threshold 0.1/0.87 = 0.115."""
+    """El Emam & Arbuckle, ch. 3 (prevalence of a birth): ρ = 0.027 -> Pr(acquaintance) = 0.8716; conditional threshold 0.1/0.87 = 0.115."""
     p = pr_acquaintance(0.027)
     assert round(p, 4) == 0.8716
     assert round(conditional_threshold(0.1, round(p, 2)), 3) == 0.115
@@ -60,7 +60,7 @@ def test_acquaintance_book_example():
 
 
 def test_attempt_book_example():
-    """B:1657: Pr(attempt) = 0.3, threshold 0.1 -> Pr(re-id | attempt) ≤ 0.33."""
+    """El Emam & Arbuckle, ch. 2 (Pr(attempt)): Pr(attempt) = 0.3, threshold 0.1 -> Pr(re-id | attempt) ≤ 0.33."""
     assert round(conditional_threshold(0.1, 0.3), 2) == 0.33
 
 
@@ -70,7 +70,7 @@ def test_breach_constant():
 
 @pytest.mark.parametrize("t,k", [(0.5, 2), (0.33, 3), (0.2, 5), (0.1, 10), (0.09, 11), (0.05, 20)])
 def test_threshold_to_k(t, k):
-    """B:1675–1695 and DEID.md §2: 0.2→5, 0.1→10, 0.09→11 (1/11 meets 0.09), 0.05→20."""
+    """El Emam & Arbuckle, ch. 2, Table 2-1, and docs/deid.md, "Measures": 0.2→5, 0.1→10, 0.09→11 (1/11 meets 0.09), 0.05→20."""
     assert k_for_threshold(t) == k
     assert meets(1 / k, t)
     assert not meets(1 / (k - 1), t) if k > 1 else True
@@ -92,7 +92,7 @@ def test_attack_model_public_and_non_public(seed001_table):
 
 
 def test_full_subtree_policy_risk_and_population_reaggregation(seed001_table):
-    """A full-subtree policy (seed 000 §2.2): merge only the two 00202 birth dates of May/Sep 1935."""
+    """A full-subtree policy (Benitez, Loukides & Malin 2010 §2.2): merge only the two 00202 birth dates of May/Sep 1935."""
     t = seed001_table
     m = t.subtree_map("dob", {"1935-05-13": "1935-05/09", "1935-09-26": "1935-05/09"})
     cl = t.classes({"dob": m})

@@ -1,4 +1,4 @@
-"""Interval (box) k-anonymity (seed 004 §5) and interval statistics (mean exact; variance exact under no-nesting)."""
+"""Interval (box) k-anonymity (Xiang et al. 2014 §5) and interval statistics (mean exact; variance exact under no-nesting)."""
 from __future__ import annotations
 
 import itertools
@@ -65,7 +65,7 @@ def test_variance_range_exact_without_nesting_bound_with_nesting():
 
 def test_statistics_contain_the_truth():
     rng = np.random.default_rng(5)
-    x = rng.normal(139.3, 15, size=(60, 1))  # seed 004 Fig. 2: systolic blood pressure, 60 values
+    x = rng.normal(139.3, 15, size=(60, 1))  # Xiang et al. 2014 Fig. 2: systolic blood pressure, 60 values
     for k in (3, 4, 9):
         b = anonymize(x, k)
         st = interval_statistics(b.lo[b.box, 0], b.hi[b.box, 0], x[:, 0])

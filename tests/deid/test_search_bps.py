@@ -1,4 +1,4 @@
-"""BPS and Directed (seed 000 §2.4): boundary policies, non-dominated filter, BPS cheaper than Directed."""
+"""BPS and Directed (Benitez, Loukides & Malin 2010 §2.4): boundary policies, non-dominated filter, BPS cheaper than Directed."""
 from __future__ import annotations
 
 import json

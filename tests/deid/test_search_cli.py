@@ -1,4 +1,4 @@
-"""``deid search`` (issue 4 §5): RESULT.json shape, the applied best policy re-assessed from scratch, bad input."""
+"""``deid search``: RESULT.json shape, the applied best policy re-assessed from scratch, bad input."""
 from __future__ import annotations
 
 import json

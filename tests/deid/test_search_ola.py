@@ -1,4 +1,4 @@
-"""OLA (issue 4 §2): predictive tagging vs exhaustive search, losses vs metrics.py, Adult vs ARX."""
+"""OLA: predictive tagging vs exhaustive search, losses vs metrics.py, Adult vs ARX."""
 from __future__ import annotations
 
 import itertools

@@ -1,4 +1,4 @@
-"""Recursive partitioning for same-disease data (seed 001 §3.3) vs Safe Harbor."""
+"""Recursive partitioning for same-disease data (Liu et al. 2016 §3.3) vs Safe Harbor."""
 from __future__ import annotations
 
 import json
@@ -19,7 +19,7 @@ SPEC = {"columns": {"sex": "quasi", "dob": "quasi", "zip": "quasi"}, "types": {"
 
 
 def same_disease(n: int = 180, n_zip: int = 84, people: int = 401_517, seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Shaped like seed 001 dataset 1: n patients (61% female, mean age ~65) from n_zip ZIPs of one state,
+    """Shaped like Liu et al. 2016 dataset 1: n patients (61% female, mean age ~65) from n_zip ZIPs of one state,
     with a voter-list population of ``people`` aggregated to (sex, dob, zip) counts."""
     rng = np.random.default_rng(seed)
     zips = np.array([f"{z:05d}" for z in rng.choice(np.arange(1000, 2000), n_zip, replace=False)])
