@@ -528,8 +528,9 @@ def _section_transformation(s: dict) -> list[str]:
         parts += [_p(sentence),
                   _table(["column", "role", "what happened", "hierarchy level", "example before → after",
                           "cells suppressed"], _fate_rows(fates), numeric=(5,)),
-                  "<p class='small'>Examples are the most frequent changed value of a column; direct identifiers "
-                  "and masked columns never show one.</p>"]
+                  "<p class='small'>Examples are the most frequent changed value of a column; an original value "
+                  f"held by fewer than {EXAMPLE_MIN_RECORDS} records is not shown, and direct identifiers and "
+                  "masked columns never show one.</p>"]
     else:
         parts.append(_p("Policy steps: " + "; ".join(st.get("text", st["op"]) for st in tr.get("steps", [])) + "."))
     return parts
