@@ -1,0 +1,86 @@
+"""The comparison scheme: the arithmetic behind every blinded comparison.
+
+docs/protocol.md ("The blinded comparison"): the querier Q encrypts keyed
+encodings ``X`` under a per-session public key issued by the key holder K; the
+holder H turns each ciphertext and its own encoding ``Y`` into a *blinded
+comparison*, an encryption of ``r (X - Y)`` with a fresh uniform ``r``; K learns
+only whether each comparison encrypts zero.  Every engine (exact tables,
+lookup buckets, fuzzy terms, blocked pairs) and the key holder go through this
+interface and never through a concrete scheme, so a scheme is added by adding
+one implementation.
+
+Every method is a pure batch function: bytes and ints in, bytes (or booleans)
+out, no globals that change results, no open connections.  The same call runs
+on a thread, in a worker process, or on a distributed worker.  Ciphertexts and
+comparisons travel as concatenations of fixed-width items
+(:meth:`Scheme.ciphertext_width`).
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Sequence
+
+
+class InvalidCiphertext(ValueError):
+    """A received ciphertext or comparison failed validation; the message names the item and the check."""
+
+
+@dataclass(frozen=True)
+class KeyPair:
+    """A session key pair as bytes: ``public`` goes to both parties, ``private`` never leaves K."""
+
+    public: bytes
+    private: bytes
+
+
+class Scheme(ABC):
+    """One comparison scheme: key generation and zero test (K), encryption (Q), blinded comparison (H)."""
+
+    name: str = ""
+
+    # -- key holder ------------------------------------------------------------------------------
+    @abstractmethod
+    def generate_key(self, bits: int) -> KeyPair:
+        """A fresh key pair for one session (``bits`` is the scheme's size parameter, if it has one)."""
+
+    @abstractmethod
+    def check_key(self, public: bytes, private: bytes) -> None:
+        """Raise ``ValueError`` unless ``private`` belongs to ``public`` (a key unwrapped from storage)."""
+
+    @abstractmethod
+    def zero_test(self, public: bytes, private: bytes, comparisons: bytes) -> list[bool]:
+        """Per comparison, whether it encrypts zero.  Validates the whole batch first and raises
+        :class:`InvalidCiphertext` (naming the item and the check) before testing anything."""
+
+    # -- sizes -----------------------------------------------------------------------------------
+    @abstractmethod
+    def key_bits(self, public: bytes) -> int:
+        """The size parameter the public key was generated with (recorded in sessions and reports)."""
+
+    @abstractmethod
+    def ciphertext_width(self, public: bytes) -> int:
+        """Bytes per ciphertext and per comparison on the wire."""
+
+    @abstractmethod
+    def encoding_bytes(self, public: bytes) -> int:
+        """Length of the keyed encoding (PRF output) that the scheme maps to a plaintext."""
+
+    # -- querier ---------------------------------------------------------------------------------
+    @abstractmethod
+    def encrypt(self, public: bytes, encodings: Sequence[bytes | None]) -> bytes:
+        """``E(X)`` for each encoding, ``E(random)`` for ``None`` (padding), concatenated."""
+
+    # -- holder ----------------------------------------------------------------------------------
+    @abstractmethod
+    def validate(self, public: bytes, ciphertexts: bytes) -> int:
+        """Check a received block of ciphertexts; return how many it holds or raise :class:`InvalidCiphertext`."""
+
+    @abstractmethod
+    def compare(self, public: bytes, query: bytes, positions: Sequence[int], encodings: Sequence[bytes],
+                fast_blinding: bool = False) -> bytes:
+        """Blinded comparisons ``E(r_i (X_{positions[i]} - Y_i))`` with a fresh ``r_i`` each, concatenated.
+
+        ``query`` is the querier's whole (validated) ciphertext block; ``encodings[i]`` is the
+        holder's encoding ``Y_i``.  ``fast_blinding`` asks for a short ``r`` where the scheme has one
+        (schemes without a cheaper variant ignore it)."""
