@@ -77,21 +77,23 @@ class PartyInfo(_message.Message):
     def __init__(self, name: _Optional[str] = ..., x25519_public_key: _Optional[bytes] = ..., fingerprint: _Optional[str] = ..., registered_at: _Optional[float] = ...) -> None: ...
 
 class OpenSessionRequest(_message.Message):
-    __slots__ = ("mode", "holder", "key_bits", "ttl_seconds", "query_ciphertexts")
+    __slots__ = ("mode", "holder", "key_bits", "ttl_seconds", "query_ciphertexts", "scheme")
     MODE_FIELD_NUMBER: _ClassVar[int]
     HOLDER_FIELD_NUMBER: _ClassVar[int]
     KEY_BITS_FIELD_NUMBER: _ClassVar[int]
     TTL_SECONDS_FIELD_NUMBER: _ClassVar[int]
     QUERY_CIPHERTEXTS_FIELD_NUMBER: _ClassVar[int]
+    SCHEME_FIELD_NUMBER: _ClassVar[int]
     mode: Mode
     holder: str
     key_bits: int
     ttl_seconds: int
     query_ciphertexts: int
-    def __init__(self, mode: _Optional[_Union[Mode, str]] = ..., holder: _Optional[str] = ..., key_bits: _Optional[int] = ..., ttl_seconds: _Optional[int] = ..., query_ciphertexts: _Optional[int] = ...) -> None: ...
+    scheme: str
+    def __init__(self, mode: _Optional[_Union[Mode, str]] = ..., holder: _Optional[str] = ..., key_bits: _Optional[int] = ..., ttl_seconds: _Optional[int] = ..., query_ciphertexts: _Optional[int] = ..., scheme: _Optional[str] = ...) -> None: ...
 
 class SessionInfo(_message.Message):
-    __slots__ = ("session_id", "mode", "querier", "holder", "key_bits", "modulus", "status", "created_at", "expires_at", "rounds", "max_query_bytes")
+    __slots__ = ("session_id", "mode", "querier", "holder", "key_bits", "modulus", "status", "created_at", "expires_at", "rounds", "max_query_bytes", "scheme")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     MODE_FIELD_NUMBER: _ClassVar[int]
     QUERIER_FIELD_NUMBER: _ClassVar[int]
@@ -103,6 +105,7 @@ class SessionInfo(_message.Message):
     EXPIRES_AT_FIELD_NUMBER: _ClassVar[int]
     ROUNDS_FIELD_NUMBER: _ClassVar[int]
     MAX_QUERY_BYTES_FIELD_NUMBER: _ClassVar[int]
+    SCHEME_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     mode: Mode
     querier: str
@@ -114,7 +117,8 @@ class SessionInfo(_message.Message):
     expires_at: float
     rounds: int
     max_query_bytes: int
-    def __init__(self, session_id: _Optional[str] = ..., mode: _Optional[_Union[Mode, str]] = ..., querier: _Optional[str] = ..., holder: _Optional[str] = ..., key_bits: _Optional[int] = ..., modulus: _Optional[bytes] = ..., status: _Optional[_Union[SessionStatus, str]] = ..., created_at: _Optional[float] = ..., expires_at: _Optional[float] = ..., rounds: _Optional[int] = ..., max_query_bytes: _Optional[int] = ...) -> None: ...
+    scheme: str
+    def __init__(self, session_id: _Optional[str] = ..., mode: _Optional[_Union[Mode, str]] = ..., querier: _Optional[str] = ..., holder: _Optional[str] = ..., key_bits: _Optional[int] = ..., modulus: _Optional[bytes] = ..., status: _Optional[_Union[SessionStatus, str]] = ..., created_at: _Optional[float] = ..., expires_at: _Optional[float] = ..., rounds: _Optional[int] = ..., max_query_bytes: _Optional[int] = ..., scheme: _Optional[str] = ...) -> None: ...
 
 class SessionRef(_message.Message):
     __slots__ = ("session_id",)
@@ -317,7 +321,7 @@ class TableSpec(_message.Message):
     def __init__(self, name: _Optional[str] = ..., bins: _Optional[int] = ..., hash_functions: _Optional[int] = ..., stash: _Optional[int] = ...) -> None: ...
 
 class QueryHeader(_message.Message):
-    __slots__ = ("session_secret", "mode", "key_bits", "key_spec", "tables", "lookup_buckets", "entries", "request_fast_blinding", "records_per_chunk", "passes", "pair_layout")
+    __slots__ = ("session_secret", "mode", "key_bits", "key_spec", "tables", "lookup_buckets", "entries", "request_fast_blinding", "records_per_chunk", "passes", "pair_layout", "scheme")
     SESSION_SECRET_FIELD_NUMBER: _ClassVar[int]
     MODE_FIELD_NUMBER: _ClassVar[int]
     KEY_BITS_FIELD_NUMBER: _ClassVar[int]
@@ -329,6 +333,7 @@ class QueryHeader(_message.Message):
     RECORDS_PER_CHUNK_FIELD_NUMBER: _ClassVar[int]
     PASSES_FIELD_NUMBER: _ClassVar[int]
     PAIR_LAYOUT_FIELD_NUMBER: _ClassVar[int]
+    SCHEME_FIELD_NUMBER: _ClassVar[int]
     session_secret: bytes
     mode: Mode
     key_bits: int
@@ -340,7 +345,8 @@ class QueryHeader(_message.Message):
     records_per_chunk: int
     passes: _containers.RepeatedCompositeFieldContainer[BlockingPassSpec]
     pair_layout: str
-    def __init__(self, session_secret: _Optional[bytes] = ..., mode: _Optional[_Union[Mode, str]] = ..., key_bits: _Optional[int] = ..., key_spec: _Optional[str] = ..., tables: _Optional[_Iterable[_Union[TableSpec, _Mapping]]] = ..., lookup_buckets: _Optional[int] = ..., entries: _Optional[int] = ..., request_fast_blinding: _Optional[bool] = ..., records_per_chunk: _Optional[int] = ..., passes: _Optional[_Iterable[_Union[BlockingPassSpec, _Mapping]]] = ..., pair_layout: _Optional[str] = ...) -> None: ...
+    scheme: str
+    def __init__(self, session_secret: _Optional[bytes] = ..., mode: _Optional[_Union[Mode, str]] = ..., key_bits: _Optional[int] = ..., key_spec: _Optional[str] = ..., tables: _Optional[_Iterable[_Union[TableSpec, _Mapping]]] = ..., lookup_buckets: _Optional[int] = ..., entries: _Optional[int] = ..., request_fast_blinding: _Optional[bool] = ..., records_per_chunk: _Optional[int] = ..., passes: _Optional[_Iterable[_Union[BlockingPassSpec, _Mapping]]] = ..., pair_layout: _Optional[str] = ..., scheme: _Optional[str] = ...) -> None: ...
 
 class BlockingPassSpec(_message.Message):
     __slots__ = ("name", "buckets", "records")
