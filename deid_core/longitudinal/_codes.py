@@ -23,7 +23,9 @@ def require_rows(df: pd.DataFrame) -> None:
 
 def factorize(values: pd.Series | np.ndarray) -> tuple[np.ndarray, pd.Index]:
     """Codes 0..u-1 (missing values are a value of their own) and the uniques."""
-    codes, uniques = pd.factorize(np.asarray(values, dtype=object), use_na_sentinel=False)
+    if not isinstance(values, pd.Series):
+        values = pd.Series(np.asarray(values, dtype=object))
+    codes, uniques = pd.factorize(values, use_na_sentinel=False)
     return codes.astype(np.int64), pd.Index(uniques)
 
 

@@ -43,10 +43,12 @@ from scipy.stats import norm
 
 from ..errors import DeidInputError
 from ._codes import factorize, joint_codes, require_columns
-from .persons import level1_table, person_codes
+from .persons import person_level1
 
 #: Upper bound on candidate checks held in memory at once.
 _CHUNK = 4_000_000
+#: Largest persons x values bitset used for membership (bits); above it, binary search on sorted keys.
+_BITSET_BITS = 2**31
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,7 @@ class AttackResult:
 @dataclass(frozen=True)
 class _Release:
     keys: np.ndarray      # sorted unique person * V + vid
+    bits: np.ndarray | None  # the same keys as a bitset (None when too large)
     post_key: np.ndarray  # sorted unique class * V + vid
     post_start: np.ndarray
     post_count: np.ndarray
@@ -79,14 +82,28 @@ class _Release:
 
 
 def _index_release(rperson: np.ndarray, vid: np.ndarray, rclass: np.ndarray, V: int) -> _Release:
-    keys = np.unique(rperson * V + vid)
+    keys = np.sort(rperson * V + vid)
+    keys = keys[np.append(True, keys[1:] != keys[:-1])]  # sort-based unique (faster than hashing here)
+    bits = None
+    if (int(rperson.max()) + 1) * V <= _BITSET_BITS:
+        bits = np.zeros((int(rperson.max()) + 1) * V // 8 + 1, dtype=np.uint8)
+        byte, first = np.unique(keys >> 3, return_index=True)  # keys are sorted: bytes are too
+        bits[byte] = np.add.reduceat((1 << (keys & 7)).astype(np.uint8), first)
     person = keys // V
     value = keys % V
     ck = rclass[person] * V + value
     order = np.argsort(ck, kind="stable")
     ck_sorted = ck[order]
     post_key, post_start, post_count = np.unique(ck_sorted, return_index=True, return_counts=True)
-    return _Release(keys, post_key, post_start, post_count, person[order], V)
+    return _Release(keys, bits, post_key, post_start, post_count, person[order], V)
+
+
+def _contains(rel: _Release, key: np.ndarray) -> np.ndarray:
+    """Whether each (person * V + value) key is in the release."""
+    if rel.bits is not None:
+        return ((rel.bits[key >> 3] >> (key & 7).astype(np.uint8)) & 1).astype(bool)
+    j = np.minimum(np.searchsorted(rel.keys, key), len(rel.keys) - 1)
+    return rel.keys[j] == key
 
 
 def _match(rel: _Release, q_of: np.ndarray, vid: np.ndarray, qclass: np.ndarray, qtarget: np.ndarray,
@@ -132,9 +149,7 @@ def _match(rel: _Release, q_of: np.ndarray, vid: np.ndarray, qclass: np.ndarray,
         cid = np.repeat(np.arange(tot), k)
         koff = np.arange(ktot) - np.repeat(np.cumsum(k) - k, k)
         v = vid[qstart[cand_q][cid] + koff]
-        key = cand_p[cid] * V + v
-        j = np.minimum(np.searchsorted(rel.keys, key), len(rel.keys) - 1)
-        present = rel.keys[j] == key
+        present = _contains(rel, cand_p[cid] * V + v)
         ok = np.bincount(cid, weights=present, minlength=tot) == k
         m += np.bincount(cand_q[ok], minlength=nq)
         hit[cand_q[ok & (cand_p == qtarget[cand_q])]] = True
@@ -193,28 +208,29 @@ def simulate_attack(released: pd.DataFrame, *, person: str, level1: Sequence[str
     unknown = set(draw) - set(level2)
     if unknown:
         raise DeidInputError(f"background_values names {sorted(unknown)[0]!r}, which is not a level-2 QI")
-    rtab = level1_table(released, person=person, level1=level1)
-    btab = level1_table(bg, person=person, level1=level1)
-    rperson, rpids = person_codes(released, person)
-    bperson, bpids = person_codes(bg, person)
+    same = background is None
+    rtab, rperson = person_level1(released, person, level1)
+    btab, bperson = (rtab, rperson) if same else person_level1(bg, person, level1)
+    rpids, bpids = rtab.index, btab.index
     P, B = len(rpids), len(bpids)
     pmat = _power_matrix(power, bpids, level2)
     # level-1 classes coded jointly over both tables; each class is one more "value" known to the adversary
-    both = pd.concat([btab[list(level1)], rtab[list(level1)]], ignore_index=True)
+    both = rtab[list(level1)] if same else pd.concat([btab[list(level1)], rtab[list(level1)]], ignore_index=True)
     cls = joint_codes(both, list(level1))
-    bclass, rclass = cls[:B], cls[B:]
+    bclass, rclass = (cls, cls) if same else (cls[:B], cls[B:])
     n_class = int(cls.max()) + 1
     # level-2 values coded jointly; value ids after the class ids
     r_vids, b_vids, offset = [], [], n_class
     for h in level2:
-        codes, uniq = factorize(pd.concat([bg[h], released[h]], ignore_index=True))
-        b_vids.append(codes[: len(bg)] + offset)
-        r_vids.append(codes[len(bg):] + offset)
+        codes, uniq = factorize(released[h] if same else pd.concat([bg[h], released[h]], ignore_index=True))
+        codes = codes + offset
+        b_vids.append(codes if same else codes[: len(bg)])
+        r_vids.append(codes if same else codes[len(bg):])
         offset += len(uniq)
     V = offset
     rel = _index_release(np.concatenate([rperson] * len(level2) + [np.arange(P)]),
                          np.concatenate(r_vids + [rclass]), rclass, V)
-    target_r = pd.Index(rpids).get_indexer(bpids)  # -1: target not in the release
+    target_r = np.arange(P) if same else pd.Index(rpids).get_indexer(bpids)  # -1: target not in the release.get_indexer(bpids)  # -1: target not in the release
     units = [_units(bg, bperson, h, draw.get(h, h), b_vids[i], B) for i, h in enumerate(level2)]
 
     if exact:

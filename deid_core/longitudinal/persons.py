@@ -73,6 +73,11 @@ def level1_table(df: pd.DataFrame, *, person: str, level1: Sequence[str]) -> pd.
     Raises :class:`~deid_core.errors.DeidInputError` (a ``ValueError``) naming
     the first person whose level-1 values differ across their rows.
     """
+    return person_level1(df, person, level1)[0]
+
+
+def person_level1(df: pd.DataFrame, person: str, level1: Sequence[str]) -> tuple[pd.DataFrame, np.ndarray]:
+    """:func:`level1_table` and the row -> person index it is built on."""
     pcode, pids = person_codes(df, person)
     require_columns(df, level1, "level-1")
     first = np.full(len(pids), -1, dtype=np.int64)
@@ -89,7 +94,7 @@ def level1_table(df: pd.DataFrame, *, person: str, level1: Sequence[str]) -> pd.
     out = df.iloc[first][list(level1)].copy()
     out.index = pd.Index(pids, name=person)
     out["events"] = np.bincount(pcode, minlength=len(pids))
-    return out
+    return out, pcode
 
 
 def _classes_from_codes(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -136,9 +141,8 @@ def complete_knowledge(df: pd.DataFrame, *, person: str, level1: Sequence[str], 
     practical" approximate variant): each level-2 QI's values are an
     independent multiset per person.
     """
-    table = level1_table(df, person=person, level1=level1)
+    table, pcode = person_level1(df, person, level1)
     require_columns(df, level2, "level-2")
-    pcode, _ = factorize(df[person])
     n = len(table)
     width = int(table["events"].max())
     parts = [joint_codes(table, list(level1))[:, None]]

@@ -150,3 +150,12 @@ def test_generalizing_never_raises_attack_risk(rows, seed, power, width):
     assert before.per_target["pid"].tolist() == after.per_target["pid"].tolist()
     assert (after.per_target["risk"].to_numpy() <= before.per_target["risk"].to_numpy() + 1e-12).all()
     assert after.average_risk <= before.average_risk + 1e-12
+
+
+def test_sorted_keys_membership_agrees_with_bitset(monkeypatch):
+    import deid_core.longitudinal.attack as attack
+    df = _random_claims(9, persons=50)
+    kw = dict(person="pid", level1=["sex"], level2=["dx", "los"], power=2, exact=True)
+    with_bits = simulate_attack(df, **kw)
+    monkeypatch.setattr(attack, "_BITSET_BITS", 0)
+    assert simulate_attack(df, **kw).per_target.equals(with_bits.per_target)
