@@ -97,18 +97,14 @@ def person_level1(df: pd.DataFrame, person: str, level1: Sequence[str]) -> tuple
     return out, pcode
 
 
-def _classes_from_codes(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per-person class id and class size (in persons) from one key per person."""
-    if key.ndim == 1:
-        cid = factorize(key)[0]
-    else:
-        cid = np.unique(key, axis=0, return_inverse=True)[1].ravel()
-    size = np.bincount(cid)
-    return cid, size[cid]
+def _class_sizes(cid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Dense class id and class size (in persons) per person."""
+    cid = factorize(cid)[0]
+    return cid, np.bincount(cid)[cid]
 
 
 def _result(table: pd.DataFrame, key: np.ndarray, threshold: float) -> PatientRisk:
-    cid, size = _classes_from_codes(key)
+    cid, size = _class_sizes(key)
     pp = pd.DataFrame({"events": table["events"].to_numpy(), "class_id": cid, "class_size": size,
                        "risk": 1.0 / size}, index=table.index)
     return PatientRisk(pp, threshold=threshold)
@@ -120,15 +116,27 @@ def patient_risk(df: pd.DataFrame, *, person: str, level1: Sequence[str], thresh
     return _result(table, joint_codes(table, list(level1)), threshold)
 
 
-def _padded(pcode: np.ndarray, value: np.ndarray, n_persons: int, width: int) -> np.ndarray:
-    """Persons x width matrix of each person's values sorted ascending, padded with -1."""
+def refine_by_multiset(cid: np.ndarray, pcode: np.ndarray, value: np.ndarray) -> np.ndarray:
+    """Split per-person classes ``cid`` so that persons in one class also share the multiset of ``value``.
+
+    The person's values are sorted; the class is refined by the r-th smallest
+    value for r = 0, 1, ... (only persons with more than r values take part
+    in step r), so the work is one pass over the rows and memory is O(persons).
+    """
     order = np.lexsort((value, pcode))
-    p_sorted = pcode[order]
-    starts = np.searchsorted(p_sorted, np.arange(n_persons))
-    rank = np.arange(len(order)) - starts[p_sorted]
-    out = np.full((n_persons, width), -1, dtype=np.int64)
-    out[p_sorted, rank] = value[order]
-    return out
+    v = value[order]
+    count = np.bincount(pcode, minlength=len(cid))
+    start = np.cumsum(count) - count
+    cid = factorize(cid)[0]
+    width = int(value.max()) + 2 if len(value) else 1
+    for r in range(int(count.max()) if len(count) else 0):
+        sub = np.flatnonzero(count > r)
+        pair = cid[sub] * width + v[start[sub] + r] + 1
+        new, _ = factorize(pair)
+        cid = cid.copy()
+        cid[sub] = int(cid.max()) + 1 + new  # persons with <= r values keep their class, the others split off
+        cid = factorize(cid)[0] if r % 64 == 63 else cid
+    return cid
 
 
 def complete_knowledge(df: pd.DataFrame, *, person: str, level1: Sequence[str], level2: Sequence[str],
@@ -143,15 +151,13 @@ def complete_knowledge(df: pd.DataFrame, *, person: str, level1: Sequence[str], 
     """
     table, pcode = person_level1(df, person, level1)
     require_columns(df, level2, "level-2")
-    n = len(table)
-    width = int(table["events"].max())
-    parts = [joint_codes(table, list(level1))[:, None]]
+    cid = joint_codes(table, list(level1))
     if exact:
-        parts.append(_padded(pcode, joint_codes(df, list(level2)), n, width))
+        cid = refine_by_multiset(cid, pcode, joint_codes(df, list(level2)))
     else:
         for c in level2:
-            parts.append(_padded(pcode, factorize(df[c])[0], n, width))
-    return _result(table, np.hstack(parts), threshold)
+            cid = refine_by_multiset(cid, pcode, factorize(df[c])[0])
+    return _result(table, cid, threshold)
 
 
 def complete_knowledge_k(df: pd.DataFrame, *, person: str, level1: Sequence[str], level2: Sequence[str],

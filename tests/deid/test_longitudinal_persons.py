@@ -102,3 +102,21 @@ def test_vectorized_on_many_persons():
     df["sex"] = (pd.Series(pid).str[-1].astype(int) % 2).astype(str)
     r = complete_knowledge(df, person="pid", level1=["sex"], level2=["dx"])
     assert r.persons == len(np.unique(pid)) and r.events == 200_000
+
+
+@pytest.mark.parametrize("exact", [False, True])
+def test_complete_knowledge_matches_sorted_signatures(exact):
+    rng = np.random.default_rng(5)
+    pid = rng.integers(0, 300, 1500).astype(str)
+    df = pd.DataFrame({"pid": pid, "dx": rng.integers(0, 3, len(pid)).astype(str),
+                       "los": rng.integers(0, 2, len(pid)).astype(str)})
+    df["sex"] = df["pid"].map(lambda p: "FM"[int(p) % 2])
+    got = complete_knowledge(df, person="pid", level1=["sex"], level2=["dx", "los"], exact=exact).per_person
+    sig = {}
+    for p, g in df.groupby("pid", sort=False):
+        if exact:
+            sig[p] = (g["sex"].iloc[0], tuple(sorted(zip(g["dx"], g["los"]))))
+        else:
+            sig[p] = (g["sex"].iloc[0], tuple(sorted(g["dx"])), tuple(sorted(g["los"])))
+    sizes = pd.Series(sig).map(pd.Series(sig).value_counts())
+    assert got["class_size"].to_dict() == sizes.to_dict()
