@@ -57,6 +57,13 @@ def bin_labels(counts: np.ndarray, width: int = 5) -> np.ndarray:
     return np.array([f"[{i * width + 1}-{i * width + width}]" for i in b], dtype=object)
 
 
+def claim_count_column(df: pd.DataFrame, *, person: str, width: int = 5) -> pd.Series:
+    """Per row, the bin label of its person's claim count: the claim-count QI as a level-1 column."""
+    pcode, pids = person_codes(df, person)
+    counts = np.bincount(pcode, minlength=len(pids))
+    return pd.Series(bin_labels(counts, width)[pcode], index=df.index, name="claims_bin")
+
+
 def _bin_table(counts: np.ndarray, width: int) -> pd.Series:
     b = (counts - 1) // width
     n = np.bincount(b, minlength=int(b.max()) + 1)

@@ -5,7 +5,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from deid_core.longitudinal.truncate import bin_labels, plan_bins, plan_percentile, truncate_claims
+from deid_core.longitudinal.truncate import (bin_labels, claim_count_column, plan_bins, plan_percentile,
+                                             truncate_claims)
 
 # Table 5-7: persons per bin of five claims
 TABLE_5_7 = {"[1-5]": 100, "[6-10]": 50, "[11-15]": 40, "[16-20]": 30, "[21-25]": 7, "[26-30]": 4, "[31-35]": 11}
@@ -78,3 +79,8 @@ def test_bad_input(kw, msg):
     args = {"person": "member", "level2": ["dx"], **kw}
     with pytest.raises(ValueError, match=msg):
         truncate_claims(_claims(), **args)
+
+
+def test_claim_count_column_is_a_level1_qi():
+    df = pd.DataFrame({"m": ["a"] * 6 + ["b"] * 2})
+    assert claim_count_column(df, person="m").tolist() == ["[6-10]"] * 6 + ["[1-5]"] * 2
