@@ -230,7 +230,7 @@ def simulate_attack(released: pd.DataFrame, *, person: str, level1: Sequence[str
     V = offset
     rel = _index_release(np.concatenate([rperson] * len(level2) + [np.arange(P)]),
                          np.concatenate(r_vids + [rclass]), rclass, V)
-    target_r = np.arange(P) if same else pd.Index(rpids).get_indexer(bpids)  # -1: target not in the release.get_indexer(bpids)  # -1: target not in the release
+    target_r = np.arange(P) if same else pd.Index(rpids).get_indexer(bpids)  # -1: target not in the release
     units = [_units(bg, bperson, h, draw.get(h, h), b_vids[i], B) for i, h in enumerate(level2)]
 
     if exact:
@@ -241,14 +241,14 @@ def simulate_attack(released: pd.DataFrame, *, person: str, level1: Sequence[str
     targets = rng.integers(0, B, size=iterations)
     q_parts, v_parts = [np.arange(iterations)], [bclass[targets]]
     for i, (start, count, uvid) in enumerate(units):
+        # p of each target's d distinct values without replacement: the p smallest of d uniform keys
         d = count[targets]
         p = np.minimum(pmat[targets, i], d)
         q = np.repeat(np.arange(iterations), d)
-        u = rng.random(len(q))
-        pos = np.repeat(start[targets], d) + (np.arange(len(q)) - np.repeat(np.cumsum(d) - d, d))
-        order = np.lexsort((u, q))
-        rank = np.arange(len(q)) - np.repeat(np.cumsum(d) - d, d)  # rank within query after sorting
-        keep = order[rank < p[q[order]]]
+        within = np.arange(len(q)) - np.repeat(np.cumsum(d) - d, d)  # 0..d-1 inside each query
+        pos = np.repeat(start[targets], d) + within
+        order = np.lexsort((rng.random(len(q)), q))  # q stays sorted: `within` is the rank after sorting
+        keep = order[within < p[q]]
         q_parts.append(q[keep])
         v_parts.append(uvid[pos[keep]])
     risk, above = _risks(np.concatenate(q_parts), np.concatenate(v_parts), bclass[targets], target_r[targets],
