@@ -165,7 +165,7 @@ def recordlinkage_baseline(a: pd.DataFrame, b: pd.DataFrame, rules) -> tuple[set
 def floor_seconds(comparisons: int, slots: int, key_bits: int, fast: bool, cores: int) -> float:
     """Raw gmpy2.powmod time for the run's exponentiations, on ``cores`` cores."""
     from phe import paillier
-    from party_client.paillier import Encryptor, PublicKey
+    from common.schemes.paillier import Encryptor, PublicKey
     public, private = paillier.generate_paillier_keypair(n_length=key_bits)
     n2 = gmpy2.mpz(public.n) ** 2
     p2, p1 = gmpy2.mpz(private.p) ** 2, gmpy2.mpz(private.p) - 1

@@ -17,7 +17,7 @@ import subprocess
 import sys
 import threading
 
-from party_client.paillier import Encryptor, PublicKey
+from common.schemes.paillier import Encryptor, PublicKey
 
 MIN_ITEMS_FOR_WORKERS = 20_000
 

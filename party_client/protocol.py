@@ -40,7 +40,7 @@ from party_client.encrypt_worker import MIN_ITEMS_FOR_WORKERS, encrypt_in_worker
 from party_client.errors import PartyError
 from party_client.identity import PartyDir
 from party_client.keys import HolderKeys, QuerierKeys
-from party_client.paillier import (Encryptor, PublicKey, release_gil, blinded_comparison, blinding_factor,
+from common.schemes.paillier import (Encryptor, PublicKey, release_gil, blinded_comparison, blinding_factor,
                                    negated_generator_power, worker_pool)
 from party_client.progress import bar, tqdm_rows
 from party_client.seal import SessionCipher, open_records, seal_records
@@ -577,7 +577,7 @@ class Holder:
         Up to ``concurrency`` rounds (default: one per core) are served at once.  Lookup rounds
         have a lane of their own of the same width, so a lookup never queues behind a join's
         comparisons: join and dedup rounds share the process-wide comparison pool (one thread per
-        core, :func:`party_client.paillier.worker_pool`), a lookup compares its few rows in its
+        core, :func:`common.schemes.paillier.worker_pool`), a lookup compares its few rows in its
         own lane thread.  A round is taken once per call (K lists a round as pending until it
         is finished, so the rounds in flight are remembered).
 
