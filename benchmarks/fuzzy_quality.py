@@ -243,8 +243,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", help="write the results here")
     args = parser.parse_args(argv)
 
-    from party_client.quality import blocking_quality, quality
-    from party_client.rules import load_rules
+    from party_client.matching.quality import blocking_quality, quality
+    from party_client.matching.rules_file import load_rules
     a, b, truth = load_dataset(args.dataset, args.n)
     mode = "join" if args.dataset == "febrl4" else "dedup"
     rule = RULE_SETS[args.rules_set]

@@ -20,10 +20,10 @@ from common.schemes import InvalidCiphertext as CiphertextError
 from common.schemes.paillier import (Encryptor, PublicKey, SessionKey, ZeroTester, blinded_comparison,
                                      blinding_factor, book_literal_comparison, negated_generator_power)
 from keyholder.vault import KeyVault
-from party_client.cuckoo import EMPTY, CuckooFailure, CuckooParams, bin_count, padded_size, place
-from party_client.encoding import bin_positions, bucket, encode, encoding_bytes
-from party_client.normalize import normalize_identifiers, normalize_names
-from party_client.seal import SealError, SessionCipher, open_records, seal_records
+from party_client.crypto.cuckoo import EMPTY, CuckooFailure, CuckooParams, bin_count, padded_size, place
+from party_client.crypto.encoding import bin_positions, bucket, encode, encoding_bytes
+from party_client.matching.normalize import normalize_identifiers, normalize_names
+from party_client.crypto.seal import SealError, SessionCipher, open_records, seal_records
 
 
 @pytest.fixture(scope="module")
@@ -102,14 +102,16 @@ def test_padded_sizes_are_public_steps():
 
 def test_every_table_slot_holds_a_ciphertext(keypair):
     """All bins filled: empty bins hold E(random), indistinguishable in size and range."""
-    from party_client.keys import exact_querier_keys
-    from party_client.protocol import QueryOptions, encrypt_slots, prepare_tables
+    from party_client.matching.keys import exact_querier_keys
+    from party_client.protocol.engine import QueryOptions
+    from party_client.protocol.querier import encrypt_slots
+    from party_client.protocol.tables import prepare_tables
     public, private = keypair
     keys = exact_querier_keys(pd.Series([f"{i:09d}" for i in range(50)]), "identifier")
     identity = lambda phase, total: (lambda items: items)  # noqa: E731
-    prepared, encodings = prepare_tables(keys, QueryOptions(), public.n.bit_length(), identity)
+    prepared, encodings = prepare_tables(keys, QueryOptions(), encoding_bytes(public.n.bit_length()), identity)
     key = PublicKey(public.n)
-    ciphertexts = encrypt_slots(key, encodings, identity)
+    ciphertexts = encrypt_slots("paillier", key.modulus_bytes(), encodings, identity)
     assert len(ciphertexts) == prepared.header.tables[0].bins == len(prepared.slots)
     assert {len(c) for c in ciphertexts} == {key.width}
     assert sum(slot is not None for slot in prepared.slots) == 50
@@ -279,12 +281,12 @@ def test_max_buckets_respects_threshold():
 
 def test_encryption_worker_process_speaks_raw_bytes(keypair):
     """The second encryption process gets fixed-width bytes (no pickle) and returns valid ciphertexts."""
-    from party_client.encrypt_worker import encrypt_in_worker
+    from party_client.crypto.encrypt_worker import encrypt_in_worker
     public, private = keypair
     key = PublicKey(public.n)
     width = encoding_bytes(key.bits)
     items = [os.urandom(width) if i % 4 else None for i in range(40)]
-    ciphertexts = encrypt_in_worker(key, items, width).result()
+    ciphertexts = encrypt_in_worker("paillier", key.modulus_bytes(), items, width).result()
     assert len(ciphertexts) == 40 and {len(c) for c in ciphertexts} == {key.width}
     for x, blob in zip(items, ciphertexts):
         value = private.raw_decrypt(int.from_bytes(blob, "big"))
