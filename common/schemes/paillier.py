@@ -140,7 +140,8 @@ def blinded_comparison(key: PublicKey, ciphertext, negated_y, r):
 
 
 def book_literal_comparison(key: PublicKey, encrypted_x, encrypted_y, r):
-    """The book's formula read literally, ``((E(x) * E(y))^-1)^r``: zero iff x = -y."""
+    """The formula printed in El Emam & Arbuckle (ch. 12) read literally, ``((E(x) * E(y))^-1)^r``:
+    zero iff x = -y (kept only for the test that shows why it is not used)."""
     inverse = gmpy2.invert(encrypted_x * encrypted_y % key.n_square, key.n_square)
     return gmpy2.powmod(inverse, r, key.n_square)
 
