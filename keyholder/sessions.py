@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
-from common.schemes import InvalidCiphertext, get_scheme
+from common.schemes import DEFAULT_SCHEME, InvalidCiphertext, get_scheme
 from keyholder.vault import KeyVault
 from keyholder.errors import ServiceError
 from keyholder.limits import Limits
@@ -36,7 +36,6 @@ log = logging.getLogger("keyholder")
 OPEN, CLOSED, EXPIRED = 1, 2, 3
 PENDING, DONE, ABORTED = 1, 2, 3
 CHUNK_BYTES = 1 << 20
-SCHEME = "paillier"                     # the comparison scheme of every session (common.schemes)
 ACTIVITY_RESOLUTION = 5.0               # s between writes of a session's last activity
 
 
@@ -179,7 +178,7 @@ class KeyHolder:
             self.store.set_meta("vault_check", self.vault.check_value())
         elif not self.vault.verify(check):
             raise ValueError("the passphrase does not open this data directory's keys")
-        self.scheme = get_scheme(SCHEME)
+        self.scheme = get_scheme(DEFAULT_SCHEME)
         self._keys: dict[str, bytes] = {}          # session id -> private key bytes (unwrapped, in memory)
         self._keys_lock = threading.Lock()
         self._listeners: list[Callable[[], None]] = []

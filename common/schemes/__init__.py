@@ -10,13 +10,14 @@ import threading
 
 from common.schemes.base import InvalidCiphertext, KeyPair, Scheme
 
-__all__ = ["InvalidCiphertext", "KeyPair", "Scheme", "get_scheme", "SCHEME_NAMES"]
+__all__ = ["InvalidCiphertext", "KeyPair", "Scheme", "get_scheme", "SCHEME_NAMES", "DEFAULT_SCHEME"]
 
 # name -> "module:class" of its implementation
 _IMPLEMENTATIONS: dict[str, str] = {
     "paillier": "common.schemes.paillier:PaillierScheme",
 }
 SCHEME_NAMES: tuple[str, ...] = tuple(_IMPLEMENTATIONS)
+DEFAULT_SCHEME = "paillier"       # the scheme of every session until the parties can choose one
 _SCHEMES: dict[str, Scheme] = {}
 _LOCK = threading.Lock()
 

@@ -236,7 +236,7 @@ def _public_key(public: bytes) -> PublicKey:
     return PublicKey(public)
 
 
-@lru_cache(maxsize=16)
+@lru_cache(maxsize=4)      # a 2048-bit key's comb table holds ~4 MB
 def _encryptor(public: bytes) -> Encryptor:
     """One comb table per public key (its random base is the per-session ``x``)."""
     return Encryptor(_public_key(public))

@@ -73,7 +73,8 @@ def parse_boolean_rule(expression: str, fields: set[str]) -> list[frozenset[str]
 
 
 def fellegi_sunter_terms(m: dict[str, float], u: dict[str, float], threshold: float) -> list[frozenset[str]]:
-    """Minimal agreement sets whose Fellegi-Sunter weight reaches ``threshold``.
+    """Minimal agreement sets whose Fellegi-Sunter weight reaches ``threshold`` (Fellegi & Sunter,
+    "A theory for record linkage", JASA 1969).
 
     weight(S) = sum_{f in S} log2(m_f/u_f) + sum_{f not in S} log2((1-m_f)/(1-u_f)).  With m_f > u_f the
     weight grows with agreement, so the accepted sets form an up-set: its minimal sets are the DNF.

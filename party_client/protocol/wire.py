@@ -13,13 +13,13 @@ from typing import Iterable, Iterator
 
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PublicKey
 
-from common.schemes import Scheme
+from common.schemes import DEFAULT_SCHEME, Scheme
 from party_client.crypto.seal import SessionCipher
 from party_client.protocol.engine import CIPHERTEXTS_PER_RECORD, PreparedQuery, ReceivedQuery
 from party_client.transport import Connection
 from proto import linkage_pb2 as pb
 
-SCHEME = "paillier"         # the comparison scheme of every session (common.schemes.get_scheme)
+SCHEME = DEFAULT_SCHEME     # the comparison scheme of every session (common.schemes.get_scheme)
 MODES = {"join": pb.JOIN, "dedup": pb.DEDUP, "lookup": pb.LOOKUP}
 MODE_NAMES = {value: name for name, value in MODES.items()}
 
