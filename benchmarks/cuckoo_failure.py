@@ -30,7 +30,7 @@ import numpy as np
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
-from party_client.cuckoo import CuckooFailure, CuckooParams, bin_count, padded_size, place
+from party_client.crypto.cuckoo import CuckooFailure, CuckooParams, bin_count, padded_size, place
 
 
 def failing_trials(positions: np.ndarray, bins: int, stash: int = 0) -> np.ndarray:
@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--min-trials", type=int, default=1000)
     parser.add_argument("--batch-edges", type=float, default=4e6, help="keys per connected_components call")
     parser.add_argument("--check-place", type=int, default=200,
-                        help="trials per size also run through party_client.cuckoo.place")
+                        help="trials per size also run through party_client.crypto.cuckoo.place")
     parser.add_argument("--padded", action="store_true", help="place padded_size(n) keys (worst load)")
     parser.add_argument("--expansion", type=float, default=2.4, help="bins per padded key (product: 2.4)")
     parser.add_argument("--stash", type=int, default=0, help="stash slots (product default: 0)")

@@ -1,5 +1,5 @@
 """Benchmark (not a test): Fellegi-Sunter m and u estimated by EM on the querier's own table
-(``party estimate``, ``party_client.estimate``).
+(``party estimate``, ``party_client.matching.estimate``).
 
     python -m benchmarks.em_estimate [--threshold 10] [--synthetic 1000000] [--json OUT]
 
@@ -25,9 +25,9 @@ import numpy as np
 import pandas as pd
 
 from benchmarks.fuzzy_quality import rules_toml
-from party_client.estimate import estimate_rules
-from party_client.quality import plaintext_pairs, quality
-from party_client.rules import load_rules
+from party_client.matching.estimate import estimate_rules
+from party_client.matching.quality import plaintext_pairs, quality
+from party_client.matching.rules_file import load_rules
 
 
 def febrl(name: str, rules_file: Path, threshold: float, repeat: int = 5) -> dict:

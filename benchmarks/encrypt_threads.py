@@ -19,7 +19,7 @@ import time
 from phe import paillier
 
 from benchmarks.exact_join import busy_cpu_seconds, cpu_seconds
-from party_client.paillier import Encryptor, PublicKey, worker_pool
+from common.schemes.paillier import Encryptor, PublicKey, worker_pool
 
 _ENCRYPTOR: Encryptor | None = None
 

@@ -4,7 +4,7 @@ Per holder row ``h`` exponentiations mod n^2 (full-size exponent uniform in [1, 
 or 128 bits with fast blinding) at the holder, ``h`` half-CRT exponentiations
 ``c^(p-1) mod p^2`` at the key holder, and per querier slot one fixed-base
 encryption.  For the encryption we time the product's own primitive
-``party_client.paillier.Encryptor.encrypt`` (a 32-entry comb over a
+``common.schemes.paillier.Encryptor.encrypt`` (a 32-entry comb over a
 precomputed table: 31 multiplications mod n^2 plus ``(1 + m n)``), because raw
 ``gmpy2.powmod`` has no fixed-base mode; ``r^n mod n^2`` is printed for scale.
 """
@@ -18,7 +18,7 @@ from dataclasses import dataclass, asdict
 import gmpy2
 from phe import paillier
 
-from party_client.paillier import FAST_BLINDING_BITS, Encryptor, PublicKey
+from common.schemes.paillier import FAST_BLINDING_BITS, Encryptor, PublicKey
 
 
 @dataclass

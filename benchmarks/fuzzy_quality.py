@@ -165,7 +165,7 @@ def recordlinkage_baseline(a: pd.DataFrame, b: pd.DataFrame, rules) -> tuple[set
 def floor_seconds(comparisons: int, slots: int, key_bits: int, fast: bool, cores: int) -> float:
     """Raw gmpy2.powmod time for the run's exponentiations, on ``cores`` cores."""
     from phe import paillier
-    from party_client.paillier import Encryptor, PublicKey
+    from common.schemes.paillier import Encryptor, PublicKey
     public, private = paillier.generate_paillier_keypair(n_length=key_bits)
     n2 = gmpy2.mpz(public.n) ** 2
     p2, p1 = gmpy2.mpz(private.p) ** 2, gmpy2.mpz(private.p) - 1
@@ -243,8 +243,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", help="write the results here")
     args = parser.parse_args(argv)
 
-    from party_client.quality import blocking_quality, quality
-    from party_client.rules import load_rules
+    from party_client.matching.quality import blocking_quality, quality
+    from party_client.matching.rules_file import load_rules
     a, b, truth = load_dataset(args.dataset, args.n)
     mode = "join" if args.dataset == "febrl4" else "dedup"
     rule = RULE_SETS[args.rules_set]

@@ -86,8 +86,9 @@ def lookup_worker(party, holder: str, ids: list[str], present: set[str], buckets
                   deadline: float, tally: Tally, seed: int) -> None:
     """Single-record lookups until the deadline, in this worker's own lookup sessions."""
     from party_client.api import assemble
-    from party_client.keys import exact_querier_keys
-    from party_client.protocol import Querier, QueryOptions
+    from party_client.matching.keys import exact_querier_keys
+    from party_client.protocol.engine import QueryOptions
+    from party_client.protocol.querier import Querier
     from party_client.waiting import Notice
     rng = random.Random(seed)
     options = QueryOptions(key_bits=key_bits, lookup_buckets=buckets, timeout=300.0, progress=False)

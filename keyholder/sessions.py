@@ -1,8 +1,8 @@
 """What the key holder does, as plain methods the gRPC servicer delegates to.
 
 Roles and what K may learn follow docs/protocol.md: K registers parties, issues a
-fresh Paillier key pair per session, relays sealed messages it cannot open,
-zero-tests the holder's blinded comparisons and hands the sealed attachments
+fresh key pair of the comparison scheme (:mod:`common.schemes`) per session,
+relays sealed messages it cannot open, zero-tests the holder's blinded comparisons and hands the sealed attachments
 of matching rows to the querier only.  It never decrypts anything for anyone:
 there is no decrypt call, comparisons are accepted from the session's holder
 only, and results go to the session's querier only.
@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
-from keyholder.crypto import (CiphertextError, KeyVault, ZeroTester,
-                              generate_session_key)
+from common.schemes import DEFAULT_SCHEME, InvalidCiphertext, get_scheme
+from keyholder.vault import KeyVault
 from keyholder.errors import ServiceError
 from keyholder.limits import Limits
 from keyholder.store import STORE_FILE, Message, Round, Session, Store
@@ -178,8 +178,9 @@ class KeyHolder:
             self.store.set_meta("vault_check", self.vault.check_value())
         elif not self.vault.verify(check):
             raise ValueError("the passphrase does not open this data directory's keys")
-        self._testers: dict[str, ZeroTester] = {}
-        self._testers_lock = threading.Lock()
+        self.scheme = get_scheme(DEFAULT_SCHEME)
+        self._keys: dict[str, bytes] = {}          # session id -> private key bytes (unwrapped, in memory)
+        self._keys_lock = threading.Lock()
         self._listeners: list[Callable[[], None]] = []
         self.stopping = False
         self.throttle = FailureThrottle(limits.max_auth_failures, limits.auth_window)
@@ -290,14 +291,14 @@ class KeyHolder:
         key_bits = key_bits or max(2048, self.limits.min_key_bits)
         ttl = ttl_seconds or self.limits.default_ttl
         session_id = uuid.uuid4().hex
-        key = generate_session_key(key_bits)
+        key = self.scheme.generate_key(key_bits)
         now = time.time()
-        session = Session(session_id, mode, querier, holder, key_bits, key.modulus_bytes(),
-                          self.vault.wrap(session_id, key), OPEN, now, now + ttl, 0,
+        session = Session(session_id, mode, querier, holder, key_bits, key.public,
+                          self.vault.wrap(session_id, key.private), OPEN, now, now + ttl, 0,
                           self.query_limit(key_bits, query_ciphertexts), now)
         self.store.add_session(session)
-        with self._testers_lock:
-            self._testers[session_id] = ZeroTester(key)
+        with self._keys_lock:
+            self._keys[session_id] = key.private
         self.store.audit(querier, "open_session", session_id,
                          detail=f"mode={MODES[mode]} holder={holder} key_bits={key_bits} ttl={int(ttl)} "
                                 f"max_query_bytes={session.max_query_bytes}")
@@ -347,8 +348,8 @@ class KeyHolder:
             for leftover in folder.iterdir():
                 leftover.unlink(missing_ok=True)
             folder.rmdir()
-        with self._testers_lock:
-            self._testers.pop(session_id, None)
+        with self._keys_lock:
+            self._keys.pop(session_id, None)
         self.changed()
         log.info("session %s %s; its private key was destroyed", session_id,
                  "expired" if status == EXPIRED else "closed")
@@ -369,14 +370,15 @@ class KeyHolder:
             self._end_idle(session_id)
         return len(due) + len(idle)
 
-    def _tester(self, session: Session) -> ZeroTester:
-        with self._testers_lock:
-            tester = self._testers.get(session.id)
-            if tester is None:
-                n = int.from_bytes(session.modulus, "big")
-                tester = ZeroTester(self.vault.unwrap(session.id, n, session.wrapped_key))
-                self._testers[session.id] = tester
-            return tester
+    def _private_key(self, session: Session) -> bytes:
+        """The session's private key, unwrapped once and checked against its public key."""
+        with self._keys_lock:
+            private = self._keys.get(session.id)
+            if private is None:
+                private = self.vault.unwrap(session.id, session.wrapped_key)
+                self.scheme.check_key(session.modulus, private)
+                self._keys[session.id] = private
+            return private
 
     # -- relay ----------------------------------------------------------------
     def check_rounds(self, session_id: str) -> None:
@@ -478,10 +480,11 @@ class KeyHolder:
         session = self.session(holder, session_id, "holder")
         self._open_round(session, round_no)
         total = sum(row_comparisons)
-        tester = self._tester(session)
-        if len(ciphertexts) != total * tester.width:
+        private = self._private_key(session)
+        width = self.scheme.ciphertext_width(session.modulus)
+        if len(ciphertexts) != total * width:
             raise ServiceError("INVALID_ARGUMENT",
-                               f"expected {total} ciphertexts of {tester.width} bytes")
+                               f"expected {total} ciphertexts of {width} bytes")
         length = len(attachments[0])
         fixed = self.store.fix_attachment_bytes(session_id, round_no, length)
         if length != fixed:
@@ -490,10 +493,9 @@ class KeyHolder:
         if seq in self.store.batch_seqs(session_id, round_no):
             return total, True
         try:
-            values = tester.parse(ciphertexts)
-        except CiphertextError as error:
+            zeros = self.scheme.zero_test(session.modulus, private, ciphertexts)
+        except InvalidCiphertext as error:
             raise ServiceError("INVALID_ARGUMENT", str(error)) from None
-        zeros = tester.test_many(values)
         matches, offset = [], 0
         for row, count in enumerate(row_comparisons):
             row_zeros = zeros[offset:offset + count]

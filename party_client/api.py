@@ -20,11 +20,14 @@ import pandas as pd
 from party_client.errors import PartyError
 from party_client.identity import PartyDir
 from party_client.lookups import BucketPlan, LookupSession, LookupState, plan_buckets
-from party_client.normalize import FIELD_TYPES
-from party_client.rules import Rules, load_rules
-from party_client.keys import QuerierKeys, exact_holder_keys, exact_querier_keys
-from party_client.protocol import (MODE_NAMES, Holder, HolderData, HolderOptions, HolderTimeout, Querier,
-                                   QueryOptions, QueryOutcome)
+from party_client.matching.normalize import FIELD_TYPES
+from party_client.matching.rules import Rules
+from party_client.matching.rules_file import load_rules
+from party_client.matching.keys import QuerierKeys, exact_holder_keys, exact_querier_keys
+from party_client.protocol.engine import HolderData, QueryOptions
+from party_client.protocol.holder import Holder, HolderOptions
+from party_client.protocol.querier import HolderTimeout, Querier, QueryOutcome
+from party_client.protocol.wire import MODE_NAMES
 from party_client.sessions_state import SessionState, SessionStates, fingerprint
 from party_client.tables import read_table, require_columns, require_records
 from party_client.transport import (FIRST_CONTACT_SECONDS, RETRY_WINDOW_SECONDS, Connection, ConnectionProblem,

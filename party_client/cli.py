@@ -153,7 +153,7 @@ def cmd_dedup_many(args) -> int:
 def cmd_estimate(args) -> int:
     """Fellegi-Sunter m and u by EM on the querier's own table; no key holder involved."""
     import math
-    from party_client.estimate import estimate_rules, rules_text
+    from party_client.matching.estimate import estimate_rules, rules_text
     from party_client.tables import check_output, read_table, require_records, write_text
     check_output(args.out, args.rules, args.input, suffixes=(".toml",), kind="a .toml")
     frame = read_table(args.input)

@@ -208,8 +208,8 @@ def write_fuzzy_rules(folder: Path) -> dict[str, Path]:
 def run_fuzzy_step(registry: Party, cohort: Party, paths: dict[str, Path], folder: Path) -> dict:
     """The cohort (no health card numbers) joins the registry on names and dates of birth; the
     same rules applied in plaintext give the check."""
-    from party_client.quality import plaintext_pairs
-    from party_client.rules import load_rules
+    from party_client.matching.quality import plaintext_pairs
+    from party_client.matching.rules_file import load_rules
     from party_client.tables import read_table, write_table
     rules = write_fuzzy_rules(folder)
     stop = threading.Event()

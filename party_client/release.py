@@ -28,7 +28,8 @@ import deid_core
 from deid_core.detect import check_release
 from deid_core.report import plots
 from party_client.errors import PartyError
-from party_client.rules import Rules, load_rules
+from party_client.matching.rules import Rules
+from party_client.matching.rules_file import load_rules
 from party_client.tables import check_output, read_table, write_table
 
 METHODS = ("safe-harbor", "policy", "threshold")

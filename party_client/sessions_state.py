@@ -4,7 +4,7 @@ input picks its round up instead of comparing again.
 
 One file per session, ``PARTYDIR/sessions/<session id>.state``: JSON, zlib,
 sealed with AES-256-GCM under a key derived (HKDF-SHA256) from the party's
-X25519 private key (:class:`party_client.seal.SessionCipher`).  It holds the
+X25519 private key (:class:`party_client.crypto.seal.SessionCipher`).  It holds the
 session secret ``s`` and where each ciphertext came from, never an identifier.
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pathlib import Path
 from cryptography.hazmat.primitives import serialization
 
 from party_client.identity import PartyDir, write_secret
-from party_client.seal import SealError, SessionCipher
+from party_client.crypto.seal import SealError, SessionCipher
 
 
 @dataclass

@@ -1,5 +1,7 @@
 """The packages' dependency rule: keyholder and party_client share only proto/ and common/;
-party_client may use deid_core; deid_core, common and proto import none of the others."""
+party_client may use deid_core; deid_core, common and proto import none of the others; and no
+module imports itself back through other modules of the project (at import time, i.e. through the
+imports at a module's top level)."""
 from __future__ import annotations
 
 import ast
@@ -52,3 +54,53 @@ def test_the_package_graph_has_no_cycle():
             done.add(node)
     for package in PACKAGES:
         visit(package, ())
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def module_imports() -> dict[str, set[str]]:
+    """Per project module, the project modules its top-level statements import (``from a.b import c``
+    counts ``a.b.c`` when that is a module, else ``a.b``; importing a package runs its ``__init__``)."""
+    modules = {_module_name(path): path for package in PACKAGES for path in (ROOT / package).rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        found: set[str] = set()
+        for node in tree.body:                      # top level only: imports inside functions run later
+            if isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                found.add(node.module)
+                found.update(f"{node.module}.{alias.name}" for alias in node.names)
+        targets = set()
+        for target in found:
+            parts = target.split(".")
+            for end in range(1, len(parts) + 1):     # a.b.c imports the packages a and a.b first
+                prefix = ".".join(parts[:end])
+                if prefix in modules and prefix != name:
+                    targets.add(prefix)
+        graph[name] = targets
+    return graph
+
+
+def test_no_module_import_cycle():
+    graph = module_imports()
+    assert "party_client.protocol.holder" in graph and "party_client.matching.rules" in graph
+    state: dict[str, int] = {}                       # 1: on the current path, 2: done
+
+    def visit(node: str, path: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(graph[node]):
+            # a package's __init__ importing its own submodules is how packages re-export: not a cycle
+            if nxt.startswith(node + "."):
+                continue
+            assert state.get(nxt) != 1, f"import cycle: {' -> '.join(path[path.index(nxt):] + [node, nxt])}"
+            if nxt not in state:
+                visit(nxt, path + [node])
+        state[node] = 2
+    for module in sorted(graph):
+        if module not in state:
+            visit(module, [])

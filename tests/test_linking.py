@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from linkhelpers import TEST_KEY_BITS, make_party, party_cmd, run_party
 from party_client import Party
-from party_client.normalize import normalize_identifiers
+from party_client.matching.normalize import normalize_identifiers
 
 
 def tables(seed: int, n: int = 120, m: int = 150, overlap: int = 60):

@@ -16,13 +16,14 @@ from hypothesis import strategies as st
 from phe import paillier
 
 from deid_core.buckets import combined_bucket_risk, hashed_bucket_risk, max_buckets
-from keyholder.crypto import KeyVault, SessionKey, ZeroTester, CiphertextError
-from party_client.cuckoo import EMPTY, CuckooFailure, CuckooParams, bin_count, padded_size, place
-from party_client.encoding import bin_positions, bucket, encode, encoding_bytes
-from party_client.normalize import normalize_identifiers, normalize_names
-from party_client.paillier import (Encryptor, PublicKey, blinded_comparison, blinding_factor,
-                                   book_literal_comparison, negated_generator_power)
-from party_client.seal import SealError, SessionCipher, open_records, seal_records
+from common.schemes import InvalidCiphertext as CiphertextError
+from common.schemes.paillier import (Encryptor, PublicKey, SessionKey, ZeroTester, blinded_comparison,
+                                     blinding_factor, book_literal_comparison, negated_generator_power)
+from keyholder.vault import KeyVault
+from party_client.crypto.cuckoo import EMPTY, CuckooFailure, CuckooParams, bin_count, padded_size, place
+from party_client.crypto.encoding import bin_positions, bucket, encode, encoding_bytes
+from party_client.matching.normalize import normalize_identifiers, normalize_names
+from party_client.crypto.seal import SealError, SessionCipher, open_records, seal_records
 
 
 @pytest.fixture(scope="module")
@@ -101,14 +102,16 @@ def test_padded_sizes_are_public_steps():
 
 def test_every_table_slot_holds_a_ciphertext(keypair):
     """All bins filled: empty bins hold E(random), indistinguishable in size and range."""
-    from party_client.keys import exact_querier_keys
-    from party_client.protocol import QueryOptions, encrypt_slots, prepare_tables
+    from party_client.matching.keys import exact_querier_keys
+    from party_client.protocol.engine import QueryOptions
+    from party_client.protocol.querier import encrypt_slots
+    from party_client.protocol.tables import prepare_tables
     public, private = keypair
     keys = exact_querier_keys(pd.Series([f"{i:09d}" for i in range(50)]), "identifier")
     identity = lambda phase, total: (lambda items: items)  # noqa: E731
-    prepared, encodings = prepare_tables(keys, QueryOptions(), public.n.bit_length(), identity)
+    prepared, encodings = prepare_tables(keys, QueryOptions(), encoding_bytes(public.n.bit_length()), identity)
     key = PublicKey(public.n)
-    ciphertexts = encrypt_slots(key, encodings, identity)
+    ciphertexts = encrypt_slots("paillier", key.modulus_bytes(), encodings, identity)
     assert len(ciphertexts) == prepared.header.tables[0].bins == len(prepared.slots)
     assert {len(c) for c in ciphertexts} == {key.width}
     assert sum(slot is not None for slot in prepared.slots) == 50
@@ -200,13 +203,13 @@ def test_key_vault_round_trip_and_binding():
     vault = KeyVault(b"correct horse", os.urandom(16))
     public, private = paillier.generate_paillier_keypair(n_length=1024)
     key = SessionKey(public.n, private.p, private.q)
-    blob = vault.wrap("session-a", key)
-    assert vault.unwrap("session-a", public.n, blob) == key
+    blob = vault.wrap("session-a", key.private_bytes())
+    assert SessionKey.from_bytes(key.modulus_bytes(), vault.unwrap("session-a", blob)) == key
     assert str(private.p).encode() not in blob and private.p.to_bytes(64, "big") not in blob
     with pytest.raises(Exception):
-        vault.unwrap("session-b", public.n, blob)                       # bound to its session
+        vault.unwrap("session-b", blob)                                 # bound to its session
     with pytest.raises(Exception):
-        KeyVault(b"wrong", os.urandom(16)).unwrap("session-a", public.n, blob)
+        KeyVault(b"wrong", os.urandom(16)).unwrap("session-a", blob)
 
 
 # -- sealing -------------------------------------------------------------------
@@ -278,12 +281,12 @@ def test_max_buckets_respects_threshold():
 
 def test_encryption_worker_process_speaks_raw_bytes(keypair):
     """The second encryption process gets fixed-width bytes (no pickle) and returns valid ciphertexts."""
-    from party_client.encrypt_worker import encrypt_in_worker
+    from party_client.crypto.encrypt_worker import encrypt_in_worker
     public, private = keypair
     key = PublicKey(public.n)
     width = encoding_bytes(key.bits)
     items = [os.urandom(width) if i % 4 else None for i in range(40)]
-    ciphertexts = encrypt_in_worker(key, items, width).result()
+    ciphertexts = encrypt_in_worker("paillier", key.modulus_bytes(), items, width).result()
     assert len(ciphertexts) == 40 and {len(c) for c in ciphertexts} == {key.width}
     for x, blob in zip(items, ciphertexts):
         value = private.raw_decrypt(int.from_bytes(blob, "big"))

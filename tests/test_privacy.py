@@ -17,8 +17,8 @@ import pytest
 
 from linkhelpers import TEST_KEY_BITS, make_party, party_cmd, run_party
 from party_client import Party
-from party_client.encoding import encode
-from party_client.normalize import normalize_identifiers
+from party_client.crypto.encoding import encode
+from party_client.matching.normalize import normalize_identifiers
 from proto import linkage_pb2 as pb
 from proto import linkage_pb2_grpc as pb_grpc
 
@@ -212,7 +212,7 @@ def test_audit_log_records_counts_only(fresh_keyholder, tmp_path):
 
 def test_fresh_r_for_every_comparison_and_padded_table_sizes(fresh_keyholder, tmp_path, monkeypatch):
     """Every blinded comparison draws its own r, and the querier's table size only shows a padded step."""
-    import party_client.protocol as protocol
+    import common.schemes.paillier as protocol
     server = fresh_keyholder()
     (qdir, _), (hdir, hname) = make_party(server, tmp_path), make_party(server, tmp_path)
     draws = []

@@ -1,5 +1,5 @@
 """Blocking passes for fuzzy rules (docs/protocol.md, "Fuzzy, multi-field matching";
-book ch. 12, "Scaling Up").
+El Emam & Arbuckle, Anonymizing Health Data, ch. 12; Christen, Data Matching, 2012, ch. 4).
 
 With ``[[blocking]]`` in a rules file the fuzzy join compares candidate pairs
 instead of padded cuckoo tables: per pass, the querier sends each record's
@@ -34,39 +34,32 @@ import numpy as np
 import pandas as pd
 
 from deid_core.buckets import disclosed_key_risk, keyed_bucket_risk
-from party_client.encoding import SECRET_BYTES, block_prf
+from party_client.crypto.encoding import SECRET_BYTES, block_prf
 from party_client.errors import PartyError
-from party_client.keys import HolderKeys, QuerierKeys, QuerierTable
-from party_client.rules import PairLayout, RiskPolicy, Rules
+from party_client.matching.keys import BlockedHolder, PlannedPass
 
 BUCKET_STEP = 2 ** 0.25          # the default bucket search tries B, B / 2^(1/4), ...
 
 
-@dataclass
-class PlannedPass:
-    """One pass as the querier sends it: records in sending order and their blocks."""
+@dataclass(frozen=True)
+class BlockingPass:
+    """One ``[[blocking]]`` pass: its key's fields; keyed buckets (given, or the most the risk allows) or clear."""
 
-    name: str
-    buckets: int                 # 0: the clear key
-    records: np.ndarray          # querier record per entry (a fresh shuffle per pass)
-    blocks: list[str]            # block per entry
-    risk: dict                   # disclosed_key_risk of the blocks
+    fields: tuple[str, ...]
+    buckets: int | None = None
+    clear: bool = False
 
-
-@dataclass
-class BlockedQuery:
-    secret: bytes
-    layouts: list[PairLayout]    # per pass: the groups compared and the rule terms they decide
-    passes: list[PlannedPass]
-    group_keys: dict[str, list[str]]   # per group label: the querier's key per record ('' missing)
+    @property
+    def name(self) -> str:
+        return "+".join(self.fields)
 
 
-@dataclass
-class BlockedHolder:
-    layouts: list[PairLayout]
-    group_keys: dict[str, list[list[str | None]]]   # per group label, per variant, per row
-    block_keys: list[list[str | None]]               # per pass, per row: the clear key
-    clear: list[bool]                                # per pass: the rules say clear
+@dataclass(frozen=True)
+class RiskPolicy:
+    """``[risk]``: the threshold for what travels in the clear, and the population behind the data."""
+
+    max: float = 0.05
+    population: int | None = None
 
 
 def _bucket_values(secret: bytes, pass_index: int, keys: pd.Series) -> np.ndarray:
@@ -88,15 +81,15 @@ def choose_buckets(prf: np.ndarray, policy: RiskPolicy) -> tuple[int, dict]:
         candidate /= BUCKET_STEP
 
 
-def plan_query(rules: Rules, codes: dict[str, pd.Series], records: int) -> QuerierKeys:
-    """The querier's passes under a fresh session secret, each risk-checked before anything is sent."""
+def plan_passes(passes: list[BlockingPass], block_keys: list[pd.Series], policy: RiskPolicy,
+                records: int) -> tuple[bytes, list[PlannedPass]]:
+    """The querier's passes (``block_keys``: each pass's clear key per record, '' missing) under a fresh
+    session secret, each risk-checked before anything is sent."""
     secret = os.urandom(SECRET_BYTES)
-    policy = rules.risk
     if policy.population is not None and policy.population < records:
         raise PartyError(f"[risk] population {policy.population} is smaller than the input's {records} records")
-    passes = []
-    for index, blocking in enumerate(rules.blocking):
-        keys = rules.block_keys(codes, blocking)
+    planned = []
+    for index, (blocking, keys) in enumerate(zip(passes, block_keys)):
         keys = keys[keys != ""]
         if blocking.clear:
             buckets, blocks = 0, keys.astype(str)
@@ -117,30 +110,17 @@ def plan_query(rules: Rules, codes: dict[str, pd.Series], records: int) -> Queri
                              f"{risk['max']:.4f} of its {'clear keys' if blocking.clear else f'{buckets} buckets'} "
                              f"exceeds [risk] max {policy.max} ({basis}); {advice}")
         order = np.asarray(blocks.index)[np.argsort([secrets.randbits(64) for _ in range(len(blocks))])]
-        passes.append(PlannedPass(blocking.name, buckets, order, blocks.loc[order].tolist(),
-                                  {k: (round(v, 6) if isinstance(v, float) else v) for k, v in risk.items()}))
-    group_keys = {label: variants[0].tolist() for label, variants in rules.group_codes(codes, querier=True).items()}
-    # One "table" per rule term whose key is the record itself: a match (term, record) then maps to
-    # the record like a cuckoo-table hit does, so outputs are assembled the same way.
-    identity = np.arange(records, dtype=np.int64)
-    tables = [QuerierTable(Rules.term_name(t), [str(r) for r in range(records)], identity, identity)
-              for t in rules.terms]
-    return QuerierKeys(records, tables, rules.spec, BlockedQuery(secret, rules.pass_layouts(), passes, group_keys))
+        planned.append(PlannedPass(blocking.name, buckets, order, blocks.loc[order].tolist(),
+                                   {k: (round(v, 6) if isinstance(v, float) else v) for k, v in risk.items()}))
+    return secret, planned
 
 
-def holder_blocks(rules: Rules, codes: dict[str, pd.Series], rows: int) -> HolderKeys:
-    """The holder's group keys (all variants) and clear block keys per pass."""
-    def column(series: pd.Series) -> list[str | None]:
-        return [v if v else None for v in series.tolist()]
-    group_keys = {label: [column(v) for v in variants]
-                  for label, variants in rules.group_codes(codes, querier=False).items()}
-    block_keys = [column(rules.block_keys(codes, b)) for b in rules.blocking]
+def holder_rows(block_keys: list[list[str | None]], rows: int) -> np.ndarray:
+    """Whether each holder row has a block key in some pass (rows without one are never compared)."""
     present = np.zeros(rows, dtype=bool)
     for keys in block_keys:
         present |= np.array([k is not None for k in keys], dtype=bool)
-    # HolderKeys.rows = rows with a block key in some pass (rows without one are never compared).
-    return HolderKeys(["blocked"], [[("" if p else None) for p in present]], rules.spec,
-                      BlockedHolder(rules.pass_layouts(), group_keys, block_keys, [b.clear for b in rules.blocking]))
+    return present
 
 
 def holder_pass_blocks(blocked: BlockedHolder, secret: bytes, pass_index: int, buckets: int) -> pd.Series:

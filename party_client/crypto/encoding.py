@@ -2,8 +2,9 @@
 
 For field ``f`` and normalized value ``v`` the encoding is
 ``X = PRF_s("enc" || f || 0x00 || v)``: HKDF-Expand (SHA-256) keyed with the
-256-bit session secret ``s``, expanded to ``|n| - 64`` bits and read as an
-integer, so ``X < n``.  Cuckoo bin positions are ``PRF_s("bin" || i || X) mod B``
+256-bit session secret ``s``, expanded to the comparison scheme's encoding
+length (:meth:`common.schemes.Scheme.encoding_bytes`; Paillier: ``|n| - 64``
+bits, so ``X < n`` read as an integer).  Cuckoo bin positions are ``PRF_s("bin" || i || X) mod B``
 and lookup buckets ``PRF_s("bucket" || X) mod B_L`` (HMAC-SHA256, 128 bits
 reduced mod the table size: bias below 2^-100); keyed blocking buckets are
 ``PRF_s("block" || pass || key) mod B`` (64 bits).  Because every PRF is keyed
@@ -11,8 +12,6 @@ with ``s``, which the key holder never sees, K cannot dictionary-attack the
 values it zero-tests nor the positions it sees.
 """
 from __future__ import annotations
-
-from typing import Iterable
 
 from cryptography.hazmat.primitives import hashes, hmac
 from cryptography.hazmat.primitives.kdf.hkdf import HKDFExpand
@@ -25,19 +24,20 @@ def encoding_bytes(modulus_bits: int) -> int:
     return (modulus_bits - 64) // 8
 
 
-def encode(secret: bytes, field: str, value: str, modulus_bits: int) -> bytes:
-    """``PRF_s("enc" || f || 0x00 || v)`` as big-endian bytes (read as an integer < n).
+def encode_to(secret: bytes, field: str, value: str, length: int) -> bytes:
+    """``PRF_s("enc" || f || 0x00 || v)``, ``length`` bytes.
 
     The field name may not contain NUL, so that (f, v) -> input is injective.
     """
     if "\x00" in field:
         raise ValueError("a field name may not contain NUL")
     info = b"enc" + field.encode() + b"\x00" + value.encode("utf-8")
-    return HKDFExpand(hashes.SHA256(), encoding_bytes(modulus_bits), info).derive(secret)
+    return HKDFExpand(hashes.SHA256(), length, info).derive(secret)
 
 
-def encode_many(secret: bytes, field: str, values: Iterable[str], modulus_bits: int) -> list[bytes]:
-    return [encode(secret, field, value, modulus_bits) for value in values]
+def encode(secret: bytes, field: str, value: str, modulus_bits: int) -> bytes:
+    """The encoding for a Paillier modulus of ``modulus_bits`` bits (big-endian, read as an integer < n)."""
+    return encode_to(secret, field, value, encoding_bytes(modulus_bits))
 
 
 def _prf_mod(secret: bytes, message: bytes, modulus: int) -> int:

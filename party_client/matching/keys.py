@@ -2,11 +2,13 @@
 
 A *key table* is one exact equality the protocol tests: the identifier in
 exact mode, or one conjunction of a fuzzy rule in disjunctive normal form
-(:mod:`party_client.rules`).  The querier may hold several keys per record in
+(:mod:`party_client.matching.rules`).  The querier may hold several keys per record in
 a table (e.g. birth year - 1, year, year + 1 for the NDI rule) and the same
 key for several records (duplicates); the holder has at most one key per row
-and table.  Keys are strings; the encoding (:mod:`party_client.encoding`)
-keys them with the session secret under the table's name.
+and table.  Keys are strings; the encoding (:mod:`party_client.crypto.encoding`)
+keys them with the session secret under the table's name.  Fuzzy rules with
+blocking passes (:mod:`party_client.matching.blocking`) add each side's blocked
+data: the passes, their comparison layouts and the keys of every comparison group.
 """
 from __future__ import annotations
 
@@ -15,9 +17,45 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from party_client.normalize import normalize
+from party_client.matching.fields import KEY_SEPARATOR
+from party_client.matching.layout import PairLayout
+from party_client.matching.normalize import normalize
 
-KEY_SEPARATOR = "\x1f"        # joins a conjunction's parts; normalized parts never contain it
+__all__ = ["KEY_SEPARATOR", "QuerierTable", "QuerierKeys", "HolderKeys", "PlannedPass", "BlockedQuery",
+           "BlockedHolder", "exact_querier_keys", "exact_holder_keys", "exact_spec"]
+
+
+@dataclass
+class PlannedPass:
+    """One blocking pass as the querier sends it: records in sending order and their blocks."""
+
+    name: str
+    buckets: int                 # 0: the clear key
+    records: np.ndarray          # querier record per entry (a fresh shuffle per pass)
+    blocks: list[str]            # block per entry
+    risk: dict                   # disclosed_key_risk of the blocks
+
+
+@dataclass
+class BlockedQuery:
+    """The querier's blocked data: the session secret its blocks are keyed with, per pass its layout
+    and entries, and per comparison group the querier's key per record ('' missing)."""
+
+    secret: bytes
+    layouts: list[PairLayout]
+    passes: list[PlannedPass]
+    group_keys: dict[str, list[str]]
+
+
+@dataclass
+class BlockedHolder:
+    """The holder's blocked data: per pass its layout, clear block keys and clear flag; per group the keys
+    of every variant per row."""
+
+    layouts: list[PairLayout]
+    group_keys: dict[str, list[list[str | None]]]   # per group label, per variant, per row
+    block_keys: list[list[str | None]]               # per pass, per row: the clear key
+    clear: list[bool]                                # per pass: the rules say clear
 
 
 @dataclass
@@ -41,7 +79,7 @@ class QuerierKeys:
     records: int
     tables: list[QuerierTable]
     spec: str                      # how the keys were derived; the holder must agree
-    blocked: object | None = None  # fuzzy rules with blocking: a party_client.blocking.BlockedQuery
+    blocked: BlockedQuery | None = None     # fuzzy rules with blocking passes
 
     @property
     def blank(self) -> int:
@@ -62,7 +100,7 @@ class HolderKeys:
     names: list[str]
     values: list[list[str | None]]   # per table, per row: the row's key or None
     spec: str
-    blocked: object | None = None    # fuzzy rules with blocking: a party_client.blocking.BlockedHolder
+    blocked: BlockedHolder | None = None      # fuzzy rules with blocking passes
 
     @property
     def rows(self) -> np.ndarray:

@@ -43,10 +43,11 @@ import pandas as pd
 import tomli_w
 
 from party_client.errors import PartyError
-from party_client.rules import Rules, load_rules
+from party_client.matching.fields import MISSING, date_numbers, integer_codes, pair_agreement
+from party_client.matching.rules import Rules
+from party_client.matching.rules_file import load_rules
 from party_client.tables import read_table
 
-MISSING = -1
 PROBABILITY_FLOOR = 1e-6            # u and m are kept in [1e-6, 1 - 1e-6]
 U_SAMPLE_PAIRS = 200_000            # random pairs for the u of NDI dates
 M_ABOVE_U = 1.001                   # an m that did not exceed u is raised to u * M_ABOVE_U (weight ~0)
@@ -83,21 +84,6 @@ class TrainingPairs(NamedTuple):
 
 
 # -- codes as integers ---------------------------------------------------------------------------------
-def _integer_codes(series: pd.Series) -> np.ndarray:
-    """One integer per distinct code, MISSING for ''."""
-    values, _ = pd.factorize(series)
-    values = values.astype(np.int64)
-    values[(series == "").to_numpy()] = MISSING
-    return values
-
-
-def _date_parts(codes: dict[str, pd.Series], name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Day, month, year of a dob_ndi field as integers (MISSING when unknown)."""
-    def number(series: pd.Series) -> np.ndarray:
-        return pd.to_numeric(series, errors="coerce").fillna(MISSING).to_numpy(dtype=np.int64)
-    return number(codes[f"{name}.day"]), number(codes[f"{name}.month"]), number(codes[f"{name}.__year"])
-
-
 def _combine(*parts: np.ndarray) -> np.ndarray:
     """One integer per tuple of parts (each below 10,000), MISSING when any part is."""
     value = np.zeros(len(parts[0]), dtype=np.int64)
@@ -111,29 +97,13 @@ def _record_count(codes: dict[str, pd.Series]) -> int:
 
 
 # -- agreement -----------------------------------------------------------------------------------------
-def _ndi_agreement(parts: tuple[np.ndarray, np.ndarray, np.ndarray], left: np.ndarray, right: np.ndarray,
-                   transposed: bool) -> np.ndarray:
-    """NDI: same month and (same day or years at most one apart); optionally day/month swapped, same year."""
-    day, month, year = parts
-    d1, d2, m1, m2, y1, y2 = day[left], day[right], month[left], month[right], year[left], year[right]
-    known_years = (y1 != MISSING) & (y2 != MISSING)
-    agree = (m1 == m2) & (m1 != MISSING) & (((d1 == d2) & (d1 != MISSING)) | (known_years & (np.abs(y1 - y2) <= 1)))
-    if transposed:
-        agree |= (d1 == m2) & (m1 == d2) & (d1 != MISSING) & (m1 != MISSING) & known_years & (y1 == y2)
-    return agree
-
-
 def field_agreement(rules: Rules, codes: dict[str, pd.Series], left: np.ndarray, right: np.ndarray) -> pd.DataFrame:
-    """Per field (column) whether records left[i] and right[i] of one table agree: both codes known and equal;
-    dob_ndi fields by the NDI rule the compiled rule uses (rules.py)."""
+    """Per field (column) whether records left[i] and right[i] of one table agree: by the field's terms, the
+    ones the compiled rule compares (:func:`party_client.matching.fields.pair_agreement`)."""
     left, right = np.asarray(left, dtype=np.int64), np.asarray(right, dtype=np.int64)
     columns: dict[str, np.ndarray] = {}
     for field in rules.fields.values():
-        if field.encoder == "dob_ndi":
-            columns[field.name] = _ndi_agreement(_date_parts(codes, field.name), left, right, field.transposed)
-        else:
-            values = _integer_codes(codes[field.name])
-            columns[field.name] = (values[left] == values[right]) & (values[left] != MISSING)
+        columns[field.name] = pair_agreement(field, codes, left, right)
     return pd.DataFrame(columns)
 
 
@@ -179,9 +149,9 @@ def _blocking_keys(rules: Rules, codes: dict[str, pd.Series]) -> list[_Key]:
     keys: list[_Key] = []
     for field in rules.fields.values():
         if field.encoder != "dob_ndi":
-            keys.append(_Key(_integer_codes(codes[field.name])))
+            keys.append(_Key(integer_codes(codes[field.name])))
             continue
-        day, month, year = _date_parts(codes, field.name)
+        day, month, year = date_numbers(codes, field.name)
         next_year = np.where(year == MISSING, MISSING, year + 1)
         keys += [_Key(_combine(month, day)), _Key(_combine(month, year)),
                  _Key(_combine(month, year), _combine(month, next_year))]

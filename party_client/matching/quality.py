@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from party_client.keys import HolderKeys, QuerierKeys
+from party_client.matching.keys import HolderKeys, QuerierKeys
 
 
 def plaintext_pairs(querier: QuerierKeys, holder: HolderKeys) -> pd.DataFrame:

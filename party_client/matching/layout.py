@@ -1,0 +1,58 @@
+"""What the blocked engine compares per candidate pair, and how K combines it.
+
+A rule in disjunctive normal form is decided per pair either term by term (one
+comparison group per term; K learns only which terms agree) or field by field
+(one group per component, "one comparison per matching variable" in El Emam &
+Arbuckle, Anonymizing Health Data, ch. 12; K learns per-field agreement bits of
+candidate pairs).  docs/protocol.md, "Fuzzy, multi-field matching".
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from party_client.matching.fields import Term
+
+
+@dataclass(frozen=True)
+class PairGroup:
+    """One comparison group of the blocked engine: a conjunction of components compared as one key.
+
+    The holder contributes one key per variant (3 per ``year~1`` part: year - 1, year, year + 1);
+    the group agrees when any variant equals the querier's key.
+    """
+
+    parts: Term
+
+    @property
+    def label(self) -> str:
+        return "+".join(c.label for c in self.parts)
+
+    @property
+    def variants(self) -> int:
+        return 3 ** sum(c.part == "year~1" for c in self.parts)
+
+
+@dataclass(frozen=True)
+class PairLayout:
+    """What is compared per candidate pair and how K combines it (``keyholder.sessions.PairRule``).
+
+    ``terms``: one group per rule term, the rule is "any group"; ``fields``: one group per
+    component, the rule's terms over them.
+    """
+
+    kind: str
+    groups: tuple[PairGroup, ...]
+    terms: tuple[tuple[int, ...], ...]
+    term_ids: tuple[int, ...]          # the rule's term index of each of ``terms``
+
+    @property
+    def group_sizes(self) -> list[int]:
+        return [g.variants for g in self.groups]
+
+    @property
+    def comparisons(self) -> int:
+        return sum(self.group_sizes)
+
+    @property
+    def name(self) -> str:
+        return f"{self.kind}/{'.'.join(map(str, self.term_ids))}/{len(self.groups)}"

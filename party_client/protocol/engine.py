@@ -1,0 +1,174 @@
+"""The comparison-engine interface and the round model both halves share.
+
+An engine is one way to lay out a round (docs/protocol.md: "Exact matching at
+scale", "Lookup", "Fuzzy, multi-field matching"): the querier *prepares* its
+encodings and what it needs to read the results, the holder *plans* the
+comparison units (row, [(query position, encoding)]) from the received query,
+and the querier reads the *matches* from the opened attachments.  Engines see
+the scheme only through the encoding length and never compute on ciphertexts.
+"""
+from __future__ import annotations
+
+import base64
+import json
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field as dataclass_field
+from typing import Any, Callable, Iterable, Iterator, Protocol
+
+import numpy as np
+import pandas as pd
+
+from party_client.crypto.cuckoo import CuckooParams
+from party_client.matching.keys import HolderKeys, QuerierKeys
+from proto import linkage_pb2 as pb
+
+CIPHERTEXTS_PER_RECORD = 2048
+LOOKUP_INDEX_ROWS = 2_000_000   # rows' encodings kept across the cached lookup indexes (~256 B each)
+
+Progress = Callable[[str, int], Callable[[Iterable], Iterator]]
+Unit = tuple[int, list[tuple[int, bytes]]]                      # (holder row, [(query position, encoding)])
+Results = list[tuple[pb.RowAttachment, list[int]]]              # (opened attachment, zero comparisons or terms)
+Matches = list[tuple[list[tuple[int, int]], list]]              # ([(table, key index)], released values)
+
+
+@dataclass
+class QueryOptions:
+    key_bits: int = 2048
+    fast_blinding: bool = False
+    timeout: float = 3600.0
+    cuckoo: CuckooParams = dataclass_field(default_factory=CuckooParams)
+    lookup_buckets: int = 0
+    progress: bool | None = None
+
+
+@dataclass
+class PreparedQuery:
+    """What the querier sends (header) and keeps to read the results."""
+
+    secret: bytes
+    header: pb.QueryHeader
+    slots: list[tuple[int, int] | None]     # per ciphertext: (table, key index), or None for padding
+    buckets: list[int]                      # lookup only
+    # Blocked rules: per entry (a record in a pass) its block, record and pass, and where its
+    # ciphertexts (one per comparison group of the pass) start; offsets end with the total.
+    blocks: list[str] = dataclass_field(default_factory=list)
+    entry_records: list[int] = dataclass_field(default_factory=list)
+    entry_passes: list[int] = dataclass_field(default_factory=list)
+    entry_offsets: list[int] = dataclass_field(default_factory=list)
+    encryptions: int = 0
+
+    def to_state(self) -> dict:
+        """What opening and placing the results needs (kept, sealed, in the querier's session state)."""
+        return {"header": base64.b64encode(self.header.SerializeToString()).decode(),
+                "slots": [list(slot) if slot is not None else None for slot in self.slots],
+                "entry_records": [int(r) for r in self.entry_records], "entry_passes": list(self.entry_passes),
+                "entry_offsets": list(self.entry_offsets), "encryptions": self.encryptions}
+
+    @classmethod
+    def from_state(cls, saved: dict) -> "PreparedQuery":
+        header = pb.QueryHeader.FromString(base64.b64decode(saved["header"]))
+        return cls(header.session_secret, header, [tuple(slot) if slot is not None else None for slot in saved["slots"]],
+                   [], [], saved["entry_records"], saved["entry_passes"], saved["entry_offsets"],
+                   saved.get("encryptions", 0))
+
+
+@dataclass
+class ReceivedQuery:
+    """The holder's view of an opened query: its header, how many ciphertexts it holds, and the
+    clear parts of its chunks (lookup buckets, blocks of blocked entries)."""
+
+    header: pb.QueryHeader
+    ciphertexts: int
+    buckets: list[int]
+    blocks: list[str]
+
+
+@dataclass
+class RoundPlan:
+    """What the holder compares in one round: units (row, [(query position, encoding)]), and for
+    blocked rules the pair rule K applies and the candidate pairs per pass."""
+
+    units: list[Unit]
+    segments: list[tuple[int, int, pb.PairRule]] | None = None   # blocked: (start, end, rule) per pass
+    pass_pairs: list[int] = dataclass_field(default_factory=list)
+
+
+class HolderData:
+    """The holder's table prepared once: its matching keys and JSON payloads per row, and per-session
+    indexes an engine derives from them (cached across a session's rounds)."""
+
+    def __init__(self, frame: pd.DataFrame, keys: HolderKeys, release_columns: list[str],
+                 progress: bool | None = None) -> None:
+        self.keys = keys
+        self.progress = progress
+        self.rows = keys.rows
+        self.release_columns = list(release_columns)
+        released = frame[self.release_columns].astype(object).where(frame[self.release_columns].notna(), None)
+        self.payloads = [[json.dumps(_plain(v), ensure_ascii=False) for v in row]
+                         for row in released.itertuples(index=False, name=None)] if release_columns else None
+        self.longest_payload = max((len(pb.RowAttachment(values=v).SerializeToString()) for v in self.payloads),
+                                   default=0) if self.payloads else 0
+        self._index_cache: OrderedDict[str, tuple[Any, Any]] = OrderedDict()
+        self._index_lock = threading.Lock()
+        self._index_sessions = 1
+
+    def keep_lookup_indexes(self, sessions: int) -> None:
+        """Cache the indexes of up to ``sessions`` sessions (rounds served at once), within
+        ``LOOKUP_INDEX_ROWS`` rows in all (a million-row holder keeps two)."""
+        self._index_sessions = max(1, min(sessions, LOOKUP_INDEX_ROWS // max(1, len(self.rows))))
+
+    def session_index(self, session_id: str, parameters: Any, build: Callable[[], Any]) -> Any:
+        """``build()`` for this session and parameters, cached across its rounds (least recently used
+        sessions dropped first; one build at a time)."""
+        with self._index_lock:
+            cached = self._index_cache.get(session_id)
+            if cached is None or cached[0] != parameters:
+                cached = (parameters, build())
+                self._index_cache[session_id] = cached
+            self._index_cache.move_to_end(session_id)
+            while len(self._index_cache) > self._index_sessions:
+                self._index_cache.popitem(last=False)
+            return cached[1]
+
+
+def _plain(value):
+    """numpy/pandas scalars to JSON-able Python values."""
+    if hasattr(value, "item"):
+        value = value.item()
+    if isinstance(value, float) and value != value:
+        return None
+    return value
+
+
+@dataclass
+class HolderContext:
+    """What an engine's holder half needs besides the query: the session, the holder's data, the
+    scheme's encoding length, and the holder's keyed orders (fixed per session from a local secret)."""
+
+    session_id: str
+    data: HolderData
+    encoding_length: int
+    shuffle: Callable[[str, np.ndarray], list[int]]      # a permutation, fixed per (session, purpose)
+    rank: Callable[[str], Callable[[int], bytes]]        # a sort key of rows, fixed per session
+    progress: bool | None
+
+
+class Engine(Protocol):
+    """Both halves of one comparison engine."""
+
+    def declared(self, keys: QuerierKeys, options: QueryOptions) -> int:
+        """At least the ciphertexts of the query :meth:`prepare` will build (declared when opening)."""
+
+    def prepare(self, keys: QuerierKeys, options: QueryOptions, length: int, lookup_secret: bytes | None,
+                progress: Progress) -> tuple[PreparedQuery, list[bytes | None]]:
+        """Querier: the query header and what to keep, and the encodings to encrypt (None: padding)."""
+
+    def plan(self, context: HolderContext, query: ReceivedQuery) -> RoundPlan | str:
+        """Holder: the comparison units of the round, or the reason to refuse the query."""
+
+    def matches(self, prepared: PreparedQuery, results: Results, keys: QuerierKeys) -> Matches:
+        """Querier: the matching holder rows, each with the querier keys it matched and its values."""
+
+    def facts(self, keys: QuerierKeys, prepared: PreparedQuery, options: QueryOptions) -> dict:
+        """Querier: what the round's report says about the engine's layout."""

@@ -1,0 +1,22 @@
+"""The comparison engines by session mode and rule: the one place a round's engine is chosen."""
+from __future__ import annotations
+
+from party_client.protocol.blocked import BlockedEngine
+from party_client.protocol.engine import Engine
+from party_client.protocol.lookup import LookupEngine
+from party_client.protocol.tables import TablesEngine
+from proto import linkage_pb2 as pb
+
+_TABLES, _LOOKUP, _BLOCKED = TablesEngine(), LookupEngine(), BlockedEngine()
+
+# (session mode, the rule has blocking passes) -> engine
+ENGINES: dict[tuple[int, bool], Engine] = {
+    (pb.JOIN, False): _TABLES, (pb.DEDUP, False): _TABLES,
+    (pb.JOIN, True): _BLOCKED, (pb.DEDUP, True): _BLOCKED,
+    (pb.LOOKUP, False): _LOOKUP, (pb.LOOKUP, True): _LOOKUP,
+}
+
+
+def engine_for(mode: int, blocked: bool) -> Engine:
+    """The engine of a session mode (``pb.JOIN``, ...) for a rule with (``blocked``) or without blocking passes."""
+    return ENGINES[mode, bool(blocked)]

@@ -1,0 +1,307 @@
+"""The holder's driver (docs/protocol.md, "The blinded comparison"): fetch the
+sealed query, check it against the session and its own keys, let the round's
+engine (:mod:`party_client.protocol.engines`) plan the comparison units, order
+its rows by a permutation fixed per session from a local secret (a resumed
+holder resends identical batches), compare every unit through the scheme with a
+fresh blinding factor each (:func:`compare_units`, on the process's GIL-free
+thread pool), attach to every row a sealed attachment (positions + released
+values, padded to one length) and stream the batches to K.  H never learns
+what matched.  Rounds are served in lanes so a lookup never waits behind a join.
+"""
+from __future__ import annotations
+
+import hashlib
+import hmac
+import logging
+import os
+import threading
+import time
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field as dataclass_field
+from typing import Callable, Sequence
+
+import numpy as np
+
+from common.schemes import get_scheme
+from common.schemes.pool import release_gil, worker_pool
+from party_client.crypto.encoding import SECRET_BYTES
+from party_client.crypto.seal import SessionCipher, open_records
+from party_client.errors import PartyError
+from party_client.identity import PartyDir
+from party_client.progress import bar
+from party_client.protocol.engine import HolderContext, HolderData, ReceivedQuery, RoundPlan
+from party_client.protocol.engines import engine_for
+from party_client.protocol.wire import (MODE_NAMES, SCHEME, attachment_cipher, message_context, note_cipher,
+                                        party_key, read_query)
+from party_client.transport import Connection, ConnectionProblem, KeyHolderRefusal
+from proto import linkage_pb2 as pb
+
+log = logging.getLogger("party")
+BUSY_POLL_SECONDS = 1.0     # a busy holder checks for new rounds this often
+
+
+@dataclass
+class HolderOptions:
+    release_columns: list[str] = dataclass_field(default_factory=list)
+    allow_fast_blinding: bool = False
+    allowed_queriers: list[str] | None = None
+    batch_rows: int = 256
+    progress: bool | None = None
+
+
+def compare_units(scheme_name: str, public: bytes, query: bytes, positions: Sequence[int],
+                  encodings: Sequence[bytes], fast: bool) -> bytes:
+    """The blinded comparisons ``E(r_i (X_{positions[i]} - Y_i))`` of one batch, concatenated: a pure
+    function of its arguments (docs/protocol.md, "The blinded comparison")."""
+    return get_scheme(scheme_name).compare(public, query, positions, encodings, fast)
+
+
+class _Inline:
+    """An executor that runs each task at once in the caller's thread (a lookup's few batches)."""
+
+    @staticmethod
+    def submit(function: Callable, *args) -> Future:
+        future: Future = Future()
+        future.set_result(function(*args))
+        return future
+
+
+class Holder:
+    """Serves the rounds addressed to this party."""
+
+    def __init__(self, connection: Connection, party: PartyDir, data: HolderData,
+                 options: HolderOptions) -> None:
+        self.connection = connection
+        self.party = party
+        self.data = data
+        self.options = options
+        self._stopping = threading.Event()
+
+    def pending(self, wait_seconds: float = 0.0) -> list[pb.WorkItem]:
+        return list(self.connection.call("ListWork", pb.ListWorkRequest(wait_seconds=wait_seconds),
+                                         timeout=wait_seconds + 60).items)
+
+    def serve(self, once: bool, poll_seconds: float = 20.0,
+              stop: Callable[[], bool] = lambda: False,
+              on_served: Callable[[dict], None] | None = None,
+              concurrency: int | None = None) -> list[dict]:
+        """Process pending rounds; with ``once`` until none is left, else until ``stop()``.
+
+        Up to ``concurrency`` rounds (default: one per core) are served at once.  Lookup rounds
+        have a lane of their own of the same width, so a lookup never queues behind a join's
+        comparisons: join and dedup rounds share the process-wide comparison pool (one thread per
+        core, :func:`common.schemes.pool.worker_pool`), a lookup compares its few rows in its
+        own lane thread.  A round is taken once per call (K lists a round as pending until it
+        is finished, so the rounds in flight are remembered).
+
+        Returns what each served round cost (:meth:`process`), for the holder's eyes only;
+        ``on_served`` receives each summary as soon as its round is served (one call at a time).
+        """
+        width = (os.cpu_count() or 1) if concurrency is None else concurrency
+        if width < 1:
+            raise PartyError("--concurrency must be at least 1")
+        self.data.keep_lookup_indexes(width)
+        self._stopping.clear()
+        served: list[dict] = []
+        taken: set[tuple[str, int]] = set()          # in flight or done in this call: never taken again
+        lock = threading.Lock()
+        finished = threading.Event()
+        lanes = {name: ThreadPoolExecutor(max_workers=width, thread_name_prefix=f"holder-{name}",
+                                          initializer=release_gil) for name in ("round", "lookup")}
+        running: dict[Future, str] = {}
+
+        def serve_one(item: pb.WorkItem) -> None:
+            log.info("serving session %s round %d (%s)", item.session.session_id, item.round,
+                     MODE_NAMES.get(item.session.mode, "?"))
+            try:
+                summary = self.process(item)
+            except ConnectionProblem:
+                raise
+            except PartyError as error:  # e.g. the querier closed or the session expired meanwhile
+                log.warning("session %s round %d not served: %s", item.session.session_id, item.round, error)
+                return
+            with lock:
+                served.append(summary)
+                if on_served is not None:
+                    on_served(summary)
+
+        def reap() -> None:
+            for future in [f for f in running if f.done()]:
+                del running[future]
+                future.result()                      # a lost key holder ends the serve loop
+
+        try:
+            while not stop():
+                reap()
+                busy = bool(running)
+                # K lists the rounds in flight as pending, so a long-poll would return at once: poll briefly.
+                items = self.pending(0.0 if once or busy else poll_seconds)
+                new = sorted((i for i in items if (i.session.session_id, i.round) not in taken),
+                             key=lambda i: i.session.mode != pb.LOOKUP)
+                started = 0
+                for item in new:
+                    lane = "lookup" if item.session.mode == pb.LOOKUP else "round"
+                    if sum(1 for name in running.values() if name == lane) >= width:
+                        continue                     # left pending: taken at a later poll
+                    taken.add((item.session.session_id, item.round))
+                    future = lanes[lane].submit(serve_one, item)
+                    future.add_done_callback(lambda _: finished.set())
+                    running[future] = lane
+                    started += 1
+                if once and not started and not running:
+                    break
+                if running and (started == 0 or len(new) > started):
+                    finished.wait(BUSY_POLL_SECONDS if not once else None)
+                    finished.clear()
+            while running:                           # stopped: let the rounds in flight end
+                wait(list(running))
+                reap()
+        except BaseException:                        # Ctrl-C or a lost key holder: rounds in flight stop at
+            self._stopping.set()                     # their next batch; K keeps the batches it has
+            raise
+        finally:
+            for lane in lanes.values():
+                lane.shutdown(wait=True, cancel_futures=True)
+        return served
+
+    def _abort(self, item: pb.WorkItem, reason: str) -> dict:
+        log.warning("refusing session %s round %d: %s", item.session.session_id, item.round, reason)
+        self.connection.call("AbortRound", pb.AbortRoundRequest(
+            session_id=item.session.session_id, round=item.round, reason=reason))
+        return {"session_id": item.session.session_id, "round": item.round, "refused": reason}
+
+    def process(self, item: pb.WorkItem) -> dict:
+        """Serve one round: open the query, compare, submit, finish."""
+        session = item.session
+        if self.options.allowed_queriers is not None and item.querier not in self.options.allowed_queriers:
+            return self._abort(item, f"querier '{item.querier}' is not on the holder's allow-list")
+        chunks = self.connection.stream("GetMessage", pb.MessageRef(message_id=item.message_id),
+                                        split=lambda message: [message.data], length=len)
+        try:
+            records = open_records(chunks, self.party.private_key, party_key(self.connection, item.querier),
+                                   message_context(session.session_id, "query"))
+            query, ciphertexts = read_query(records, get_scheme(SCHEME), session.modulus)
+            plan = self._plan(session, query)
+        except (ValueError, PartyError) as error:
+            return self._abort(item, f"malformed query: {error}")
+        if isinstance(plan, str):
+            return self._abort(item, plan)
+        return self._compare(item, query.header, ciphertexts, plan)
+
+    def _plan(self, session: pb.SessionInfo, query: ReceivedQuery) -> RoundPlan | str:
+        """The comparison units (row, [(query position, the row's encoding)]) or a refusal reason.
+
+        A row without a key is still compared (against random positions with a random value), so K
+        sees the same number of comparisons for every row (or pair of a pass).
+        """
+        header, keys = query.header, self.data.keys
+        if header.mode != session.mode or header.key_bits != session.key_bits:
+            return "the query does not match the session (mode or key size)"
+        if len(header.session_secret) != SECRET_BYTES:
+            return "bad session secret"
+        if header.key_spec != keys.spec or ([t.name for t in header.tables] != keys.names and not header.passes):
+            return (f"the parties' matching keys differ (querier: {header.key_spec}, holder: {keys.spec}); "
+                    "field names, encoders, rule and blocking must agree")
+        context = HolderContext(session.session_id, self.data, get_scheme(SCHEME).encoding_bytes(session.modulus),
+                                self._shuffle, self._rank, self.options.progress)
+        return engine_for(session.mode, bool(header.passes)).plan(context, query)
+
+    def _rank(self, session_id: str) -> Callable[[int], bytes]:
+        """A keyed, per-session order of rows (a resumed holder orders them the same way)."""
+        key = hmac.digest(self.party.local_secret, b"rank/" + session_id.encode(), hashlib.sha256)
+        return lambda row: hmac.digest(key, row.to_bytes(8, "big"), hashlib.sha256)
+
+    def _shuffle(self, session_id: str, rows: np.ndarray) -> list[int]:
+        """A permutation of the holder's rows, fixed per session from a local secret."""
+        seed = hmac.digest(self.party.local_secret, b"shuffle/" + session_id.encode(), hashlib.sha256)
+        generator = np.random.default_rng(int.from_bytes(seed, "big"))
+        return [int(r) for r in generator.permutation(rows)]
+
+    def _row_tag(self, session_id: str, row: int) -> bytes:
+        """Names a holder row within a session (blocked rules: the same row found by several passes)."""
+        return hmac.digest(self.party.local_secret, f"row/{session_id}/{row}".encode(), hashlib.sha256)[:16]
+
+    def _compare(self, item: pb.WorkItem, header: pb.QueryHeader, ciphertexts: bytes, plan: RoundPlan) -> dict:
+        session = item.session
+        units = plan.units
+        secret = header.session_secret
+        fast = header.request_fast_blinding and self.options.allow_fast_blinding
+        refused = ("the holder does not allow fast blinding; full blinding was used"
+                   if header.request_fast_blinding and not fast else "")
+        releasing = session.mode == pb.JOIN and self.data.payloads is not None   # dedup, lookup: no payload
+        release_columns = self.data.release_columns if releasing else []
+        cipher = attachment_cipher(secret, session.session_id, item.round)
+        blocked = plan.segments is not None
+        positions_bound = max((len(c) for _, c in units), default=1) * 5 + 4 + (18 if blocked else 0)
+        width = SessionCipher.padded_width((self.data.longest_payload if releasing else 0) + positions_bound)
+
+        def batch(seq: int, chunk: list[tuple[int, list[tuple[int, bytes]]]],
+                  rule: pb.PairRule | None) -> pb.ComparisonBatch:
+            out = compare_units(SCHEME, session.modulus, ciphertexts,
+                                [p for _, comparisons in chunk for p, _ in comparisons],
+                                [x for _, comparisons in chunk for _, x in comparisons], fast)
+            counts, attachments = [], []
+            for row, comparisons in chunk:
+                counts.append(len(comparisons))
+                attachment = pb.RowAttachment(positions=[p for p, _ in comparisons],
+                                              values=self.data.payloads[row] if releasing else [],
+                                              row_tag=self._row_tag(session.session_id, row) if blocked else b"")
+                attachments.append(cipher.seal(attachment.SerializeToString(), width))
+            return pb.ComparisonBatch(session_id=session.session_id, round=item.round, seq=seq,
+                                      ciphertexts=out, row_comparisons=counts, attachments=attachments,
+                                      rule=rule)
+
+        # Batches are the unit of parallel work: small inputs get small batches so every core helps.
+        size = max(16, min(self.options.batch_rows, -(-len(units) // (4 * (os.cpu_count() or 2)))))
+        segments = plan.segments if blocked else [(0, len(units), None)]      # a batch never spans two passes
+        chunks = [(units[i:min(i + size, end)], rule) for start, end, rule in segments for i in range(start, end, size)]
+        skip = set(item.received_seqs)
+        todo = [(seq, chunk, rule) for seq, (chunk, rule) in enumerate(chunks) if seq not in skip]
+        started = time.perf_counter()
+        # Lookups (a few rows) compare in their own lane thread, never queued behind a join's batches.
+        pool = _Inline() if session.mode == pb.LOOKUP else worker_pool()
+        comparisons = 0
+        with bar(sum(len(c) for _, c, _ in todo), f"{self.party.name}: compare", self.options.progress,
+                 unit="row") as progress:
+            window: deque = deque()
+            pending = iter(todo)
+            for seq, chunk, rule in pending:
+                window.append((len(chunk), pool.submit(batch, seq, chunk, rule)))
+                if len(window) >= 2 * (os.cpu_count() or 2):
+                    break
+            while window:
+                if self._stopping.is_set():
+                    for _, future in window:
+                        future.cancel()
+                    raise ConnectionProblem(f"holder stopped while serving session {session.session_id} "
+                                            f"round {item.round}; the key holder keeps the batches it has")
+                rows, future = window.popleft()
+                message = future.result()
+                self.connection.call("SubmitComparisons", message, timeout=600)
+                comparisons += sum(message.row_comparisons)
+                progress.update(rows)
+                following = next(pending, None)
+                if following is not None:
+                    window.append((len(following[1]), pool.submit(batch, *following)))
+        note = pb.HolderNote(release_columns=release_columns, blinding="fast" if fast else "full",
+                             refused_fast_blinding=refused)
+        sealed_note = note_cipher(secret, session.session_id, item.round).seal(
+            note.SerializeToString(), SessionCipher.padded_width(len(note.SerializeToString())))
+        # Acknowledge (K deletes the spooled query) before finishing: once the round is finished the
+        # querier may close the session at any moment.
+        try:
+            self.connection.call("AckMessage", pb.MessageRef(message_id=item.message_id))
+        except KeyHolderRefusal as refusal:   # already acknowledged: a retried call had gone through
+            if refusal.code != "FAILED_PRECONDITION":
+                raise
+        self.connection.call("FinishRound", pb.FinishRoundRequest(
+            session_id=session.session_id, round=item.round, batches=len(chunks), holder_note=sealed_note))
+        elapsed = time.perf_counter() - started
+        log.info("session %s round %d: %d rows compared (%d comparisons) in %.1f s", session.session_id,
+                 item.round, len(units), comparisons, elapsed)
+        served = {"session_id": session.session_id, "round": item.round, "rows": len(units),
+                  "comparisons": comparisons, "blinding": "fast" if fast else "full", "seconds": round(elapsed, 3)}
+        if blocked:
+            served["candidate_pairs"] = plan.pass_pairs          # per pass
+        return served

@@ -1,0 +1,233 @@
+"""The querier's driver (docs/protocol.md, "Session"): open a session (K issues a
+fresh key pair of the comparison scheme), prepare the round with its engine
+(:mod:`party_client.protocol.engines`), encrypt the encodings through the
+scheme, seal the query to the holder, relay it, wait for the round, then open
+the attachments of the matching rows.  A re-run after a crash resumes a round
+whose query was already relayed.
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+from common.schemes import get_scheme
+from party_client.crypto.encrypt_worker import MIN_ITEMS_FOR_WORKERS, encrypt_in_worker
+from party_client.crypto.seal import seal_records
+from party_client.errors import PartyError
+from party_client.identity import PartyDir
+from party_client.matching.keys import QuerierKeys
+from party_client.progress import bar
+from party_client.protocol.engine import PreparedQuery, Progress, QueryOptions
+from party_client.protocol.engines import engine_for
+from party_client.protocol.wire import (MODES, SCHEME, attachment_cipher, message_context, note_cipher, party_key,
+                                        query_records)
+from party_client.sessions_state import SessionState
+from party_client.transport import Connection, KeyHolderRefusal
+from party_client.waiting import EVERY, human_seconds
+from proto import linkage_pb2 as pb
+
+ENCRYPT_BATCH = 256         # encodings per call of the scheme in the querier's own process
+
+
+class HolderTimeout(PartyError):
+    """The holder did not serve the round in time (the session and round stay open)."""
+
+
+@dataclass
+class QueryOutcome:
+    """What the querier learned: per matching holder row, the keys it matched and its values."""
+
+    session_id: str
+    round: int
+    matches: list[tuple[list[tuple[int, int]], list]]   # ([(table, key index)], released values)
+    release_columns: list[str]
+    blinding: str
+    note: str
+    facts: dict
+
+
+
+def declared_ciphertexts(mode: str, keys: QuerierKeys, options: QueryOptions) -> int:
+    """At least the ciphertexts of the query the round's engine will build."""
+    return engine_for(MODES[mode], keys.blocked is not None).declared(keys, options)
+
+
+def encrypt_slots(scheme_name: str, public: bytes, encodings: list[bytes | None], progress: Progress) -> list[bytes]:
+    """Encrypt every slot through the scheme: real keys as ``E(X)``, padding as ``E(random)``.
+
+    Large tables are shared with worker processes (raw bytes over pipes, see
+    :mod:`party_client.crypto.encrypt_worker`): gmpy2 holds the GIL for the comb's multiplications, so
+    threads do not help.
+    """
+    scheme = get_scheme(scheme_name)
+    width = scheme.ciphertext_width(public)
+    cores = os.cpu_count() or 1
+    jobs, mine = [], encodings
+    if cores > 1 and len(encodings) >= MIN_ITEMS_FOR_WORKERS:
+        share = -(-len(encodings) // cores)
+        mine = encodings[:share]
+        jobs = [encrypt_in_worker(scheme_name, public, encodings[i:i + share], scheme.encoding_bytes(public))
+                for i in range(share, len(encodings), share)]
+    ciphertexts: list[bytes] = []
+    batch: list[bytes | None] = []
+
+    def flush() -> None:
+        block = scheme.encrypt(public, batch)
+        ciphertexts.extend(block[i:i + width] for i in range(0, len(block), width))
+        batch.clear()
+    for x in progress("encrypt", len(mine))(mine):
+        batch.append(x)
+        if len(batch) >= ENCRYPT_BATCH:
+            flush()
+    if batch:
+        flush()
+    for job in jobs:
+        ciphertexts.extend(job.result())
+    return ciphertexts
+
+
+class Querier:
+    """Runs rounds as the querier of a session."""
+
+    def __init__(self, connection: Connection, party: PartyDir) -> None:
+        self.connection = connection
+        self.party = party
+        self.notice = connection.notice
+
+    def _progress(self, options: QueryOptions):
+        def wrap(phase: str, total: int):
+            def iterate(items):
+                with bar(total, f"{self.party.name}: {phase}", options.progress) as progress:
+                    for item in items:
+                        yield item
+                        progress.update()
+            return iterate
+        return wrap
+
+    def open_session(self, mode: str, holder: str, options: QueryOptions, ttl: float = 0,
+                     keys: QuerierKeys | None = None) -> pb.SessionInfo:
+        """Open a session; with ``keys`` it declares its query's size (K refuses longer queries)."""
+        return self.connection.call("OpenSession", pb.OpenSessionRequest(
+            mode=MODES[mode], holder=holder, key_bits=options.key_bits, ttl_seconds=int(ttl),
+            query_ciphertexts=declared_ciphertexts(mode, keys, options) if keys is not None else 0))
+
+    def run(self, session: pb.SessionInfo, keys: QuerierKeys, options: QueryOptions,
+            lookup_secret: bytes | None = None, state: SessionState | None = None,
+            save: Callable[[SessionState], None] = lambda state: None) -> QueryOutcome:
+        """One round: prepare, encrypt, seal, relay, wait, fetch and open the matches.
+
+        With a ``state`` whose query was already relayed (a re-run after a crash), the round is
+        picked up where it stands: nothing is encrypted or compared again.  ``save`` keeps the
+        state (before the relay, and once the round is known).
+        """
+        timings: dict[str, float] = {}
+        started = time.perf_counter()
+        if state is not None and not state.round and state.prepared and session.rounds > state.rounds_before:
+            state.round = state.rounds_before + 1          # our query went through before we stopped
+            save(state)
+        if state is not None and state.round:
+            prepared, round_no, resumed = PreparedQuery.from_state(state.prepared), state.round, True
+            self.notice.now(f"resuming session {session.session_id} round {round_no} "
+                            "(query already relayed: no new comparisons)")
+        else:
+            prepared, round_no = self._relay(session, keys, options, lookup_secret, timings, state, save)
+            resumed = False
+        mark = time.perf_counter()
+        info = self.wait(session.session_id, round_no, options.timeout, session.holder)
+        timings["wait_for_holder"] = time.perf_counter() - mark
+        if info.status == pb.ABORTED:
+            raise PartyError(f"holder '{session.holder}' refused the query: {info.reason}")
+        mark = time.perf_counter()
+        secret = prepared.secret
+        note = pb.HolderNote.FromString(
+            note_cipher(secret, session.session_id, round_no).open(info.holder_note))
+        cipher = attachment_cipher(secret, session.session_id, round_no)
+        matches_found = self.connection.stream("FetchResults", pb.RoundRef(session_id=session.session_id,
+                                                                           round=round_no),
+                                               split=lambda page: page.matches)
+        results = [(pb.RowAttachment.FromString(cipher.open(match.attachment)), list(match.match_indices))
+                   for match in matches_found]
+        engine = engine_for(session.mode, keys.blocked is not None)
+        matches = engine.matches(prepared, results, keys)
+        timings["fetch"] = time.perf_counter() - mark
+        timings["total"] = time.perf_counter() - started
+        facts = {"records": keys.records, "blank_identifiers": keys.blank,
+                 "distinct_keys": [len(t.values) for t in keys.tables], "table_slots": len(prepared.slots),
+                 "matched_holder_rows": len(matches), "seconds": {k: round(v, 3) for k, v in timings.items()}}
+        facts.update(engine.facts(keys, prepared, options))
+        facts["resumed"] = resumed
+        return QueryOutcome(session.session_id, round_no, matches, list(note.release_columns),
+                            note.blinding, note.refused_fast_blinding, facts)
+
+    def _relay(self, session: pb.SessionInfo, keys: QuerierKeys, options: QueryOptions,
+               lookup_secret: bytes | None, timings: dict, state: SessionState | None,
+               save: Callable[[SessionState], None]) -> tuple[PreparedQuery, int]:
+        """Prepare, encrypt and seal the query, keep the state, relay it; returns the round it opened."""
+        started = time.perf_counter()
+        scheme = get_scheme(SCHEME)
+        progress = self._progress(options)
+        holder_key = party_key(self.connection, session.holder)
+        engine = engine_for(session.mode, keys.blocked is not None)
+        prepared, encodings = engine.prepare(keys, options, scheme.encoding_bytes(session.modulus), lookup_secret,
+                                             progress)
+        prepared.header.mode = session.mode
+        prepared.header.key_bits = session.key_bits
+        prepared.encryptions = len(encodings)
+        timings["encode"] = time.perf_counter() - started
+        mark = time.perf_counter()
+        ciphertexts = encrypt_slots(SCHEME, session.modulus, encodings, progress)
+        timings["encrypt"] = time.perf_counter() - mark
+        mark = time.perf_counter()
+        context = message_context(session.session_id, "query")
+        if state is not None:
+            state.prepared, state.rounds_before, state.round = prepared.to_state(), session.rounds, 0
+            save(state)
+
+        def upload():
+            yield pb.MessageChunk(header=pb.MessageHeader(session_id=session.session_id, kind="query",
+                                                          recipient=session.holder))
+            for frame in seal_records(query_records(prepared, ciphertexts), self.party.private_key,
+                                      holder_key, context):
+                yield pb.MessageChunk(data=frame)
+
+        def settled() -> pb.MessageInfo | None:
+            """After a lost reply: did K keep the query (the session has one more round)?"""
+            current = self.connection.call("GetSession", pb.SessionRef(session_id=session.session_id))
+            return pb.MessageInfo(round=session.rounds + 1) if current.rounds > session.rounds else None
+        message = self.connection.upload("PutMessage", upload, settled=settled)
+        if state is not None:
+            state.round = message.round
+            save(state)
+        timings["relay"] = time.perf_counter() - mark
+        return prepared, message.round
+
+    def wait(self, session_id: str, round_no: int, timeout: float, holder: str = "") -> pb.RoundInfo:
+        """Long-poll until the holder has served the round; says so after ~2 s and every ~10 s."""
+        started = time.monotonic()
+        deadline = started + timeout
+        poll = 2.0
+        while True:
+            remaining = deadline - time.monotonic()
+            wait_seconds = max(0.0, min(poll, remaining))
+            info = self.connection.call("WaitRound", pb.WaitRoundRequest(
+                session_id=session_id, round=round_no, wait_seconds=wait_seconds), timeout=wait_seconds + 60.0)
+            if info.status != pb.PENDING:
+                return info
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise HolderTimeout(f"holder '{holder}' did not serve round {round_no} within {timeout:g} s")
+            self.notice.say("holder", started, lambda: (
+                f"waiting for holder '{holder}' to serve round {round_no} (up to {human_seconds(remaining)} "
+                "more; it may run `party hold --once` later)"))
+            poll = EVERY
+
+    def close(self, session_id: str, patient: bool = True) -> None:
+        """End the session at K (its private key is destroyed); a session already ended is fine."""
+        try:
+            self.connection.call("CloseSession", pb.SessionRef(session_id=session_id), timeout=10.0,
+                                 patient=patient)
+        except KeyHolderRefusal as refusal:
+            if refusal.code not in ("NOT_FOUND", "FAILED_PRECONDITION"):
+                raise

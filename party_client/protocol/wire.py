@@ -1,0 +1,76 @@
+"""What travels between the parties through K: message contexts, the ciphers of
+attachments and the holder's note, and the framing of the query
+(docs/protocol.md, "Session" and "The blinded comparison").
+
+The query is one sealed message: a ``QueryHeader`` record, then
+``CiphertextChunk`` records of about ``CIPHERTEXTS_PER_RECORD`` ciphertexts each
+(blocked rules: whole entries, with their blocks; lookups: with their buckets).
+"""
+from __future__ import annotations
+
+import bisect
+from typing import Iterable, Iterator
+
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PublicKey
+
+from common.schemes import DEFAULT_SCHEME, Scheme
+from party_client.crypto.seal import SessionCipher
+from party_client.protocol.engine import CIPHERTEXTS_PER_RECORD, PreparedQuery, ReceivedQuery
+from party_client.transport import Connection
+from proto import linkage_pb2 as pb
+
+SCHEME = DEFAULT_SCHEME     # the comparison scheme of every session (common.schemes.get_scheme)
+MODES = {"join": pb.JOIN, "dedup": pb.DEDUP, "lookup": pb.LOOKUP}
+MODE_NAMES = {value: name for name, value in MODES.items()}
+
+
+def message_context(session_id: str, kind: str) -> bytes:
+    return f"securelink/{session_id}/{kind}".encode()
+
+
+def attachment_cipher(secret: bytes, session_id: str, round_no: int) -> SessionCipher:
+    return SessionCipher(secret, session_id, round_no, b"attachment")
+
+
+def note_cipher(secret: bytes, session_id: str, round_no: int) -> SessionCipher:
+    return SessionCipher(secret, session_id, round_no, b"holder-note")
+
+
+def party_key(connection: Connection, name: str) -> X25519PublicKey:
+    info = connection.call("GetParty", pb.GetPartyRequest(name=name))
+    return X25519PublicKey.from_public_bytes(info.x25519_public_key)
+
+
+def query_records(prepared: PreparedQuery, ciphertexts: list[bytes]) -> Iterator[bytes]:
+    """The header, then chunks of about ``CIPHERTEXTS_PER_RECORD`` ciphertexts (blocked rules: whole entries)."""
+    yield prepared.header.SerializeToString()
+    offsets = prepared.entry_offsets
+    if offsets:
+        first = 0
+        while first < len(offsets) - 1:
+            last = max(first + 1, bisect.bisect_right(offsets, offsets[first] + CIPHERTEXTS_PER_RECORD) - 1)
+            yield pb.CiphertextChunk(ciphertexts=b"".join(ciphertexts[offsets[first]:offsets[last]]),
+                                     blocks=prepared.blocks[first:last]).SerializeToString()
+            first = last
+        return
+    for start in range(0, len(ciphertexts), CIPHERTEXTS_PER_RECORD):
+        chunk = pb.CiphertextChunk(ciphertexts=b"".join(ciphertexts[start:start + CIPHERTEXTS_PER_RECORD]))
+        if prepared.buckets:
+            chunk.buckets.extend(prepared.buckets[start:start + CIPHERTEXTS_PER_RECORD])
+        yield chunk.SerializeToString()
+
+
+def read_query(records: Iterable[bytes], scheme: Scheme, public: bytes) -> tuple[ReceivedQuery, bytes]:
+    """The opened query's header and clear parts, and its ciphertexts as one block, each validated by
+    the scheme (``ValueError``, e.g. :class:`common.schemes.InvalidCiphertext`, when malformed)."""
+    records = iter(records)
+    header = pb.QueryHeader.FromString(next(records))
+    ciphertexts, buckets, blocks = bytearray(), [], []
+    count = 0
+    for record in records:
+        chunk = pb.CiphertextChunk.FromString(record)
+        count += scheme.validate(public, chunk.ciphertexts)
+        ciphertexts += chunk.ciphertexts
+        buckets.extend(chunk.buckets)
+        blocks.extend(chunk.blocks)
+    return ReceivedQuery(header, count, buckets, blocks), bytes(ciphertexts)
