@@ -117,7 +117,7 @@ def point_check(point: bytes) -> str | None:
         return "non-canonical encoding"
     try:  # addition decodes its operands and refuses points off the curve
         crypto_core_ed25519_add(point, IDENTITY)
-    except Exception:
+    except RuntimeError:
         return "not on the curve"
     if _has_small_order(point):
         return "small-order point"
@@ -219,12 +219,13 @@ class EcScheme(Scheme):
 
     @staticmethod
     def _encrypt_one(p: bytes, encoding: bytes | None) -> bytes:
-        m = random_scalar() if encoding is None else scalar_from_encoding(encoding)
-        k = random_scalar()
-        kp = crypto_scalarmult_ed25519_noclamp(k, p)
-        mg = base_mult(m)
-        c2 = kp if mg == IDENTITY else crypto_core_ed25519_add(mg, kp)
-        return crypto_scalarmult_ed25519_base_noclamp(k) + c2
+        mg = base_mult(random_scalar() if encoding is None else scalar_from_encoding(encoding))
+        while True:  # c2 = X·G + k·P is the identity (which H refuses) with probability 1/ℓ: redraw k
+            k = random_scalar()
+            kp = crypto_scalarmult_ed25519_noclamp(k, p)
+            c2 = kp if mg == IDENTITY else crypto_core_ed25519_add(mg, kp)
+            if c2 != IDENTITY:
+                return crypto_scalarmult_ed25519_base_noclamp(k) + c2
 
     # -- holder ----------------------------------------------------------------------------------
     def validate(self, public: bytes, ciphertexts: bytes) -> int:
@@ -262,7 +263,10 @@ class EcScheme(Scheme):
                 last = encoding
             at = position * CIPHERTEXT_BYTES
             c1, c2 = block[at:at + POINT_BYTES], block[at + POINT_BYTES:at + CIPHERTEXT_BYTES]
-            d = c2 if yg == IDENTITY else crypto_core_ed25519_sub(c2, yg)
             r = random_scalar()
-            yield crypto_scalarmult_ed25519_noclamp(r, c1)
-            yield _mult(r, d)
+            try:  # libsodium re-checks c1 and c2 − Y·G; a refusal means the query skipped validate()
+                d = c2 if yg == IDENTITY else crypto_core_ed25519_sub(c2, yg)
+                yield crypto_scalarmult_ed25519_noclamp(r, c1) + _mult(r, d)
+            except RuntimeError:
+                raise InvalidCiphertext(f"ciphertext {position}: refused by libsodium "
+                                        "(validate the query before comparing)") from None

@@ -172,6 +172,16 @@ def test_zero_test_refuses_bad_points_naming_item_and_check(point: bytes, check:
         SCHEME.zero_test(KEY.public, KEY.private, bytes(comparisons))
 
 
+@pytest.mark.parametrize("point,half", [(IDENTITY, 0), (ORDER_8, 0), (crypto_core_ed25519_add(G, ORDER_8), 32),
+                                         (_off_curve_point(), 32)])
+def test_compare_refuses_an_unvalidated_bad_query(point: bytes, half: int) -> None:
+    query = _ciphertexts(2)
+    query[64 + half:64 + half + 32] = point
+    SCHEME.compare(KEY.public, bytes(query), [0], [os.urandom(64)])
+    with pytest.raises(InvalidCiphertext, match="^ciphertext 1: refused by libsodium"):
+        SCHEME.compare(KEY.public, bytes(query), [0, 1], [os.urandom(64), os.urandom(64)])
+
+
 def test_wrong_lengths_are_refused() -> None:
     block = bytes(_ciphertexts(2))
     for bad in (block[:-1], block + b"\x00"):
