@@ -46,29 +46,65 @@ def _compare_chunk(task: tuple[bytes, bytes, bytes]) -> bytes:
     return EcScheme().compare(public, query, [i // 2 for i in range(len(ys))], ys)
 
 
-def compare_scaling(comparisons: int, batch: int, workers: int) -> dict[str, float]:
-    """The scheme's comparisons per second: one thread, ``workers`` threads, ``workers`` processes."""
+class _Timer:
+    """Wall time of a run and the cores other work kept busy meanwhile (machine CPU minus ours)."""
+
+    def __init__(self, pids: list[int] = ()) -> None:
+        self.pids = list(pids)
+
+    def _ours(self) -> float:
+        return time.process_time() + sum(cpu_seconds(pid) for pid in self.pids)
+
+    def __enter__(self) -> "_Timer":
+        self._machine, self._own, self._t = busy_cpu_seconds(), self._ours(), time.perf_counter()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.elapsed = time.perf_counter() - self._t
+        other = (busy_cpu_seconds() - self._machine) - (self._ours() - self._own)
+        self.other = max(0.0, other) / self.elapsed
+
+
+def three_ways(work: Callable[[object], bytes], tasks: list, items: int, workers: int) -> dict[str, tuple]:
+    """Items per second and other load for ``work`` over ``tasks``: one thread, a thread pool and a
+    fork-based process pool of ``workers``; the three must return the same bytes where ``work`` is
+    deterministic (checked by the caller)."""
+    out: dict[str, tuple] = {}
+    with _Timer() as timer:
+        one = [work(task) for task in tasks]
+    out["1 thread"] = (items / timer.elapsed, timer.other, one)
+    with ThreadPoolExecutor(workers) as pool:
+        list(pool.map(work, tasks[:workers]))  # start-up outside the timing
+        with _Timer() as timer:
+            threaded = list(pool.map(work, tasks))
+        out[f"{workers} threads"] = (items / timer.elapsed, timer.other, threaded)
+    with mp.get_context("fork").Pool(workers) as processes:
+        processes.map(work, tasks[:workers])
+        with _Timer([worker.pid for worker in processes._pool]) as timer:
+            forked = processes.map(work, tasks)
+        out[f"{workers} processes"] = (items / timer.elapsed, timer.other, forked)
+    return out
+
+
+def scaling(ops: int, batch: int, workers: int) -> dict[str, tuple]:
+    """Scalar multiplications (raw libsodium calls on raw bytes) per second, three ways."""
+    items = [random_scalar() + crypto_scalarmult_ed25519_base_noclamp(random_scalar()) for _ in range(64)]
+    raw = b"".join(items[i % len(items)] for i in range(ops))
+    chunks = [raw[at:at + 64 * batch] for at in range(0, len(raw), 64 * batch)]
+    out = three_ways(_mults, chunks, ops, workers)
+    results = [result for _, _, result in out.values()]
+    assert all(result == results[0] for result in results)
+    return out
+
+
+def compare_scaling(comparisons: int, batch: int, workers: int) -> dict[str, tuple]:
+    """The ``ec`` scheme's comparisons per second (``compare`` batches fed raw bytes), three ways."""
     scheme = EcScheme()
     key = scheme.generate_key(256)
     query = scheme.encrypt(key.public, [os.urandom(64) for _ in range(batch // 2)])
     tasks = [(key.public, query, b"".join(os.urandom(64) * 2 for _ in range(batch // 2)))
-             for _ in range(max(comparisons // batch, workers))]
-    total = len(tasks) * (batch // 2) * 2
-    out: dict[str, float] = {}
-    t = time.perf_counter()
-    for task in tasks:
-        _compare_chunk(task)
-    out["1 thread"] = total / (time.perf_counter() - t)
-    with ThreadPoolExecutor(workers) as pool:
-        t = time.perf_counter()
-        list(pool.map(_compare_chunk, tasks))
-        out[f"{workers} threads"] = total / (time.perf_counter() - t)
-    with mp.get_context("fork").Pool(workers) as processes:
-        processes.map(_compare_chunk, tasks[:workers])
-        t = time.perf_counter()
-        processes.map(_compare_chunk, tasks)
-        out[f"{workers} processes"] = total / (time.perf_counter() - t)
-    return out
+             for _ in range(max(comparisons // batch, 4 * workers))]
+    return three_ways(_compare_chunk, tasks, len(tasks) * (batch // 2) * 2, workers)
 
 
 def _per_op(fn: Callable[[], object], count: int) -> float:
@@ -76,34 +112,6 @@ def _per_op(fn: Callable[[], object], count: int) -> float:
     for _ in range(count):
         fn()
     return (time.perf_counter() - t) / count
-
-
-def scaling(ops: int, batch: int, workers: int) -> dict[str, float]:
-    """Scalar multiplications per second: one thread, ``workers`` threads, ``workers`` processes."""
-    items = [random_scalar() + crypto_scalarmult_ed25519_base_noclamp(random_scalar()) for _ in range(64)]
-    raw = b"".join(items[i % len(items)] for i in range(ops))
-    chunks = [raw[at:at + 64 * batch] for at in range(0, len(raw), 64 * batch)]
-    out: dict[str, float] = {}
-    t = time.perf_counter()
-    one = [_mults(c) for c in chunks]
-    out["1 thread"] = ops / (time.perf_counter() - t)
-    with ThreadPoolExecutor(workers) as pool:
-        list(pool.map(_mults, chunks[:workers]))  # start-up outside the timing
-        t = time.perf_counter()
-        threaded = list(pool.map(_mults, chunks))
-        out[f"{workers} threads"] = ops / (time.perf_counter() - t)
-    with mp.get_context("fork").Pool(workers) as processes:
-        processes.map(_mults, chunks[:workers])
-        pids = [worker.pid for worker in processes._pool]
-        machine, ours = busy_cpu_seconds(), sum(cpu_seconds(pid) for pid in pids)
-        t = time.perf_counter()
-        forked = processes.map(_mults, chunks)
-        elapsed = time.perf_counter() - t
-        machine, ours = busy_cpu_seconds() - machine, sum(cpu_seconds(pid) for pid in pids) - ours
-        out[f"{workers} processes"] = ops / elapsed
-    out["other load (cores)"] = max(0.0, machine - ours) / elapsed
-    assert one == threaded == forked
-    return out
 
 
 def operation_costs(count: int) -> dict[str, float]:
@@ -143,25 +151,25 @@ def operation_costs(count: int) -> dict[str, float]:
     return costs
 
 
+def _print_rates(title: str, rates: dict[str, tuple], unit: str, cores: int) -> None:
+    print(title)
+    base = rates["1 thread"][0]
+    for name, (rate, other, _) in rates.items():
+        print(f"  {name:<12} {rate:9.0f} {unit}/s  (x{rate / base:.2f}; other work kept {other:.2f} "
+              f"of {cores} cores busy)")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.ec_threads", description=__doc__)
     parser.add_argument("--ops", type=int, default=20000, help="scalar multiplications per run")
-    parser.add_argument("--batch", type=int, default=500, help="multiplications per task")
+    parser.add_argument("--batch", type=int, default=500, help="multiplications (comparisons) per task")
     args = parser.parse_args(argv)
     cores = os.cpu_count() or 1
-    print(f"{args.ops} scalar multiplications, {cores} cores, load {os.getloadavg()[0]:.2f}")
-    rates = scaling(args.ops, args.batch, cores)
-    base = rates["1 thread"]
-    for name, rate in rates.items():
-        if name.startswith("other"):
-            print(f"  (other work kept ~{rate:.2f} of {cores} cores busy during the process-pool run)")
-        else:
-            print(f"  {name:<12} {rate:9.0f} ops/s  (x{rate / base:.2f})")
-    rates = compare_scaling(args.ops // 4, args.batch, cores)
-    print(f"{args.ops // 4} ec comparisons (scheme.compare, h = 2), batches of {args.batch}")
-    base = rates["1 thread"]
-    for name, rate in rates.items():
-        print(f"  {name:<12} {rate:9.0f} comparisons/s  (x{rate / base:.2f})")
+    print(f"{cores} cores, load {os.getloadavg()[0]:.2f}")
+    _print_rates(f"{args.ops} scalar multiplications (crypto_scalarmult_ed25519_noclamp)",
+                 scaling(args.ops, args.batch, cores), "ops", cores)
+    _print_rates(f"{args.ops // 4} ec comparisons (EcScheme.compare, h = 2), batches of {args.batch}",
+                 compare_scaling(args.ops // 4, args.batch, cores), "comparisons", cores)
     print("per operation:")
     for name, seconds in operation_costs(min(args.ops, 5000)).items():
         print(f"  {name:<44} {seconds * 1e6:8.1f} us")
