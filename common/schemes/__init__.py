@@ -15,6 +15,7 @@ __all__ = ["InvalidCiphertext", "KeyPair", "Scheme", "get_scheme", "SCHEME_NAMES
 # name -> "module:class" of its implementation
 _IMPLEMENTATIONS: dict[str, str] = {
     "paillier": "common.schemes.paillier:PaillierScheme",
+    "ec": "common.schemes.ec:EcScheme",
 }
 SCHEME_NAMES: tuple[str, ...] = tuple(_IMPLEMENTATIONS)
 DEFAULT_SCHEME = "paillier"       # the scheme of every session until the parties can choose one

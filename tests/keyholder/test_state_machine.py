@@ -1,0 +1,232 @@
+"""The key holder's session state machine, driven in process (no server): ``keyholder.sessions.KeyHolder``.
+
+docs/protocol.md: K opens a session with a fresh key, relays the querier's query to the holder,
+zero-tests the holder's comparison batches, hands matching rows' attachments to the querier only,
+and destroys the key when the session ends.  Every refusal is a ``ServiceError`` with a gRPC
+status name (the servicer in keyholder/server.py only converts it).
+"""
+from __future__ import annotations
+
+import secrets
+import time
+from pathlib import Path
+
+import pytest
+
+from keyholder.errors import ServiceError
+from keyholder.limits import Limits
+from keyholder.sessions import ABORTED, CLOSED, DONE, EXPIRED, OPEN, PENDING, KeyHolder, PairRule
+from common.schemes import get_scheme
+
+JOIN = 1
+BITS = 1024
+LIMITS = Limits(min_key_bits=BITS, max_open_sessions=2, max_rounds=2)
+
+
+@pytest.fixture
+def holder(tmp_path: Path):
+    core = KeyHolder(tmp_path / "keyholder", b"test passphrase", LIMITS)
+    for name in ("querier", "holder", "stranger"):
+        core.register(name, secrets.token_bytes(32), None, None)
+    yield core
+    core.close()
+
+
+def comparisons(session, zero: list[bool]) -> bytes:
+    """Blinded comparisons under the session's public key, computed as the holder does
+    (``E(X)`` by the querier's encryptor, ``E(r (X - Y))`` by the holder's comparison), with
+    ``X = Y`` exactly where ``zero`` says so."""
+    scheme, public = get_scheme("paillier"), session.modulus
+    width = scheme.encoding_bytes(public)
+    xs = [secrets.token_bytes(width) for _ in zero]
+    ys = [x if match else secrets.token_bytes(width) for x, match in zip(xs, zero)]
+    query = scheme.encrypt(public, xs)
+    return scheme.compare(public, query, list(range(len(xs))), ys)
+
+
+def refused(code: str, call, *args, **kwargs) -> str:
+    with pytest.raises(ServiceError) as caught:
+        call(*args, **kwargs)
+    assert caught.value.code == code, caught.value.message
+    return caught.value.message
+
+
+def open_with_query(core: KeyHolder, query: bytes = b"sealed query") -> tuple[object, object]:
+    session = core.open_session("querier", JOIN, "holder", BITS, 0)
+    message = core.put_message("querier", session.id, "query", "holder", [query[:5], query[5:]])
+    return session, message
+
+
+def test_a_session_from_open_to_close(holder: KeyHolder) -> None:
+    session = holder.open_session("querier", JOIN, "holder", BITS, 0)
+    assert (session.status, session.key_bits, session.querier, session.holder) == (OPEN, BITS, "querier", "holder")
+    assert holder.list_work("holder") == []
+
+    message = holder.put_message("querier", session.id, "query", "holder", [b"sealed ", b"query"])
+    assert (message.round, message.size, message.recipient) == (1, 12, "holder")
+    [(work_session, work_round, seqs)] = holder.list_work("holder")
+    assert (work_session.id, work_round.round, work_round.status, work_round.message_id, seqs) == \
+        (session.id, 1, PENDING, message.id, [])
+    fetched, chunks = holder.get_message("holder", message.id)
+    assert b"".join(chunks) == b"sealed query" and fetched.id == message.id
+    assert holder.ack_message("holder", message.id).path is None
+
+    # three rows of two comparisons each per batch; rows 1 (batch 0) and 0 (batch 1) match
+    batch0 = comparisons(session, [False, False, False, True, False, False])
+    batch1 = comparisons(session, [True, True, False, False, False, False])
+    attachments = [[b"row-%d-%d" % (seq, row) for row in range(3)] for seq in range(2)]
+    assert holder.submit_batch("holder", session.id, 1, 0, batch0, [2, 2, 2], attachments[0]) == (6, False)
+    assert holder.submit_batch("holder", session.id, 1, 0, batch0, [2, 2, 2], attachments[0]) == (6, True)
+    assert holder.list_work("holder")[0][2] == [0]                     # a resumed holder skips seq 0
+    assert holder.round_for_querier("querier", session.id, 1).status == PENDING
+    refused("FAILED_PRECONDITION", holder.fetch_results, "querier", session.id, 1)
+    assert "missing" in refused("FAILED_PRECONDITION", holder.finish_round, "holder", session.id, 1, 2, b"")
+
+    assert holder.submit_batch("holder", session.id, 1, 1, batch1, [2, 2, 2], attachments[1]) == (6, False)
+    done = holder.finish_round("holder", session.id, 1, 2, b"holder note")
+    assert (done.status, done.comparisons, done.matched_rows, done.batches) == (DONE, 12, 2, 2)
+    assert holder.list_work("holder") == []
+    assert holder.round_for_querier("querier", session.id, 1).holder_note == b"holder note"
+    pages = list(holder.fetch_results("querier", session.id, 1))
+    assert [hit for page in pages for hit in page] == [([1], b"row-0-1"), ([0, 1], b"row-1-0")]
+    assert "already finished" in refused("FAILED_PRECONDITION", holder.submit_batch, "holder", session.id, 1, 2,
+                                         batch1, [2, 2, 2], attachments[1])
+
+    closed = holder.close_session("querier", session.id)
+    assert closed.status == CLOSED
+    stored = holder.store.get_session(session.id)
+    assert stored.wrapped_key is None                                  # the private key is destroyed
+    assert not (holder.spool / session.id).exists()
+    assert list(holder.store.iter_matches(session.id, 1)) == []        # and the sealed results
+    assert "closed" in refused("FAILED_PRECONDITION", holder.fetch_results, "querier", session.id, 1)
+    assert "closed" in refused("FAILED_PRECONDITION", holder.submit_batch, "holder", session.id, 1, 2,
+                               batch1, [2, 2, 2], attachments[1])
+    refused("FAILED_PRECONDITION", holder.put_message, "querier", session.id, "query", "holder", [b"x"])
+    refused("FAILED_PRECONDITION", holder.close_session, "querier", session.id)
+
+
+def test_only_the_right_party_may_act(holder: KeyHolder) -> None:
+    session, message = open_with_query(holder)
+    batch = comparisons(session, [True])
+    # strangers cannot even learn that the session exists
+    for call, args in ((holder.session, ("stranger", session.id)),
+                       (holder.close_session, ("stranger", session.id)),
+                       (holder.get_message, ("stranger", message.id)),
+                       (holder.fetch_results, ("stranger", session.id, 1)),
+                       (holder.submit_batch, ("stranger", session.id, 1, 0, batch, [1], [b"a"]))):
+        refused("NOT_FOUND", call, *args)
+    refused("PERMISSION_DENIED", holder.close_session, "holder", session.id)
+    refused("PERMISSION_DENIED", holder.put_message, "holder", session.id, "query", "querier", [b"x"])
+    refused("PERMISSION_DENIED", holder.get_message, "querier", message.id)       # only the recipient
+    refused("PERMISSION_DENIED", holder.submit_batch, "querier", session.id, 1, 0, batch, [1], [b"a"])
+    refused("PERMISSION_DENIED", holder.finish_round, "querier", session.id, 1, 0, b"")
+    refused("PERMISSION_DENIED", holder.abort_round, "querier", session.id, 1, "no")
+    refused("PERMISSION_DENIED", holder.fetch_results, "holder", session.id, 1)    # results: querier only
+    refused("PERMISSION_DENIED", holder.round_for_querier, "holder", session.id, 1)
+    refused("INVALID_ARGUMENT", holder.put_message, "querier", session.id, "query", "stranger", [b"x"])
+    refused("INVALID_ARGUMENT", holder.put_message, "querier", session.id, "result", "holder", [b"x"])
+    refused("INVALID_ARGUMENT", holder.open_session, "querier", JOIN, "querier", BITS, 0)
+    refused("NOT_FOUND", holder.open_session, "querier", JOIN, "nobody", BITS, 0)
+
+
+def test_rounds_follow_their_order(holder: KeyHolder) -> None:
+    session = holder.open_session("querier", JOIN, "holder", BITS, 0)
+    refused("NOT_FOUND", holder.submit_batch, "holder", session.id, 1, 0, comparisons(session, [True]), [1], [b"a"])
+    refused("NOT_FOUND", holder.round_for_querier, "querier", session.id, 1)
+    holder.put_message("querier", session.id, "query", "holder", [b"query"])
+    refused("NOT_FOUND", holder.finish_round, "holder", session.id, 2, 0, b"")
+    # an announced count beyond what arrived, and a count short of what arrived, are both refused
+    holder.submit_batch("holder", session.id, 1, 1, comparisons(session, [False]), [1], [b"a"])
+    refused("FAILED_PRECONDITION", holder.finish_round, "holder", session.id, 1, 1, b"")
+    refused("FAILED_PRECONDITION", holder.finish_round, "holder", session.id, 1, 3, b"")
+    holder.submit_batch("holder", session.id, 1, 0, comparisons(session, [True]), [1], [b"b"])
+    assert holder.finish_round("holder", session.id, 1, 2, b"").matched_rows == 1
+    refused("FAILED_PRECONDITION", holder.finish_round, "holder", session.id, 1, 2, b"")
+    refused("FAILED_PRECONDITION", holder.abort_round, "holder", session.id, 1, "late")
+
+
+def test_an_aborted_round_has_no_results_and_drops_its_query(holder: KeyHolder) -> None:
+    session, message = open_with_query(holder)
+    aborted = holder.abort_round("holder", session.id, 1, "  too   many\nrows ")
+    assert (aborted.status, aborted.reason) == (ABORTED, "too many rows")
+    assert holder.round_for_querier("querier", session.id, 1).status == ABORTED
+    refused("FAILED_PRECONDITION", holder.fetch_results, "querier", session.id, 1)
+    refused("FAILED_PRECONDITION", holder.get_message, "holder", message.id)     # its spool file is gone
+    refused("FAILED_PRECONDITION", holder.submit_batch, "holder", session.id, 1, 0,
+            comparisons(session, [True]), [1], [b"a"])
+    assert holder.list_work("holder") == []
+
+
+def test_batches_are_checked_before_any_zero_test(holder: KeyHolder) -> None:
+    session, _ = open_with_query(holder)
+    good = comparisons(session, [True, False])
+    width = len(good) // 2
+    refused("INVALID_ARGUMENT", holder.submit_batch, "holder", session.id, 1, 0, good[:-1], [2], [b"a"])
+    refused("INVALID_ARGUMENT", holder.submit_batch, "holder", session.id, 1, 0, good, [1, 2], [b"a", b"b"])
+    outside = bytes(width) + good[width:]                                 # 0 is not in the group
+    refused("INVALID_ARGUMENT", holder.submit_batch, "holder", session.id, 1, 0, outside, [2], [b"a"])
+    assert holder.store.get_round(session.id, 1).comparisons == 0
+    holder.submit_batch("holder", session.id, 1, 0, good, [2], [b"b"])
+    assert holder.store.get_round(session.id, 1).comparisons == 2
+    assert "not 5" in refused("INVALID_ARGUMENT", holder.submit_batch, "holder", session.id, 1, 1, good, [2],
+                              [b"five!"])                                   # one attachment length per round
+
+
+def test_a_pair_rule_forwards_rows_whose_terms_hold(holder: KeyHolder) -> None:
+    session, _ = open_with_query(holder)
+    rule = PairRule(group_sizes=(1, 2), terms=((0, 1),))                  # field 0 and (field 1a or 1b)
+    batch = comparisons(session, [True, False, True, True, False, False, False, True, False])
+    holder.submit_batch("holder", session.id, 1, 0, batch, [3, 3, 3], [b"r0", b"r1", b"r2"], rule)
+    holder.finish_round("holder", session.id, 1, 1, b"")
+    assert [hit for page in holder.fetch_results("querier", session.id, 1) for hit in page] == [([0], b"r0")]
+
+
+def test_quotas_on_sessions_rounds_and_query_size(holder: KeyHolder) -> None:
+    first, _ = open_with_query(holder)
+    holder.put_message("querier", first.id, "query", "holder", [b"second round"])
+    assert "2 rounds" in refused("RESOURCE_EXHAUSTED", holder.put_message, "querier", first.id, "query",
+                                 "holder", [b"third round"])
+    declared = holder.open_session("querier", JOIN, "holder", BITS, 0, query_ciphertexts=1)
+    limit = declared.max_query_bytes
+    assert limit == int(1 * (2 * BITS // 8) * LIMITS.query_margin + LIMITS.query_overhead)
+    assert "open sessions" in refused("RESOURCE_EXHAUSTED", holder.open_session, "querier", JOIN, "holder",
+                                      BITS, 0)
+    refused("RESOURCE_EXHAUSTED", holder.put_message, "querier", declared.id, "query", "holder",
+            [bytes(limit), b"!"])
+    assert holder.store.get_session(declared.id).rounds == 0 and not list((holder.spool / declared.id).iterdir())
+    refused("INVALID_ARGUMENT", holder.put_message, "querier", declared.id, "query", "holder", [b""])
+    holder.close_session("querier", first.id)
+    holder.open_session("querier", JOIN, "holder", BITS, 0)                # a closed session frees its slot
+
+
+def test_an_expired_session_loses_its_key(holder: KeyHolder) -> None:
+    session, _ = open_with_query(holder)
+    short = holder.open_session("querier", JOIN, "holder", BITS, 0.3)
+    holder.put_message("querier", short.id, "query", "holder", [b"query"])
+    time.sleep(0.4)
+    assert [s.id for s, _, _ in holder.list_work("holder")] == [session.id]
+    assert "expired" in refused("FAILED_PRECONDITION", holder.submit_batch, "holder", short.id, 1, 0,
+                                comparisons(short, [True]), [1], [b"a"])
+    stored = holder.store.get_session(short.id)
+    assert (stored.status, stored.wrapped_key) == (EXPIRED, None)
+    assert holder.store.get_session(session.id).wrapped_key is not None
+
+
+def test_a_restarted_key_holder_unwraps_the_key_and_goes_on(tmp_path: Path) -> None:
+    core = KeyHolder(tmp_path / "k", b"passphrase", LIMITS)
+    for name in ("querier", "holder"):
+        core.register(name, secrets.token_bytes(32), None, None)
+    session, _ = open_with_query(core)
+    batch = comparisons(session, [False, True])
+    core.submit_batch("holder", session.id, 1, 0, batch[:len(batch) // 2], [1], [b"a"])
+    core.close()
+    with pytest.raises(ValueError, match="passphrase"):
+        KeyHolder(tmp_path / "k", b"wrong", LIMITS)
+    again = KeyHolder(tmp_path / "k", b"passphrase", LIMITS)
+    try:
+        assert again.list_work("holder")[0][2] == [0]
+        again.submit_batch("holder", session.id, 1, 1, batch[len(batch) // 2:], [1], [b"b"])
+        assert again.finish_round("holder", session.id, 1, 2, b"").matched_rows == 1
+        assert [hit for page in again.fetch_results("querier", session.id, 1) for hit in page] == [([0], b"b")]
+    finally:
+        again.close()
