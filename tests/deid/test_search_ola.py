@@ -8,9 +8,9 @@ import pandas as pd
 import pytest
 
 import deid_core as dc
-from deid_core.lattice import ACCEPTABLE, Lattice, minimal_nodes, nodes_at, ola
-from deid_core.metrics import non_uniform_entropy
-from deid_core.search import Criterion, FullDomainProblem, full_domain_release_policy, reassess, search_ola
+from deid_core.algorithm import (ACCEPTABLE, Criterion, FullDomainProblem, Lattice, full_domain_release_policy, minimal_nodes,
+                                 nodes_at, ola, reassess, search_ola)
+from deid_core.metric import non_uniform_entropy
 from deid_core.spec import load_spec, parse_spec
 from deid_testdata import ADULT_QIS, adult_spec_toml
 
