@@ -58,7 +58,7 @@ def cmd_assess(args: argparse.Namespace) -> int:
 
 def cmd_safe_harbor(args: argparse.Namespace) -> int:
     from ..io import read_table, require_records, write_json, write_table
-    from ..safe_harbor import safe_harbor
+    from ..transform.safe_harbor import safe_harbor
     from ..spec import load_spec
 
     guard_outputs([args.input, args.spec, args.zip_population], [args.out, args.policy_out, args.report])
@@ -120,7 +120,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     a.add_argument("--per-record", help="CSV of per-record risks (class size, prosecutor, journalist, instance disclosure)")
     a.add_argument("--numeric", help="comma-separated numeric columns for before/after mean, SD, correlation")
     add_accept(a)
-    a.set_defaults(func=cmd_assess)
+    a.set_defaults(run=cmd_assess)
     s = sub.add_parser("safe-harbor", help="apply HIPAA Safe Harbor")
     s.add_argument("--input", required=True, help=INPUT_HELP)
     s.add_argument("--spec", required=True, help=SPEC_HELP)
@@ -130,7 +130,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--report", help="JSON: which columns were recognized as which Safe Harbor kind")
     s.add_argument("--reference-year", type=int, help="year for the age >= 90 birth-year rule (default: this year)")
     add_accept(s)
-    s.set_defaults(func=cmd_safe_harbor)
+    s.set_defaults(run=cmd_safe_harbor)
     ap = sub.add_parser("apply", help="re-apply a saved policy to a new batch")
     ap.add_argument("--input", required=True, help=INPUT_HELP)
     ap.add_argument("--policy", required=True, help="policy JSON saved by assess/safe-harbor --policy-out")
@@ -138,4 +138,4 @@ def register(sub: argparse._SubParsersAction) -> None:
     ap.add_argument("--key-file", help="secret key for pseudonymize/randomize steps (kept by the data owner)")
     ap.add_argument("--report", help="JSON: each column's fate, the identifier check and accepted columns")
     add_accept(ap)
-    ap.set_defaults(func=cmd_apply)
+    ap.set_defaults(run=cmd_apply)

@@ -180,4 +180,4 @@ def register(sub: argparse._SubParsersAction) -> None:
     se.add_argument("--apply-best", help="write the data released under the best policy here")
     se.add_argument("--html", help="self-contained HTML page with a risk vs information loss plot of the policies")
     add_accept(se)
-    se.set_defaults(func=cmd_search)
+    se.set_defaults(run=cmd_search)
