@@ -191,7 +191,6 @@ def release_example(before: pd.Series, after: pd.Series, held: pd.Series) -> dic
             "withheld": True}
 
 
-
 def column_fates(source: pd.DataFrame, output: pd.DataFrame, spec: Spec, policy: Policy) -> list[dict]:
     """Per input column: its role and exactly what happened to it in the release.
 

@@ -23,6 +23,7 @@ from ..risk.attack import THRESHOLD_TOLERANCE, attack_probabilities, k_for_thres
 from ..risk.classes import ec_sizes_of
 from ..spec import ReleaseSpec
 
+
 @dataclass(frozen=True)
 class Criterion:
     """What a node must meet: ``kind`` = ``k`` | ``max`` | ``average``, with a suppression limit in records."""

@@ -75,7 +75,6 @@ def nodes_at(bottom: Node, top: Node, h: int) -> Iterator[Node]:
     yield from rec(0, h, [])
 
 
-
 def minimal_nodes(lattice: Lattice) -> list[Node]:
     """Acceptable-tagged nodes none of whose direct specializations is acceptable-tagged.
 

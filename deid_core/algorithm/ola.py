@@ -17,6 +17,7 @@ from .full_domain import FullDomainProblem
 from .lattice import ACCEPTABLE, UNKNOWN, Lattice, Node, minimal_nodes, nodes_at
 from .result import SearchResult
 
+
 def ola(lattice: Lattice, is_acceptable: Callable[[Node], bool]) -> list[Node]:
     """El Emam's OLA ``Kmin(B, T)``: the minimal acceptable nodes (empty if the top is not acceptable).
 

@@ -17,6 +17,7 @@ from ..transform.policy import Policy
 from .bitstring import bps, directed, non_dominated
 from .result import SearchResult, progress_printer
 
+
 def ordered_leaves(h: Hierarchy) -> np.ndarray:
     """Leaf indices of a hierarchy in value order: numeric order when every value is a number, else hierarchy order."""
     nums = pd.to_numeric(pd.Series(h.leaves, dtype=object), errors="coerce")

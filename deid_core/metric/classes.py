@@ -11,6 +11,7 @@ import pandas as pd
 from ..risk.classes import ec_sizes_of
 from .missingness import missing_mask
 
+
 def discernibility(after: pd.DataFrame, columns: Sequence[str]) -> float:
     """``Σ f_j²`` over classes of non-suppressed records + N per suppressed record."""
     n = len(after)

@@ -10,6 +10,7 @@ import pandas as pd
 
 from ..spec import SUPPRESSED
 
+
 def is_marker(s: pd.Series) -> np.ndarray:
     """Bool per cell: the suppression marker (through the categories when categorical)."""
     if isinstance(s.dtype, pd.CategoricalDtype):

@@ -9,6 +9,7 @@ import pandas as pd
 
 from .missingness import is_marker
 
+
 def precision(levels: Mapping[str, int], heights: Mapping[str, int], after: pd.DataFrame | None = None) -> dict:
     """Sweeney's precision of a full-domain node (suppressed cells at full height) and its total height."""
     qs = [q for q in heights if heights[q] > 0]

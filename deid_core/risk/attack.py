@@ -81,7 +81,6 @@ def attack_probabilities(release: ReleaseSpec) -> dict[str, float]:
     return dict(sorted(out.items()))
 
 
-
 def attack_assessment(summary: dict, release: ReleaseSpec) -> dict:
     """Overall risk under each applicable attack and whether it meets the threshold.
 

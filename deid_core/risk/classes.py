@@ -13,6 +13,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+
 def pack_keys(codes: Sequence[np.ndarray], cards: Sequence[int]) -> np.ndarray:
     """One int64 key per row from per-column codes (``-1`` = missing) by mixed radix.
 
@@ -60,7 +61,6 @@ def match_any_sizes(codes: Sequence[np.ndarray], cards: Sequence[int]) -> np.nda
             vc = pd.Series(k_src).value_counts()
             f[rows[p]] += vc.reindex(k_dst).fillna(0).to_numpy(dtype=np.int64)
     return f
-
 
 
 @dataclass

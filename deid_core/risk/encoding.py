@@ -37,6 +37,7 @@ from .classes import Classes, match_any_sizes, pack_keys, sizes_from_keys
 from .population import EncodedPopulation, validate_population
 from .summary import summarize
 
+
 @dataclass
 class EncodedTable:
     """QI columns as hierarchy leaf codes; the fast entry point for risk of a generalized table."""
@@ -125,7 +126,6 @@ class EncodedTable:
     def evaluate(self, levels: Mapping[str, int] | None = None, strict_cut: float = 0.33) -> dict:
         """Summary risk of one lattice node (prosecutor; population measures if a population is set)."""
         return summarize(self.classes(levels), strict_cut=strict_cut, gamma=self.gamma)
-
 
 
 def _check_missing(missing: str) -> None:

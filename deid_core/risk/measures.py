@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+
 def prosecutor(f: np.ndarray, strict_cut: float = 0.33) -> dict:
     """Prosecutor risk from data class sizes f_j (El Emam & Arbuckle, ch. 2, "Probability Metrics",
     "Meeting Thresholds").

@@ -10,13 +10,13 @@ import pandas as pd
 
 from ..errors import DeidInputError
 
+
 @dataclass
 class EncodedPopulation:
     """Aggregate population counts (Benitez, Loukides & Malin 2010 §2.3): leaf codes per QI + ``count``."""
 
     codes: dict[str, np.ndarray]
     counts: np.ndarray
-
 
 
 def validate_population(pop: pd.DataFrame, qis: Sequence[str]) -> pd.DataFrame:

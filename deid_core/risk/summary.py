@@ -8,6 +8,7 @@ import pandas as pd
 from .classes import Classes
 from .measures import instance_disclosure, journalist, marketer, population_risk, prosecutor
 
+
 def summarize(cl: Classes, strict_cut: float = 0.33, gamma: float = 1.0) -> dict:
     """All applicable summary measures of a class computation (the ``assess`` JSON core)."""
     f = cl.f

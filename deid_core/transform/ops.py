@@ -20,6 +20,7 @@ from ..hierarchy import build_hierarchy, distinct_values
 from ..risk.classes import ec_sizes_of
 from ..spec import SUPPRESSED, HierarchySpec
 
+
 def map_categories(s: pd.Series, fn: Callable[[pd.Index], Sequence[Any]]) -> pd.Series:
     """Apply ``fn`` to the distinct values of ``s`` only; missing stays missing."""
     cat = s if isinstance(s.dtype, pd.CategoricalDtype) else s.astype("category")
@@ -39,7 +40,6 @@ def set_marker(s: pd.Series, mask: np.ndarray, marker: str = SUPPRESSED) -> pd.S
     out = cat.copy()
     out[mask] = marker
     return out
-
 
 
 # ------------------------------------------------------------------ ops

@@ -17,6 +17,7 @@ from ..errors import DeidInputError
 from ..spec import HierarchySpec
 from .ops import OPS
 
+
 def _map_hierarchy(step: dict, fn: Callable[[HierarchySpec], HierarchySpec], base_dir: Path | None = None) -> dict:
     """A copy of a ``generalize`` step with ``fn`` applied to its hierarchy (other steps unchanged)."""
     if step.get("op") != "generalize" or not isinstance(step.get("hierarchy"), Mapping):
