@@ -35,7 +35,7 @@ ARX = {"nodes": 142, "process_s": 3.4, "fresh_jvm_s": 0.43, "warm_s": 0.07}
 
 
 def ola_adult(df, spec) -> dict:
-    from deid_core.search import Criterion, FullDomainProblem, search_ola
+    from deid_core.algorithm import Criterion, FullDomainProblem, search_ola
 
     def one(crit, loss):
         return search_ola(FullDomainProblem(dc.encode_table(df, spec), crit, loss)).to_dict()
@@ -77,7 +77,7 @@ def cli_process(spec_path: Path, repeat: int = 3) -> dict:
 
 
 def bps_adult(df, iterations: int, skip_slow: bool) -> dict:
-    from deid_core.search import SubtreeProblem, safe_harbor_risk, search_subtree
+    from deid_core.algorithm import SubtreeProblem, safe_harbor_risk, search_subtree
     from test_search_bps import synthetic_census
 
     races = ["White", "Black", "Asian-Pac-Islander", "Amer-Indian-Eskimo", "Other"]
@@ -99,8 +99,9 @@ def bps_adult(df, iterations: int, skip_slow: bool) -> dict:
 
 
 def partition_bench() -> dict:
-    from deid_core.partition import Partitioner, summary
-    from deid_core.search import release_class_sizes, safe_harbor_release
+    from deid_core.algorithm.partition import Partitioner, summary
+    from deid_core.algorithm import safe_harbor_release
+    from deid_core.risk import release_class_sizes
     from test_search_partition import SPEC, same_disease
 
     df, pop = same_disease(n=180, n_zip=84, people=401_517, seed=0)
@@ -119,7 +120,7 @@ def partition_bench() -> dict:
 
 
 def boxes_bench() -> dict:
-    from deid_core.boxes import anonymize, interval_statistics
+    from deid_core.algorithm.boxes import anonymize, interval_statistics
 
     rng = np.random.default_rng(5)
     x = rng.normal(139.3, 15, size=(60, 1))

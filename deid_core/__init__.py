@@ -9,24 +9,31 @@ Friendly API::
     a.summary["prosecutor"]["max"], a.loss["non_uniform_entropy"]["percent"]
     out, policy, info = dc.safe_harbor(df, spec)
 
+    best = dc.optimal_release(df, spec, threshold=0.09)   # OLA: least-loss release meeting the threshold
+    release = best.apply(df)
+
 For lattice searches, :func:`encode_table` once, then
 ``table.evaluate(levels)`` / ``table.classes(levels)`` per node.
+
+Packages: :mod:`.risk` (attack model, equivalence classes, measures), :mod:`.metric` (information
+loss), :mod:`.transform` (policy, Safe Harbor, dates, masking), :mod:`.algorithm` (lattice, OLA,
+BPS / Directed, partitioning, boxes), :mod:`.cli` (the ``deid`` command); top-level modules are
+shared by them (spec, io, hierarchy, detect, assess, report, errors).
 """
+from .algorithm.optimal import OptimalRelease, optimal_release
 from .assess import Assessment, assess
-from .dates import generalize_intervals
 from .errors import DeidInputError, DeidWarning
 from .hierarchy import Hierarchy, build_hierarchy, from_csv
 from .io import read_table, write_table
-from .masking import frequency_check, pseudonymize, randomize
-from .metrics import (discernibility, missingness, missingness_change, non_uniform_entropy, numeric_utility,
-                      precision)
+from .metric import (discernibility, missingness, missingness_change, non_uniform_entropy, numeric_utility,
+                     precision)
 from .report import build_report, render_html
 from .risk import (PR_BREACH, EncodedTable, attack_assessment, conditional_threshold, encode_table,
                    instance_disclosure, journalist, k_for_threshold, marketer, meets, per_record,
                    population_risk, pr_acquaintance, prosecutor, summarize)
-from .safe_harbor import RESTRICTED_ZIP3_2000, safe_harbor, safe_harbor_policy
 from .spec import SUPPRESSED, HierarchySpec, ReleaseSpec, Spec, load_spec, parse_spec
-from .transform import Policy, full_domain_policy
+from .transform import (RESTRICTED_ZIP3_2000, Policy, frequency_check, full_domain_policy, generalize_intervals,
+                        pseudonymize, randomize, safe_harbor, safe_harbor_policy)
 
 __all__ = [
     "Assessment", "assess", "generalize_intervals", "DeidInputError", "DeidWarning", "Hierarchy",
@@ -36,5 +43,5 @@ __all__ = [
     "encode_table", "instance_disclosure", "journalist", "k_for_threshold", "marketer", "meets", "per_record",
     "population_risk", "pr_acquaintance", "prosecutor", "summarize", "RESTRICTED_ZIP3_2000", "safe_harbor",
     "safe_harbor_policy", "SUPPRESSED", "HierarchySpec", "ReleaseSpec", "Spec", "load_spec", "parse_spec",
-    "Policy", "full_domain_policy",
+    "Policy", "full_domain_policy", "OptimalRelease", "optimal_release",
 ]

@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 
 from .errors import DeidInputError
-from .metrics import (average_class_size, is_marker, discernibility, missingness_change, non_uniform_entropy,
-                      numeric_utility, precision)
+from .metric import (average_class_size, is_marker, discernibility, missingness_change, non_uniform_entropy,
+                     numeric_utility, precision)
 from .risk import (EncodedTable, attack_assessment, encode_table, k_for_threshold, per_record,
                    summarize)
 from .spec import Spec

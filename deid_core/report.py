@@ -26,7 +26,7 @@ import pandas as pd
 from .assess import Assessment, information_loss
 from .errors import DeidInputError
 from .hierarchy import DATE_LEVELS, build_hierarchy, distinct_values
-from .metrics import is_marker, non_uniform_entropy
+from .metric import is_marker, non_uniform_entropy
 from .risk import THRESHOLD_TABLE, attack_assessment, k_for_threshold
 from .spec import SUPPRESSED, HierarchySpec, Spec
 from .transform import Policy
@@ -189,7 +189,6 @@ def release_example(before: pd.Series, after: pd.Series, held: pd.Series) -> dic
         return {"before": str(top["before"]), "after": str(top["after"])}
     return {"before": f"(held by fewer than {EXAMPLE_MIN_RECORDS} records: not shown)", "after": str(top["after"]),
             "withheld": True}
-
 
 
 def column_fates(source: pd.DataFrame, output: pd.DataFrame, spec: Spec, policy: Policy) -> list[dict]:

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
-from common.cli import HelpFormatter
+from common.cli import Expected, OneLineParser, UsageError, run
 from keyholder import pki
 from keyholder.server import TlsFiles, check_listen, start
 from keyholder.limits import add_limit_options, limits_from_args
@@ -29,19 +29,6 @@ from keyholder.sessions import KeyHolder
 log = logging.getLogger("keyholder")
 PASSPHRASE_ENV = "KEYHOLDER_PASSPHRASE"
 STOP_SECONDS = 4.5      # SIGTERM/SIGINT: calls under way get this long, then the process exits
-
-
-class UsageError(Exception):
-    """Bad input: reported as one line, exit status 2."""
-
-
-class OneLineParser(argparse.ArgumentParser):
-    def __init__(self, *args, **kwargs) -> None:
-        kwargs.setdefault("formatter_class", HelpFormatter)
-        super().__init__(*args, **kwargs)
-
-    def error(self, message: str) -> None:  # argparse prints usage + message; we want one line
-        raise UsageError(f"{self.prog}: {message}")
 
 
 def read_passphrase(data_dir: Path, passphrase_file: str | None) -> bytes:
@@ -246,15 +233,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _log_to_stderr(args: argparse.Namespace) -> None:
+    logging.basicConfig(level=getattr(args, "log_level", "INFO"), stream=sys.stderr,
+                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
+
+
 def main(argv: list[str] | None = None) -> int:
-    try:
-        args = build_parser().parse_args(argv)
-        logging.basicConfig(level=getattr(args, "log_level", "INFO"), stream=sys.stderr,
-                            format="%(asctime)s %(name)s %(levelname)s %(message)s")
-        return args.run(args)
-    except UsageError as error:
-        print(f"keyholder: error: {error}", file=sys.stderr)
-        return 2
+    return run(build_parser(), argv, [Expected(UsageError)], setup=_log_to_stderr)
 
 
 if __name__ == "__main__":

@@ -12,24 +12,11 @@ import logging
 import os
 import sys
 
-from common.cli import HelpFormatter
+from common.cli import Expected, OneLineParser, UsageError, run
 from party_client.errors import PartyError
 from party_client.transport import FIRST_CONTACT_SECONDS, RETRY_WINDOW_SECONDS, KeyHolderUnavailable
 
 log = logging.getLogger("party")
-
-
-class UsageError(PartyError):
-    pass
-
-
-class OneLineParser(argparse.ArgumentParser):
-    def __init__(self, *args, **kwargs) -> None:
-        kwargs.setdefault("formatter_class", HelpFormatter)
-        super().__init__(*args, **kwargs)
-
-    def error(self, message: str) -> None:
-        raise UsageError(f"{self.prog}: {message}")
 
 
 def _columns(text: str | None) -> list[str]:
@@ -361,21 +348,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _log_to_stderr(args: argparse.Namespace) -> None:
+    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
+                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
+
+
+#: Exit 1 when the key holder stays unreachable, 2 for bad input or a refusal, 130 on Ctrl-C.
+EXPECTED = [Expected(KeyHolderUnavailable, 1), Expected((UsageError, PartyError), 2),
+            Expected(KeyboardInterrupt, 130, lambda _: "interrupted")]
+
+
 def main(argv: list[str] | None = None) -> int:
-    try:
-        args = build_parser().parse_args(argv)
-        logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
-                            format="%(asctime)s %(name)s %(levelname)s %(message)s")
-        return args.run(args)
-    except KeyHolderUnavailable as error:
-        print(f"party: error: {error}", file=sys.stderr)
-        return 1
-    except PartyError as error:
-        print(f"party: error: {error}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("party: interrupted", file=sys.stderr)
-        return 130
+    return run(build_parser(), argv, EXPECTED, setup=_log_to_stderr)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ de-duplication across many registries.
 (no identifier is written to disk on the querier's side), drops the direct
 identifiers named in the de-identification spec, applies a method of
 ``deid_core`` (Safe Harbor, a saved policy, or a risk threshold found by the
-optimal lattice search when available), re-assesses the release from scratch
+optimal lattice search, :func:`deid_core.optimal_release`), re-assesses the release from scratch
 and writes the release plus JSON and HTML reports that also record the
 linkage (book ch. 12: "data sets must be linked before anonymization").
 
@@ -68,35 +68,20 @@ def _deidentify(joined: pd.DataFrame, spec: deid_core.Spec, method: str, policy_
 
 def _optimal_release(joined: pd.DataFrame, spec: deid_core.Spec, threshold: float | None,
                      max_suppression: float) -> tuple[pd.DataFrame, dict]:
-    """The full-domain node of least loss (OLA, ``deid_core.search``) whose release meets the threshold.
-
-    The criterion is chosen so that the re-assessment of the release (prosecutor max for a public
-    release; strict average x Pr(T) otherwise; El Emam & Arbuckle, ch. 2,
-    "Probability Metrics") meets the threshold: every class must
-    hold at least k = k(t / Pr(T)) records, and for a non-public release also keep the max risk under
-    the strict-average cut.
-    """
-    from deid_core.risk import attack_probabilities, encode_table
-    from deid_core.search import Criterion, FullDomainProblem, full_domain_release_policy, search_ola
+    """The full-domain node of least loss whose release meets the threshold under the attack model
+    (:func:`deid_core.optimal_release`, OLA; El Emam & Arbuckle, ch. 2, "Probability Metrics")."""
     threshold = threshold if threshold is not None else spec.release.threshold
     if not 0 < threshold <= 1:
         raise PartyError("--threshold must lie in (0, 1]")
-    spec = replace(spec, release=replace(spec.release, threshold=threshold))
-    conditional = threshold / max(attack_probabilities(spec.release).values())
-    bound = conditional if spec.release.type == "public" else min(conditional, spec.release.strict_cut)
-    criterion = Criterion.build(len(joined), threshold=min(bound, 1.0), measure="max",
-                                max_suppression=max_suppression)
-    problem = FullDomainProblem(encode_table(joined, spec), criterion, "nue")
-    result = search_ola(problem, top=1)
-    if not result.policies:
+    found = deid_core.optimal_release(joined, spec, threshold=threshold, max_suppression=max_suppression)
+    if found.policy is None:
         raise PartyError(f"no generalization meets the threshold {threshold} with at most "
                          f"{max_suppression:.0%} of the records suppressed")
-    best = result.policies[0]
-    policy = full_domain_release_policy(spec, problem.qis, best["levels"], best["suppression_k"])
-    output, _ = policy.apply(joined)
-    return output, {"method": "threshold", "threshold": threshold, "policy": policy.to_dict(),
-                    "levels": best["levels"], "suppressed_records": best["suppressed_records"],
-                    "nodes_evaluated": result.nodes_evaluated, "search_seconds": round(result.seconds, 3)}
+    best = found.best
+    return found.apply(joined), {"method": "threshold", "threshold": threshold, "policy": found.policy.to_dict(),
+                                 "levels": best["levels"], "suppressed_records": best["suppressed_records"],
+                                 "nodes_evaluated": found.search.nodes_evaluated,
+                                 "search_seconds": round(found.search.seconds, 3)}
 
 
 def _applied_policy(spec: deid_core.Spec, method_info: dict) -> deid_core.Policy:

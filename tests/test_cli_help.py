@@ -73,3 +73,27 @@ def test_help_exits_zero_on_each_cli():
     for module in ("party_client.cli", "deid_core.cli", "keyholder.cli"):
         result = subprocess.run([sys.executable, "-m", module, "--help"], capture_output=True, text=True)
         assert result.returncode == 0 and "usage:" in result.stdout, module
+
+
+@pytest.mark.parametrize("build, main, prog", [
+    (party_parser, "party_client.cli", "party"), (deid_parser, "deid_core.cli", "deid"),
+    (keyholder_parser, "keyholder.cli", "keyholder")])
+def test_one_cli_convention(build, main, prog, capsys):
+    """One parser class, dispatch by ``run``, and a usage error is one line ``prog: error: ...``, exit 2."""
+    import importlib
+
+    from common.cli import OneLineParser
+    def leaves(parser, path, run):
+        assert isinstance(parser, OneLineParser), path
+        run = parser.get_default("run") or run
+        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        if not subs:
+            assert callable(run), f"{path}: no run handler"
+        for action in subs:
+            for name, sub in action.choices.items():
+                leaves(sub, f"{path} {name}", run)
+    leaves(build(), prog, None)
+    status = importlib.import_module(main).main(["--no-such-option"])
+    err = capsys.readouterr().err.splitlines()
+    assert status == 2 and len(err) == 1 and err[0].startswith(f"{prog}: error: {prog}: "), err
+    assert importlib.import_module(main).main(["--help"]) == 0

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from deid_core.metrics import discernibility
+from deid_core.metric import discernibility
 from deid_core.risk import encode_table, summarize
 from deid_core.spec import load_spec
 from deid_core.transform import full_domain_policy

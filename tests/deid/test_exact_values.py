@@ -23,8 +23,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from deid_core.cli import main
 from deid_core.io import read_table, write_table
-from deid_core.safe_harbor import RESTRICTED_ZIP3_2000, zip3
 from deid_core.spec import SUPPRESSED
+from deid_core.transform.safe_harbor import RESTRICTED_ZIP3_2000, zip3
 from party_client import tables as party_tables
 
 REPO = Path(__file__).resolve().parents[2]

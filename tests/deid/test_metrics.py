@@ -5,8 +5,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from deid_core.metrics import (average_class_size, discernibility, missingness, missingness_change,
-                               non_uniform_entropy, numeric_utility, precision, to_number)
+from deid_core.metric import (average_class_size, discernibility, missingness, missingness_change,
+                              non_uniform_entropy, numeric_utility, precision, to_number)
 from deid_core.spec import SUPPRESSED, load_spec
 from deid_core.transform import full_domain_policy
 from deid_testdata import ADULT_QIS, adult_spec_toml

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from deid_core.metrics import missingness, non_uniform_entropy
+from deid_core.metric import missingness, non_uniform_entropy
 from deid_core.risk import encode_table, match_any_sizes, summarize
 from deid_core.spec import parse_spec
 from deid_core.transform import Policy

@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from deid_core.boxes import anonymize, interval_statistics, nested, released, variance_max, variance_min
+from deid_core.algorithm.boxes import anonymize, interval_statistics, nested, released, variance_max, variance_min
 from deid_core.cli import main
-from deid_core.transform import ec_sizes_of
+from deid_core.risk import ec_sizes_of
 
 
 @pytest.mark.parametrize("k,dims", [(2, 1), (3, 2), (5, 3)])
@@ -25,7 +25,7 @@ def test_boxes_hold_k_records_and_contain_their_points(k, dims):
 
 
 def test_kd_tree_and_numpy_neighbours_agree_without_ties():
-    from deid_core.boxes import knn
+    from deid_core.algorithm.boxes import knn
     rng = np.random.default_rng(2)
     x = rng.normal(size=(300, 3))
     a = np.array([1.0, 2.0, 0.5])

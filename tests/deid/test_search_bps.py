@@ -8,9 +8,9 @@ import pandas as pd
 import pytest
 
 import deid_core as dc
+from deid_core.algorithm import (SubtreeProblem, bps, directed, halfway, non_dominated, safe_harbor_risk, search_subtree,
+                                 verify_subtree)
 from deid_core.cli import main
-from deid_core.lattice import bps, directed, halfway, non_dominated
-from deid_core.search import SubtreeProblem, safe_harbor_risk, search_subtree, verify_subtree
 from deid_core.spec import parse_spec
 
 RACES = ["White", "Black", "Asian", "Amer-Indian", "Other"]

@@ -5,9 +5,9 @@ import json
 
 import pytest
 
+from deid_core.algorithm import Criterion, reassess
 from deid_core.cli import main
 from deid_core.io import read_table
-from deid_core.search import Criterion, reassess
 from deid_testdata import ADULT, ADULT_QIS
 
 

@@ -2,15 +2,16 @@
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 import pytest
 
 import deid_core as dc
-from deid_core.lattice import ACCEPTABLE, Lattice, minimal_nodes, nodes_at, ola
-from deid_core.metrics import non_uniform_entropy
-from deid_core.search import Criterion, FullDomainProblem, full_domain_release_policy, reassess, search_ola
+from deid_core.algorithm import (ACCEPTABLE, Criterion, FullDomainProblem, Lattice, full_domain_release_policy, minimal_nodes,
+                                 nodes_at, ola, reassess, search_ola)
+from deid_core.metric import non_uniform_entropy
 from deid_core.spec import load_spec, parse_spec
 from deid_testdata import ADULT_QIS, adult_spec_toml
 
@@ -57,6 +58,31 @@ def test_ola_equals_exhaustive_optimum(seed, kind, value, supp, loss):
         check = reassess(out, list(pol["levels"]), crit)
         assert check["meets"] and check["suppressed_records"] == pol["suppressed_records"]
 
+
+
+@pytest.mark.parametrize("release", [{"type": "public", "threshold": 0.2},
+                                     {"type": "non-public", "threshold": 0.05, "pr_attempt": 0.3}])
+def test_optimal_release_is_the_least_loss_release_meeting_the_attack_model(release):
+    """deid_core.optimal_release (what deid search and party link-release call): the exhaustive optimum
+    under the attack-model criterion, and its release re-assessed from scratch meets the threshold."""
+    df, spec = small_table(2)
+    spec = replace(spec, release=replace(spec.release, **release))
+    found = dc.optimal_release(df, spec, max_suppression=0.05)
+    crit = Criterion.for_release(len(df), spec.release, spec.release.threshold, 0.05)
+    best, argbest = exhaustive(FullDomainProblem(dc.encode_table(df, spec), crit, "nue"))
+    assert found.criterion == crit and tuple(found.best["levels"].values()) in argbest
+    assert found.best["information_loss"] == pytest.approx(best, rel=1e-12)
+    out = found.apply(df)
+    assert found.reassess(out)["meets"]
+    released = replace(spec, hierarchies={}, levels={}, record_suppression=False)
+    assert dc.assess(out, released).attack["meets_threshold"]
+    k5 = dc.optimal_release(df, spec, k=5, loss="geometric", top=3)
+    assert k5.search.policies == search_ola(FullDomainProblem(dc.encode_table(df, spec), Criterion.build(len(df), k=5),
+                                                              "geometric"), top=3).policies
+    none = dc.optimal_release(df, spec, k=len(df) + 1)
+    assert none.policy is None and none.best is None
+    with pytest.raises(dc.DeidInputError, match="no policy meets the threshold"):
+        none.apply(df)
 
 def test_ola_on_a_linked_output_with_missing_values():
     """A left-join output (party join) has empty cells where no record matched: OLA takes the

@@ -8,9 +8,10 @@ import pandas as pd
 import pytest
 
 import deid_core as dc
+from deid_core.algorithm import safe_harbor_release
+from deid_core.algorithm.partition import Partitioner, release, summary
 from deid_core.cli import main
-from deid_core.partition import Partitioner, release, summary
-from deid_core.search import release_class_sizes, safe_harbor_release
+from deid_core.risk import release_class_sizes
 from deid_core.spec import parse_spec
 from deid_testdata import SEED001_DATA, SEED001_POPULATION, SEED001_SPEC
 

@@ -9,13 +9,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from deid_core.dates import generalize_intervals, interval_bins
 from deid_core.errors import DeidInputError, DeidWarning
 from deid_core.hierarchy import Hierarchy, build_hierarchy, from_csv, icd_rows, interval_rows, prefix_rows
-from deid_core.masking import frequency_check, pseudonymize, randomize
-from deid_core.safe_harbor import RESTRICTED_ZIP3_2000, SAFE_HARBOR_KINDS, restricted_zip3, safe_harbor
 from deid_core.spec import HierarchySpec, parse_spec
 from deid_core.transform import Policy
+from deid_core.transform.dates import generalize_intervals, interval_bins
+from deid_core.transform.masking import frequency_check, pseudonymize, randomize
+from deid_core.transform.safe_harbor import RESTRICTED_ZIP3_2000, SAFE_HARBOR_KINDS, restricted_zip3, safe_harbor
 from deid_testdata import ADULT
 
 KEY = b"0123456789abcdef0123456789abcdef"

@@ -1,6 +1,6 @@
 """Recursive partitioning for same-disease data (Liu et al. 2016, §3.3).
 
-Top-down binary splits, as in a decision tree: a subset S of at least
+Top-down binary splits, as in a decision tree and in Mondrian (LeFevre et al. 2006): a subset S of at least
 ``2 × min_size`` records is split at the value s of QI j that minimizes
 ``R_j(s) / v_j`` — the average instance-disclosure risk of S after the split
 (``R = (1/|S|) Σ_sides n_i · n_i/N_i``, Liu et al. 2016 §3.2) over the variance of
@@ -26,14 +26,20 @@ points it rarely finds one below ``*``).
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from .errors import DeidInputError
-from .hierarchy import Hierarchy
-from .risk import EncodedTable
+from ..errors import DeidInputError
+from ..hierarchy import Hierarchy
+from ..metric.entropy import non_uniform_entropy
+from ..risk.encoding import EncodedTable, encode_table
+from ..risk.population import release_class_sizes, validate_population
+from ..spec import Spec
+from .baseline import safe_harbor_release
+from .result import SearchResult
 
 
 def unit_values(h: Hierarchy) -> np.ndarray:
@@ -67,7 +73,7 @@ class Subset:
 
 
 class Partitioner:
-    """Seed 001 §3.3 on an encoded table with a population."""
+    """Liu et al. 2016 §3.3 on an encoded table with a population."""
 
     def __init__(self, table: EncodedTable, min_size: int, min_population: float = 0.0, disjoint: bool = False) -> None:
         if table.population is None:
@@ -101,7 +107,7 @@ class Partitioner:
         hit = pcs[0][levels[0]] == self.dc[0][levels[0], r0]
         for i in range(1, len(levels)):
             hit &= pcs[i][levels[i]] == self.dc[i][levels[i], r0]
-        return max(float(cnt[hit].sum()), float(len(rows)))  # never below n (risk.py's rule)
+        return max(float(cnt[hit].sum()), float(len(rows)))  # never below n (the rule of :meth:`deid_core.risk.EncodedTable.classes`)
 
     def _narrow(self, rows: np.ndarray, levels: np.ndarray, pop: np.ndarray) -> np.ndarray:
         r0 = rows[0]
@@ -173,7 +179,7 @@ def release(df: pd.DataFrame, qis: list[str], subsets: list[Subset]) -> pd.DataF
 
 
 def summary(subsets: list[Subset]) -> dict:
-    """Seed 001 Table IV columns on the released classes: number of ECs, max r_i, R = (1/|D|) Σ n_i r_i.
+    """Liu et al. 2016 Table IV columns on the released classes: number of ECs, max r_i, R = (1/|D|) Σ n_i r_i.
 
     Subsets that end up with identical released values are one class in the
     release (their records add up against the same population count).
@@ -185,3 +191,27 @@ def summary(subsets: list[Subset]) -> dict:
     n = ec["n"].to_numpy(dtype=float)
     return {"equivalence_classes": int(len(ec)), "subsets": len(subsets), "max_r": float(r.max()),
             "R": float((n * r).sum() / n.sum()), "min_subset": int(frame["n"].min())}
+
+
+def search_partition(df: pd.DataFrame, spec: Spec, pop: pd.DataFrame, min_size: int,
+                     min_population: float = 0.0) -> tuple[SearchResult, pd.DataFrame]:
+    """Partition ``df`` (population ``pop``) into subsets of at least ``min_size`` records; the release,
+    its instance-disclosure summary and non-uniform entropy, and the Safe Harbor release's for comparison."""
+    t0 = time.perf_counter()
+    table = encode_table(df, spec, pop)
+    pop = validate_population(pop, table.qis)
+    part = Partitioner(table, min_size, min_population)
+    subsets = part.run()
+    out = release(df, part.qis, subsets)
+    summ = summary(subsets)
+    sh_out, sh_pop, kept = safe_harbor_release(df, pop, spec)
+    f, g, n_ec = release_class_sizes(sh_out, sh_pop, kept)
+    policy = {"risk": summ["max_r"], "information_loss": non_uniform_entropy(df, out, part.qis)["bits"],
+              "suppressed_records": 0, "summary": summ, "subsets": [
+                  {"size": s.n, "population": s.population, "r": s.r, "levels": s.levels, "values": s.values}
+                  for s in subsets]}
+    return SearchResult("partition", [policy], part.splits_tried, time.perf_counter() - t0, {
+        "min_size": min_size, "risk_measure": "instance disclosure max r_i (Liu et al. 2016 §3.2)",
+        "loss": "non-uniform entropy (bits)",
+        "safe_harbor": {"equivalence_classes": n_ec, "max_r": float((f / g).max()), "R": float((f / g).mean())},
+    }), out

@@ -18,7 +18,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 import pandas as pd
 
-from .errors import DeidInputError
+from ..errors import DeidInputError
 
 Draw = Callable[[np.ndarray, np.ndarray], np.ndarray]
 

@@ -24,8 +24,8 @@ from typing import Any, Iterable, Mapping
 import pandas as pd
 from cryptography.hazmat.primitives import hashes, hmac
 
-from .errors import DeidInputError, DeidWarning
-from .transform import map_categories
+from ..errors import DeidInputError, DeidWarning
+from .ops import map_categories
 
 _LETTERS = string.ascii_uppercase
 

@@ -22,10 +22,11 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from .errors import DeidInputError
-from .io import require_records
-from .spec import Spec
-from .transform import Policy, map_categories
+from ..errors import DeidInputError
+from ..io import require_records
+from ..spec import Spec
+from .ops import map_categories
+from .policy import Policy
 
 #: The 18 identifier kinds of Benitez, Loukides & Malin 2010 Table 4 and the ``[types]`` names recognizing them.
 SAFE_HARBOR_KINDS: dict[int, tuple[str, frozenset[str]]] = {
@@ -208,7 +209,7 @@ def safe_harbor(df: pd.DataFrame, spec: Spec, zip_population: pd.DataFrame | Non
     every kind); ``accepted`` ({column: reason}) lets named columns through, and the reasons are
     recorded in the report (``accepted_columns`` and the column's entry in ``columns``).
     """
-    from .detect import check_release
+    from ..detect import check_release
 
     require_records(df)
     policy, info = safe_harbor_policy(spec, list(df.columns), zip_population, reference_year)

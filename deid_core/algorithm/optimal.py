@@ -1,0 +1,87 @@
+"""The optimal release: the full-domain node of least information loss whose release meets a criterion,
+found by OLA (El Emam et al. 2009; docs/deid_search.md), with its re-appliable policy.
+
+``deid search --method ola`` and ``party link-release --method threshold`` both call
+:func:`optimal_release`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..errors import DeidInputError
+from ..risk.encoding import encode_table
+from ..spec import Spec
+from ..transform.policy import Policy
+from .criterion import Criterion, reassess
+from .full_domain import FullDomainProblem, full_domain_release_policy
+from .ola import search_ola
+from .result import SearchResult
+
+MEASURES = ("attack", "max", "average")
+
+
+@dataclass
+class OptimalRelease:
+    """The search result (policies best first), the criterion, the QIs and the best node's policy (None
+    when no node meets the criterion)."""
+
+    search: SearchResult
+    criterion: Criterion
+    qis: list[str]
+    policy: Policy | None
+
+    @property
+    def best(self) -> dict | None:
+        """The best node: ``levels``, ``risk``, ``information_loss``, ``suppressed_records``, ``suppression_k``."""
+        return self.search.policies[0] if self.search.policies else None
+
+    def apply(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """``frame`` released under the best policy (drop direct identifiers, generalize, suppress)."""
+        if self.policy is None:
+            raise DeidInputError("no policy meets the threshold: nothing to apply")
+        return self.policy.apply(frame)[0]
+
+    def reassess(self, output: pd.DataFrame) -> dict:
+        """The release's risk from scratch against the criterion (:func:`~deid_core.algorithm.criterion.reassess`)."""
+        return reassess(output, self.qis, self.criterion)
+
+
+def optimal_release(frame: pd.DataFrame, spec: Spec, *, threshold: float | None = None, k: int | None = None,
+                    measure: str = "attack", max_suppression: float = 0.0, loss: str = "nue", top: int = 1,
+                    progress: bool = False) -> OptimalRelease:
+    """The least-loss full-domain release of ``frame`` that meets the criterion (OLA + exact choice).
+
+    Criterion: ``k`` (k-anonymity) when given, else ``threshold`` (default: the spec's ``[release]``
+    threshold) on ``measure``: ``"attack"`` — the release meets the threshold under the attack model
+    (:meth:`Criterion.for_release`); ``"max"`` / ``"average"`` — the prosecutor max / record-average
+    risk. At most ``max_suppression`` of the records may be suppressed; ``loss`` is ``"nue"`` or
+    ``"geometric"``; ``top`` policies are reported; ``progress`` shows a bar on stderr after 2 s.
+    """
+    if top < 1:
+        raise DeidInputError(f"top must be a positive integer, got {top}")
+    if measure not in MEASURES:
+        raise DeidInputError(f"measure must be one of {', '.join(MEASURES)}, got {measure!r}")
+    n = len(frame)
+    if k is not None:
+        criterion = Criterion.build(n, k=k, max_suppression=max_suppression)
+    else:
+        thr = threshold if threshold is not None else spec.release.threshold
+        criterion = (Criterion.for_release(n, spec.release, thr, max_suppression) if measure == "attack"
+                     else Criterion.build(n, threshold=thr, measure=measure, max_suppression=max_suppression))
+    problem = FullDomainProblem(encode_table(frame, spec), criterion, loss)
+    if progress:
+        from tqdm import tqdm
+        with tqdm(total=int(np.prod([h + 1 for h in problem.heights])), delay=2, desc="deid search (nodes)",
+                  unit="node", leave=False) as bar:  # shows only if the search runs > 2 s
+            problem.on_evaluate = bar.update
+            result = search_ola(problem, top=top)
+    else:
+        result = search_ola(problem, top=top)
+    policy = None
+    if result.policies:
+        best = result.policies[0]
+        policy = full_domain_release_policy(spec, problem.qis, best["levels"], best["suppression_k"])
+    return OptimalRelease(result, criterion, problem.qis, policy)

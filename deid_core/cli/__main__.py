@@ -1,0 +1,6 @@
+"""``python -m deid_core.cli``."""
+import sys
+
+from .main import main
+
+sys.exit(main())

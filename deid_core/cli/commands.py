@@ -1,0 +1,141 @@
+"""``deid assess``, ``deid safe-harbor`` and ``deid apply`` (docs/deid.md).
+
+Outputs are computed in memory first and written atomically, never over the input.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from ..errors import DeidInputError
+from .options import INPUT_HELP, SPEC_HELP, accepted_columns, add_accept, guard_outputs, parse_levels
+
+
+def cmd_assess(args: argparse.Namespace) -> int:
+    from ..assess import assess
+    from ..io import read_table, require_records, write_json, write_table, write_text
+    from ..report import build_report, plots, render_html
+    from ..spec import load_spec
+
+    guard_outputs([args.input, args.spec, args.population], [args.out, args.html, args.output, args.policy_out, args.per_record])
+    t0 = time.perf_counter()
+    spec = load_spec(args.spec)
+    df = read_table(args.input, spec.missing_values)
+    require_records(df, repr(args.input))
+    releases = bool(args.output or args.policy_out)  # a release (or its recipe) needs every column's fate
+    accepted = accepted_columns(args, args.out) if releases else {}
+    fates = spec.fates(df.columns) if releases or spec.rest is not None else None
+    spec = spec.resolve(df.columns) if fates is not None else spec
+    pop = read_table(args.population, spec.missing_values, categorical=False) if args.population else None
+    numeric = [c for c in args.numeric.split(",") if c] if args.numeric is not None else None
+    a = assess(df, spec, pop, levels=parse_levels(args.levels), record_suppression=True if args.suppress else None,
+               numeric=numeric)
+    result = a.to_dict()
+    if args.policy_out:
+        result["policy"] = a.policy.to_dict(relative_to=Path(args.policy_out).resolve().parent)
+    reapply = {"command": f"deid apply --input NEXT.csv --policy {args.policy_out or 'POLICY.json'} --out RELEASE.csv",
+               "policy_file": str(args.policy_out or "")}
+    result["report"] = build_report(a, input_name=str(args.input), source=df, reapply=reapply)
+    if args.output:
+        from ..detect import check_release
+        result["identifier_check"] = check_release(a.output, fates, safe_harbor=False, accepted=accepted)
+        result["accepted_columns"] = result["identifier_check"]["accepted_columns"]
+    result["seconds"] = round(time.perf_counter() - t0, 4)
+    html = render_html(result["report"], plots(a)) if args.html else None
+    write_json(result, args.out)
+    if html is not None:
+        write_text(html, args.html)
+    if args.output:
+        write_table(a.output, args.output)
+    if args.policy_out:
+        a.policy.with_fates(fates, spec.rest, False).save(args.policy_out)
+    if args.per_record:
+        write_table(a.per_record, args.per_record)
+    return 0
+
+
+def cmd_safe_harbor(args: argparse.Namespace) -> int:
+    from ..io import read_table, require_records, write_json, write_table
+    from ..transform.safe_harbor import safe_harbor
+    from ..spec import load_spec
+
+    guard_outputs([args.input, args.spec, args.zip_population], [args.out, args.policy_out, args.report])
+    accepted = accepted_columns(args, args.report)
+    spec = load_spec(args.spec)
+    df = read_table(args.input, spec.missing_values)
+    require_records(df, repr(args.input))
+    zp = read_table(args.zip_population, categorical=False) if args.zip_population else None
+    out, policy, info = safe_harbor(df, spec, zp, args.reference_year, accepted=accepted)
+    write_table(out, args.out)
+    if args.policy_out:
+        policy.save(args.policy_out)
+    if args.report:
+        write_json(info, args.report)
+    return 0
+
+
+def cmd_apply(args: argparse.Namespace) -> int:
+    from ..detect import check_release
+    from ..io import read_table, require_records, write_json, write_table
+    from ..transform import Policy
+
+    guard_outputs([args.input, args.policy, args.key_file], [args.out, args.report])
+    accepted = accepted_columns(args, args.report)
+    policy = Policy.load(args.policy)
+    key = None
+    if args.key_file:
+        try:
+            key = Path(args.key_file).read_bytes().strip()
+        except OSError as exc:
+            raise DeidInputError(f"cannot read key file {args.key_file!r}: {exc.strerror or exc}") from None
+    df = read_table(args.input)
+    require_records(df, repr(args.input))
+    fates = policy.fates(list(df.columns))
+    out, ctx = policy.apply(df, key=key)
+    check = check_release(out, fates, safe_harbor=policy.is_safe_harbor(), accepted=accepted,
+                          masked=[c for c, f in fates.items() if f == "masked"])
+    write_table(out, args.out)
+    if args.report:
+        write_json({"policy": str(args.policy), "column_fates": fates, "identifier_check": check,
+                    "accepted_columns": check["accepted_columns"], "warnings": ctx.get("warnings", [])}, args.report)
+    for w in ctx.get("warnings", []):
+        print(f"deid: warning: {w}", file=sys.stderr)
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``assess``, ``safe-harbor`` and ``apply`` to the ``deid`` subcommands."""
+    a = sub.add_parser("assess", help="measure risk (optionally after generalization/suppression) and report")
+    a.add_argument("--input", required=True, help=INPUT_HELP)
+    a.add_argument("--spec", required=True, help=SPEC_HELP)
+    a.add_argument("--population", help="CSV: QI columns at their most detailed level + count")
+    a.add_argument("--out", required=True, help="report JSON")
+    a.add_argument("--html", help="self-contained HTML report")
+    a.add_argument("--levels", help="full-domain levels, e.g. age=2,zip=1 (overrides [transform] levels)")
+    a.add_argument("--suppress", action="store_true", help="suppress records in classes smaller than k(threshold)")
+    a.add_argument("--output", help="write the transformed data here")
+    a.add_argument("--policy-out", help="write the re-appliable policy JSON here")
+    a.add_argument("--per-record", help="CSV of per-record risks (class size, prosecutor, journalist, instance disclosure)")
+    a.add_argument("--numeric", help="comma-separated numeric columns for before/after mean, SD, correlation")
+    add_accept(a)
+    a.set_defaults(run=cmd_assess)
+    s = sub.add_parser("safe-harbor", help="apply HIPAA Safe Harbor")
+    s.add_argument("--input", required=True, help=INPUT_HELP)
+    s.add_argument("--spec", required=True, help=SPEC_HELP)
+    s.add_argument("--zip-population", help="CSV: zip (or zip3) + population (or count)")
+    s.add_argument("--out", required=True, help="the released table (CSV or .parquet)")
+    s.add_argument("--policy-out", help="write the re-appliable policy JSON here")
+    s.add_argument("--report", help="JSON: which columns were recognized as which Safe Harbor kind")
+    s.add_argument("--reference-year", type=int, help="year for the age >= 90 birth-year rule (default: this year)")
+    add_accept(s)
+    s.set_defaults(run=cmd_safe_harbor)
+    ap = sub.add_parser("apply", help="re-apply a saved policy to a new batch")
+    ap.add_argument("--input", required=True, help=INPUT_HELP)
+    ap.add_argument("--policy", required=True, help="policy JSON saved by assess/safe-harbor --policy-out")
+    ap.add_argument("--out", required=True, help="the released table (CSV or .parquet)")
+    ap.add_argument("--key-file", help="secret key for pseudonymize/randomize steps (kept by the data owner)")
+    ap.add_argument("--report", help="JSON: each column's fate, the identifier check and accepted columns")
+    add_accept(ap)
+    ap.set_defaults(run=cmd_apply)

@@ -1,0 +1,44 @@
+"""Options and checks shared by the ``deid`` commands."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Sequence
+
+from ..detect import parse_accepted
+from ..errors import DeidInputError
+
+INPUT_HELP = "the table to de-identify (CSV or Parquet; at least one record)"
+SPEC_HELP = "spec (TOML): column roles, hierarchies, release type and threshold"
+
+
+def parse_levels(text: str | None) -> dict[str, int]:
+    """``--levels name=level[,name=level...]``."""
+    if not text:
+        return {}
+    out = {}
+    for part in text.split(","):
+        name, sep, lvl = part.rpartition("=")
+        if not sep or not name or not lvl.strip().isdigit():
+            raise DeidInputError(f"--levels: expected name=level[,name=level...], got {part!r}")
+        out[name.strip()] = int(lvl)
+    return out
+
+
+def guard_outputs(inputs: Sequence[str | None], outputs: Sequence[str | None]) -> None:
+    """Refuse an output path that is one of the inputs (inputs are never modified)."""
+    ins = {Path(p).resolve() for p in inputs if p}
+    for o in outputs:
+        if o and Path(o).resolve() in ins:
+            raise DeidInputError(f"output {o!r} would overwrite an input")
+
+
+def accepted_columns(args: argparse.Namespace, report: str | None) -> dict[str, str]:
+    """``--accept-column NAME:REASON`` options of a command whose report file is ``report``."""
+    return parse_accepted(getattr(args, "accept_column", None), report or None)
+
+
+def add_accept(p: argparse.ArgumentParser) -> None:
+    """``--accept-column NAME:REASON`` (repeatable)."""
+    p.add_argument("--accept-column", action="append", metavar="NAME:REASON",
+                   help="release this column although it looks like an identifier; the reason goes into the report")

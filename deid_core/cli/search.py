@@ -1,0 +1,183 @@
+"""``deid search``: find policies that meet a threshold with little information loss (docs/deid_search.md).
+
+Maps the options to the searches of :mod:`deid_core.algorithm`, verifies every reported policy by
+re-assessing its release from scratch, and writes the results (nothing is written on bad input).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+import numpy as np
+import pandas as pd
+
+from ..errors import DeidInputError
+from ..spec import Spec
+from ..transform.policy import Policy
+from .options import INPUT_HELP, SPEC_HELP, accepted_columns, add_accept, guard_outputs
+
+SEARCH_METHODS = ("bps", "directed", "ola", "partition", "boxes")
+
+
+def run_ola(args: argparse.Namespace, spec: Spec, df: pd.DataFrame) -> tuple[dict, pd.DataFrame | None]:
+    """``--method ola``: --k, or --threshold (default [release] threshold) on the max risk (public) or the
+    average risk (non-public); the result dict and (with ``--apply-best``) the verified release."""
+    from ..algorithm.optimal import optimal_release
+
+    if args.top < 1:
+        raise DeidInputError(f"--top must be a positive integer, got {args.top}")
+    found = optimal_release(df, spec, threshold=args.threshold, k=args.k,
+                            measure="max" if spec.release.type == "public" else "average",
+                            max_suppression=args.max_suppression, loss=args.loss, top=args.top, progress=True)
+    result = found.search.to_dict()
+    out = None
+    if found.policy is not None:
+        result["best_policy"] = found.policy.to_dict()
+        if args.apply_best:
+            out = found.apply(df)
+            check = found.reassess(out)
+            if not check["meets"]:  # pragma: no cover - guarded by tests
+                raise RuntimeError(f"internal error: best policy fails re-assessment {check}")
+            result["best_reassessed"] = check
+    return result, out
+
+
+def run_subtree(args: argparse.Namespace, spec: Spec, df: pd.DataFrame,
+                pop: pd.DataFrame | None) -> tuple[dict, pd.DataFrame | None]:
+    """``--method bps|directed``: every reported policy is re-assessed from scratch."""
+    from ..algorithm.baseline import safe_harbor_risk
+    from ..algorithm.subtree import SubtreeProblem, search_subtree, verify_subtree
+    from ..risk import encode_table, validate_population
+
+    if args.k is not None:
+        raise DeidInputError("--k applies to --method ola only (bps/directed take --threshold, a normalized population risk)")
+    if args.max_suppression:
+        raise DeidInputError("--max-suppression applies to --method ola only")
+    if args.iterations < 1:
+        raise DeidInputError(f"--iterations must be a positive integer, got {args.iterations}")
+    table = encode_table(df, spec, pop)
+    pop = validate_population(pop, table.qis) if pop is not None else None
+    if args.threshold is not None:
+        if not 0 < args.threshold <= 1:
+            raise DeidInputError(f"threshold {args.threshold} is outside (0, 1]")
+        thr, source = args.threshold, "--threshold"
+    else:
+        thr, source = safe_harbor_risk(df, pop, spec), "safe harbor"
+    problem = SubtreeProblem(table, thr)
+    result = search_subtree(problem, args.method, args.iterations, args.seed, progress=True).to_dict()
+    result["threshold_source"] = source
+    best_out = None
+    for i, pol in enumerate(result["policies"]):
+        bits = np.array([c == "1" for c in pol["bits"]], dtype=bool)
+        risk, out = verify_subtree(problem, spec, df, pop, bits)
+        if risk > thr + 1e-12:  # pragma: no cover - guarded by tests
+            raise RuntimeError(f"internal error: policy {i} has risk {risk} > {thr} when applied")
+        pol["reassessed_risk"] = risk
+        if i == 0:
+            best_out = out
+            result["best_policy"] = problem.policy(spec, bits).to_dict()
+    return result, (best_out if args.apply_best else None)
+
+
+def run_partition(args: argparse.Namespace, spec: Spec, df: pd.DataFrame,
+                  pop: pd.DataFrame | None) -> tuple[dict, pd.DataFrame]:
+    """``--method partition`` (Liu et al. 2016 §3.3): minimum subset size ``--k``; Safe Harbor alongside."""
+    from ..algorithm.partition import search_partition
+
+    if args.k is None:
+        raise DeidInputError("--method partition needs --k, the minimum subset size")
+    if pop is None:
+        raise DeidInputError("--method partition needs --population (instance-disclosure risk uses N_i)")
+    result, out = search_partition(df, spec, pop, args.k, getattr(args, "min_population", 0.0))
+    return result.to_dict(), out
+
+
+def run_boxes(args: argparse.Namespace, spec: Spec, df: pd.DataFrame,
+              pop: pd.DataFrame | None) -> tuple[dict, pd.DataFrame]:
+    """``--method boxes`` (Xiang et al. 2014): k-anonymous interval boxes over the numeric QIs."""
+    from ..algorithm.boxes import search_boxes
+
+    if args.k is None:
+        raise DeidInputError("--method boxes needs --k")
+    result, out = search_boxes(df, spec.quasi, args.k)
+    return result.to_dict(), out
+
+
+def run_search_command(args: argparse.Namespace) -> int:
+    """Body of ``deid search``: validate, search, verify, then write (nothing written on bad input)."""
+    from ..io import read_table, require_records, write_json, write_table
+    from ..spec import load_spec
+
+    t0 = time.perf_counter()
+    spec = load_spec(args.spec)
+    df = read_table(args.input, spec.missing_values)
+    require_records(df, repr(args.input))
+    spec.check_columns(df.columns)
+    accepted = accepted_columns(args, args.out)
+    fates = spec.fates(df.columns) if args.apply_best or spec.rest is not None else None
+    spec = spec.resolve(df.columns) if fates is not None else spec
+    if not spec.quasi:
+        raise DeidInputError("spec declares no quasi-identifier to search over")
+    if args.method == "ola":
+        result, out = run_ola(args, spec, df)
+    else:
+        pop = read_table(args.population, spec.missing_values, categorical=False) if args.population else None
+        run = {"partition": run_partition, "boxes": run_boxes}.get(args.method, run_subtree)
+        result, out = run(args, spec, df, pop)
+        out = out if args.apply_best else None
+    if args.apply_best and out is None:
+        raise DeidInputError("no policy meets the threshold: nothing to apply (relax --k/--threshold or --max-suppression)")
+    if out is not None:  # every column has a fate; identifiers are refused before anything is written
+        from ..detect import check_release
+        out = out.drop(columns=[c for c in spec.direct if c in out.columns])
+        result["identifier_check"] = check_release(out, fates, safe_harbor=False, accepted=accepted)
+        result["accepted_columns"] = result["identifier_check"]["accepted_columns"]
+    if fates is not None and "best_policy" in result:
+        result["best_policy"] = Policy.from_dict(result["best_policy"]).with_fates(fates, spec.rest, False).to_dict()
+    result["seconds_total"] = round(time.perf_counter() - t0, 4)
+    page = None
+    if getattr(args, "html", None):
+        from ..report import render_search_html
+        page = render_search_html(result)
+    write_json(result, args.out)
+    if page is not None:
+        from ..io import write_text
+        write_text(page, args.html)
+    if out is not None:
+        write_table(out, args.apply_best)
+    if not result["policies"]:
+        print("deid: warning: no policy meets the threshold", file=sys.stderr)
+    return 0
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    guard_outputs([args.input, args.spec, args.population], [args.out, args.apply_best, args.html])
+    return run_search_command(args)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """``deid search``: find policies that meet a threshold with little information loss."""
+    se = sub.add_parser("search", help="search for de-identification policies (OLA, BPS, Directed)")
+    se.add_argument("--input", required=True, help=INPUT_HELP)
+    se.add_argument("--spec", required=True, help=SPEC_HELP)
+    se.add_argument("--method", required=True, choices=SEARCH_METHODS,
+                    help="ola: optimal lattice anonymization (k-anonymity); bps, directed: risk-threshold "
+                         "searches; partition, boxes: local recoding")
+    se.add_argument("--population", help="CSV: QI columns at their most detailed level + count (bps, directed)")
+    g = se.add_mutually_exclusive_group()
+    g.add_argument("--threshold", type=float, help="risk threshold in (0, 1] (default: [release] threshold; "
+                   "bps/directed: the Safe Harbor policy's normalized population risk)")
+    g.add_argument("--k", type=int, help="k-anonymity (ola); minimum subset size (partition)")
+    se.add_argument("--max-suppression", type=float, default=0.0, help="share of records that may be suppressed (ola)")
+    se.add_argument("--iterations", type=int, default=100, help="policies to look for (bps, directed)")
+    se.add_argument("--loss", default="nue", choices=("nue", "geometric"), help="information loss (ola)")
+    se.add_argument("--top", type=int, default=10, help="policies to report (ola)")
+    se.add_argument("--min-population", type=float, default=0.0,
+                    help="partition: also keep each side's population count at least this")
+    se.add_argument("--seed", type=int, default=0, help="random seed (bps, directed)")
+    se.add_argument("--out", required=True, help="RESULT.json")
+    se.add_argument("--apply-best", help="write the data released under the best policy here")
+    se.add_argument("--html", help="self-contained HTML page with a risk vs information loss plot of the policies")
+    add_accept(se)
+    se.set_defaults(run=cmd_search)
