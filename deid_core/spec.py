@@ -13,7 +13,8 @@ Minimal form::
 Optional tables: ``[release]`` attack parameters (``pr_attempt``,
 ``prevalence``, ``friends``, ``friends_divisor``, ``strict_cut``), ``[risk]``
 (``missing = "own_class" | "match_any"``, ``gamma``), ``[data]``
-(``missing_values``), ``[transform]`` (``levels``, ``record_suppression``).
+(``missing_values``), ``[transform]`` (``levels``, ``record_suppression``),
+``[longitudinal]`` (``person``, ``level1``, ``level2``, ``adversary_power``).
 """
 from __future__ import annotations
 
@@ -122,6 +123,22 @@ class ReleaseSpec:
 
 
 @dataclass(frozen=True)
+class LongitudinalSpec:
+    """``[longitudinal]``: one person, many rows (El Emam & Arbuckle, *Anonymizing Health Data*, ch. 4;
+    El Emam et al. 2012, the Heritage Health Prize claims release).
+
+    ``person`` names the column identifying the person (never released as-is); ``level1`` the
+    quasi-identifiers fixed per person, ``level2`` those of each event; ``adversary_power`` is
+    ``p_max``, the most level-2 values an adversary is assumed to know (docs/longitudinal.md).
+    """
+
+    person: str
+    level1: tuple[str, ...] = ()
+    level2: tuple[str, ...] = ()
+    adversary_power: int = 5
+
+
+@dataclass(frozen=True)
 class Spec:
     """Column roles, semantic types, hierarchies, release and risk options."""
 
@@ -136,6 +153,8 @@ class Spec:
     record_suppression: bool = False
     #: ``[columns] default``: the fate of columns the spec does not list (None: such columns are refused).
     rest: str | None = None
+    #: ``[longitudinal]`` (None: every row is its own person, the cross-sectional measures).
+    longitudinal: LongitudinalSpec | None = None
 
     def role(self, role: str) -> list[str]:
         return [c for c, r in self.columns.items() if r == role]
@@ -224,6 +243,39 @@ def _probability(section: str, key: str, value: Any) -> float:
     return x
 
 
+def _longitudinal(raw: Any, columns: Mapping[str, str]) -> LongitudinalSpec | None:
+    """Validate ``[longitudinal]`` against ``[columns]``: level-1 and level-2 columns are quasi-identifiers."""
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping):
+        raise DeidInputError("[longitudinal] must be a table")
+    raw = dict(raw)
+    person = raw.pop("person", None)
+    if not isinstance(person, str) or not person:
+        raise DeidInputError("[longitudinal] person must name the column that identifies the person")
+    if columns.get(person) not in (None, "direct"):
+        raise DeidInputError(f"[longitudinal] person {person!r} is declared {columns[person]!r} in [columns]; "
+                             "the person column is never released as-is: declare it \"direct\"")
+    levels = {}
+    for key in ("level1", "level2"):
+        value = raw.pop(key, [])
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise DeidInputError(f"[longitudinal] {key} must be a list of column names")
+        for col in value:
+            if columns.get(col) != "quasi":
+                raise DeidInputError(f"[longitudinal] {key}: {col!r} is not a quasi-identifier in [columns]")
+        levels[key] = tuple(value)
+    if set(levels["level1"]) & set(levels["level2"]):
+        raise DeidInputError("[longitudinal] a column cannot be both level1 and level2: "
+                             + ", ".join(sorted(set(levels["level1"]) & set(levels["level2"]))))
+    power = raw.pop("adversary_power", 5)
+    if isinstance(power, bool) or not isinstance(power, int) or power < 1:
+        raise DeidInputError("[longitudinal] adversary_power must be an integer >= 1")
+    if raw:
+        raise DeidInputError(f"[longitudinal] unknown key(s): {', '.join(sorted(raw))}")
+    return LongitudinalSpec(person=person, level1=levels["level1"], level2=levels["level2"], adversary_power=power)
+
+
 def parse_spec(raw: Mapping[str, Any], base_dir: Path | None = None) -> Spec:
     """Build a validated :class:`Spec` from a parsed TOML mapping."""
     columns, rest = _columns(raw.get("columns"))
@@ -268,6 +320,7 @@ def parse_spec(raw: Mapping[str, Any], base_dir: Path | None = None) -> Spec:
         columns=dict(columns), types=dict(raw.get("types") or {}), hierarchies=hierarchies,
         release=release, missing=missing, gamma=gamma, missing_values=missing_values,
         levels=levels, record_suppression=bool(tr.get("record_suppression", False)), rest=rest,
+        longitudinal=_longitudinal(raw.get("longitudinal"), columns),
     )
 
 
