@@ -11,12 +11,19 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import grpc
+import numpy as np
+import pandas as pd
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from party_client import Party
+from party_client.matching.normalize import normalize_identifiers
+from proto import linkage_pb2_grpc as pb_grpc
 
 TEST_KEY_BITS = 1024
 
@@ -166,3 +173,40 @@ def join_with_interrupted_key_holder(server: KeyHolderProcess, tmp_path: Path, s
         stop.set()
         thread.join(timeout=60)
     return querier, holder, result, submitted
+
+def tables(seed: int, n: int = 120, m: int = 150, overlap: int = 60):
+    rng = np.random.default_rng(seed)
+    ids = [f"{v:010d}" for v in rng.choice(10 ** 10, n + m, replace=False)]
+    querier = pd.DataFrame({"hcn": ids[:n], "age": rng.integers(1, 99, n).astype(str)})
+    holder_ids = ids[:overlap] + ids[n:n + m - overlap]
+    holder = pd.DataFrame({"health_no": holder_ids, "diagnosis": rng.choice(["I10", "E11", "C50"], m),
+                           "cost": rng.integers(10, 999, m).astype(str)})
+    # formatting differences that normalization must absorb, a blank id, and a duplicate on each side
+    querier.loc[0, "hcn"] = f" {querier.loc[0, 'hcn'][:4]}-{querier.loc[0, 'hcn'][4:]} "
+    querier.loc[1, "hcn"] = ""
+    querier.loc[2, "hcn"] = querier.loc[3, "hcn"]
+    holder.loc[len(holder)] = [holder.loc[5, "health_no"], "Z99", "1"]
+    return querier, holder
+
+def plaintext_join(querier: pd.DataFrame, holder: pd.DataFrame, release: list[str]) -> pd.DataFrame:
+    left = querier.assign(__k=normalize_identifiers(querier["hcn"]).replace("", None))
+    right = holder.assign(__k=normalize_identifiers(holder["health_no"]).replace("", None))[["__k", *release]]
+    right = right[right["__k"].notna()]
+    merged = left.merge(right, on="__k", how="left", indicator=True)
+    merged["matched"] = merged.pop("_merge") == "both"
+    return merged.drop(columns="__k")
+
+def canonical(frame: pd.DataFrame) -> list[tuple]:
+    return sorted(tuple("" if pd.isna(v) else str(v) for v in row) for row in frame.itertuples(index=False))
+
+def serve_in_thread(holder_party: Party, holder: pd.DataFrame, release, stop: threading.Event):
+    serving = holder_party.holder(holder, "health_no", release)
+    thread = threading.Thread(target=serving.serve, kwargs={"once": False, "poll_seconds": 0.5,
+                                                            "stop": stop.is_set}, daemon=True)
+    thread.start()
+    return thread
+
+def stub_for(server, party_dir: Path):
+    channel = server.channel(party_dir / "tls" if not server.insecure else None)
+    token = (party_dir / "token").read_text().strip()
+    return pb_grpc.KeyHolderStub(channel), [("authorization", f"Bearer {token}")]

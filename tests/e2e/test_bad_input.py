@@ -14,7 +14,7 @@ import pytest
 
 from linkhelpers import TEST_KEY_BITS, keyholder_cmd, make_party, run_party
 from proto import linkage_pb2 as pb
-from test_privacy import stub_for
+from linkhelpers import stub_for
 
 
 def digest(path: Path) -> str:

@@ -15,7 +15,7 @@ import deid_core
 from linkhelpers import TEST_KEY_BITS, make_party, run_party
 from test_release import serve
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 LINE_CITATION = re.compile(r"\bB:\s?\d{3,}")
 
 SPEC = """

@@ -10,7 +10,7 @@ import time
 import pandas as pd
 
 from linkhelpers import TEST_KEY_BITS, join_with_interrupted_key_holder, make_party, party_cmd, run_party
-from test_linking import canonical, plaintext_join, tables
+from linkhelpers import canonical, plaintext_join, tables
 
 
 def test_restart_between_query_and_holder(fresh_keyholder, tmp_path):

@@ -16,7 +16,7 @@ import pandas as pd
 
 from linkhelpers import TEST_KEY_BITS, make_party, party_cmd
 from party_client import Party
-from test_linking import _serve_in_thread, canonical, plaintext_join, tables
+from linkhelpers import serve_in_thread, canonical, plaintext_join, tables
 
 
 def _lines(stream, sink: queue.Queue) -> None:
@@ -100,7 +100,7 @@ def test_a_lookup_session_full_of_rounds_is_replaced(fresh_keyholder, tmp_path):
     querier, holder = tables(3, n=20, m=30, overlap=10)
     q = Party(qdir, progress=False)
     stop = threading.Event()
-    thread = _serve_in_thread(Party(hdir, progress=False), holder, [], stop)
+    thread = serve_in_thread(Party(hdir, progress=False), holder, [], stop)
     expected = plaintext_join(querier, holder, [])
     try:
         reports = []

@@ -13,7 +13,7 @@ from party_client.identity import PartyDir
 from party_client.sessions_state import SessionStates
 from party_client.transport import FIRST_CONTACT_SECONDS, RETRY_WINDOW_SECONDS, Contact, RetryPolicy
 from party_client.waiting import Notice, human_seconds
-from test_linking import canonical, plaintext_join, tables
+from linkhelpers import canonical, plaintext_join, tables
 
 
 class FakeClock:

@@ -9,7 +9,7 @@ import subprocess
 import threading
 
 from linkhelpers import TEST_KEY_BITS, party_cmd, run_party
-from test_linking import tables
+from linkhelpers import tables
 
 
 def _lines(stream, sink: queue.Queue) -> threading.Thread:

@@ -8,7 +8,7 @@ import time
 
 from linkhelpers import TEST_KEY_BITS, join_with_interrupted_key_holder, make_party
 from party_client import Party
-from test_linking import canonical, plaintext_join, tables
+from linkhelpers import canonical, plaintext_join, tables
 
 
 def _stop_and_time(server, signum: int) -> float:

@@ -15,7 +15,7 @@ import pytest
 from linkhelpers import TEST_KEY_BITS, keyholder_cmd, make_party, run_party
 from proto import linkage_pb2 as pb
 from proto import linkage_pb2_grpc as pb_grpc
-from test_privacy import stub_for
+from linkhelpers import stub_for
 
 WIDTH = 2 * TEST_KEY_BITS // 8
 

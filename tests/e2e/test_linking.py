@@ -6,42 +6,12 @@ from __future__ import annotations
 import subprocess
 import threading
 
-import numpy as np
 import pandas as pd
 from hypothesis import assume, HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from linkhelpers import TEST_KEY_BITS, make_party, party_cmd, run_party
+from linkhelpers import TEST_KEY_BITS, canonical, make_party, party_cmd, plaintext_join, run_party, serve_in_thread, tables
 from party_client import Party
-from party_client.matching.normalize import normalize_identifiers
-
-
-def tables(seed: int, n: int = 120, m: int = 150, overlap: int = 60):
-    rng = np.random.default_rng(seed)
-    ids = [f"{v:010d}" for v in rng.choice(10 ** 10, n + m, replace=False)]
-    querier = pd.DataFrame({"hcn": ids[:n], "age": rng.integers(1, 99, n).astype(str)})
-    holder_ids = ids[:overlap] + ids[n:n + m - overlap]
-    holder = pd.DataFrame({"health_no": holder_ids, "diagnosis": rng.choice(["I10", "E11", "C50"], m),
-                           "cost": rng.integers(10, 999, m).astype(str)})
-    # formatting differences that normalization must absorb, a blank id, and a duplicate on each side
-    querier.loc[0, "hcn"] = f" {querier.loc[0, 'hcn'][:4]}-{querier.loc[0, 'hcn'][4:]} "
-    querier.loc[1, "hcn"] = ""
-    querier.loc[2, "hcn"] = querier.loc[3, "hcn"]
-    holder.loc[len(holder)] = [holder.loc[5, "health_no"], "Z99", "1"]
-    return querier, holder
-
-
-def plaintext_join(querier: pd.DataFrame, holder: pd.DataFrame, release: list[str]) -> pd.DataFrame:
-    left = querier.assign(__k=normalize_identifiers(querier["hcn"]).replace("", None))
-    right = holder.assign(__k=normalize_identifiers(holder["health_no"]).replace("", None))[["__k", *release]]
-    right = right[right["__k"].notna()]
-    merged = left.merge(right, on="__k", how="left", indicator=True)
-    merged["matched"] = merged.pop("_merge") == "both"
-    return merged.drop(columns="__k")
-
-
-def canonical(frame: pd.DataFrame) -> list[tuple]:
-    return sorted(tuple("" if pd.isna(v) else str(v) for v in row) for row in frame.itertuples(index=False))
 
 
 def test_cli_join_dedup_lookup(keyholder, tmp_path):
@@ -85,21 +55,12 @@ def test_cli_join_dedup_lookup(keyholder, tmp_path):
     lookup = pd.read_csv(tmp_path / "lookup.csv", dtype=str, keep_default_na=False)
     assert lookup["matched"].tolist() == [str(v) for v in dedup["matched"]]
 
-
-def _serve_in_thread(holder_party: Party, holder: pd.DataFrame, release, stop: threading.Event):
-    serving = holder_party.holder(holder, "health_no", release)
-    thread = threading.Thread(target=serving.serve, kwargs={"once": False, "poll_seconds": 0.5,
-                                                            "stop": stop.is_set}, daemon=True)
-    thread.start()
-    return thread
-
-
 def test_python_api_join_and_lookup_session_reuse(keyholder, tmp_path):
     (qdir, _), (hdir, hname) = make_party(keyholder, tmp_path), make_party(keyholder, tmp_path)
     querier, holder = tables(2)
     q, h = Party(qdir, progress=False), Party(hdir, progress=False)
     stop = threading.Event()
-    thread = _serve_in_thread(h, holder, ["diagnosis"], stop)
+    thread = serve_in_thread(h, holder, ["diagnosis"], stop)
     try:
         result = q.join(hname, querier, "hcn", key_bits=TEST_KEY_BITS, timeout=120)
         assert canonical(result.frame) == canonical(plaintext_join(querier, holder, ["diagnosis"]))
@@ -124,12 +85,12 @@ def test_property_random_tables_with_overlaps_and_duplicates(keyholder, tmp_path
     pool = data.draw(st.lists(st.text(alphabet="0123456789-ab ", min_size=0, max_size=6), min_size=1, max_size=25))
     q_ids = data.draw(st.lists(st.sampled_from(pool), min_size=1, max_size=30))
     h_ids = data.draw(st.lists(st.sampled_from(pool), min_size=1, max_size=30))
-    # a table without a single usable identifier is refused before any session (tests/test_empty_inputs.py)
+    # a table without a single usable identifier is refused before any session (tests/e2e/test_empty_inputs.py)
     assume(any(c.isalnum() for i in q_ids for c in i) and any(c.isalnum() for i in h_ids for c in i))
     querier = pd.DataFrame({"hcn": q_ids, "row": [str(i) for i in range(len(q_ids))]})
     holder = pd.DataFrame({"health_no": h_ids, "payload": [f"p{i}" for i in range(len(h_ids))]})
     stop = threading.Event()
-    thread = _serve_in_thread(Party(hdir, progress=False), holder, ["payload"], stop)
+    thread = serve_in_thread(Party(hdir, progress=False), holder, ["payload"], stop)
     try:
         result = Party(qdir, progress=False).join(hname, querier, "hcn", key_bits=TEST_KEY_BITS, timeout=120)
     finally:

@@ -15,19 +15,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from linkhelpers import TEST_KEY_BITS, make_party, party_cmd, run_party
+from linkhelpers import TEST_KEY_BITS, make_party, party_cmd, run_party, stub_for
 from party_client import Party
 from party_client.crypto.encoding import encode
 from party_client.matching.normalize import normalize_identifiers
 from proto import linkage_pb2 as pb
 from proto import linkage_pb2_grpc as pb_grpc
-
-
-def stub_for(server, party_dir: Path):
-    channel = server.channel(party_dir / "tls" if not server.insecure else None)
-    token = (party_dir / "token").read_text().strip()
-    return pb_grpc.KeyHolderStub(channel), [("authorization", f"Bearer {token}")]
-
 
 def all_bytes(folder: Path) -> bytes:
     return b"".join(p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file())
@@ -251,7 +244,7 @@ def test_nothing_is_pickled_across_processes():
     """Messages are protobuf or raw bytes: no pickle, no multiprocessing (which pickles) in the services."""
     import re
     from pathlib import Path
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     pattern = re.compile(r"^\s*(import|from)\s+(pickle|cPickle|cloudpickle|dill|multiprocessing|marshal)\b", re.M)
     offenders = [str(path.relative_to(root)) for package in ("keyholder", "party_client", "proto")
                  for path in (root / package).rglob("*.py") if pattern.search(path.read_text())]
