@@ -2,7 +2,7 @@
 
 A lookup reveals a keyed bucket of the queried identifier to the holder.  The
 bucket count comes from the population size and a risk threshold
-(:mod:`deid_core.buckets`).  A lookup session keeps its secret for its
+(:mod:`deid_core.risk.buckets`).  A lookup session keeps its secret for its
 validity window so that repeated lookups of one person land in the same
 bucket; across sessions (different secrets) the holder could intersect
 buckets, so the querier keeps a ledger of keyed tags (HMAC with its local
@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from deid_core.buckets import combined_bucket_risk, hashed_bucket_risk, max_buckets
+from deid_core.risk.buckets import combined_bucket_risk, hashed_bucket_risk, max_buckets
 from party_client.errors import PartyError
 from party_client.identity import PartyDir, write_secret
 

@@ -16,9 +16,9 @@ its pass's terms.
 What travels in the clear is the querier's blocks, seen by the holder (who
 also knows ``s``, so a keyed bucket protects only by merging keys).  Before
 anything is sent, each pass's blocks are measured with
-:func:`deid_core.buckets.disclosed_key_risk` (population-based when the rules
+:func:`deid_core.risk.buckets.disclosed_key_risk` (population-based when the rules
 give a population size, otherwise from the data; keyed buckets with
-:func:`deid_core.buckets.keyed_bucket_risk`) and a pass above
+:func:`deid_core.risk.buckets.keyed_bucket_risk`) and a pass above
 ``[risk] max`` is refused; without ``buckets`` the pass takes the most keyed
 buckets whose risk meets the threshold.  Passes are unlinkable for the holder:
 each has its own shuffle and fresh ciphertexts, so each pass's risk is that of
@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from deid_core.buckets import disclosed_key_risk, keyed_bucket_risk
+from deid_core.risk.buckets import disclosed_key_risk, keyed_bucket_risk
 from party_client.crypto.encoding import SECRET_BYTES, block_prf
 from party_client.errors import PartyError
 from party_client.matching.keys import BlockedHolder, PlannedPass

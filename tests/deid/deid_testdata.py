@@ -24,19 +24,19 @@ def adult_spec_toml(threshold: float = 0.05, release: str = "non-public", extra:
 
 
 # Liu et al. 2016 Table I (population) and Table II (same-disease microdata), Zip5 + DOB
-SEED001_POPULATION = pd.DataFrame({
+LIU2016_POPULATION = pd.DataFrame({
     "zip": ["00101"] * 3 + ["00202"] * 6,
     "dob": ["1927-07-15", "1927-05-28", "1927-10-26", "1935-01-02", "1935-02-03",
             "1935-10-24", "1935-05-13", "1935-09-26", "1935-09-26"],
     "count": [1] * 9,
 })
-SEED001_DATA = pd.DataFrame({
+LIU2016_DATA = pd.DataFrame({
     "zip": ["00101"] * 3 + ["00202"] * 3,
     "dob": ["1927-07-15", "1927-05-28", "1927-10-26", "1935-01-02", "1935-05-13", "1935-09-26"],
 })
-SEED001_SPEC = {
+LIU2016_SPEC = {
     "columns": {"zip": "quasi", "dob": "quasi"},
     "hierarchies": {"zip": {"builder": "prefix"}, "dob": {"builder": "dates"}},
 }
 #: Zip3 (two characters cropped) and year of birth (week, month, quarter, year)
-SEED001_SAFE_HARBOR_LEVELS = {"zip": 2, "dob": 4}
+LIU2016_SAFE_HARBOR_LEVELS = {"zip": 2, "dob": 4}

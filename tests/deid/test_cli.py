@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from deid_core.cli import main
-from deid_testdata import ADULT, SEED001_DATA, SEED001_POPULATION, adult_spec_toml
+from deid_testdata import ADULT, LIU2016_DATA, LIU2016_POPULATION, adult_spec_toml
 
 REPO = Path(__file__).resolve().parents[2]
 ARX_LEVELS = "sex=1,age=2,race=1,marital-status=1,education=3,native-country=2,workclass=2,occupation=1"
@@ -57,10 +57,10 @@ def test_assess_adult_subprocess(tmp_path):
     pd.testing.assert_frame_equal(part, full.head(1000))
 
 
-def _seed001_files(tmp_path: Path) -> tuple[Path, Path, Path]:
+def _liu2016_files(tmp_path: Path) -> tuple[Path, Path, Path]:
     data, pop, spec = tmp_path / "d.csv", tmp_path / "pop.csv", tmp_path / "s.toml"
-    SEED001_DATA.to_csv(data, index=False, sep=";")
-    SEED001_POPULATION.to_csv(pop, index=False)
+    LIU2016_DATA.to_csv(data, index=False, sep=";")
+    LIU2016_POPULATION.to_csv(pop, index=False)
     spec.write_text('[columns]\nzip = "quasi"\ndob = "quasi"\n[types]\nzip = "zip"\ndob = "dob"\n'
                     '[hierarchies]\nzip = { builder = "prefix" }\ndob = { builder = "dates" }\n'
                     '[release]\ntype = "non-public"\nthreshold = 0.1\nprevalence = 0.027\npr_attempt = 0.3\n')
@@ -68,7 +68,7 @@ def _seed001_files(tmp_path: Path) -> tuple[Path, Path, Path]:
 
 
 def test_assess_with_population_reports_all_measures(tmp_path):
-    data, pop, spec = _seed001_files(tmp_path)
+    data, pop, spec = _liu2016_files(tmp_path)
     out = tmp_path / "r.json"
     assert main(["assess", "--input", str(data), "--spec", str(spec), "--population", str(pop),
                  "--out", str(out), "--levels", "zip=2,dob=4"]) == 0
@@ -98,7 +98,7 @@ def test_missing_values_match_any_and_per_record_output(tmp_path):
 
 
 def test_safe_harbor_cli(tmp_path):
-    data, _, spec = _seed001_files(tmp_path)
+    data, _, spec = _liu2016_files(tmp_path)
     zp = tmp_path / "zp.csv"
     zp.write_text("zip,population\n00101,25000\n00202,100\n")
     out, rep = tmp_path / "sh.csv", tmp_path / "sh.json"
@@ -123,7 +123,7 @@ BAD = [
 
 @pytest.mark.parametrize("name,spec_text,pop_text,message", BAD, ids=[b[0] for b in BAD])
 def test_bad_input_exits_2_with_one_line(tmp_path, capsys, name, spec_text, pop_text, message):
-    data, _, _ = _seed001_files(tmp_path)
+    data, _, _ = _liu2016_files(tmp_path)
     (tmp_path / "h.csv").write_text("00101;001**;*\n")
     spec = tmp_path / "bad.toml"
     spec.write_text(spec_text)
@@ -151,7 +151,7 @@ def test_unreadable_file_and_usage_errors_subprocess(tmp_path):
 
 
 def test_output_may_not_overwrite_input(tmp_path, capsys):
-    data, _, spec = _seed001_files(tmp_path)
+    data, _, spec = _liu2016_files(tmp_path)
     before = sha(data)
     assert main(["safe-harbor", "--input", str(data), "--spec", str(spec), "--out", str(data)]) == 2
     assert "overwrite" in capsys.readouterr().err and sha(data) == before

@@ -10,17 +10,17 @@ from deid_core.risk import (PR_BREACH, attack_assessment, conditional_threshold,
                             k_for_threshold, meets, per_record, pr_acquaintance, summarize)
 from deid_core.spec import ReleaseSpec, parse_spec
 
-from deid_testdata import SEED001_DATA, SEED001_POPULATION, SEED001_SAFE_HARBOR_LEVELS, SEED001_SPEC
+from deid_testdata import LIU2016_DATA, LIU2016_POPULATION, LIU2016_SAFE_HARBOR_LEVELS, LIU2016_SPEC
 
 
 @pytest.fixture
-def seed001_table():
-    return encode_table(SEED001_DATA.astype("category"), parse_spec(SEED001_SPEC), SEED001_POPULATION)
+def liu2016_table():
+    return encode_table(LIU2016_DATA.astype("category"), parse_spec(LIU2016_SPEC), LIU2016_POPULATION)
 
 
-def test_seed001_tables_I_II_instance_disclosure(seed001_table):
+def test_liu2016_tables_I_II_instance_disclosure(liu2016_table):
     """Liu et al. 2016 §3.1–3.2: q = 1/3,1/3,1/3,1/6,1/6,1/6; r = 1,1,1,.5,.5,.5; R = 0.75, Q = 0.25."""
-    cl = seed001_table.classes(SEED001_SAFE_HARBOR_LEVELS)
+    cl = liu2016_table.classes(LIU2016_SAFE_HARBOR_LEVELS)
     pr = per_record(cl)
     assert np.allclose(pr["journalist"], [1 / 3] * 3 + [1 / 6] * 3)
     assert np.allclose(pr["instance_disclosure"], [1, 1, 1, 0.5, 0.5, 0.5])
@@ -39,15 +39,15 @@ def test_seed001_tables_I_II_instance_disclosure(seed001_table):
     assert s["journalist"] == pytest.approx({"max": 1 / 3, "average": 0.25})
 
 
-def test_seed001_original_detail(seed001_table):
+def test_liu2016_original_detail(liu2016_table):
     """Zip5 + DOB: five records unique in the population, the last has risk 1/2 (Helen or Irene)."""
-    pr = per_record(seed001_table.classes())
+    pr = per_record(liu2016_table.classes())
     assert np.allclose(pr["journalist"], [1, 1, 1, 1, 1, 0.5])
 
 
-def test_population_is_reaggregated_not_looked_up(seed001_table):
+def test_population_is_reaggregated_not_looked_up(liu2016_table):
     """Generalizing the population (groupby-sum along the same hierarchy): year of birth only -> F = 3 and 6."""
-    cl = seed001_table.classes({"zip": 5, "dob": 4})
+    cl = liu2016_table.classes({"zip": 5, "dob": 4})
     assert sorted(set(cl.F)) == [3.0, 6.0]
 
 
@@ -77,8 +77,8 @@ def test_threshold_to_k(t, k):
     assert k == math.ceil(1 / t) or (t, k) in [(0.09, 11), (0.33, 3)]
 
 
-def test_attack_model_public_and_non_public(seed001_table):
-    s = summarize(seed001_table.classes(SEED001_SAFE_HARBOR_LEVELS))
+def test_attack_model_public_and_non_public(liu2016_table):
+    s = summarize(liu2016_table.classes(LIU2016_SAFE_HARBOR_LEVELS))
     pub = attack_assessment(s, ReleaseSpec(type="public", threshold=0.09))
     assert list(pub["attacks"]) == ["T4"] and pub["overall_risk"] == pytest.approx(1 / 3)
     assert not pub["meets_threshold"]
@@ -91,9 +91,9 @@ def test_attack_model_public_and_non_public(seed001_table):
     assert priv["k_equivalent"] == 10
 
 
-def test_full_subtree_policy_risk_and_population_reaggregation(seed001_table):
+def test_full_subtree_policy_risk_and_population_reaggregation(liu2016_table):
     """A full-subtree policy (Benitez, Loukides & Malin 2010 §2.2): merge only the two 00202 birth dates of May/Sep 1935."""
-    t = seed001_table
+    t = liu2016_table
     m = t.subtree_map("dob", {"1935-05-13": "1935-05/09", "1935-09-26": "1935-05/09"})
     cl = t.classes({"dob": m})
     assert sorted(cl.f.tolist()) == [1, 1, 1, 1, 2, 2]
@@ -104,7 +104,7 @@ def test_full_subtree_policy_risk_and_population_reaggregation(seed001_table):
 
 def test_disclosed_key_risk_from_data_and_population():
     """Blocking keys in the clear: prosecutor 1/f from the data; Skinner-Elliott for sample uniques."""
-    from deid_core.buckets import disclosed_key_risk, skinner_elliott
+    from deid_core.risk.buckets import disclosed_key_risk, skinner_elliott
     data = disclosed_key_risk(["a"] * 20 + ["b"] * 30)
     assert data["method"] == "data" and data["max"] == pytest.approx(1 / 20) and data["average"] == pytest.approx(2 / 50)
     # 3 uniques and 2 pairs in a sample of 7 from 700: theta = 0.01*3 / (0.01*3 + 2*0.99*2)
@@ -125,7 +125,7 @@ def test_disclosed_key_risk_from_data_and_population():
 
 def test_keyed_bucket_risk_is_at_least_the_identifier_risk():
     """An identifier hashed into B buckets of a population N: never below (1 - e^-lam)/lam, lam = (N-1)/B."""
-    from deid_core.buckets import hashed_bucket_risk, keyed_bucket_risk
+    from deid_core.risk.buckets import hashed_bucket_risk, keyed_bucket_risk
     labels = [i % 300 for i in range(400)]     # 100 pairs: the sample estimate alone would say 0.0003
     risk = keyed_bucket_risk(labels, 300_000, population=10_000_000)
     assert risk["max"] == pytest.approx(hashed_bucket_risk(10_000_000, 300_000)) and 0.02 < risk["max"] < 0.04

@@ -13,7 +13,7 @@ from deid_core.algorithm.partition import Partitioner, release, summary
 from deid_core.cli import main
 from deid_core.risk import release_class_sizes
 from deid_core.spec import parse_spec
-from deid_testdata import SEED001_DATA, SEED001_POPULATION, SEED001_SPEC
+from deid_testdata import LIU2016_DATA, LIU2016_POPULATION, LIU2016_SPEC
 
 SPEC = {"columns": {"sex": "quasi", "dob": "quasi", "zip": "quasi"}, "types": {"dob": "dob", "zip": "zip"},
         "hierarchies": {"zip": {"builder": "prefix"}, "dob": {"builder": "dates"}}}
@@ -34,9 +34,9 @@ def same_disease(n: int = 180, n_zip: int = 84, people: int = 401_517, seed: int
     return per.iloc[pick].reset_index(drop=True), pop
 
 
-def test_seed001_table_ii_example():
+def test_liu2016_table_ii_example():
     """§3.3: the first three records form one subset, the last three another; ZIP stays 5 digits, DOB -> year."""
-    t = dc.encode_table(SEED001_DATA, parse_spec(SEED001_SPEC), SEED001_POPULATION)
+    t = dc.encode_table(LIU2016_DATA, parse_spec(LIU2016_SPEC), LIU2016_POPULATION)
     subs = Partitioner(t, 3).run()
     assert sorted(tuple(s.rows) for s in subs) == [(0, 1, 2), (3, 4, 5)]
     assert sorted(tuple(s.values.values()) for s in subs) == [("00101", "1927"), ("00202", "1935")]
@@ -57,7 +57,7 @@ def test_subsets_respect_min_size_and_cover_every_record(m):
 
 
 def test_partitioning_beats_safe_harbor_on_same_disease_data():
-    """Seed 001 Table IV, qualitatively: lower average and max instance-disclosure risk than Safe Harbor.
+    """Liu et al. 2016, Table IV, qualitatively: lower average and max instance-disclosure risk than Safe Harbor.
     (The paper also has more ECs than Safe Harbor, 120 vs 109; on our uniform synthetic population
     Safe Harbor's classes are tiny and we get fewer — see docs/deid_search.md.)"""
     df, pop = same_disease(n=180, n_zip=40, people=120_000, seed=4)

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from phe import paillier
 
-from deid_core.buckets import combined_bucket_risk, hashed_bucket_risk, max_buckets
+from deid_core.risk.buckets import combined_bucket_risk, hashed_bucket_risk, max_buckets
 from common.schemes import InvalidCiphertext as CiphertextError
 from common.schemes.paillier import (Encryptor, PublicKey, SessionKey, ZeroTester, blinded_comparison,
                                      blinding_factor, book_literal_comparison, negated_generator_power)

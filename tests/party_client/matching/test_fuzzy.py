@@ -317,7 +317,7 @@ def test_blocking_key_above_the_risk_threshold_is_refused(keyholder, tmp_path):
 def test_default_buckets_are_the_most_the_threshold_allows():
     """Without `buckets`, a pass takes the most keyed buckets whose risk meets the threshold."""
     import numpy as np
-    from deid_core.buckets import keyed_bucket_risk
+    from deid_core.risk.buckets import keyed_bucket_risk
     from party_client.matching.blocking import BUCKET_STEP, choose_buckets
     from party_client.matching.blocking import RiskPolicy
     prf = np.random.default_rng(5).integers(0, 2**63, 4000, dtype=np.uint64)
