@@ -112,6 +112,10 @@ def level_names(hs: HierarchySpec, height: int) -> list[str]:
         names = ["the full code"] + [f"last {i} character{'s' if i > 1 else ''} cropped" for i in range(1, height)]
     elif hs.builder == "icd":
         names = ["the full code", "4 characters", "3-character category", "chapter"]
+    elif hs.builder == "atc":
+        names = ["the full ATC code (substance)", "chemical subgroup (5 characters)",
+                 "pharmacological subgroup (4 characters)", "therapeutic subgroup (3 characters)",
+                 "anatomical main group (1 character)"]
     else:
         names = ["the original value"] + [f"level {i} of the hierarchy" for i in range(1, height)]
     names = (names + [f"level {i}" for i in range(len(names), height)])[:height]

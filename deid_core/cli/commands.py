@@ -10,6 +10,8 @@ import time
 from pathlib import Path
 
 from ..errors import DeidInputError
+from .longitudinal import (add_attack_options, assess_attack, check_attack_options, longitudinal_of,
+                           repeated_id_warnings)
 from .options import INPUT_HELP, SPEC_HELP, accepted_columns, add_accept, guard_outputs, parse_levels
 
 
@@ -30,9 +32,17 @@ def cmd_assess(args: argparse.Namespace) -> int:
     spec = spec.resolve(df.columns) if fates is not None else spec
     pop = read_table(args.population, spec.missing_values, categorical=False) if args.population else None
     numeric = [c for c in args.numeric.split(",") if c] if args.numeric is not None else None
+    if args.attack:
+        check_attack_options(args)
+        longitudinal_of(spec, "assess --attack")
     a = assess(df, spec, pop, levels=parse_levels(args.levels), record_suppression=True if args.suppress else None,
                numeric=numeric)
     result = a.to_dict()
+    warnings = repeated_id_warnings(df, spec)
+    if warnings:
+        result["warnings"] = warnings
+    if args.attack:
+        result["longitudinal"] = assess_attack(args, df, spec, a)
     if args.policy_out:
         result["policy"] = a.policy.to_dict(relative_to=Path(args.policy_out).resolve().parent)
     reapply = {"command": f"deid apply --input NEXT.csv --policy {args.policy_out or 'POLICY.json'} --out RELEASE.csv",
@@ -53,6 +63,8 @@ def cmd_assess(args: argparse.Namespace) -> int:
         a.policy.with_fates(fates, spec.rest, False).save(args.policy_out)
     if args.per_record:
         write_table(a.per_record, args.per_record)
+    for w in warnings:
+        print(f"deid: warning: {w}", file=sys.stderr)
     return 0
 
 
@@ -117,7 +129,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     a.add_argument("--suppress", action="store_true", help="suppress records in classes smaller than k(threshold)")
     a.add_argument("--output", help="write the transformed data here")
     a.add_argument("--policy-out", help="write the re-appliable policy JSON here")
-    a.add_argument("--per-record", help="CSV of per-record risks (class size, prosecutor, journalist, instance disclosure)")
+    a.add_argument("--per-record", help="CSV of per-record risks (class size, prosecutor, journalist, instance "
+                                        "disclosure); one row per person with [longitudinal]")
+    a.add_argument("--attack", action="store_true", help="[longitudinal]: also run the simulated attack on the "
+                                                         "release (adversary power per person)")
+    add_attack_options(a, "--attack: p_max (default: [longitudinal] adversary_power)")
     a.add_argument("--numeric", help="comma-separated numeric columns for before/after mean, SD, correlation")
     add_accept(a)
     a.set_defaults(run=cmd_assess)
