@@ -37,6 +37,8 @@ class Assessment:
     transformed: bool = False
     #: ``[longitudinal]``: row -> person index (the per-person measures count distinct persons), else None
     person_index: np.ndarray | None = None
+    #: ``[longitudinal]``: the released table's risk counted per row, to show what row counting would report
+    row_summary: dict | None = None
 
     def to_dict(self) -> dict:
         out = dict(self.summary)
@@ -149,6 +151,9 @@ def assess(df: pd.DataFrame, spec: Spec, population: pd.DataFrame | None = None,
             raise DeidInputError(f"unknown column {c!r} in numeric columns: not in the input")
     heights = {q: table.hierarchies[q].height for q in qis}
     loss = information_loss(df, out, qis, levels, heights, numeric)
+    row_summary = summarize(rows if transformed else rows0, spec.release.strict_cut, spec.gamma) \
+        if measure.pcode is not None else None
     return Assessment(spec=spec, summary=summary, before=before, attack=attack_assessment(summary, spec.release),
                       policy=policy, output=out, loss=loss, per_record=measure.per_record(cl), ec_sizes=cl.ec_sizes,
-                      levels=levels, transformed=transformed, person_index=measure.pcode)
+                      levels=levels, transformed=transformed, person_index=measure.pcode,
+                      row_summary=row_summary)

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from ..errors import DeidInputError
-from .longitudinal import (add_attack_options, assess_attack, check_attack_options, longitudinal_of,
+from .longitudinal import (add_attack_options, assess_attack, check_attack_options, longitudinal_of, prior_reports,
                            repeated_id_warnings)
 from .options import INPUT_HELP, SPEC_HELP, accepted_columns, add_accept, guard_outputs, parse_levels
 
@@ -21,7 +21,8 @@ def cmd_assess(args: argparse.Namespace) -> int:
     from ..report import build_report, plots, render_html
     from ..spec import load_spec
 
-    guard_outputs([args.input, args.spec, args.population], [args.out, args.html, args.output, args.policy_out, args.per_record])
+    guard_outputs([args.input, args.spec, args.population, *(args.prior_report or [])],
+                  [args.out, args.html, args.output, args.policy_out, args.per_record])
     t0 = time.perf_counter()
     spec = load_spec(args.spec)
     df = read_table(args.input, spec.missing_values)
@@ -38,16 +39,17 @@ def cmd_assess(args: argparse.Namespace) -> int:
     a = assess(df, spec, pop, levels=parse_levels(args.levels), record_suppression=True if args.suppress else None,
                numeric=numeric)
     result = a.to_dict()
+    if args.policy_out:
+        result["policy"] = a.policy.to_dict(relative_to=Path(args.policy_out).resolve().parent)
+    reapply = {"command": f"deid apply --input NEXT.csv --policy {args.policy_out or 'POLICY.json'} --out RELEASE.csv",
+               "policy_file": str(args.policy_out or "")}
     warnings = repeated_id_warnings(df, spec)
     if warnings:
         result["warnings"] = warnings
     if args.attack:
         result["longitudinal"] = assess_attack(args, df, spec, a)
-    if args.policy_out:
-        result["policy"] = a.policy.to_dict(relative_to=Path(args.policy_out).resolve().parent)
-    reapply = {"command": f"deid apply --input NEXT.csv --policy {args.policy_out or 'POLICY.json'} --out RELEASE.csv",
-               "policy_file": str(args.policy_out or "")}
-    result["report"] = build_report(a, input_name=str(args.input), source=df, reapply=reapply)
+    result["report"] = build_report(a, input_name=str(args.input), source=df, reapply=reapply,
+                                    attack=result.get("longitudinal"), operations=prior_reports(args.prior_report))
     if args.output:
         from ..detect import check_release
         result["identifier_check"] = check_release(a.output, fates, safe_harbor=False, accepted=accepted)
@@ -134,6 +136,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     a.add_argument("--attack", action="store_true", help="[longitudinal]: also run the simulated attack on the "
                                                          "release (adversary power per person)")
     add_attack_options(a, "--attack: p_max (default: [longitudinal] adversary_power)")
+    a.add_argument("--prior-report", action="append", metavar="JSON",
+                   help="[longitudinal]: the --report of an earlier deid truncate or deid codes run on this data, "
+                        "described in the report (repeatable)")
     a.add_argument("--numeric", help="comma-separated numeric columns for before/after mean, SD, correlation")
     add_accept(a)
     a.set_defaults(run=cmd_assess)

@@ -89,6 +89,25 @@ def assess_attack(args: argparse.Namespace, df: pd.DataFrame, spec: Spec, a) -> 
     return att.assess_entry()
 
 
+def prior_reports(paths: list[str] | None) -> list[dict]:
+    """The JSON reports of earlier ``deid truncate``/``deid codes`` runs (one-line error if unreadable)."""
+    import json
+
+    out = []
+    for path in paths or []:
+        try:
+            with open(path, encoding="utf-8") as fh:
+                rep = json.load(fh)
+        except OSError as exc:
+            raise DeidInputError(f"cannot read --prior-report {path!r}: {exc.strerror or exc}") from None
+        except ValueError as exc:
+            raise DeidInputError(f"--prior-report {path!r} is not JSON: {exc}") from None
+        if not isinstance(rep, dict) or not ("removed_claims" in rep or rep.get("operation") in ("suppress", "shuffle")):
+            raise DeidInputError(f"--prior-report {path!r} is not a deid truncate or deid codes report")
+        out.append(rep)
+    return out
+
+
 def repeated_id_warnings(df: pd.DataFrame, spec: Spec) -> list[str]:
     """Warnings for direct columns with repeated values when the spec has no ``[longitudinal]``."""
     from ..longitudinal.assessment import repeated_ids

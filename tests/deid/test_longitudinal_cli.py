@@ -263,3 +263,26 @@ def test_bad_input_exits_2_with_one_line_and_no_output(files, case):
     words = {"no_person": "member_id", "no_level2": "'los'", "power0": "--power", "iterations0": "--iterations",
              "level1_varies": "'p1'", "no_section": "[longitudinal]", "original_misaligned": "same rows"}
     assert words[case] in p.stderr
+
+
+def test_report_longitudinal_section(files):
+    d = files["dir"]
+    assert run("truncate", "--input", files["claims"], "--spec", files["spec"], "--k", "3", "--width", "1",
+               "--out", d / "t.csv", "--report", d / "t.json").returncode == 0
+    assert run("codes", "--input", d / "t.csv", "--spec", files["spec"], "--shuffle", "--code", "dx",
+               "--group-level", "2", "--out", d / "s.csv", "--report", d / "s.json").returncode == 0
+    p = run("assess", "--input", d / "s.csv", "--spec", files["spec"], "--out", d / "r.json", "--html", d / "r.html",
+            "--attack", "--iterations", "500", "--prior-report", d / "t.json", "--prior-report", d / "s.json")
+    assert p.returncode == 0, p.stderr
+    lg = json.loads((d / "r.json").read_text())["report"]["longitudinal"]
+    assert (lg["persons"], lg["events"], lg["events_per_person"]["max"]) == (6, 10, 2)
+    assert lg["risk_persons"]["average"] > lg["risk_rows"]["average"]
+    assert [o.get("operation", "truncate") for o in lg["operations"]] == ["truncate", "shuffle"]
+    page = (d / "r.html").read_text()
+    assert "Longitudinal data: one person, many rows" in page and "10 events (rows) of 6 persons" in page
+    assert "Persons by power" in page and "1 of 11 claims removed" in page and "shuffled among the persons" in page
+    assert "at least k = 3 persons" in page  # the threshold is stated in persons
+    bad = d / "bad.json"
+    bad.write_text("{}")
+    p = run("assess", "--input", d / "s.csv", "--spec", files["spec"], "--out", d / "x.json", "--prior-report", bad)
+    assert p.returncode == 2 and "not a deid truncate or deid codes report" in p.stderr and not (d / "x.json").exists()
