@@ -28,7 +28,8 @@ def longitudinal_of(spec: Spec, command: str) -> LongitudinalSpec:
     return spec.longitudinal
 
 
-def read_longitudinal(path: str, spec: Spec, lg: LongitudinalSpec, what: str = "input") -> pd.DataFrame:
+def read_longitudinal(path: str, spec: Spec, lg: LongitudinalSpec, what: str = "input",
+                      check_level1: bool = True) -> pd.DataFrame:
     """Read a table and check its person and level-1/level-2 columns (one-line errors)."""
     from ..io import read_table, require_records
     from ..longitudinal.persons import level1_table
@@ -41,8 +42,15 @@ def read_longitudinal(path: str, spec: Spec, lg: LongitudinalSpec, what: str = "
         for c in cols:
             if c not in df.columns:
                 raise DeidInputError(f"{role} QI {c!r} is not in the {what} {path!r}")
-    level1_table(df, person=lg.person, level1=list(lg.level1))  # one line naming a person whose level 1 varies
+    if check_level1:
+        level1_table(df, person=lg.person, level1=list(lg.level1))  # one line naming a person whose level 1 varies
     return df
+
+
+def released_rows(df: pd.DataFrame, lg: LongitudinalSpec) -> np.ndarray:
+    """Rows that release something: not every level-1 and level-2 QI missing (suppressed rows are)."""
+    qis = [*lg.level1, *lg.level2]
+    return ~df[qis].isna().all(axis=1).to_numpy() if qis else np.ones(len(df), dtype=bool)
 
 
 def check_attack_options(args: argparse.Namespace) -> None:
@@ -77,13 +85,12 @@ def assess_attack(args: argparse.Namespace, df: pd.DataFrame, spec: Spec, a) -> 
     qis = [q for q in spec.quasi if q in released.columns]
     gone = np.ones(len(released), dtype=bool) if qis else np.zeros(len(released), dtype=bool)
     for q in qis:
-        gone &= is_marker(released[q])
-    background = released
-    if gone.any():  # suppressed rows carry no values: the adversary's knowledge still comes from all rows
-        released = released.loc[~gone]
-        if released.empty:
-            raise DeidInputError("every record is suppressed: nothing is released to attack")
-    att = attack_release(released, lg, threshold=spec.release.threshold, background=background, original=df,
+        gone &= is_marker(released[q]) | released[q].isna().to_numpy()
+    if gone.all():
+        raise DeidInputError("every record is suppressed: nothing is released to attack")
+    # suppressed rows carry no values: left out of the release and of the adversary's source (as in deid attack)
+    released, original = released.loc[~gone], df.loc[~gone]
+    att = attack_release(released, lg, threshold=spec.release.threshold, original=original,
                          p_max=args.power, model=args.power_model, scale=args.scale, iterations=args.iterations,
                          seed=args.seed, exact=args.exact)
     return att.assess_entry()
@@ -129,15 +136,25 @@ def cmd_attack(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     spec = load_spec(args.spec)
     lg = longitudinal_of(spec, "attack")
-    released = read_longitudinal(args.input, spec, lg)
-    background = read_longitudinal(args.background, spec, lg, "background") if args.background else None
+    released = read_longitudinal(args.input, spec, lg, check_level1=False)
+    background = read_longitudinal(args.background, spec, lg, "background", False) if args.background else released
     original = read_longitudinal(args.original, spec, lg, "original") if args.original else None
+    # suppressed rows carry no values: left out of the release and of the adversary's source (and of its
+    # original rows, which pair with the background's by position)
+    keep = released_rows(background, lg)
+    if original is not None and len(original) == len(background):
+        original = original.loc[keep]
+    same = background is released
+    background = background.loc[keep]
+    released = background if same else released.loc[released_rows(released, lg)]
+    if released.empty:
+        raise DeidInputError("every row of the input is suppressed: nothing is released to attack")
     threshold = spec.release.threshold if args.threshold is None else args.threshold
     if not 0 < threshold <= 1:
         raise DeidInputError(f"--threshold {threshold} is outside (0, 1]")
-    att = attack_release(released, lg, threshold=threshold, background=background, original=original,
-                         p_max=args.power, model=args.power_model, scale=args.scale, iterations=args.iterations,
-                         seed=args.seed, exact=args.exact)
+    att = attack_release(released, lg, threshold=threshold, background=None if same else background,
+                         original=original, p_max=args.power, model=args.power_model, scale=args.scale,
+                         iterations=args.iterations, seed=args.seed, exact=args.exact)
     out = {"input": str(args.input), "background": args.background, "original": args.original,
            "events": len(released), **att.summary(), "seconds": round(time.perf_counter() - t0, 4)}
     write_json(out, args.out)
