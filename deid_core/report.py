@@ -732,7 +732,13 @@ def _section_longitudinal(lg: Mapping[str, Any]) -> list[str]:
                    [["average chance of a correct re-identification", _pct(res["average"])],
                     ["95 % confidence interval", f"{_pct(lo)} to {_pct(hi)}" if not res["exact"] else "exact"],
                     [f"persons above the threshold {thr}", _pct(res["high_risk_persons"])],
-                    ["verdict (average against the threshold)", _verdict(ok)]]),
+                    ["simulated attack, average against the threshold", _verdict(ok)]]),
+            _p("Two measures, two adversaries: step 5 below counts, per person, the persons who share one of "
+               "their events (level-1 and level-2 values of one row: an adversary who knows one event), and "
+               "gives the verdict on the threshold; the simulated attack above assumes an adversary who knows "
+               "several events, all of which must be found in the same released person (the measure of the "
+               "Heritage Health Prize release). They can disagree; the release decision should say which one "
+               "it relies on."),
         ]
     else:
         parts.append(_p("No simulated attack was run (deid assess --attack runs one)."))
