@@ -10,8 +10,8 @@ import time
 from pathlib import Path
 
 from ..errors import DeidInputError
-from .longitudinal import (add_attack_options, assess_attack, check_attack_options, longitudinal_of, prior_reports,
-                           repeated_id_warnings)
+from .longitudinal import (add_attack_options, assess_attack, check_attack_options, complete_knowledge_summary,
+                           longitudinal_of, prior_reports, repeated_id_warnings)
 from .options import INPUT_HELP, SPEC_HELP, accepted_columns, add_accept, guard_outputs, parse_levels
 
 
@@ -36,6 +36,8 @@ def cmd_assess(args: argparse.Namespace) -> int:
     if args.attack:
         check_attack_options(args)
         longitudinal_of(spec, "assess --attack")
+    if args.complete_knowledge:
+        longitudinal_of(spec, "assess --complete-knowledge")
     a = assess(df, spec, pop, levels=parse_levels(args.levels), record_suppression=True if args.suppress else None,
                numeric=numeric)
     result = a.to_dict()
@@ -48,6 +50,8 @@ def cmd_assess(args: argparse.Namespace) -> int:
         result["warnings"] = warnings
     if args.attack:
         result["longitudinal"] = assess_attack(args, df, spec, a)
+    if args.complete_knowledge:
+        result["complete_knowledge"] = complete_knowledge_summary(args, df, spec, a)
     result["report"] = build_report(a, input_name=str(args.input), source=df, reapply=reapply,
                                     attack=result.get("longitudinal"), operations=prior_reports(args.prior_report))
     if args.output:
@@ -136,6 +140,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     a.add_argument("--attack", action="store_true", help="[longitudinal]: also run the simulated attack on the "
                                                          "release (adversary power per person)")
     add_attack_options(a, "--attack: p_max (default: [longitudinal] adversary_power)")
+    a.add_argument("--complete-knowledge", choices=("approximate", "exact"),
+                   help="[longitudinal]: also measure k when the adversary knows all of a person's events "
+                        "(exact: which values share an event)")
     a.add_argument("--prior-report", action="append", metavar="JSON",
                    help="[longitudinal]: the --report of an earlier deid truncate or deid codes run on this data, "
                         "described in the report (repeatable)")

@@ -96,6 +96,20 @@ def assess_attack(args: argparse.Namespace, df: pd.DataFrame, spec: Spec, a) -> 
     return att.assess_entry()
 
 
+def complete_knowledge_summary(args: argparse.Namespace, df: pd.DataFrame, spec: Spec, a) -> dict:
+    """``deid assess --complete-knowledge``: classes of persons flattened to all their events (El Emam &
+    Arbuckle, ch. 4), on the assessed release."""
+    from ..longitudinal.persons import complete_knowledge
+
+    lg = longitudinal_of(spec, "assess --complete-knowledge")
+    released = a.output.copy()
+    released.insert(0, lg.person, df[lg.person].to_numpy())
+    level2 = [c for c in lg.level2 if c in released.columns]
+    ck = complete_knowledge(released, person=lg.person, level1=list(lg.level1), level2=level2,
+                            exact=args.complete_knowledge == "exact", threshold=spec.release.threshold)
+    return {"variant": args.complete_knowledge, **ck.summary()}
+
+
 def prior_reports(paths: list[str] | None) -> list[dict]:
     """The JSON reports of earlier ``deid truncate``/``deid codes`` runs (one-line error if unreadable)."""
     import json

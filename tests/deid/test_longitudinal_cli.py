@@ -307,3 +307,20 @@ def test_attack_on_a_release_with_suppressed_records(files):
     assert p.returncode == 0, p.stderr
     a = json.loads((d / "a.json").read_text())
     assert a["average_risk"] == pytest.approx(inline["average"]) and a["persons"] == inline["persons"] < 6
+
+
+def test_assess_complete_knowledge(files, tmp_path):
+    """Complete knowledge (ch. 4): persons flattened to all their events. Two persons with the same events
+    in another order are a class of 2; with one more claim a person stands alone."""
+    data = tmp_path / "ck.csv"
+    data.write_text("member_id,sex,birth_year,dx,los,drug,dx_text\n"
+                    "a,F,1950,250.0,1,A10BA02,x\na,F,1950,401.9,2,A10BA02,x\n"
+                    "b,F,1950,401.9,2,A10BA02,x\nb,F,1950,250.0,1,A10BA02,x\n"
+                    "c,F,1950,250.0,1,A10BA02,x\nc,F,1950,401.9,2,A10BA02,x\nc,F,1950,401.9,2,A10BA02,x\n")
+    for variant in ("approximate", "exact"):
+        p = run("assess", "--input", data, "--spec", files["spec"], "--complete-knowledge", variant,
+                "--out", tmp_path / "ck.json")
+        assert p.returncode == 0, p.stderr
+        ck = json.loads((tmp_path / "ck.json").read_text())["complete_knowledge"]
+        assert (ck["variant"], ck["persons"], ck["events"], ck["k"]) == (variant, 3, 7, 1)
+        assert ck["average_risk"] == pytest.approx((0.5 + 0.5 + 1) / 3)
