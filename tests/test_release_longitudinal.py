@@ -59,6 +59,7 @@ def test_link_release_with_multiplicity_counts_persons(keyholder, tmp_path):
     report = json.loads((tmp_path / "reports" / "release_report.json").read_text())
     lg = report["longitudinal"]
     assert (lg["person"], lg["persons"], lg["events"]) == ("hcn", 11, 33)
+    assert (lg["level1"], lg["level2"]) == (["sex", "age"], ["dx"])  # the querier's columns are fixed per person
     assert lg["risk_rows"]["k_min"] == 3 and lg["risk_persons"]["k_min"] == 1
     html = (tmp_path / "reports" / "release_report.html").read_text()
     assert "33 events (rows) of 11 persons" in html and all(h not in html for h in hcn)
