@@ -10,9 +10,11 @@ import numpy as np
 import pandas as pd
 
 from .errors import DeidInputError
+from .longitudinal.classes import person_classes
+from .longitudinal.persons import person_level1
 from .metric import (average_class_size, is_marker, discernibility, missingness_change, non_uniform_entropy,
                      numeric_utility, precision)
-from .risk import (EncodedTable, attack_assessment, encode_table, k_for_threshold, per_record,
+from .risk import (Classes, EncodedTable, attack_assessment, encode_table, k_for_threshold, per_record,
                    summarize)
 from .spec import Spec
 from .transform import Policy, full_domain_policy
@@ -33,6 +35,10 @@ class Assessment:
     ec_sizes: np.ndarray               # class sizes of the released table
     levels: dict = field(default_factory=dict)
     transformed: bool = False
+    #: ``[longitudinal]``: row -> person index (the per-person measures count distinct persons), else None
+    person_index: np.ndarray | None = None
+    #: ``[longitudinal]``: the released table's risk counted per row, to show what row counting would report
+    row_summary: dict | None = None
 
     def to_dict(self) -> dict:
         out = dict(self.summary)
@@ -69,17 +75,58 @@ def information_loss(before: pd.DataFrame, after: pd.DataFrame, qis: Sequence[st
     }
 
 
+class _Measure:
+    """Summary and per-record risks of row classes: per row, or with ``[longitudinal]`` per person."""
+
+    def __init__(self, df: pd.DataFrame, spec: Spec) -> None:
+        self.spec, self.rows = spec, len(df)
+        self.pids: pd.Index | None = None
+        self.pcode: np.ndarray | None = None
+        lg = spec.longitudinal
+        if lg is not None:
+            if spec.missing == "match_any":
+                raise DeidInputError("[risk] missing = \"match_any\" is not supported with [longitudinal] "
+                                     "(classes are counted in persons on own-class values)")
+            table, self.pcode = person_level1(df, lg.person, lg.level1)  # one line naming a person if level 1 varies
+            self.pids = table.index
+
+    def classes(self, cl: Classes) -> Classes:
+        if self.pcode is None:
+            return cl
+        return person_classes(cl, self.pcode, len(self.pids))
+
+    def summary(self, cl_rows: Classes, cl: Classes) -> dict:
+        out = summarize(cl, self.spec.release.strict_cut, self.spec.gamma)
+        if self.pcode is not None:
+            out["fully_missing_persons"] = out["fully_missing_records"]
+            out["records"] = self.rows
+            out["fully_missing_records"] = int((~cl_rows.keep).sum())
+            out = {"persons": len(self.pids), "events": self.rows, **out}
+        return out
+
+    def per_record(self, cl: Classes) -> pd.DataFrame:
+        pr = per_record(cl)
+        if self.pids is not None:
+            pr.insert(0, self.spec.longitudinal.person, np.asarray(self.pids))
+        return pr
+
+
 def assess(df: pd.DataFrame, spec: Spec, population: pd.DataFrame | None = None,
            levels: Mapping[str, int] | None = None, record_suppression: bool | None = None,
            numeric: Sequence[str] | None = None) -> Assessment:
-    """Measure ``df``; with ``levels``/``record_suppression`` also transform and re-measure."""
+    """Measure ``df``; with ``levels``/``record_suppression`` also transform and re-measure.
+
+    With ``spec.longitudinal`` every class size counts distinct persons and the per-record risks are
+    per person (:func:`deid_core.longitudinal.classes.person_classes`).
+    """
     table = encode_table(df, spec, population)
+    measure = _Measure(df, spec)
     qis = spec.quasi
     levels = _validate_levels(table, {**spec.levels, **(levels or {})})
     suppress = spec.record_suppression if record_suppression is None else record_suppression
-    strict_cut = spec.release.strict_cut
-    cl0 = table.classes()
-    before = summarize(cl0, strict_cut, spec.gamma)
+    rows0 = table.classes()
+    cl0 = measure.classes(rows0)
+    before = measure.summary(rows0, cl0)
     transformed = bool(any(levels.values()) or suppress)
     k = k_for_threshold(spec.release.threshold)
     policy = full_domain_policy(spec.hierarchies, {q: levels.get(q, 0) for q in qis}, drop=spec.direct,
@@ -89,8 +136,9 @@ def assess(df: pd.DataFrame, spec: Spec, population: pd.DataFrame | None = None,
         supp = np.full(len(df), bool(qis))
         for q in qis:
             supp &= is_marker(out[q])
-        cl = table.classes(levels, suppressed=supp if supp.any() else None)
-        summary = summarize(cl, strict_cut, spec.gamma)
+        rows = table.classes(levels, suppressed=supp if supp.any() else None)
+        cl = measure.classes(rows)
+        summary = measure.summary(rows, cl)
         summary["suppressed_records"] = int(supp.sum())
     else:
         out = df.drop(columns=spec.direct)
@@ -103,6 +151,9 @@ def assess(df: pd.DataFrame, spec: Spec, population: pd.DataFrame | None = None,
             raise DeidInputError(f"unknown column {c!r} in numeric columns: not in the input")
     heights = {q: table.hierarchies[q].height for q in qis}
     loss = information_loss(df, out, qis, levels, heights, numeric)
+    row_summary = summarize(rows if transformed else rows0, spec.release.strict_cut, spec.gamma) \
+        if measure.pcode is not None else None
     return Assessment(spec=spec, summary=summary, before=before, attack=attack_assessment(summary, spec.release),
-                      policy=policy, output=out, loss=loss, per_record=per_record(cl), ec_sizes=cl.ec_sizes,
-                      levels=levels, transformed=transformed)
+                      policy=policy, output=out, loss=loss, per_record=measure.per_record(cl), ec_sizes=cl.ec_sizes,
+                      levels=levels, transformed=transformed, person_index=measure.pcode,
+                      row_summary=row_summary)

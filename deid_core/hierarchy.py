@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -273,6 +274,27 @@ def icd_rows(values: Sequence[str], name: str = "") -> list[list[str]]:
     return [list(r) for r in zip(*cols)]
 
 
+_ATC = re.compile(r"^[A-Z]([0-9]{2}([A-Z]([A-Z]([0-9]{2})?)?)?)?$")
+
+
+def atc_rows(values: Sequence[str], name: str = "") -> list[list[str]]:
+    """ATC codes: 7 → 5 → 4 → 3 → 1 characters → ``*`` (El Emam & Arbuckle, ch. 10, ATC levels).
+
+    ``C01DA02`` (glyceryl trinitrate) → ``C01DA`` → ``C01D`` → ``C01`` → ``C`` → ``*``.
+    Codes given at a coarser level (1, 3, 4 or 5 characters) repeat themselves
+    on the finer levels so the levels nest.
+    """
+    cols: list[list[str]] = [list(values), [], [], [], []]
+    for v in values:
+        s = v.strip().upper()
+        if not _ATC.match(s):
+            raise DeidInputError(f"column {name!r}: value {v!r} is not an ATC code (e.g. C01DA02)")
+        for i, n in enumerate((5, 4, 3, 1)):
+            cols[i + 1].append(s[:n])
+    cols.append([TOP] * len(values))
+    return [list(r) for r in zip(*cols)]
+
+
 def build_hierarchy(hspec: HierarchySpec, values: Iterable[str], name: str = "") -> Hierarchy:
     """Hierarchy for ``values`` (the distinct values of data + population) from a spec."""
     p = dict(hspec.params)
@@ -280,7 +302,7 @@ def build_hierarchy(hspec: HierarchySpec, values: Iterable[str], name: str = "")
         return Hierarchy(p["rows"], name=name) if "rows" in p else from_csv(p["csv"], name=name)
     vals = sorted({str(v) for v in values})
     if not vals:  # keep the builder's height even for an all-missing column: one placeholder leaf
-        vals = [{"interval": "0", "dates": "2000-01-01", "icd": "001", "prefix": "00000"}.get(hspec.builder, "0")]
+        vals = [{"interval": "0", "dates": "2000-01-01", "icd": "001", "atc": "A", "prefix": "00000"}.get(hspec.builder, "0")]
     if hspec.builder == "interval":
         rows = interval_rows(vals, p.get("widths", [5, 10, 20]), p.get("top_code"), p.get("bottom_code"), name)
     elif hspec.builder == "dates":
@@ -289,6 +311,8 @@ def build_hierarchy(hspec: HierarchySpec, values: Iterable[str], name: str = "")
         rows = prefix_rows(vals, p.get("levels"), name)
     elif hspec.builder == "icd":
         rows = icd_rows(vals, name)
+    elif hspec.builder == "atc":
+        rows = atc_rows(vals, name)
     elif hspec.builder == "flat":
         return flat_hierarchy(vals, name)
     else:  # pragma: no cover - validated in spec

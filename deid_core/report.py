@@ -47,6 +47,14 @@ SOURCES = {
     "entropy": "El Emam et al., “A Globally Optimal k-Anonymity Method for the De-Identification of Health "
                "Data”, JAMIA 2009 (non-uniform entropy)",
 }
+#: Cited only when the data are longitudinal.
+LONGITUDINAL_SOURCES = {
+    "longitudinal": f"{BOOK}, ch. 4, “Don't Treat It Like Cross-Sectional Data”; ch. 5, “Long Tails”; ch. 6, "
+                    "“Adversary Power”; ch. 10, “Medical Codes” (suppression and shuffling)",
+    "hhp": "El Emam et al., “De-identification methods for open health data: the case of the Heritage Health "
+           "Prize claims dataset”, J Med Internet Res 14(1):e33, 2012 (adversary power, simulated attack, "
+           "truncation of claims)",
+}
 
 WHY_DIRECT = ("Direct identifiers (names, health card numbers, ...) can identify a person on their own; "
               "they are removed or masked, never released.")
@@ -59,6 +67,7 @@ ROLE_TEXT = {"direct": "direct identifier", "quasi": "quasi-identifier", "sensit
 
 #: Measures in words, in the order the tables show them; "a.b" reads summary[a][b].
 MEASURES = [
+    ("persons", "Persons (longitudinal data: class sizes below count persons)"),
     ("records", "Records"),
     ("suppressed_records", "Records suppressed"),
     ("fully_missing_records", "Records with every quasi-identifier missing"),
@@ -112,6 +121,10 @@ def level_names(hs: HierarchySpec, height: int) -> list[str]:
         names = ["the full code"] + [f"last {i} character{'s' if i > 1 else ''} cropped" for i in range(1, height)]
     elif hs.builder == "icd":
         names = ["the full code", "4 characters", "3-character category", "chapter"]
+    elif hs.builder == "atc":
+        names = ["the full ATC code (substance)", "chemical subgroup (5 characters)",
+                 "pharmacological subgroup (4 characters)", "therapeutic subgroup (3 characters)",
+                 "anatomical main group (1 character)"]
     else:
         names = ["the original value"] + [f"level {i} of the hierarchy" for i in range(1, height)]
     names = (names + [f"level {i}" for i in range(len(names), height)])[:height]
@@ -273,16 +286,40 @@ def _loss_per_column(source: pd.DataFrame, output: pd.DataFrame, qis: Sequence[s
 
 # ------------------------------------------------------------------ the report dict
 
+def _events_per_person(person_index: np.ndarray) -> dict:
+    n = np.bincount(person_index)
+    return {"min": int(n.min()), "median": float(np.median(n)), "mean": float(n.mean()), "max": int(n.max())}
+
+
+def longitudinal_section(a: Assessment, attack: Mapping[str, Any] | None = None,
+                         operations: Sequence[Mapping[str, Any]] = ()) -> dict:
+    """The report's longitudinal part: persons and events, per-person vs per-row risk, the adversary power
+    and the simulated attack (``deid assess --attack``), and earlier truncation/code operations (their
+    ``deid truncate``/``deid codes`` report JSON)."""
+    lg = a.spec.longitudinal
+    if lg is None or a.person_index is None:
+        raise DeidInputError("the longitudinal section needs an assessment made with [longitudinal]")
+    rows = a.row_summary or {}
+    return {"person": lg.person, "level1": list(lg.level1), "level2": list(lg.level2),
+            "adversary_power": lg.adversary_power, "persons": a.summary["persons"], "events": a.summary["events"],
+            "events_per_person": _events_per_person(a.person_index),
+            "risk_persons": {"k_min": a.summary["k_min"], **a.summary["prosecutor"]},
+            "risk_rows": {"k_min": rows.get("k_min"), **(rows.get("prosecutor") or {})},
+            "attack": dict(attack) if attack else None, "operations": [dict(o) for o in operations]}
+
+
 def build_report(a: Assessment, input_name: str = "", today: _dt.date | None = None, *,
                  source: pd.DataFrame | None = None, before: Assessment | None = None,
-                 policy: Policy | None = None, reapply: Mapping[str, str] | None = None) -> dict:
+                 policy: Policy | None = None, reapply: Mapping[str, str] | None = None,
+                 attack: Mapping[str, Any] | None = None, operations: Sequence[Mapping[str, Any]] = ()) -> dict:
     """The five-step report as a JSON-ready dict (the ``report`` key of the assess JSON).
 
     ``a`` assesses the released table. ``source`` is the table before
     de-identification (same rows); ``before`` an assessment of it when ``a``
     was measured from scratch on the release (link-release); ``policy`` the
     policy that made the release (default ``a.policy``); ``reapply`` says how
-    to re-apply it (``command`` and ``policy_file``).
+    to re-apply it (``command`` and ``policy_file``). With ``[longitudinal]`` the report gains a
+    ``longitudinal`` part (:func:`longitudinal_section`; ``attack`` and ``operations`` go into it).
     """
     today = today or _dt.date.today()
     spec = (before or a).spec
@@ -310,6 +347,7 @@ def build_report(a: Assessment, input_name: str = "", today: _dt.date | None = N
         },
         "2_threshold": {
             "release_type": rel.type, "threshold": rel.threshold, "k_equivalent": k,
+            "k_unit": "persons" if a.spec.longitudinal is not None else "records",
             "metric": "maximum risk (T4, public)" if rel.type == "public" else "strict average risk x Pr(T) (T1-T3)",
             "threshold_table": {t: {"metric": v["metric"], "range": list(v["range"])} for t, v in THRESHOLD_TABLE.items()},
             "why": ("A public release faces a demonstration attack, so its maximum risk is held to 0.09–0.05."
@@ -339,7 +377,11 @@ def build_report(a: Assessment, input_name: str = "", today: _dt.date | None = N
             "reassess_between": [_add_months(today, 18).isoformat(), _add_months(today, 24).isoformat()],
         },
     }
-    return {"input": input_name, "generated": today.isoformat(), "steps": steps, "sources": dict(SOURCES)}
+    report = {"input": input_name, "generated": today.isoformat(), "steps": steps, "sources": dict(SOURCES)}
+    if a.spec.longitudinal is not None and a.person_index is not None:
+        report["longitudinal"] = longitudinal_section(a, attack, operations)
+        report["sources"].update(LONGITUDINAL_SOURCES)
+    return report
 
 
 # ------------------------------------------------------------------ plots
@@ -473,7 +515,8 @@ def _section_threshold(s: dict) -> list[str]:
     return [
         "<h2>2. The threshold</h2>",
         _p(f"This is a {t['release_type']} release. {t['why']} The threshold is {t['threshold']}: every "
-           f"equivalence class must hold at least k = {t['k_equivalent']} records for the risk measured on "
+           f"equivalence class must hold at least k = {t['k_equivalent']} {t.get('k_unit', 'records')} for the "
+           "risk measured on "
            f"them to stay at or under it."),
         _table(["attack", "risk metric", "threshold range"], rows),
     ]
@@ -619,6 +662,93 @@ def _section_linkage(link: Mapping[str, Any]) -> list[str]:
     return parts
 
 
+def _pct(x: float | None) -> str:
+    return "—" if x is None else f"{100 * x:.2f} %"
+
+
+def _operation_text(op: Mapping[str, Any]) -> tuple[str, str]:
+    """(what, result) of one earlier ``deid truncate``/``deid codes`` report, in words."""
+    if "removed_claims" in op:
+        how = (f"claims per person top-coded at the {op.get('percentile')}th percentile ({op.get('cutoff')} claims)"
+               if op.get("method") == "percentile" else
+               f"every bin of {op.get('width', 5)} claims per person holds at least k = {op.get('k')} persons")
+        return (f"Long tail truncated: {how}",
+                f"{op['removed_claims']:,} of {op['claims']:,} claims removed ({_pct(op['removed_claims_proportion'])})"
+                f", from {op['removed_persons']:,} of {op['persons']:,} persons")
+    if op.get("operation") == "suppress":
+        return (f"Codes in {op.get('code')} suppressed where a code group is held by fewer than k = {op.get('k')} "
+                "persons in its class", f"{op['suppressed_rows']:,} rows of {op['suppressed_persons']:,} persons "
+                f"({op['groups_below_k']:,} code groups)")
+    if op.get("operation") == "shuffle":
+        return (f"Codes in {op.get('code')} shuffled among the persons of each class and code group "
+                f"(level {op.get('group_level')} of the code hierarchy)",
+                f"{op['rows_changed']:,} of {op['events']:,} rows now hold a different code "
+                f"({op['groups']:,} groups); every group keeps its codes and their counts")
+    return ("Earlier step", json.dumps(op, default=str)[:200])
+
+
+def _section_longitudinal(lg: Mapping[str, Any]) -> list[str]:
+    epp = lg["events_per_person"]
+    rp, rr = lg["risk_persons"], lg["risk_rows"]
+    parts = [
+        "<h2>Longitudinal data: one person, many rows</h2>",
+        _p(f"The table holds {lg['events']:,} events (rows) of {lg['persons']:,} persons, identified by the "
+           f"column {lg['person']} (removed from the release). A person has {epp['min']:,} to {epp['max']:,} "
+           f"events (median {_fmt(epp['median'])}). Every class size in this report counts distinct persons: "
+           "three identical claims of one patient are a class of one person, whose risk is 1, not 1/3."),
+        _p(f"Values fixed per person (level 1, always assumed known to an adversary): {_names(lg['level1'])}. "
+           f"Values of each event (level 2): {_names(lg['level2'])}."),
+        _table(["released data counted by", "smallest class", "maximum risk", "average risk"],
+               [["persons (used in this report)", rp.get("k_min"), rp.get("max"), rp.get("average")],
+                ["rows (would understate the risk)", rr.get("k_min"), rr.get("max"), rr.get("average")]],
+               numeric=(1, 2, 3)),
+    ]
+    att = lg.get("attack")
+    if att:
+        power, res = att["adversary_power"], att["attack"]
+        p_max = power["p_max"]
+        if power.get("fixed"):
+            parts.append(_p(f"Adversary power: the adversary is assumed to know {p_max} value(s) of each event "
+                            f"column for every person."))
+        else:
+            by = power["by_qi"]
+            rows = [[p] + [by[h]["distribution"].get(str(p), 0) for h in by] for p in range(1, p_max + 1)]
+            parts += [_p(f"Adversary power: how many values of each event column an adversary is assumed to know "
+                         f"about a person, at most {p_max}. It grows with the person's number of events and falls "
+                         "when their values vary little (the book's formula with the Simpson variability). "
+                         "Persons by power:"),
+                      _table(["values known"] + [f"persons ({h})" for h in by], rows,
+                             numeric=tuple(range(1, len(by) + 1)))]
+        lo, hi = res["ci95"]
+        thr = res["threshold"]
+        how = ("every possible combination of known values of every person was tried" if res["exact"] else
+               f"{res['iterations']:,} attacks were simulated on persons drawn at random (seed {res['seed']})")
+        ok = res["average"] <= thr
+        parts += [
+            _p("Simulated attack: the adversary knows a person's level-1 values and as many of their event values "
+               "as their power allows, looks for released persons whose events contain all of them, and picks one "
+               f"of those at random. {how[0].upper() + how[1:]}."),
+            _table(["result", "value"],
+                   [["average chance of a correct re-identification", _pct(res["average"])],
+                    ["95 % confidence interval", f"{_pct(lo)} to {_pct(hi)}" if not res["exact"] else "exact"],
+                    [f"persons above the threshold {thr}", _pct(res["high_risk_persons"])],
+                    ["simulated attack, average against the threshold", _verdict(ok)]]),
+            _p("Two measures, two adversaries: step 5 below counts, per person, the persons who share one of "
+               "their events (level-1 and level-2 values of one row: an adversary who knows one event), and "
+               "gives the verdict on the threshold; the simulated attack above assumes an adversary who knows "
+               "several events, all of which must be found in the same released person (the measure of the "
+               "Heritage Health Prize release). They can disagree; the release decision should say which one "
+               "it relies on."),
+        ]
+    else:
+        parts.append(_p("No simulated attack was run (deid assess --attack runs one)."))
+    ops = lg.get("operations") or []
+    if ops:
+        parts += ["<h3>Done before this assessment</h3>",
+                  _table(["step", "result"], [_operation_text(o) for o in ops])]
+    return parts
+
+
 def _section_policy(s: dict) -> list[str]:
     tr = s["4_transformation"]
     re_ = tr.get("reapply") or {}
@@ -658,6 +788,8 @@ def render_html(report: Mapping[str, Any], images: Mapping[str, str] | None = No
         parts += _section_linkage(report["linkage"])
     parts += _section_identifiers(s)
     parts += _section_threshold(s)
+    if report.get("longitudinal"):
+        parts += _section_longitudinal(report["longitudinal"])
     parts += _section_attacks(s)
     parts += _section_transformation(s)
     parts += _section_evidence(s, images or {})

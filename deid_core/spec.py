@@ -32,7 +32,7 @@ ROLES = ("direct", "quasi", "sensitive", "other")
 REST_FATES = ("drop", "other", "quasi")
 RELEASE_TYPES = ("public", "non-public")
 MISSING_CHOICES = ("own_class", "match_any")
-BUILDERS = ("csv", "interval", "dates", "prefix", "icd", "flat")
+BUILDERS = ("csv", "interval", "dates", "prefix", "icd", "atc", "flat")
 #: Marker written in place of a suppressed cell; read back as missing.
 SUPPRESSED = "[suppressed]"
 
@@ -316,11 +316,14 @@ def parse_spec(raw: Mapping[str, Any], base_dir: Path | None = None) -> Spec:
             raise DeidInputError(f"[transform] levels: {col!r} is not a quasi-identifier")
         if isinstance(lvl, bool) or not isinstance(lvl, int) or lvl < 0:
             raise DeidInputError(f"[transform] levels: level of {col!r} must be a non-negative integer")
+    longitudinal = _longitudinal(raw.get("longitudinal"), columns)
+    if longitudinal is not None:  # the person column is never released: direct, even when [columns] omits it
+        columns.setdefault(longitudinal.person, "direct")
     return Spec(
         columns=dict(columns), types=dict(raw.get("types") or {}), hierarchies=hierarchies,
         release=release, missing=missing, gamma=gamma, missing_values=missing_values,
         levels=levels, record_suppression=bool(tr.get("record_suppression", False)), rest=rest,
-        longitudinal=_longitudinal(raw.get("longitudinal"), columns),
+        longitudinal=longitudinal,
     )
 
 

@@ -27,6 +27,8 @@ import pandas as pd
 import deid_core
 from deid_core.detect import check_release
 from deid_core.report import plots
+from deid_core.longitudinal.persons import level1_table
+from deid_core.spec import LongitudinalSpec
 from party_client.errors import PartyError
 from party_client.matching.rules import Rules
 from party_client.matching.rules_file import load_rules
@@ -46,6 +48,40 @@ def _release_spec(spec: deid_core.Spec, columns: list[str]) -> deid_core.Spec:
     """The spec restricted to what is released, without hierarchies: a re-assessment from scratch."""
     return replace(spec, columns={c: r for c, r in spec.columns.items() if c in columns and r != "direct"},
                    types={}, hierarchies={}, levels={}, record_suppression=False)
+
+
+def _person_column(spec: deid_core.Spec, joined: pd.DataFrame, id_column: str | None) -> str | None:
+    """The column whose rows belong to one person: the spec's ``[longitudinal] person``, else the querier's
+    key when the join has multiplicity (a key matched by several holder rows repeats in the joined table)."""
+    if spec.longitudinal is not None:
+        return spec.longitudinal.person
+    if id_column and id_column in joined.columns and joined[id_column].dropna().duplicated().any():
+        return id_column
+    return None
+
+
+def _per_person(spec: deid_core.Spec, output: pd.DataFrame, joined: pd.DataFrame, person: str,
+                querier_columns: list[str]) -> tuple[deid_core.Spec, pd.DataFrame]:
+    """A spec and released table assessed per person: the person column put back (as a direct identifier,
+    dropped again by the assessment) and ``[longitudinal]`` set (El Emam & Arbuckle, ch. 4). Without the
+    spec's own section, the querier's quasi-identifiers are level 1 (one querier record per person, so
+    fixed per person) when they are the same on all of a person's rows, the holder's are level 2."""
+    if len(output) != len(joined):
+        raise deid_core.DeidInputError("the release does not keep the joined rows: cannot count persons")
+    frame = output.copy()
+    frame.insert(0, person, joined[person].to_numpy())
+    quasi = tuple(c for c, r in spec.columns.items() if r == "quasi" and c in output.columns)
+    lg = spec.longitudinal
+    if lg is None:
+        level1 = tuple(c for c in quasi if c in querier_columns)
+        try:
+            level1_table(frame, person=person, level1=list(level1))
+        except deid_core.DeidInputError:  # the querier's own table has several rows per person
+            level1 = ()
+        lg = LongitudinalSpec(person=person, level1=level1, level2=tuple(c for c in quasi if c not in level1))
+    lg = replace(lg, level1=tuple(c for c in lg.level1 if c in output.columns),
+                 level2=tuple(c for c in lg.level2 if c in output.columns))
+    return replace(spec, columns={person: "direct", **spec.columns}, longitudinal=lg), frame
 
 
 def _deidentify(joined: pd.DataFrame, spec: deid_core.Spec, method: str, policy_path: str | None,
@@ -189,7 +225,12 @@ def link_release(party, holder: str, data, *, spec: str | Path, method: str, out
                               safe_harbor=method == "safe-harbor" or (method == "policy" and applied.is_safe_harbor()))
         method_info["policy"] = applied.with_fates({c: f for c, f in fates.items() if f != "masked"}, spec_obj.rest,
                                                    method == "safe-harbor").to_dict()
-        assessment = deid_core.assess(output, _release_spec(spec_obj, list(output.columns)))
+        release_spec, assessed = _release_spec(spec_obj, list(output.columns)), output
+        person = _person_column(spec_obj, joined, id_column)
+        if person is not None:  # several rows per person: class sizes count persons, not rows
+            release_spec, assessed = _per_person(release_spec, output, joined, person, list(frame.columns))
+            spec_obj = replace(spec_obj, longitudinal=release_spec.longitudinal)
+        assessment = deid_core.assess(assessed, release_spec)
     except deid_core.DeidInputError as error:
         raise PartyError(f"de-identification: {error}") from None
     linkage = {key: linked.report.get(key) for key in
@@ -215,6 +256,7 @@ def link_release(party, holder: str, data, *, spec: str | Path, method: str, out
             "html": str(report_dir / "release_report.html"), "records": int(len(output)),
             "matched_records": linkage["matched_records"], "k_min": summary.get("k_min"),
             "max_risk": summary["prosecutor"]["max"], "meets_threshold": assessment.attack["meets_threshold"],
+            "persons": summary.get("persons"),
             "seconds": linkage["linked_seconds"]}
 
 

@@ -10,6 +10,8 @@ import time
 from pathlib import Path
 
 from ..errors import DeidInputError
+from .longitudinal import (add_attack_options, assess_attack, check_attack_options, complete_knowledge_summary,
+                           longitudinal_of, prior_reports, repeated_id_warnings)
 from .options import INPUT_HELP, SPEC_HELP, accepted_columns, add_accept, guard_outputs, parse_levels
 
 
@@ -19,7 +21,8 @@ def cmd_assess(args: argparse.Namespace) -> int:
     from ..report import build_report, plots, render_html
     from ..spec import load_spec
 
-    guard_outputs([args.input, args.spec, args.population], [args.out, args.html, args.output, args.policy_out, args.per_record])
+    guard_outputs([args.input, args.spec, args.population, *(args.prior_report or [])],
+                  [args.out, args.html, args.output, args.policy_out, args.per_record])
     t0 = time.perf_counter()
     spec = load_spec(args.spec)
     df = read_table(args.input, spec.missing_values)
@@ -30,6 +33,11 @@ def cmd_assess(args: argparse.Namespace) -> int:
     spec = spec.resolve(df.columns) if fates is not None else spec
     pop = read_table(args.population, spec.missing_values, categorical=False) if args.population else None
     numeric = [c for c in args.numeric.split(",") if c] if args.numeric is not None else None
+    if args.attack:
+        check_attack_options(args)
+        longitudinal_of(spec, "assess --attack")
+    if args.complete_knowledge:
+        longitudinal_of(spec, "assess --complete-knowledge")
     a = assess(df, spec, pop, levels=parse_levels(args.levels), record_suppression=True if args.suppress else None,
                numeric=numeric)
     result = a.to_dict()
@@ -37,7 +45,15 @@ def cmd_assess(args: argparse.Namespace) -> int:
         result["policy"] = a.policy.to_dict(relative_to=Path(args.policy_out).resolve().parent)
     reapply = {"command": f"deid apply --input NEXT.csv --policy {args.policy_out or 'POLICY.json'} --out RELEASE.csv",
                "policy_file": str(args.policy_out or "")}
-    result["report"] = build_report(a, input_name=str(args.input), source=df, reapply=reapply)
+    warnings = repeated_id_warnings(df, spec)
+    if warnings:
+        result["warnings"] = warnings
+    if args.attack:
+        result["longitudinal"] = assess_attack(args, df, spec, a)
+    if args.complete_knowledge:
+        result["complete_knowledge"] = complete_knowledge_summary(args, df, spec, a)
+    result["report"] = build_report(a, input_name=str(args.input), source=df, reapply=reapply,
+                                    attack=result.get("longitudinal"), operations=prior_reports(args.prior_report))
     if args.output:
         from ..detect import check_release
         result["identifier_check"] = check_release(a.output, fates, safe_harbor=False, accepted=accepted)
@@ -53,6 +69,8 @@ def cmd_assess(args: argparse.Namespace) -> int:
         a.policy.with_fates(fates, spec.rest, False).save(args.policy_out)
     if args.per_record:
         write_table(a.per_record, args.per_record)
+    for w in warnings:
+        print(f"deid: warning: {w}", file=sys.stderr)
     return 0
 
 
@@ -117,7 +135,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     a.add_argument("--suppress", action="store_true", help="suppress records in classes smaller than k(threshold)")
     a.add_argument("--output", help="write the transformed data here")
     a.add_argument("--policy-out", help="write the re-appliable policy JSON here")
-    a.add_argument("--per-record", help="CSV of per-record risks (class size, prosecutor, journalist, instance disclosure)")
+    a.add_argument("--per-record", help="CSV of per-record risks (class size, prosecutor, journalist, instance "
+                                        "disclosure); one row per person with [longitudinal]")
+    a.add_argument("--attack", action="store_true", help="[longitudinal]: also run the simulated attack on the "
+                                                         "release (adversary power per person)")
+    add_attack_options(a, "--attack: p_max (default: [longitudinal] adversary_power)")
+    a.add_argument("--complete-knowledge", choices=("approximate", "exact"),
+                   help="[longitudinal]: also measure k when the adversary knows all of a person's events "
+                        "(exact: which values share an event)")
+    a.add_argument("--prior-report", action="append", metavar="JSON",
+                   help="[longitudinal]: the --report of an earlier deid truncate or deid codes run on this data, "
+                        "described in the report (repeatable)")
     a.add_argument("--numeric", help="comma-separated numeric columns for before/after mean, SD, correlation")
     add_accept(a)
     a.set_defaults(run=cmd_assess)

@@ -35,11 +35,11 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
+from statistics import NormalDist
 from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
-from scipy.stats import norm
 
 from ..errors import DeidInputError
 from ._codes import factorize, joint_codes, require_columns
@@ -254,7 +254,7 @@ def simulate_attack(released: pd.DataFrame, *, person: str, level1: Sequence[str
     risk, above = _risks(np.concatenate(q_parts), np.concatenate(v_parts), bclass[targets], target_r[targets],
                          rel, threshold, sampling_fraction)
     mean = float(risk.mean())
-    half = float(norm.ppf(0.5 + confidence / 2) * risk.std(ddof=1) / math.sqrt(iterations)) if iterations > 1 else 0.0
+    half = float(NormalDist().inv_cdf(0.5 + confidence / 2) * risk.std(ddof=1) / math.sqrt(iterations)) if iterations > 1 else 0.0
     per = pd.DataFrame({person: np.asarray(bpids)[targets], "risk": risk})
     return AttackResult(mean, float(above.mean()), (max(0.0, mean - half), min(1.0, mean + half)), threshold,
                         P, iterations, False, per)

@@ -9,12 +9,11 @@
   group), deal the original codes out again in a uniformly random order
   (ch. 10, "Shuffling": the codes and their frequencies are kept, the link
   code-person is broken). Connected fields move with their code.
-* :func:`atc_rows` — ATC drug-code levels (7 → 5 → 4 → 3 → 1 characters → ``*``),
-  in the row layout of the built-in ICD and CPT hierarchy builders.
+* :func:`atc_rows` — ATC drug-code levels (7 → 5 → 4 → 3 → 1 characters → ``*``), the ``atc``
+  hierarchy builder of :mod:`deid_core.hierarchy`, re-exported here.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -22,11 +21,12 @@ import numpy as np
 import pandas as pd
 
 from ..errors import DeidInputError
+from ..hierarchy import atc_rows
 from ..spec import SUPPRESSED
 from ._codes import factorize, joint_codes, require_columns
 from .persons import person_codes
 
-TOP = "*"
+__all__ = ["CodeSuppression", "atc_rows", "shuffle_codes", "suppress_codes"]
 
 
 @dataclass(frozen=True)
@@ -97,24 +97,3 @@ def shuffle_codes(df: pd.DataFrame, *, code: str, keys: Sequence[str], connected
         new[rows] = vals[dealt]
         out[c] = pd.Series(new, index=df.index, dtype=df[c].dtype)
     return out
-
-
-_ATC = re.compile(r"^[A-Z]([0-9]{2}([A-Z]([A-Z]([0-9]{2})?)?)?)?$")
-
-
-def atc_rows(values: Sequence[str], name: str = "") -> list[list[str]]:
-    """ATC codes: 7 → 5 → 4 → 3 → 1 characters → ``*`` (El Emam & Arbuckle, ch. 10, ATC levels).
-
-    ``C01DA02`` (glyceryl trinitrate) → ``C01DA`` → ``C01D`` → ``C01`` → ``C`` → ``*``.
-    Codes given at a coarser level (1, 3, 4 or 5 characters) repeat themselves
-    on the finer levels so the levels nest.
-    """
-    cols: list[list[str]] = [list(values), [], [], [], []]
-    for v in values:
-        s = v.strip().upper()
-        if not _ATC.match(s):
-            raise DeidInputError(f"column {name!r}: value {v!r} is not an ATC code (e.g. C01DA02)")
-        for i, n in enumerate((5, 4, 3, 1)):
-            cols[i + 1].append(s[:n])
-    cols.append([TOP] * len(values))
-    return [list(r) for r in zip(*cols)]
