@@ -49,6 +49,17 @@ class OptimalRelease:
         return reassess(output, self.qis, self.criterion)
 
 
+def search_with_progress(problem: FullDomainProblem, top: int, progress: bool) -> SearchResult:
+    """:func:`search_ola` on ``problem``, with a node-count bar on stderr when ``progress`` (shown after 2 s)."""
+    if not progress:
+        return search_ola(problem, top=top)
+    from tqdm import tqdm
+    with tqdm(total=int(np.prod([h + 1 for h in problem.heights])), delay=2, desc="deid search (nodes)",
+              unit="node", leave=False) as bar:  # shows only if the search runs > 2 s
+        problem.on_evaluate = bar.update
+        return search_ola(problem, top=top)
+
+
 def optimal_release(frame: pd.DataFrame, spec: Spec, *, threshold: float | None = None, k: int | None = None,
                     measure: str = "attack", max_suppression: float = 0.0, loss: str = "nue", top: int = 1,
                     progress: bool = False) -> OptimalRelease:
@@ -72,14 +83,7 @@ def optimal_release(frame: pd.DataFrame, spec: Spec, *, threshold: float | None 
         criterion = (Criterion.for_release(n, spec.release, thr, max_suppression) if measure == "attack"
                      else Criterion.build(n, threshold=thr, measure=measure, max_suppression=max_suppression))
     problem = FullDomainProblem(encode_table(frame, spec), criterion, loss)
-    if progress:
-        from tqdm import tqdm
-        with tqdm(total=int(np.prod([h + 1 for h in problem.heights])), delay=2, desc="deid search (nodes)",
-                  unit="node", leave=False) as bar:  # shows only if the search runs > 2 s
-            problem.on_evaluate = bar.update
-            result = search_ola(problem, top=top)
-    else:
-        result = search_ola(problem, top=top)
+    result = search_with_progress(problem, top, progress)
     policy = None
     if result.policies:
         best = result.policies[0]

@@ -22,7 +22,9 @@ values and matches on their released (generalized) form, which is what makes
 "generalizing never raises the risk" hold draw for draw (same seed).
 
 Monte Carlo: ``iterations`` targets drawn uniformly with replacement, normal
-95% interval of the mean. ``exact=True`` enumerates every combination of
+95% interval of the mean; ``census=True`` takes every background person as
+the target once instead (one draw of knowledge each: a per-person risk, e.g.
+to choose whom to suppress). ``exact=True`` enumerates every combination of
 ``p_h`` values of every person (small data) and averages exactly.
 
 Vectorized: every (person, value) pair of the release is one sorted int64 key
@@ -188,8 +190,12 @@ def simulate_attack(released: pd.DataFrame, *, person: str, level1: Sequence[str
                     power: int | pd.DataFrame, background: pd.DataFrame | None = None,
                     background_values: Mapping[str, str] | None = None, iterations: int = 10_000, seed: int = 0,
                     threshold: float = 0.05, exact: bool = False, sampling_fraction: float = 1.0,
-                    confidence: float = 0.95, max_combinations: int = 2_000_000) -> AttackResult:
+                    confidence: float = 0.95, max_combinations: int = 2_000_000, census: bool = False,
+                    ) -> AttackResult:
     """Average re-identification risk under a simulated attack (see module docstring).
+
+    ``census=True``: every background person is the target once (``iterations`` is ignored), so
+    ``per_target`` has one row per person in background order.
 
     ``power``: one int for every person and QI, or a frame indexed by the
     background person ids with one column per level-2 QI (as returned by
@@ -238,7 +244,8 @@ def simulate_attack(released: pd.DataFrame, *, person: str, level1: Sequence[str
                       max_combinations)
 
     rng = np.random.default_rng(seed)
-    targets = rng.integers(0, B, size=iterations)
+    targets = np.arange(B) if census else rng.integers(0, B, size=iterations)
+    iterations = len(targets)
     q_parts, v_parts = [np.arange(iterations)], [bclass[targets]]
     for i, (start, count, uvid) in enumerate(units):
         # p of each target's d distinct values without replacement: the p smallest of d uniform keys
