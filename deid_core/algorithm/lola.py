@@ -80,6 +80,11 @@ class LolaCriterion:
         return int(math.floor(self.max_suppression * self.persons + 1e-9))
 
     @property
+    def count_limit(self) -> int:
+        """Matching sets are counted up to ``floor(k) + 1`` persons: enough to decide ``m < k`` exactly."""
+        return int(math.floor(self.k)) + 1
+
+    @property
     def census(self) -> bool:
         return self.iterations >= self.persons
 
@@ -90,7 +95,8 @@ class LolaCriterion:
         return {"kind": "lola", "threshold": self.threshold, "sampling_fraction": self.sampling_fraction,
                 "k": self.k, "max_suppression": self.max_suppression, "max_suppressed_persons": self.max_suppressed,
                 "adversary_power": self.p_max, "iterations": self.iterations, "seed": self.seed,
-                "evaluation": "census" if self.census else "monte-carlo",
+                "evaluation": "census" if self.census else "monte-carlo", "count_limit": self.count_limit,
+                "risk": "average attack risk, matching sets counted up to count_limit persons (an upper bound)",
                 "knowledge": "original level-2 values, matched on their generalized form"}
 
 
@@ -119,7 +125,7 @@ class LongitudinalProblem(FullDomainProblem):
         return simulate_attack(self.frame(node), person="__person", level1=self.level1, level2=self.level2,
                                power=self.power, background_values={h: f"__original {h}" for h in self.level2},
                                iterations=c.iterations, seed=c.seed, threshold=c.threshold,
-                               sampling_fraction=c.sampling_fraction, census=census)
+                               sampling_fraction=c.sampling_fraction, census=census, count_limit=c.count_limit)
 
     def evaluate(self, node: Node) -> NodeResult:
         """Attack risk at ``node``: acceptable when the high-risk proportion ≤ MaxSup (cached)."""
@@ -190,7 +196,7 @@ class LolaRelease:
         res = simulate_attack(kept, person="__person", level1=self.level1, level2=self.level2, power=self.power,
                               background_values=orig, iterations=c.iterations, seed=c.seed,
                               threshold=c.threshold, sampling_fraction=c.sampling_fraction,
-                              census=c.iterations >= persons)
+                              census=c.iterations >= persons, count_limit=c.count_limit)
         return {"average_risk": res.average_risk, "high_risk_proportion": res.high_risk_proportion,
                 "suppressed_persons": int(len(self.suppressed_persons)), "meets": c.meets(res.high_risk_proportion)}
 

@@ -175,3 +175,67 @@ def test_cli_lola_bad_input_exits_2_with_one_line(tmp_path, toml, extra, msg):
     assert p.returncode == 2
     assert len(p.stderr.strip().splitlines()) == 1 and msg in p.stderr and "Traceback" not in p.stderr
     assert not out.exists() and not (tmp_path / "o.csv").exists()
+
+
+def test_count_limit_keeps_the_high_risk_flags_and_bounds_the_risk():
+    from deid_core.longitudinal.attack import simulate_attack
+    df = claims(200, seed=5)
+    kw = dict(person="pid", level1=["sex"], level2=["dx"], power=2, seed=4, threshold=0.1)
+    for census in (False, True):
+        full = simulate_attack(df, iterations=300, census=census, **kw)
+        capped = simulate_attack(df, iterations=300, census=census, count_limit=11, **kw)  # k = 1 / 0.1 = 10
+        r, rc = full.per_target["risk"].to_numpy(), capped.per_target["risk"].to_numpy()
+        assert ((r > 0.1) == (rc > 0.1)).all() and (rc >= r - 1e-15).all() and (rc > r).any()
+        assert capped.high_risk_proportion == full.high_risk_proportion
+    assert len(full.per_target) == df["pid"].nunique()  # census: every person once
+
+
+# ---------------------------------------------------------------- patient-level OLA ([longitudinal] set)
+
+def _three_persons() -> pd.DataFrame:
+    # p1 (3 identical claims) and p2 share a class; p3's 2 claims are a class of 2 records but 1 person
+    rows = [("p1", "F", "1950", "A1", "0")] * 3 + [("p2", "F", "1950", "A1", "0")] + [("p3", "M", "1960", "B1", "3")] * 2
+    return pd.DataFrame(rows, columns=["pid", "sex", "yob", "dx", "los"])
+
+
+def test_ola_with_longitudinal_counts_classes_in_persons():
+    from deid_core.algorithm.optimal import optimal_release
+    df = _three_persons()
+    rows_spec = parse_spec({k: v for k, v in SPEC.items() if k != "longitudinal"})
+    assert set(optimal_release(df, rows_spec, k=2).best["levels"].values()) == {0}  # row counting: k = 2 holds
+    found = optimal_release(df, parse_spec(SPEC), k=2)
+    assert set(found.best["levels"].values()) != {0}  # p3 alone is a class of 1 person
+    assert found.search.extra["units"] == "persons" and found.search.extra["persons"] == 3
+    assert found.reassess(found.apply(df))["k_min"] >= 2
+    # suppression in persons: floor(0.34 x 3 persons) = 1 person (p3, 2 records) may go
+    found = optimal_release(df, parse_spec(SPEC), k=2, max_suppression=0.34)
+    best = found.best
+    assert set(best["levels"].values()) == {0}
+    assert best["suppressed_persons"] == 1 and best["suppressed_records"] == 2
+    out = found.apply(df)
+    assert out["sex"].astype(str).eq("[suppressed]").tolist() == [False] * 4 + [True] * 2
+    check = found.reassess(out)
+    assert check["meets"] and check["suppressed_persons"] == 1 and check["k_min"] == 2
+
+
+def test_cli_ola_with_longitudinal_suppresses_persons(tmp_path):
+    from deid_core.cli import main
+    df = claims()
+    df.to_csv(tmp_path / "claims.csv", index=False)
+    (tmp_path / "spec.toml").write_text(SPEC_TOML + LONGITUDINAL_TOML)
+    out, rel = tmp_path / "r.json", tmp_path / "best.csv"
+    assert main(["search", "--input", str(tmp_path / "claims.csv"), "--spec", str(tmp_path / "spec.toml"),
+                 "--method", "ola", "--k", "3", "--max-suppression", "0.1", "--top", "1", "--out", str(out),
+                 "--apply-best", str(rel)]) == 0
+    r = json.loads(out.read_text())
+    best = r["policies"][0]
+    persons = df["pid"].nunique()
+    assert r["units"] == "persons" and r["criterion"]["max_suppressed_records"] == int(0.1 * persons)
+    assert 0 < best["suppressed_persons"] <= int(0.1 * persons) and r["best_reassessed"]["meets"]
+    released = read_table(rel)
+    supp = released["sex"].isna().to_numpy()
+    assert df.loc[supp, "pid"].nunique() == best["suppressed_persons"] and supp.sum() == best["suppressed_records"]
+    kept = released.loc[~supp].assign(pid=df.loc[~supp, "pid"].to_numpy())
+    qis = ["sex", "yob", "dx", "los"]
+    persons_per_class = kept.groupby(qis, observed=True)["pid"].transform("nunique")
+    assert persons_per_class.min() >= 3  # every remaining class holds at least 3 distinct persons
