@@ -24,7 +24,9 @@ The reported nodes are still checked after the search (evaluated, dropped if not
 
 Node evaluation: ``iterations`` targets drawn with replacement (the paper samples 10,000 patients), or,
 when ``iterations`` ≥ the number of persons, every person once (a census). The persons to suppress at
-the chosen node always come from a census (every person the target once, one draw each).
+the chosen node always come from a census (every person the target once, one draw each); after a
+Monte-Carlo search the best node must also meet MaxSup on that census, else it is rejected and the
+search continues (``rejected_by_census``).
 
 Information loss: the node's loss without suppression (:class:`deid_core.metric.NodeLoss`, per claim),
 which ranks the nodes; the best node also reports the loss with its suppressed persons' claims counted as
@@ -33,7 +35,7 @@ fully generalized.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -108,6 +110,7 @@ class LongitudinalProblem(FullDomainProblem):
         super().__init__(table, criterion, loss)  # type: ignore[arg-type]  # duck-typed criterion
         self.person, self.level1, self.level2, self.power = person, level1, level2, power
         self.attacks: dict[Node, AttackResult] = {}
+        self.census_high: dict[Node, np.ndarray] = {}
         self.person_ids: pd.Index = pd.RangeIndex(criterion.persons)  # person id of each index 0..P-1
         self.power_by_id: pd.DataFrame = power
 
@@ -144,11 +147,13 @@ class LongitudinalProblem(FullDomainProblem):
         return float(self.lower_bounds(np.asarray([node]))[0])
 
     def high_risk_persons(self, node: Node) -> np.ndarray:
-        """Census at ``node``: per person (0..P-1), whether their attack risk is above the threshold."""
+        """Census at ``node``: per person (0..P-1), whether their attack risk is above the threshold (cached)."""
         c: LolaCriterion = self.criterion  # type: ignore[assignment]
-        res = self.attacks.get(node) if c.census else None
-        res = res if res is not None else self.attack(node, census=True)
-        return res.per_target["risk"].to_numpy() > c.threshold
+        if node not in self.census_high:
+            res = self.attacks.get(node) if c.census else None
+            res = res if res is not None else self.attack(node, census=True)
+            self.census_high[node] = res.per_target["risk"].to_numpy() > c.threshold
+        return self.census_high[node]
 
 
 @dataclass
@@ -256,11 +261,28 @@ def lola_release(frame: pd.DataFrame, spec: Spec, *, threshold: float | None = N
                            max_suppression=max_suppression, iterations=iterations, seed=seed, p_max=p_max, loss=loss)
     criterion: LolaCriterion = problem.criterion  # type: ignore[assignment]
     persons, pcode = criterion.persons, problem.person
-    result = search_with_progress(problem, top, progress)
-    # monotone by construction (module docstring); a reported node that fails its own evaluation is dropped
-    kept = [p for p in result.policies if problem.evaluate(tuple(p["levels"][q] for q in problem.qis)).acceptable]
+    rejected: set[Node] = set()
+
+    def node_of(p: dict) -> Node:
+        return tuple(p["levels"][q] for q in problem.qis)
+
+    while True:
+        result = search_with_progress(problem, top, progress)
+        # monotone by construction (module docstring); a reported node that fails its own evaluation is dropped
+        kept = [p for p in result.policies if problem.evaluate(node_of(p)).acceptable]
+        failing = sum(node_of(p) not in rejected for p in result.policies) - len(kept)
+        if not kept or criterion.census:
+            break
+        # a Monte-Carlo acceptance is verified by the census that picks the persons to suppress; a node
+        # failing it is rejected and the search goes on from the evaluations made so far
+        node = node_of(kept[0])
+        if criterion.meets(float(problem.high_risk_persons(node).mean())):
+            break
+        problem.cache[node] = replace(problem.cache[node], acceptable=False)
+        rejected.add(node)
+    result.extra["rejected_by_census"] = len(rejected)
     result.method = "lola"
-    result.extra["reported_nodes_failing_recheck"] = len(result.policies) - len(kept)
+    result.extra["reported_nodes_failing_recheck"] = failing
     result.policies = kept
     result.extra["criterion"] = criterion.to_dict()
     result.extra["persons"] = persons
