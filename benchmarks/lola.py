@@ -49,8 +49,10 @@ def run(persons: int, seed: int, powers: list[int], iterations: int) -> dict:
         best = found.best or {}
         res["runs"][p] = {"seconds": round(secs, 1), "search_seconds": r["seconds"], "lattice_size": r["lattice_size"],
                           "nodes_evaluated": r["nodes_evaluated"], "minimal_nodes": r["minimal_nodes"],
+                          "rejected_by_census": r["rejected_by_census"],
                           **{k: best.get(k) for k in ("levels", "risk", "high_risk_proportion", "suppressed_persons",
-                                                       "suppressed_records", "information_loss")}}
+                                                       "suppressed_records", "suppressed_share", "information_loss",
+                                                       "attack_average_risk", "attack_ci95")}}
         print(f"p_max {p}: {json.dumps(res['runs'][p])}", file=sys.stderr)
     return res
 

@@ -35,6 +35,8 @@ fully generalized.
 from __future__ import annotations
 
 import math
+import sys
+import time
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -52,6 +54,15 @@ from .full_domain import FullDomainProblem, NodeResult, full_domain_release_poli
 from .lattice import Node
 from .optimal import search_with_progress
 from .result import SearchResult
+
+#: Persons from which the census attacks (seconds) are announced on stderr.
+_LARGE = 20_000
+
+
+def _say(when: bool, line: str) -> None:
+    if when:
+        print(line, file=sys.stderr, flush=True)
+
 
 #: MaxSup of the HHP release: 0.8% of persons above the threshold (El Emam et al. 2012, "Acceptable
 #: Re-identification Risk": 0.05 × 0.008 × N = 1 × 0.0004 × N, the Safe Harbor risk exposure).
@@ -123,12 +134,14 @@ class LongitudinalProblem(FullDomainProblem):
                 cols[f"__original {q}"] = self.codes[i][0]
         return pd.DataFrame(cols)
 
-    def attack(self, node: Node, census: bool) -> AttackResult:
+    def attack(self, node: Node, census: bool, count_limit: int | None = -1) -> AttackResult:
+        """The simulated attack at ``node`` (``count_limit`` -1: the criterion's)."""
         c: LolaCriterion = self.criterion  # type: ignore[assignment]
+        count_limit = c.count_limit if count_limit == -1 else count_limit
         return simulate_attack(self.frame(node), person="__person", level1=self.level1, level2=self.level2,
                                power=self.power, background_values={h: f"__original {h}" for h in self.level2},
                                iterations=c.iterations, seed=c.seed, threshold=c.threshold,
-                               sampling_fraction=c.sampling_fraction, census=census, count_limit=c.count_limit)
+                               sampling_fraction=c.sampling_fraction, census=census, count_limit=count_limit)
 
     def evaluate(self, node: Node) -> NodeResult:
         """Attack risk at ``node``: acceptable when the high-risk proportion ≤ MaxSup (cached)."""
@@ -262,6 +275,7 @@ def lola_release(frame: pd.DataFrame, spec: Spec, *, threshold: float | None = N
     criterion: LolaCriterion = problem.criterion  # type: ignore[assignment]
     persons, pcode = criterion.persons, problem.person
     rejected: set[Node] = set()
+    t0 = time.perf_counter()
 
     def node_of(p: dict) -> Node:
         return tuple(p["levels"][q] for q in problem.qis)
@@ -276,11 +290,14 @@ def lola_release(frame: pd.DataFrame, spec: Spec, *, threshold: float | None = N
         # a Monte-Carlo acceptance is verified by the census that picks the persons to suppress; a node
         # failing it is rejected and the search goes on from the evaluations made so far
         node = node_of(kept[0])
+        _say(progress and persons >= _LARGE and node not in problem.census_high,
+             f"deid search: census attack on the best node {node} (each of {persons:,} persons once)")
         if criterion.meets(float(problem.high_risk_persons(node).mean())):
             break
         problem.cache[node] = replace(problem.cache[node], acceptable=False)
         rejected.add(node)
     result.extra["rejected_by_census"] = len(rejected)
+    result.seconds = time.perf_counter() - t0  # every round of the search and the census checks
     result.method = "lola"
     result.extra["reported_nodes_failing_recheck"] = failing
     result.policies = kept
@@ -299,13 +316,19 @@ def lola_release(frame: pd.DataFrame, spec: Spec, *, threshold: float | None = N
     if result.policies:
         best = result.policies[0]
         node = tuple(best["levels"][q] for q in problem.qis)
+        _say(progress and persons >= _LARGE and node not in problem.census_high,
+             f"deid search: census attack on the best node {node} (each of {persons:,} persons once)")
         high = problem.high_risk_persons(node)
         suppressed = problem.person_ids[high].tolist()
         rows = high[pcode]
         best["suppressed_persons"] = int(high.sum())
         best["suppressed_records"] = int(rows.sum())
-        best["suppressed_share"] = float(high.mean())
+        best["suppressed_share"] = float(high.mean())  # the census proportion of high-risk persons
         best["information_loss_with_suppression"] = problem.losses.loss(node, rows if rows.any() else None)
+        # the average attack risk without the count limit (the number to compare with the paper's Table 7)
+        _say(progress and persons >= _LARGE, f"deid search: attack on the best node {node} without the count limit")
+        full = problem.attack(node, census=criterion.census, count_limit=None)
+        best["attack_average_risk"], best["attack_ci95"] = full.average_risk, list(full.ci95)
         policy = full_domain_release_policy(spec, problem.qis, best["levels"], 0)
     return LolaRelease(result, criterion, problem.qis, spec.longitudinal.person, policy, suppressed,  # type: ignore[union-attr]
                        problem.level1, problem.level2, problem.power_by_id)

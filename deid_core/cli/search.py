@@ -60,6 +60,8 @@ def run_lola(args: argparse.Namespace, spec: Spec, df: pd.DataFrame) -> tuple[di
                                       "suppressed on top of it (not re-appliable to other data)")
         if args.apply_best:
             out = found.apply(df)
+            if found.criterion.persons >= 20_000:
+                print("deid search: re-assessing the release by a fresh attack", file=sys.stderr, flush=True)
             check = found.reassess(out, df)
             result["best_reassessed"] = check
             if not check["meets"]:

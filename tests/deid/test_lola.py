@@ -123,6 +123,9 @@ def test_suppression_is_counted_in_persons():
     # all of a suppressed person's claims are suppressed
     assert not df.loc[~marked, "pid"].isin(found.suppressed_persons).any()
     assert best["information_loss_with_suppression"] > best["information_loss"]
+    # the reported risk counts matching sets up to floor(k) + 1 = 21 persons: an upper bound of the exact average
+    assert found.search.extra["criterion"]["count_limit"] == 21
+    assert 0 < best["attack_average_risk"] <= best["risk"] + 1e-12
 
 
 def test_lola_refuses_a_qi_outside_the_two_levels_and_inconsistent_level1():
@@ -166,33 +169,32 @@ def test_cli_lola_end_to_end(tmp_path):
     assert r["best_reassessed"]["suppressed_persons"] == best["suppressed_persons"]
 
 
-@pytest.mark.parametrize("toml,extra,msg", [
-    (SPEC_TOML, [], "needs a [longitudinal] section"),
-    (SPEC_TOML + LONGITUDINAL_TOML, ["--iterations", "0"], "--iterations must be a positive integer"),
-    (SPEC_TOML + LONGITUDINAL_TOML, ["--sampling-fraction", "1.5"], "outside (0, 1]"),
-])
-def test_cli_lola_bad_input_exits_2_with_one_line(tmp_path, toml, extra, msg):
+def test_cli_lola_without_longitudinal_exits_2_with_one_line(tmp_path):
     claims(20).to_csv(tmp_path / "claims.csv", index=False)
-    (tmp_path / "spec.toml").write_text(toml)
+    (tmp_path / "spec.toml").write_text(SPEC_TOML)
     out = tmp_path / "r.json"
     p = _cli("--input", str(tmp_path / "claims.csv"), "--spec", str(tmp_path / "spec.toml"), "--method", "lola",
-             "--out", str(out), "--apply-best", str(tmp_path / "o.csv"), *extra)
-    assert p.returncode == 2
-    assert len(p.stderr.strip().splitlines()) == 1 and msg in p.stderr and "Traceback" not in p.stderr
+             "--out", str(out), "--apply-best", str(tmp_path / "o.csv"))
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    assert p.stderr.strip().splitlines() == [
+        "deid: error: --method lola needs a [longitudinal] section in the spec (person, level1, level2)"]
     assert not out.exists() and not (tmp_path / "o.csv").exists()
 
 
-def test_count_limit_keeps_the_high_risk_flags_and_bounds_the_risk():
-    from deid_core.longitudinal.attack import simulate_attack
-    df = claims(200, seed=5)
-    kw = dict(person="pid", level1=["sex"], level2=["dx"], power=2, seed=4, threshold=0.1)
-    for census in (False, True):
-        full = simulate_attack(df, iterations=300, census=census, **kw)
-        capped = simulate_attack(df, iterations=300, census=census, count_limit=11, **kw)  # k = 1 / 0.1 = 10
-        r, rc = full.per_target["risk"].to_numpy(), capped.per_target["risk"].to_numpy()
-        assert ((r > 0.1) == (rc > 0.1)).all() and (rc >= r - 1e-15).all() and (rc > r).any()
-        assert capped.high_risk_proportion == full.high_risk_proportion
-    assert len(full.per_target) == df["pid"].nunique()  # census: every person once
+@pytest.mark.parametrize("extra,msg", [
+    (["--iterations", "0"], "--iterations must be a positive integer"),
+    (["--sampling-fraction", "1.5"], "outside (0, 1]"),
+    (["--max-suppression", "-0.1"], "outside [0, 1]"),
+])
+def test_cli_lola_bad_options_exit_2_with_one_line(tmp_path, capsys, extra, msg):
+    from deid_core.cli import main
+    claims(20).to_csv(tmp_path / "claims.csv", index=False)
+    (tmp_path / "spec.toml").write_text(SPEC_TOML + LONGITUDINAL_TOML)
+    out = tmp_path / "r.json"
+    rc = main(["search", "--input", str(tmp_path / "claims.csv"), "--spec", str(tmp_path / "spec.toml"),
+               "--method", "lola", "--out", str(out), *extra])
+    err = capsys.readouterr().err
+    assert rc == 2 and len(err.strip().splitlines()) == 1 and msg in err and not out.exists()
 
 
 # ---------------------------------------------------------------- patient-level OLA ([longitudinal] set)
