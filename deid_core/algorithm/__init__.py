@@ -5,6 +5,8 @@
 * :mod:`.full_domain` — the full-domain problem: an encoded table, a criterion and a loss;
 * :mod:`.ola` — OLA (El Emam et al. 2009) and the exact choice of the least-loss node;
 * :mod:`.optimal` — :func:`optimal_release`, the public optimal full-domain release;
+* :mod:`.lola` — LOLA, OLA with the longitudinal simulated-attack criterion (El Emam et al. 2012;
+  imported on use: it loads the attack's scipy dependency);
 * :mod:`.bitstring` — BPS and Directed over bit strings (Benitez, Loukides & Malin 2010 §2.4);
 * :mod:`.subtree` — full-subtree policies on data with the population risk;
 * :mod:`.baseline` — the Safe Harbor baseline of the searches;

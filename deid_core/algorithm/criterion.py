@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import DeidInputError
+from ..longitudinal.persons import person_class_size
 from ..metric.missingness import missing_mask
 from ..risk.attack import THRESHOLD_TOLERANCE, attack_probabilities, k_for_threshold, meets
 from ..risk.classes import ec_sizes_of
@@ -91,20 +92,30 @@ def criterion_dict(c: Criterion) -> dict:
             "max_suppressed_records": c.max_suppressed}
 
 
-def reassess(out: pd.DataFrame, qis: Sequence[str], criterion: Criterion) -> dict:
+def reassess(out: pd.DataFrame, qis: Sequence[str], criterion: Criterion, persons: np.ndarray | None = None) -> dict:
     """Risk of a released table from scratch (its own values, no encoding reused) against ``criterion``.
 
-    Records whose QIs are all missing or suppressed are the suppressed ones.
+    Records whose QIs are all missing or suppressed are the suppressed ones. ``persons`` (row -> person
+    index, rows as in ``out``): class sizes in distinct persons, a person's class is the smallest among
+    their records, and suppression is counted in persons with no record left (El Emam & Arbuckle, ch. 4).
     """
     supp = missing_mask(out, list(qis)).all(axis=1)
     kept = out.loc[~supp, list(qis)]
-    f = ec_sizes_of(kept, list(qis)) if len(kept) else np.zeros(0, dtype=np.int64)
+    if persons is not None:
+        cls = out[list(qis)].groupby(list(qis), dropna=False, observed=True, sort=False).ngroup().to_numpy()
+        sizes = person_class_size(cls, persons, int(persons.max()) + 1, keep=~np.asarray(supp))
+        f, n_supp = sizes[sizes > 0], int((sizes == 0).sum())
+    else:
+        f = ec_sizes_of(kept, list(qis)) if len(kept) else np.zeros(0, dtype=np.int64)
+        n_supp = int(supp.sum())
     if criterion.kind == "average":
         risk = float(np.mean(1.0 / f)) if len(f) else 0.0
         ok = meets(risk, criterion.threshold)
     else:
         risk = float(1.0 / f.min()) if len(f) else 0.0
         ok = bool(len(f) == 0 or f.min() >= criterion.k)
-    n_supp = int(supp.sum())
-    return {"risk": risk, "suppressed_records": n_supp, "k_min": int(f.min()) if len(f) else 0,
-            "meets": bool(ok and n_supp <= criterion.max_suppressed)}
+    out_d = {"risk": risk, "suppressed_records": int(supp.sum()), "k_min": int(f.min()) if len(f) else 0,
+             "meets": bool(ok and n_supp <= criterion.max_suppressed)}
+    if persons is not None:
+        out_d["suppressed_persons"] = n_supp
+    return out_d

@@ -13,6 +13,7 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
+from ..longitudinal.persons import person_class_size
 from ..metric.levels import NodeLoss
 from ..risk.classes import pack_keys, sizes_from_keys
 from ..risk.encoding import EncodedTable
@@ -36,8 +37,12 @@ class NodeResult:
 class FullDomainProblem:
     """An encoded table pre-generalized to every level of every QI, with a criterion and a loss."""
 
-    def __init__(self, table: EncodedTable, criterion: Criterion, loss: str = "nue") -> None:
+    def __init__(self, table: EncodedTable, criterion: Criterion, loss: str = "nue",
+                 persons: np.ndarray | None = None) -> None:
         self.t, self.criterion, self.loss_name = table, criterion, loss
+        #: row -> person index (0..P-1): classes and suppression counted in distinct persons (El Emam &
+        #: Arbuckle, ch. 4); None: every record is its own unit
+        self.persons = persons
         self.qis = list(table.qis)
         self.heights = [table.hierarchies[q].height for q in self.qis]
         self.n = table.n
@@ -61,10 +66,28 @@ class FullDomainProblem:
         f[cl.keep] = cl.f
         return f
 
+    def unit_sizes(self, node: Node) -> np.ndarray:
+        """Class size per unit: per record, or with :attr:`persons` per person — the smallest class, in
+        distinct persons, among their records (0: every QI missing)."""
+        if self.persons is None:
+            return self.class_sizes(node)
+        if self.fast:
+            cls = pack_keys([self.codes[i][l] for i, l in enumerate(node)], [self.cards[i][l] for i, l in enumerate(node)])
+            return person_class_size(cls, self.persons, int(self.persons.max()) + 1)
+        cl = self.t.classes(dict(zip(self.qis, node)))
+        cls = np.full(self.n, -1, dtype=np.int64)
+        cls[cl.keep] = cl.ec
+        return person_class_size(cls, self.persons, int(self.persons.max()) + 1, keep=cl.keep)
+
+    def suppressed_rows(self, node: Node, k: int) -> np.ndarray:
+        """Records suppressed at ``node`` with cut-off ``k``: in classes < k, or of persons whose class is < k."""
+        small = self.unit_sizes(node) < k
+        return small if self.persons is None else small[self.persons]
+
     def evaluate(self, node: Node) -> NodeResult:
         """Risk and suppression of one node (cached; ``nodes_evaluated`` counts the cache)."""
         if node not in self.cache:
-            f = self.class_sizes(node)
+            f = self.unit_sizes(node)
             f = f[f > 0]
             k, supp, risk = self.criterion.cutoff(f)
             ok = supp <= self.criterion.max_suppressed and supp < len(f)
@@ -84,7 +107,7 @@ class FullDomainProblem:
     def loss(self, node: Node) -> float:
         """Exact loss of a node with its suppression (suppressed records count as fully generalized)."""
         res = self.evaluate(node)
-        return self.losses.loss(node, self.class_sizes(node) < res.suppress_k if res.suppressed else None)
+        return self.losses.loss(node, self.suppressed_rows(node, res.suppress_k) if res.suppressed else None)
 
 
 def full_domain_release_policy(spec: Spec, qis: Sequence[str], levels: Mapping[str, int], suppress_k: int) -> Policy:

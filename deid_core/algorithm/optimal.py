@@ -12,8 +12,10 @@ import numpy as np
 import pandas as pd
 
 from ..errors import DeidInputError
+from ..longitudinal.persons import person_class_size, person_level1
 from ..risk.encoding import encode_table
 from ..spec import Spec
+from ..transform.ops import set_marker
 from ..transform.policy import Policy
 from .criterion import Criterion, reassess
 from .full_domain import FullDomainProblem, full_domain_release_policy
@@ -32,6 +34,8 @@ class OptimalRelease:
     criterion: Criterion
     qis: list[str]
     policy: Policy | None
+    #: row -> person index of the searched frame when ``[longitudinal]`` is set (classes in persons)
+    persons: np.ndarray | None = None
 
     @property
     def best(self) -> dict | None:
@@ -42,11 +46,30 @@ class OptimalRelease:
         """``frame`` released under the best policy (drop direct identifiers, generalize, suppress)."""
         if self.policy is None:
             raise DeidInputError("no policy meets the threshold: nothing to apply")
-        return self.policy.apply(frame)[0]
+        out = self.policy.apply(frame)[0]
+        best = self.best or {}
+        if self.persons is not None and best.get("suppressed_persons"):
+            # every record of a person whose smallest class (in distinct persons) is below k' (the searched frame)
+            cls = out[self.qis].groupby(self.qis, dropna=False, observed=True, sort=False).ngroup().to_numpy()
+            small = person_class_size(cls, self.persons, int(self.persons.max()) + 1) < best["suppression_k"]
+            for q in self.qis:
+                out[q] = set_marker(out[q], small[self.persons])
+        return out
 
     def reassess(self, output: pd.DataFrame) -> dict:
         """The release's risk from scratch against the criterion (:func:`~deid_core.algorithm.criterion.reassess`)."""
-        return reassess(output, self.qis, self.criterion)
+        return reassess(output, self.qis, self.criterion, self.persons)
+
+
+def search_with_progress(problem: FullDomainProblem, top: int, progress: bool) -> SearchResult:
+    """:func:`search_ola` on ``problem``, with a node-count bar on stderr when ``progress`` (shown after 2 s)."""
+    if not progress:
+        return search_ola(problem, top=top)
+    from tqdm import tqdm
+    with tqdm(total=int(np.prod([h + 1 for h in problem.heights])), delay=2, desc="deid search (nodes)",
+              unit="node", leave=False) as bar:  # shows only if the search runs > 2 s
+        problem.on_evaluate = bar.update
+        return search_ola(problem, top=top)
 
 
 def optimal_release(frame: pd.DataFrame, spec: Spec, *, threshold: float | None = None, k: int | None = None,
@@ -64,24 +87,28 @@ def optimal_release(frame: pd.DataFrame, spec: Spec, *, threshold: float | None 
         raise DeidInputError(f"top must be a positive integer, got {top}")
     if measure not in MEASURES:
         raise DeidInputError(f"measure must be one of {', '.join(MEASURES)}, got {measure!r}")
-    n = len(frame)
+    n, persons = len(frame), None
+    if spec.longitudinal is not None:  # classes and suppression in distinct persons (El Emam & Arbuckle, ch. 4)
+        table1, persons = person_level1(frame, spec.longitudinal.person, spec.longitudinal.level1)
+        n = len(table1)
     if k is not None:
         criterion = Criterion.build(n, k=k, max_suppression=max_suppression)
     else:
         thr = threshold if threshold is not None else spec.release.threshold
         criterion = (Criterion.for_release(n, spec.release, thr, max_suppression) if measure == "attack"
                      else Criterion.build(n, threshold=thr, measure=measure, max_suppression=max_suppression))
-    problem = FullDomainProblem(encode_table(frame, spec), criterion, loss)
-    if progress:
-        from tqdm import tqdm
-        with tqdm(total=int(np.prod([h + 1 for h in problem.heights])), delay=2, desc="deid search (nodes)",
-                  unit="node", leave=False) as bar:  # shows only if the search runs > 2 s
-            problem.on_evaluate = bar.update
-            result = search_ola(problem, top=top)
-    else:
-        result = search_ola(problem, top=top)
+    problem = FullDomainProblem(encode_table(frame, spec), criterion, loss, persons=persons)
+    result = search_with_progress(problem, top, progress)
+    if persons is not None:
+        result.extra.update(units="persons", persons=n)
+        for p in result.policies:
+            p["suppressed_persons"] = p["suppressed_records"]
+            p["suppressed_records"] = int(problem.suppressed_rows(tuple(p["levels"][q] for q in problem.qis),
+                                                                 p["suppression_k"]).sum()) if p["suppressed_persons"] else 0
     policy = None
     if result.policies:
         best = result.policies[0]
-        policy = full_domain_release_policy(spec, problem.qis, best["levels"], best["suppression_k"])
-    return OptimalRelease(result, criterion, problem.qis, policy)
+        # with persons, the suppression is of persons (apply), not the policy's row-based suppress_records
+        policy = full_domain_release_policy(spec, problem.qis, best["levels"], 0 if persons is not None
+                                            else best["suppression_k"])
+    return OptimalRelease(result, criterion, problem.qis, policy, persons)

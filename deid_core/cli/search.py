@@ -17,7 +17,7 @@ from ..spec import Spec
 from ..transform.policy import Policy
 from .options import INPUT_HELP, SPEC_HELP, accepted_columns, add_accept, guard_outputs
 
-SEARCH_METHODS = ("bps", "directed", "ola", "partition", "boxes")
+SEARCH_METHODS = ("bps", "directed", "ola", "partition", "boxes", "lola")
 
 
 def run_ola(args: argparse.Namespace, spec: Spec, df: pd.DataFrame) -> tuple[dict, pd.DataFrame | None]:
@@ -29,7 +29,7 @@ def run_ola(args: argparse.Namespace, spec: Spec, df: pd.DataFrame) -> tuple[dic
         raise DeidInputError(f"--top must be a positive integer, got {args.top}")
     found = optimal_release(df, spec, threshold=args.threshold, k=args.k,
                             measure="max" if spec.release.type == "public" else "average",
-                            max_suppression=args.max_suppression, loss=args.loss, top=args.top, progress=True)
+                            max_suppression=args.max_suppression or 0.0, loss=args.loss, top=args.top, progress=True)
     result = found.search.to_dict()
     out = None
     if found.policy is not None:
@@ -43,6 +43,33 @@ def run_ola(args: argparse.Namespace, spec: Spec, df: pd.DataFrame) -> tuple[dic
     return result, out
 
 
+def run_lola(args: argparse.Namespace, spec: Spec, df: pd.DataFrame) -> tuple[dict, pd.DataFrame | None]:
+    """``--method lola`` (El Emam et al. 2012, LOLA): OLA over the level-1 and level-2 hierarchies; a node is
+    acceptable when the simulated attack's high-risk persons are ≤ --max-suppression (docs/longitudinal.md)."""
+    from ..algorithm.lola import HHP_MAX_SUPPRESSION, lola_release
+
+    found = lola_release(df, spec, threshold=args.threshold, k=args.k, sampling_fraction=args.sampling_fraction,
+                         max_suppression=HHP_MAX_SUPPRESSION if args.max_suppression is None else args.max_suppression,
+                         iterations=10_000 if args.iterations is None else args.iterations, seed=args.seed,
+                         loss=args.loss, top=args.top, progress=True)
+    result = found.search.to_dict()
+    out = None
+    if found.policy is not None:
+        result["best_policy"] = found.policy.to_dict()
+        result["best_policy_note"] = ("the policy generalizes; the high-risk persons of this data set are "
+                                      "suppressed on top of it (not re-appliable to other data)")
+        if args.apply_best:
+            out = found.apply(df)
+            if found.criterion.persons >= 20_000:
+                print("deid search: re-assessing the release by a fresh attack", file=sys.stderr, flush=True)
+            check = found.reassess(out, df)
+            result["best_reassessed"] = check
+            if not check["meets"]:
+                print("deid: warning: after suppressing the high-risk persons, the re-assessed high-risk "
+                      f"proportion is {check['high_risk_proportion']:.4f} (> MaxSup)", file=sys.stderr)
+    return result, out
+
+
 def run_subtree(args: argparse.Namespace, spec: Spec, df: pd.DataFrame,
                 pop: pd.DataFrame | None) -> tuple[dict, pd.DataFrame | None]:
     """``--method bps|directed``: every reported policy is re-assessed from scratch."""
@@ -53,7 +80,8 @@ def run_subtree(args: argparse.Namespace, spec: Spec, df: pd.DataFrame,
     if args.k is not None:
         raise DeidInputError("--k applies to --method ola only (bps/directed take --threshold, a normalized population risk)")
     if args.max_suppression:
-        raise DeidInputError("--max-suppression applies to --method ola only")
+        raise DeidInputError("--max-suppression applies to --method ola and lola only")
+    args.iterations = 100 if args.iterations is None else args.iterations
     if args.iterations < 1:
         raise DeidInputError(f"--iterations must be a positive integer, got {args.iterations}")
     table = encode_table(df, spec, pop)
@@ -121,6 +149,8 @@ def run_search_command(args: argparse.Namespace) -> int:
         raise DeidInputError("spec declares no quasi-identifier to search over")
     if args.method == "ola":
         result, out = run_ola(args, spec, df)
+    elif args.method == "lola":
+        result, out = run_lola(args, spec, df)
     else:
         pop = read_table(args.population, spec.missing_values, categorical=False) if args.population else None
         run = {"partition": run_partition, "boxes": run_boxes}.get(args.method, run_subtree)
@@ -163,19 +193,26 @@ def register(sub: argparse._SubParsersAction) -> None:
     se.add_argument("--spec", required=True, help=SPEC_HELP)
     se.add_argument("--method", required=True, choices=SEARCH_METHODS,
                     help="ola: optimal lattice anonymization (k-anonymity); bps, directed: risk-threshold "
-                         "searches; partition, boxes: local recoding")
+                         "searches; partition, boxes: local recoding; lola: longitudinal OLA (needs [longitudinal])")
     se.add_argument("--population", help="CSV: QI columns at their most detailed level + count (bps, directed)")
     g = se.add_mutually_exclusive_group()
     g.add_argument("--threshold", type=float, help="risk threshold in (0, 1] (default: [release] threshold; "
                    "bps/directed: the Safe Harbor policy's normalized population risk)")
-    g.add_argument("--k", type=int, help="k-anonymity (ola); minimum subset size (partition)")
-    se.add_argument("--max-suppression", type=float, default=0.0, help="share of records that may be suppressed (ola)")
-    se.add_argument("--iterations", type=int, default=100, help="policies to look for (bps, directed)")
+    g.add_argument("--k", type=int, help="k-anonymity (ola); minimum subset size (partition); lola: k = α·F, "
+                   "high risk when fewer than k persons match (threshold = sampling fraction / k)")
+    se.add_argument("--max-suppression", type=float, default=None,
+                    help="share of records that may be suppressed (ola, default 0); lola: MaxSup, the share of "
+                         "persons that may be high risk and suppressed (default 0.008, the HHP release's)")
+    se.add_argument("--iterations", type=int, default=None,
+                    help="policies to look for (bps, directed; default 100); lola: simulated-attack targets per "
+                         "node (default 10000; at least the number of persons: every person once)")
+    se.add_argument("--sampling-fraction", type=float, default=1.0,
+                    help="lola: α, the share of the population in the data (risk of a match = α / matches)")
     se.add_argument("--loss", default="nue", choices=("nue", "geometric"), help="information loss (ola)")
     se.add_argument("--top", type=int, default=10, help="policies to report (ola)")
     se.add_argument("--min-population", type=float, default=0.0,
                     help="partition: also keep each side's population count at least this")
-    se.add_argument("--seed", type=int, default=0, help="random seed (bps, directed)")
+    se.add_argument("--seed", type=int, default=0, help="random seed (bps, directed, lola)")
     se.add_argument("--out", required=True, help="RESULT.json")
     se.add_argument("--apply-best", help="write the data released under the best policy here")
     se.add_argument("--html", help="self-contained HTML page with a risk vs information loss plot of the policies")

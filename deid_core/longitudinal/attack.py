@@ -22,7 +22,9 @@ values and matches on their released (generalized) form, which is what makes
 "generalizing never raises the risk" hold draw for draw (same seed).
 
 Monte Carlo: ``iterations`` targets drawn uniformly with replacement, normal
-95% interval of the mean. ``exact=True`` enumerates every combination of
+95% interval of the mean; ``census=True`` takes every background person as
+the target once instead (one draw of knowledge each: a per-person risk, e.g.
+to choose whom to suppress). ``exact=True`` enumerates every combination of
 ``p_h`` values of every person (small data) and averages exactly.
 
 Vectorized: every (person, value) pair of the release is one sorted int64 key
@@ -107,12 +109,20 @@ def _contains(rel: _Release, key: np.ndarray) -> np.ndarray:
 
 
 def _match(rel: _Release, q_of: np.ndarray, vid: np.ndarray, qclass: np.ndarray, qtarget: np.ndarray,
-           ) -> tuple[np.ndarray, np.ndarray]:
-    """For queries given as (query, value) pairs sorted by query: matching persons m and target-matched flag."""
+           limit: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """For queries given as (query, value) pairs sorted by query: matching persons m and target-matched flag.
+
+    ``limit``: candidates are checked in growing rounds and a query stops once ``limit`` matches are
+    found (m is then ``limit``, a lower bound); without it every candidate is checked.
+    """
     nq = len(qclass)
     V = rel.n_values
     m = np.zeros(nq, dtype=np.int64)
-    hit = np.zeros(nq, dtype=bool)
+    qlen = np.bincount(q_of, minlength=nq)
+    # the target matches when it holds every known value (its class is one of them)
+    tq = qtarget[q_of]
+    held = (tq >= 0) & _contains(rel, np.maximum(tq, 0) * V + vid)
+    hit = (qtarget >= 0) & (np.bincount(q_of, weights=held, minlength=nq) == qlen)
     # posting-list length of each (query class, value); absent -> 0 (no person can match)
     pk = qclass[q_of] * V + vid
     pos = np.searchsorted(rel.post_key, pk)
@@ -128,7 +138,29 @@ def _match(rel: _Release, q_of: np.ndarray, vid: np.ndarray, qclass: np.ndarray,
     blen = length[best]
     bstart = np.where(found[best], rel.post_start[pos_c[best]], 0)
     qstart = np.searchsorted(q_of, np.arange(nq))
-    qlen = np.bincount(q_of, minlength=nq)
+    done = np.zeros(len(bq), dtype=np.int64)
+    active = np.flatnonzero(blen > 0)
+    step = 2 * limit if limit else None
+    while active.size:
+        take = blen[active] - done[active]
+        if step is not None:
+            take = np.minimum(take, step)
+        m += _count(rel, bq[active], bstart[active] + done[active], take, qlen, qstart, vid, nq)
+        done[active] += take
+        if limit is None:
+            break
+        active = active[(done[active] < blen[active]) & (m[bq[active]] < limit)]
+        step *= 2
+    if limit is not None:
+        m = np.minimum(m, limit)
+    return m, hit
+
+
+def _count(rel: _Release, bq: np.ndarray, bstart: np.ndarray, blen: np.ndarray, qlen: np.ndarray,
+           qstart: np.ndarray, vid: np.ndarray, nq: int) -> np.ndarray:
+    """Per query: how many of the ``blen`` candidates from ``bstart`` in its posting list hold every known value."""
+    V = rel.n_values
+    m = np.zeros(nq, dtype=np.int64)
     # chunk queries so candidates x known values stays bounded
     cum = np.cumsum(blen * qlen[bq])
     lo = 0
@@ -152,8 +184,7 @@ def _match(rel: _Release, q_of: np.ndarray, vid: np.ndarray, qclass: np.ndarray,
         present = _contains(rel, cand_p[cid] * V + v)
         ok = np.bincount(cid, weights=present, minlength=tot) == k
         m += np.bincount(cand_q[ok], minlength=nq)
-        hit[cand_q[ok & (cand_p == qtarget[cand_q])]] = True
-    return m, hit
+    return m
 
 
 def _units(bg: pd.DataFrame, bperson: np.ndarray, column: str, draw_column: str, vid: np.ndarray,
@@ -188,8 +219,17 @@ def simulate_attack(released: pd.DataFrame, *, person: str, level1: Sequence[str
                     power: int | pd.DataFrame, background: pd.DataFrame | None = None,
                     background_values: Mapping[str, str] | None = None, iterations: int = 10_000, seed: int = 0,
                     threshold: float = 0.05, exact: bool = False, sampling_fraction: float = 1.0,
-                    confidence: float = 0.95, max_combinations: int = 2_000_000) -> AttackResult:
+                    confidence: float = 0.95, max_combinations: int = 2_000_000, census: bool = False,
+                    count_limit: int | None = None) -> AttackResult:
     """Average re-identification risk under a simulated attack (see module docstring).
+
+    ``census=True``: every background person is the target once (``iterations`` is ignored), so
+    ``per_target`` has one row per person in background order.
+
+    ``count_limit``: matching persons are counted up to this many (Monte Carlo and census); a larger
+    matching set counts as ``count_limit``, so its risk ``sampling_fraction / count_limit`` is an upper
+    bound, and ``risk > threshold`` is still exact when ``count_limit > sampling_fraction / threshold``
+    (LOLA's acceptance test needs only that flag; stopping early saves scanning huge matching sets).
 
     ``power``: one int for every person and QI, or a frame indexed by the
     background person ids with one column per level-2 QI (as returned by
@@ -199,6 +239,8 @@ def simulate_attack(released: pd.DataFrame, *, person: str, level1: Sequence[str
     draw = dict(background_values or {})
     if iterations < 1:
         raise DeidInputError(f"iterations {iterations} is below 1")
+    if count_limit is not None and count_limit < 1:
+        raise DeidInputError(f"count limit {count_limit} is below 1")
     if not 0 < sampling_fraction <= 1:
         raise DeidInputError(f"sampling fraction {sampling_fraction} is outside (0, 1]")
     for frame, role in ((released, "released"), (bg, "background")):
@@ -238,7 +280,8 @@ def simulate_attack(released: pd.DataFrame, *, person: str, level1: Sequence[str
                       max_combinations)
 
     rng = np.random.default_rng(seed)
-    targets = rng.integers(0, B, size=iterations)
+    targets = np.arange(B) if census else rng.integers(0, B, size=iterations)
+    iterations = len(targets)
     q_parts, v_parts = [np.arange(iterations)], [bclass[targets]]
     for i, (start, count, uvid) in enumerate(units):
         # p of each target's d distinct values without replacement: the p smallest of d uniform keys
@@ -252,7 +295,7 @@ def simulate_attack(released: pd.DataFrame, *, person: str, level1: Sequence[str
         q_parts.append(q[keep])
         v_parts.append(uvid[pos[keep]])
     risk, above = _risks(np.concatenate(q_parts), np.concatenate(v_parts), bclass[targets], target_r[targets],
-                         rel, threshold, sampling_fraction)
+                         rel, threshold, sampling_fraction, count_limit)
     mean = float(risk.mean())
     half = float(NormalDist().inv_cdf(0.5 + confidence / 2) * risk.std(ddof=1) / math.sqrt(iterations)) if iterations > 1 else 0.0
     per = pd.DataFrame({person: np.asarray(bpids)[targets], "risk": risk})
@@ -261,9 +304,9 @@ def simulate_attack(released: pd.DataFrame, *, person: str, level1: Sequence[str
 
 
 def _risks(q_of: np.ndarray, vid: np.ndarray, qclass: np.ndarray, qtarget: np.ndarray, rel: _Release,
-           threshold: float, fraction: float) -> tuple[np.ndarray, np.ndarray]:
+           threshold: float, fraction: float, limit: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     key = np.unique(q_of * rel.n_values + vid)  # distinct known values, sorted by query
-    m, hit = _match(rel, key // rel.n_values, key % rel.n_values, qclass, qtarget)
+    m, hit = _match(rel, key // rel.n_values, key % rel.n_values, qclass, qtarget, limit)
     risk = np.where(hit & (m > 0), fraction / np.maximum(m, 1), 0.0)
     return risk, risk > threshold
 

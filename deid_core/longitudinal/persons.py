@@ -97,6 +97,28 @@ def person_level1(df: pd.DataFrame, person: str, level1: Sequence[str]) -> tuple
     return out, pcode
 
 
+def persons_per_class(cls: np.ndarray, pcode: np.ndarray) -> np.ndarray:
+    """Per row: how many distinct persons have a row in its class (``cls``: any integer class id per row)."""
+    inv = pd.factorize(cls)[0]
+    n_persons = int(pcode.max()) + 1 if len(pcode) else 1
+    pairs = np.unique(inv.astype(np.int64) * n_persons + pcode)
+    return np.bincount(pairs // n_persons, minlength=int(inv.max()) + 1 if len(inv) else 0)[inv]
+
+
+def person_class_size(cls: np.ndarray, pcode: np.ndarray, n_persons: int, keep: np.ndarray | None = None,
+                      ) -> np.ndarray:
+    """Per person: the smallest class, in distinct persons, among their rows (their prosecutor risk is 1 / it).
+
+    Rows outside ``keep`` (e.g. fully suppressed) are left out; a person with no kept row gets 0.
+    """
+    if keep is not None:
+        cls, pcode = cls[keep], pcode[keep]
+    out = np.full(n_persons, np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(out, pcode, persons_per_class(cls, pcode))
+    out[out == np.iinfo(np.int64).max] = 0
+    return out
+
+
 def _class_sizes(cid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Dense class id and class size (in persons) per person."""
     cid = factorize(cid)[0]
