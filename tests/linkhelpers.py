@@ -19,6 +19,38 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 TEST_KEY_BITS = 1024
+SCHEMES = ["paillier", "ec"]       # every comparison scheme; privacy tests run for each
+
+
+def key_bits_for(scheme: str) -> int:
+    """The key size a test asks for: small Paillier keys; 0 (the group's one size) for ec."""
+    return TEST_KEY_BITS if scheme == "paillier" else 0
+
+
+def scheme_flags(scheme: str) -> list[str]:
+    """The querying CLI's flags for a test session of ``scheme``."""
+    return ["--scheme", scheme] + (["--key-bits", str(TEST_KEY_BITS)] if scheme == "paillier" else [])
+
+
+def encoding_length(scheme: str) -> int:
+    """Bytes of a keyed encoding in a test session of ``scheme`` (Paillier: |n| - 64 bits)."""
+    from common.schemes import get_scheme
+    from party_client.crypto.encoding import encoding_bytes
+    return encoding_bytes(TEST_KEY_BITS) if scheme == "paillier" else get_scheme(scheme).encoding_bytes(b"")
+
+
+def blinded_comparisons(scheme: str, public: bytes, zero: list[bool]) -> bytes:
+    """Blinded comparisons under a session's public key, computed as the parties do (``E(X)`` by
+    the querier's encryption, ``E(r (X - Y))`` by the holder's comparison), with ``X = Y`` exactly
+    where ``zero`` says so."""
+    import secrets
+
+    from common.schemes import get_scheme
+    arithmetic = get_scheme(scheme)
+    width = arithmetic.encoding_bytes(public)
+    xs = [secrets.token_bytes(width) for _ in zero]
+    ys = [x if match else secrets.token_bytes(width) for x, match in zip(xs, zero)]
+    return arithmetic.compare(public, arithmetic.encrypt(public, xs), list(range(len(xs))), ys)
 
 
 def free_port() -> int:
