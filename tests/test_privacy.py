@@ -273,3 +273,99 @@ def test_nothing_is_pickled_across_processes():
     offenders = [str(path.relative_to(root)) for package in ("keyholder", "party_client", "proto")
                  for path in (root / package).rglob("*.py") if pattern.search(path.read_text())]
     assert offenders == []
+
+
+# -- ec-specific checks (docs/protocol.md, "Comparison schemes"): every received point is validated ----------
+NOT_ON_CURVE = (2).to_bytes(32, "little")            # y = 2: no x satisfies the curve equation
+SMALL_ORDER = bytes(32)                               # y = 0: a point of order 4
+
+
+def test_ec_key_holder_refuses_invalid_small_order_and_identity_points(keyholder, tmp_path):
+    """A comparison batch with a bad point is refused with INVALID_ARGUMENT naming the check, and
+    the refusal changes nothing: the holder's correct batch is accepted afterwards."""
+    from common.schemes.ec import IDENTITY
+    (qdir, _), (hdir, hname) = make_party(keyholder, tmp_path), make_party(keyholder, tmp_path)
+    session_id, round_no, session = _pending_round(keyholder, qdir, hname, "ec")
+    h, hmeta = stub_for(keyholder, hdir)
+    good = blinded_comparisons("ec", session.modulus, [False, True])
+    cases = {"first point: not on the curve": NOT_ON_CURVE + good[32:],
+             "first point: small-order point": SMALL_ORDER + good[32:],
+             "first point: identity point": IDENTITY + good[32:],
+             "second point: not on the curve": good[:32] + NOT_ON_CURVE + good[64:],
+             "second point: small-order point": good[:32] + SMALL_ORDER + good[64:]}
+    for check, ciphertexts in cases.items():
+        batch = pb.ComparisonBatch(session_id=session_id, round=round_no, seq=0, ciphertexts=ciphertexts,
+                                   row_comparisons=[1, 1], attachments=[b"x" * 9, b"y" * 9])
+        with pytest.raises(grpc.RpcError) as caught:
+            h.SubmitComparisons(batch, metadata=hmeta)
+        assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT, check
+        assert f"comparison 0: {check}" in caught.value.details()
+    h.SubmitComparisons(pb.ComparisonBatch(session_id=session_id, round=round_no, seq=0, ciphertexts=good,
+                                           row_comparisons=[1, 1], attachments=[b"a" * 48, b"b" * 48]),
+                        metadata=hmeta)
+    done = h.FinishRound(pb.FinishRoundRequest(session_id=session_id, round=round_no, batches=1), metadata=hmeta)
+    assert done.comparisons == 2
+
+
+def _ec_join_with_holder(keyholder, tmp_path, **holder_options) -> tuple[Party, str, threading.Event,
+                                                                         threading.Thread, list]:
+    (qdir, _), (hdir, hname) = make_party(keyholder, tmp_path), make_party(keyholder, tmp_path)
+    serving = Party(hdir, progress=False).holder(pd.DataFrame({"id": [f"{i:06d}" for i in range(20)]}), "id", [],
+                                                 **holder_options)
+    served, stop = [], threading.Event()
+    thread = threading.Thread(target=lambda: served.extend(serving.serve(once=False, poll_seconds=0.5,
+                                                                         stop=stop.is_set)))
+    thread.start()
+    return Party(qdir, progress=False), hname, stop, thread, served
+
+
+def test_ec_holder_refuses_a_query_with_a_bad_point(keyholder, tmp_path, monkeypatch):
+    """A query whose ciphertext holds a small-order point: the holder aborts the round, naming the check."""
+    import party_client.protocol.querier as querier_module
+    from party_client.errors import PartyError
+    original = querier_module.encrypt_slots
+
+    def corrupted(scheme_name, public, encodings, progress):
+        ciphertexts = original(scheme_name, public, encodings, progress)
+        return [SMALL_ORDER + ciphertexts[0][32:]] + ciphertexts[1:]
+    monkeypatch.setattr(querier_module, "encrypt_slots", corrupted)
+    querier, hname, stop, thread, served = _ec_join_with_holder(keyholder, tmp_path)
+    try:
+        with pytest.raises(PartyError, match="refused the query: malformed query: ciphertext 0: first point: "
+                                             "small-order point"):
+            querier.dedup(hname, pd.DataFrame({"id": ["000001", "999999"]}), "id", scheme="ec", timeout=60)
+    finally:
+        stop.set()
+        thread.join(timeout=30)
+    assert "small-order point" in served[0]["refused"]
+
+
+def test_holder_refuses_a_scheme_it_does_not_serve_or_a_header_of_another_scheme(keyholder, tmp_path,
+                                                                                  monkeypatch):
+    """``party hold --schemes paillier`` refuses an ec round; a query header naming another scheme than
+    the session's is refused too; both with the reason."""
+    import party_client.protocol.querier as querier_module
+    from party_client.errors import PartyError
+    querier, hname, stop, thread, served = _ec_join_with_holder(keyholder, tmp_path, schemes="paillier")
+    try:
+        with pytest.raises(PartyError, match="does not serve the ec scheme"):
+            querier.dedup(hname, pd.DataFrame({"id": ["000001"]}), "id", scheme="ec", timeout=60)
+    finally:
+        stop.set()
+        thread.join(timeout=30)
+    original = querier_module.query_records
+
+    def relabelled(prepared, ciphertexts):
+        records = original(prepared, ciphertexts)
+        header = pb.QueryHeader.FromString(next(records))
+        header.scheme = "paillier"
+        yield header.SerializeToString()
+        yield from records
+    monkeypatch.setattr(querier_module, "query_records", relabelled)
+    querier, hname, stop, thread, served = _ec_join_with_holder(keyholder, tmp_path)
+    try:
+        with pytest.raises(PartyError, match=r"comparison scheme \(paillier\) is not the session's \(ec\)"):
+            querier.dedup(hname, pd.DataFrame({"id": ["000001"]}), "id", scheme="ec", timeout=60)
+    finally:
+        stop.set()
+        thread.join(timeout=30)
