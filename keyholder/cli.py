@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from common.cli import Expected, OneLineParser, UsageError, run
+from common.schemes import SCHEME_NAMES, parse_scheme_list
 from keyholder import pki
 from keyholder.server import TlsFiles, check_listen, start
 from keyholder.limits import add_limit_options, limits_from_args
@@ -143,7 +144,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise UsageError(str(error)) from None
     try:
         limits = limits_from_args(args)
-        core = KeyHolder(data_dir, read_passphrase(data_dir, args.passphrase_file), limits)
+        schemes = parse_scheme_list(args.schemes)
+        core = KeyHolder(data_dir, read_passphrase(data_dir, args.passphrase_file), limits, schemes)
     except ValueError as error:
         raise UsageError(str(error)) from None
     calls = CallsInFlight(core)
@@ -206,6 +208,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--passphrase-file", help=f"passphrase for keys at rest (or set {PASSPHRASE_ENV})")
     add_limit_options(serve)
     serve.add_argument("--port-file", help="write the bound port here once listening")
+    serve.add_argument("--schemes", default=",".join(SCHEME_NAMES),
+                       help=f"comparison schemes offered to new sessions, comma-separated "
+                            f"(default: {','.join(SCHEME_NAMES)})")
     serve.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING or ERROR (to stderr)")
     serve.set_defaults(run=cmd_serve)
 

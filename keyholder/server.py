@@ -45,7 +45,7 @@ def session_info(session: Session) -> pb.SessionInfo:
                           holder=session.holder, key_bits=session.key_bits, modulus=session.modulus,
                           status=session.status, created_at=session.created_at,
                           expires_at=session.expires_at, rounds=session.rounds,
-                          max_query_bytes=session.max_query_bytes)
+                          max_query_bytes=session.max_query_bytes, scheme=session.scheme)
 
 
 def message_info(message: Message) -> pb.MessageInfo:
@@ -202,7 +202,7 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
     async def OpenSession(self, request, context):
         return session_info(await self._run(context, "OpenSession", request, lambda party: self.core.open_session(
             party, request.mode, request.holder, request.key_bits, request.ttl_seconds,
-            request.query_ciphertexts)))
+            request.query_ciphertexts, request.scheme)))
 
     async def GetSession(self, request, context):
         return session_info(await self._run(context, "GetSession", request,

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
-from common.schemes import DEFAULT_SCHEME, InvalidCiphertext, get_scheme
+from common.schemes import SCHEME_NAMES, InvalidCiphertext, Scheme, get_scheme, scheme_name
 from keyholder.vault import KeyVault
 from keyholder.errors import ServiceError
 from keyholder.limits import Limits
@@ -159,7 +159,8 @@ class KeyHolder:
     It never blocks to wait: long-polls are the server's, woken through :meth:`add_listener`.
     """
 
-    def __init__(self, data_dir: Path, passphrase: bytes, limits: Limits = Limits()) -> None:
+    def __init__(self, data_dir: Path, passphrase: bytes, limits: Limits = Limits(),
+                 schemes: tuple[str, ...] = SCHEME_NAMES) -> None:
         os.umask(0o077)                      # the store, its WAL/SHM files and the spool: owner only
         self.data_dir = Path(data_dir)
         self.data_dir.mkdir(parents=True, exist_ok=True)
@@ -178,7 +179,7 @@ class KeyHolder:
             self.store.set_meta("vault_check", self.vault.check_value())
         elif not self.vault.verify(check):
             raise ValueError("the passphrase does not open this data directory's keys")
-        self.scheme = get_scheme(DEFAULT_SCHEME)
+        self.schemes = tuple(scheme_name(name) for name in schemes)     # offered to new sessions
         self._keys: dict[str, bytes] = {}          # session id -> private key bytes (unwrapped, in memory)
         self._keys_lock = threading.Lock()
         self._listeners: list[Callable[[], None]] = []
@@ -272,37 +273,54 @@ class KeyHolder:
         return found
 
     # -- sessions -------------------------------------------------------------
-    def query_limit(self, key_bits: int, query_ciphertexts: int) -> int:
-        """The longest query message of a session: its declared ciphertexts with a margin, or the default."""
+    def query_limit(self, ciphertext_width: int, query_ciphertexts: int) -> int:
+        """The longest query message of a session: its declared ciphertexts (of the scheme's width)
+        with a margin, or the default."""
         limits = self.limits
         if not query_ciphertexts:
             return min(limits.default_query_bytes, limits.max_message_bytes)
-        declared = query_ciphertexts * (2 * key_bits // 8) * limits.query_margin + limits.query_overhead
+        declared = query_ciphertexts * ciphertext_width * limits.query_margin + limits.query_overhead
         return int(min(declared, limits.max_message_bytes))
 
+    @staticmethod
+    def scheme_of(session: Session) -> Scheme:
+        return get_scheme(session.scheme)
+
     def open_session(self, querier: str, mode: int, holder: str, key_bits: int,
-                     ttl_seconds: float, query_ciphertexts: int = 0) -> Session:
-        self.party(holder)                   # mode, key size and ttl range: keyholder.validation
+                     ttl_seconds: float, query_ciphertexts: int = 0, scheme: str = "") -> Session:
+        """A new session of ``scheme`` (empty: the default) with a fresh key pair.
+
+        Mode, key size for the scheme and ttl range were checked by :mod:`keyholder.validation`."""
+        try:
+            name = scheme_name(scheme)
+        except ValueError as error:
+            raise ServiceError("INVALID_ARGUMENT", str(error)) from None
+        if name not in self.schemes:
+            raise ServiceError("FAILED_PRECONDITION", f"this key holder does not offer the {name} scheme "
+                                                      f"(it offers: {', '.join(self.schemes)})")
+        arithmetic = get_scheme(name)
+        self.party(holder)
         if holder == querier:
             raise ServiceError("INVALID_ARGUMENT", "a party cannot open a session with itself")
         if self.store.open_sessions_of(querier, OPEN, time.time()) >= self.limits.max_open_sessions:
             raise ServiceError("RESOURCE_EXHAUSTED", f"you have {self.limits.max_open_sessions} open sessions, "
                                                      "the most allowed: close one first")
-        key_bits = key_bits or max(2048, self.limits.min_key_bits)
+        key_bits = arithmetic.fixed_key_bits or key_bits or max(2048, self.limits.min_key_bits)
         ttl = ttl_seconds or self.limits.default_ttl
         session_id = uuid.uuid4().hex
-        key = self.scheme.generate_key(key_bits)
+        key = arithmetic.generate_key(key_bits)
         now = time.time()
         session = Session(session_id, mode, querier, holder, key_bits, key.public,
                           self.vault.wrap(session_id, key.private), OPEN, now, now + ttl, 0,
-                          self.query_limit(key_bits, query_ciphertexts), now)
+                          self.query_limit(arithmetic.ciphertext_width(key.public), query_ciphertexts), now,
+                          name)
         self.store.add_session(session)
         with self._keys_lock:
             self._keys[session_id] = key.private
         self.store.audit(querier, "open_session", session_id,
-                         detail=f"mode={MODES[mode]} holder={holder} key_bits={key_bits} ttl={int(ttl)} "
-                                f"max_query_bytes={session.max_query_bytes}")
-        log.info("session %s opened by %s (%s, %d bits)", session_id, querier, MODES[mode], key_bits)
+                         detail=f"mode={MODES[mode]} holder={holder} scheme={name} key_bits={key_bits} "
+                                f"ttl={int(ttl)} max_query_bytes={session.max_query_bytes}")
+        log.info("session %s opened by %s (%s, %s, %d bits)", session_id, querier, MODES[mode], name, key_bits)
         return session
 
     def session(self, party: str, session_id: str, role: str | None = None) -> Session:
@@ -376,7 +394,7 @@ class KeyHolder:
             private = self._keys.get(session.id)
             if private is None:
                 private = self.vault.unwrap(session.id, session.wrapped_key)
-                self.scheme.check_key(session.modulus, private)
+                self.scheme_of(session).check_key(session.modulus, private)
                 self._keys[session.id] = private
             return private
 
@@ -397,7 +415,7 @@ class KeyHolder:
             raise ServiceError("INVALID_ARGUMENT", "the recipient must be the session's holder")
         self.check_rounds(session_id)
         limits = self.limits
-        bounds = [(session.max_query_bytes or self.query_limit(session.key_bits, 0),
+        bounds = [(session.max_query_bytes or self.query_limit(0, 0),
                    "the session's declared query size"),
                   (limits.max_spool_session_bytes - self.store.spool_bytes(session_id),
                    "this session's spool quota"),
@@ -478,24 +496,26 @@ class KeyHolder:
         lengths and the rule's shape were checked by :mod:`keyholder.validation`.
         """
         session = self.session(holder, session_id, "holder")
-        self._open_round(session, round_no)
+        found = self._open_round(session, round_no)
         total = sum(row_comparisons)
         private = self._private_key(session)
-        width = self.scheme.ciphertext_width(session.modulus)
+        scheme = self.scheme_of(session)
+        width = scheme.ciphertext_width(session.modulus)
         if len(ciphertexts) != total * width:
             raise ServiceError("INVALID_ARGUMENT",
                                f"expected {total} ciphertexts of {width} bytes")
         length = len(attachments[0])
-        fixed = self.store.fix_attachment_bytes(session_id, round_no, length)
-        if length != fixed:
-            raise ServiceError("INVALID_ARGUMENT", f"attachments of round {round_no} are {fixed} bytes "
-                                                   f"(its first batch's length), not {length}")
+        if found.attachment_bytes is not None and length != found.attachment_bytes:
+            raise self._attachment_length(round_no, found.attachment_bytes, length)
         if seq in self.store.batch_seqs(session_id, round_no):
             return total, True
-        try:
-            zeros = self.scheme.zero_test(session.modulus, private, ciphertexts)
+        try:  # validated before the batch may fix the round's attachment length
+            zeros = scheme.zero_test(session.modulus, private, ciphertexts)
         except InvalidCiphertext as error:
             raise ServiceError("INVALID_ARGUMENT", str(error)) from None
+        fixed = self.store.fix_attachment_bytes(session_id, round_no, length)
+        if length != fixed:                  # a concurrent first batch fixed another length
+            raise self._attachment_length(round_no, fixed, length)
         matches, offset = [], 0
         for row, count in enumerate(row_comparisons):
             row_zeros = zeros[offset:offset + count]
@@ -505,6 +525,11 @@ class KeyHolder:
             offset += count
         fresh = self.store.add_batch(session_id, round_no, seq, total, matches)
         return total, not fresh
+
+    @staticmethod
+    def _attachment_length(round_no: int, fixed: int, length: int) -> ServiceError:
+        return ServiceError("INVALID_ARGUMENT", f"attachments of round {round_no} are {fixed} bytes "
+                                                f"(its first batch's length), not {length}")
 
     def finish_round(self, holder: str, session_id: str, round_no: int, batches: int,
                      holder_note: bytes) -> Round:

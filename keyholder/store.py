@@ -1,7 +1,7 @@
 """The key holder's embedded state: one SQLite database in the data directory.
 
 It holds parties (name, X25519 public key, SHA-256 of the bearer token),
-sessions (public modulus, private key encrypted at rest), rounds, the relay
+sessions (comparison scheme, public key, private key encrypted at rest), rounds, the relay
 index, the zero-tested batches, the sealed attachments of matching rows, and
 an audit log of who did what with counts only.  By construction nothing here
 is an identifier, an encoding or a released value in the clear: K never
@@ -52,7 +52,8 @@ CREATE TABLE IF NOT EXISTS audit (
 # Columns added after the first release: (table, column, type), added when missing.
 MIGRATIONS = (("sessions", "max_query_bytes", "INTEGER NOT NULL DEFAULT 0"),
               ("sessions", "active_at", "REAL"),
-              ("rounds", "attachment_bytes", "INTEGER"))
+              ("rounds", "attachment_bytes", "INTEGER"),
+              ("sessions", "scheme", "TEXT NOT NULL DEFAULT 'paillier'"))   # sessions before schemes: Paillier
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,7 @@ class Session:
     rounds: int
     max_query_bytes: int = 0
     active_at: float = 0.0
+    scheme: str = "paillier"          # the comparison scheme (common.schemes)
 
 
 @dataclass(frozen=True)
@@ -178,16 +180,16 @@ class Store:
     _SESSION_COLUMNS = ("id, mode, querier, holder, key_bits, modulus, wrapped_key, status, "
                         "created_at, expires_at, "
                         "(SELECT COUNT(*) FROM rounds r WHERE r.session_id = sessions.id), "
-                        "max_query_bytes, COALESCE(active_at, created_at)")
+                        "max_query_bytes, COALESCE(active_at, created_at), scheme")
 
     def add_session(self, session: Session) -> None:
         with self.transaction() as db:
             db.execute("INSERT INTO sessions (id, mode, querier, holder, key_bits, modulus, wrapped_key, "
-                       "status, created_at, expires_at, max_query_bytes, active_at) "
-                       "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                       "status, created_at, expires_at, max_query_bytes, active_at, scheme) "
+                       "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                        (session.id, session.mode, session.querier, session.holder, session.key_bits,
                         session.modulus, session.wrapped_key, session.status, session.created_at,
-                        session.expires_at, session.max_query_bytes, session.created_at))
+                        session.expires_at, session.max_query_bytes, session.created_at, session.scheme))
 
     def get_session(self, session_id: str) -> Session | None:
         row = self._one(f"SELECT {self._SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,))

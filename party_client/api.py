@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from common.schemes import DEFAULT_SCHEME, SCHEME_NAMES, parse_scheme_list, scheme_name
 from party_client.errors import PartyError
 from party_client.identity import PartyDir
 from party_client.lookups import BucketPlan, LookupSession, LookupState, plan_buckets
@@ -129,8 +130,14 @@ class Party:
             return register(self.dir, connection).fingerprint
 
     # -- querier ----------------------------------------------------------------
-    def _options(self, key_bits: int, fast_blinding: bool, timeout: float) -> QueryOptions:
-        return QueryOptions(key_bits=key_bits, fast_blinding=fast_blinding, timeout=timeout, progress=self.progress)
+    def _options(self, key_bits: int | None, fast_blinding: bool, timeout: float, scheme: str) -> QueryOptions:
+        """The query's options; ``key_bits`` None (0) is the scheme's default size."""
+        try:
+            scheme = scheme_name(scheme)
+        except ValueError as error:
+            raise PartyError(str(error)) from None
+        return QueryOptions(key_bits=key_bits or 0, fast_blinding=fast_blinding, timeout=timeout, scheme=scheme,
+                            progress=self.progress)
 
     @staticmethod
     def _prepare(data, id_column: str | None, id_type: str, rules, matched_column: str,
@@ -152,14 +159,14 @@ class Party:
         return frame, keys(frame[id_column], id_type)
 
     def _query(self, mode: str, holder: str, data, id_column: str | None, *, rules=None,
-               id_type: str = "identifier", key_bits: int = 2048, fast_blinding: bool = False,
+               id_type: str = "identifier", key_bits: int | None = None, fast_blinding: bool = False,
                timeout: float = 3600.0, matched_column: str = "matched",
-               term_column: str | None = None, one_to_one: bool = False) -> LinkResult:
+               term_column: str | None = None, one_to_one: bool = False, scheme: str = DEFAULT_SCHEME) -> LinkResult:
+        options = self._options(key_bits, fast_blinding, timeout, scheme)
         frame, keys = self._prepare(data, id_column, id_type, rules, matched_column, "querier")
-        options = self._options(key_bits, fast_blinding, timeout)
         states = SessionStates(self.dir)
-        signature = fingerprint(mode, holder, self.keyholder, data, id_column, id_type, rules, key_bits,
-                                fast_blinding, options.cuckoo)
+        signature = fingerprint(mode, holder, self.keyholder, data, id_column, id_type, rules, options.key_bits,
+                                fast_blinding, options.cuckoo, options.scheme)
         with self.connect() as connection:
             querier = Querier(connection, self.dir)
             session, state = self._resume(querier, states, signature)
@@ -242,7 +249,7 @@ class Party:
     def _report(self, mode: str, holder: str, session, outcome: QueryOutcome, result: pd.DataFrame,
                 matched_column: str) -> dict:
         return {"mode": mode, "querier": self.name, "holder": holder, "session_id": session.session_id,
-                "key_bits": session.key_bits, "blinding": outcome.blinding,
+                "scheme": session.scheme or DEFAULT_SCHEME, "key_bits": session.key_bits, "blinding": outcome.blinding,
                 "release_columns": outcome.release_columns, "output_rows": int(len(result)),
                 "matched_output_rows": int(result[matched_column].sum()), "note": outcome.note, **outcome.facts}
 
@@ -255,12 +262,13 @@ class Party:
         return self._query("dedup", holder, data, id_column, **options)
 
     def lookup(self, holder: str, data, id_column: str, population: int, *, max_risk: float = 0.05,
-               buckets: int | None = None, id_type: str = "identifier", key_bits: int = 2048,
+               buckets: int | None = None, id_type: str = "identifier", key_bits: int | None = None,
                fast_blinding: bool = False, timeout: float = 3600.0, session_ttl: float = 24 * 3600.0,
-               matched_column: str = "matched") -> LinkResult:
+               matched_column: str = "matched", scheme: str = DEFAULT_SCHEME) -> LinkResult:
         """Look a few records up in a large holder through risk-bounded buckets."""
         plan: BucketPlan = plan_buckets(population, max_risk, buckets)
-        options = self._options(key_bits, fast_blinding, timeout)
+        options = self._options(key_bits, fast_blinding, timeout, scheme)
+        key_bits = options.key_bits
         options.lookup_buckets = plan.buckets
         frame, keys = self._prepare(data, id_column, id_type, None, matched_column, "querier")
         values = keys.tables[0].values
@@ -270,7 +278,7 @@ class Party:
         try:
             with self.connect() as connection:
                 querier = Querier(connection, self.dir)
-                saved = state.reusable(holder, plan.buckets, key_bits)
+                saved = state.reusable(holder, plan.buckets, key_bits, options.scheme)
                 session = None
                 if saved is not None:
                     try:
@@ -281,7 +289,7 @@ class Party:
                 def fresh() -> tuple[pb.SessionInfo, LookupSession]:
                     opened = querier.open_session("lookup", holder, options, ttl=session_ttl, keys=keys)
                     kept = LookupSession(opened.session_id, os.urandom(32), plan.buckets, key_bits,
-                                         opened.expires_at)
+                                         opened.expires_at, options.scheme)
                     state.save(holder, kept)
                     return opened, kept
                 if session is None or session.status != pb.OPEN:
@@ -315,14 +323,20 @@ class Party:
     # -- holder -----------------------------------------------------------------
     def holder(self, data, id_column: str | None = None, release_columns: list[str] | None = None, *,
                rules=None, id_type: str = "identifier", allow_fast_blinding: bool = False,
-               allowed_queriers: list[str] | None = None, connection: Connection | None = None) -> Holder:
-        """A holder ready to serve (``serve(once=...)``), keys computed once."""
+               allowed_queriers: list[str] | None = None, connection: Connection | None = None,
+               schemes: str | tuple[str, ...] = SCHEME_NAMES) -> Holder:
+        """A holder ready to serve (``serve(once=...)``), keys computed once; it refuses rounds of a
+        comparison scheme not in ``schemes`` (names, or a comma-separated string)."""
+        try:
+            schemes = parse_scheme_list(schemes if isinstance(schemes, str) else ",".join(schemes))
+        except ValueError as error:
+            raise PartyError(str(error)) from None
         frame, keys = self._prepare(data, id_column, id_type, rules, "", "holder")
         release_columns = list(release_columns or [])
         require_columns(frame, release_columns, "release")
         return Holder(connection or self.connect(), self.dir, HolderData(frame, keys, release_columns, self.progress),
                       HolderOptions(release_columns=release_columns, allow_fast_blinding=allow_fast_blinding,
-                                    allowed_queriers=allowed_queriers, progress=self.progress))
+                                    allowed_queriers=allowed_queriers, schemes=schemes, progress=self.progress))
 
     def hold(self, data, id_column: str | None = None, release_columns: list[str] | None = None, *,
              once: bool = True, poll_seconds: float = 20.0, on_ready: Callable[[], None] | None = None,

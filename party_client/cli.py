@@ -13,6 +13,7 @@ import os
 import sys
 
 from common.cli import Expected, OneLineParser, UsageError, run
+from common.schemes import DEFAULT_SCHEME, SCHEME_NAMES, parse_scheme_list
 from party_client.errors import PartyError
 from party_client.transport import FIRST_CONTACT_SECONDS, RETRY_WINDOW_SECONDS, KeyHolderUnavailable
 
@@ -55,7 +56,7 @@ def cmd_hold(args) -> int:
     served = party.hold(args.input, args.id_column, _columns(args.release_columns), once=args.once,
                         poll_seconds=args.poll_seconds, id_type=args.id_type, rules=args.rules,
                         allow_fast_blinding=args.allow_fast_blinding,
-                        allowed_queriers=_columns(args.allow_querier) or None,
+                        allowed_queriers=_columns(args.allow_querier) or None, schemes=args.schemes,
                         on_ready=None if args.once else waiting, on_served=None if args.once else served_one,
                         concurrency=args.concurrency)
     print(f"served {len(served)} round(s)")
@@ -76,7 +77,7 @@ def _finish(result, out: str, report_file: str | None) -> int:
     if report_file:
         with open(report_file, "w") as sink:
             json.dump(result.report, sink, indent=2, default=str)
-    summary = {k: result.report[k] for k in ("mode", "holder", "records", "matched_output_rows", "output_rows",
+    summary = {k: result.report[k] for k in ("mode", "holder", "scheme", "records", "matched_output_rows", "output_rows",
                                              "blinding", "risk", "buckets", "warning") if k in result.report}
     print(json.dumps(summary, default=str))
     if result.report.get("warning"):
@@ -89,7 +90,7 @@ def cmd_query(args) -> int:
     check_output(args.out, args.input)
     party = _party(args)
     common = dict(id_type=args.id_type, key_bits=args.key_bits, fast_blinding=args.fast_blinding,
-                  timeout=args.timeout, matched_column=args.matched_column)
+                  timeout=args.timeout, matched_column=args.matched_column, scheme=args.scheme)
     if args.command == "lookup":
         if args.id_column is None:
             raise UsageError("party lookup: --id-column is required")
@@ -119,7 +120,8 @@ def cmd_link_release(args) -> int:
                            out=args.out, report_dir=args.report_dir, id_column=args.id_column, rules=args.rules,
                            policy=args.policy, threshold=args.threshold, max_suppression=args.max_suppression,
                            accepted=_accepted_columns(args.accept_column),
-                           key_bits=args.key_bits, fast_blinding=args.fast_blinding, timeout=args.timeout)
+                           key_bits=args.key_bits, fast_blinding=args.fast_blinding, timeout=args.timeout,
+                           scheme=args.scheme)
     print(json.dumps(summary, default=str))
     return 0
 
@@ -131,7 +133,7 @@ def cmd_dedup_many(args) -> int:
     check_output(args.out, args.input)
     output, report = dedup_many(_party(args), _columns(args.registries), args.input, id_column=args.id_column,
                                 rules=args.rules, column=args.column, key_bits=args.key_bits,
-                                fast_blinding=args.fast_blinding, timeout=args.timeout)
+                                fast_blinding=args.fast_blinding, timeout=args.timeout, scheme=args.scheme)
     write_table(output, args.out)
     print(json.dumps(report))
     return 0
@@ -208,6 +210,22 @@ QUERY_EPILOG = ("join or dedup? Both find the same matches. join brings back the
                 "row, for when you need to know the overlap and not the holder's data.")
 
 
+def _scheme_list(text: str) -> tuple[str, ...]:
+    try:
+        return parse_scheme_list(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _scheme_options(sub) -> None:
+    """``--scheme`` and ``--key-bits`` of every querying command."""
+    sub.add_argument("--scheme", choices=SCHEME_NAMES, default=DEFAULT_SCHEME,
+                     help="comparison scheme: paillier (default) or ec (exponential ElGamal on Ed25519, "
+                          "much faster; docs/protocol.md, \"Comparison schemes\")")
+    sub.add_argument("--key-bits", type=int, default=None,
+                     help="Paillier modulus: 2048 (default) or 3072; ec: 256 (its only size)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="party", description=__doc__)
     parser.add_argument("--log-level", default="WARNING", help="DEBUG, INFO, WARNING or ERROR (to stderr)")
@@ -250,6 +268,9 @@ def build_parser() -> argparse.ArgumentParser:
     hold.add_argument("--allow-fast-blinding", action="store_true",
                       help="honour a querier's request for 128-bit blinding (16x faster; a querier "
                            "colluding with the key holder could then test guesses of non-matching ids)")
+    hold.add_argument("--schemes", type=_scheme_list, default=",".join(SCHEME_NAMES),
+                      help=f"comparison schemes this holder serves, comma-separated (default: "
+                           f"{','.join(SCHEME_NAMES)}); a round of another scheme is refused")
     hold.add_argument("--allow-querier", help="comma-separated querier names (default: any)")
     hold.add_argument("--concurrency", type=int, default=os.cpu_count() or 1, metavar="N",
                       help="rounds served at once, one per core by default; lookups get a lane of their own "
@@ -270,9 +291,9 @@ def build_parser() -> argparse.ArgumentParser:
                              help="keep only the best match per querier row (most rule terms fired)")
         sub.add_argument("--out", required=True, help="CSV or Parquet (.parquet)")
         sub.add_argument("--report", help="write the run's report (JSON) here")
-        sub.add_argument("--key-bits", type=int, default=2048, help="Paillier modulus: 2048 or 3072")
+        _scheme_options(sub)
         sub.add_argument("--fast-blinding", action="store_true",
-                         help="ask the holder for 128-bit blinding (the holder decides)")
+                         help="ask the holder for 128-bit blinding (the holder decides; Paillier only)")
         sub.add_argument("--timeout", type=float, default=3600.0, help="seconds to wait for the holder")
         sub.add_argument("--matched-column", default="matched",
                          help="output column saying whether the row matched (True/False)")
@@ -289,9 +310,9 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("--id-column", help="exact matching on this column")
         sub.add_argument("--rules", help="fuzzy matching with this rules file (TOML), instead of --id-column")
         sub.add_argument("--out", required=True, help="output table (CSV or .parquet)")
-        sub.add_argument("--key-bits", type=int, default=2048, help="Paillier modulus: 2048 or 3072")
+        _scheme_options(sub)
         sub.add_argument("--fast-blinding", action="store_true",
-                         help="ask the holders for 128-bit blinding (each holder decides)")
+                         help="ask the holders for 128-bit blinding (each holder decides; Paillier only)")
         sub.add_argument("--timeout", type=float, default=3600.0, help="seconds to wait for each holder")
 
     release = connected(commands.add_parser("link-release", help="join, then de-identify and release"))

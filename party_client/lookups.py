@@ -57,8 +57,9 @@ class LookupSession:
     session_id: str
     secret: bytes
     buckets: int
-    key_bits: int
+    key_bits: int                      # as asked (0: the scheme's default)
     expires_at: float
+    scheme: str = "paillier"
 
 
 class LookupState:
@@ -78,14 +79,14 @@ class LookupState:
     def _path(self, holder: str) -> Path:
         return self.folder / f"{holder}.session.json"
 
-    def reusable(self, holder: str, buckets: int, key_bits: int) -> LookupSession | None:
+    def reusable(self, holder: str, buckets: int, key_bits: int, scheme: str) -> LookupSession | None:
         path = self._path(holder)
         if not path.exists():
             return None
         state = json.loads(path.read_text())
         session = LookupSession(state["session_id"], bytes.fromhex(state["secret"]), state["buckets"],
-                                state["key_bits"], state["expires_at"])
-        if (session.buckets != buckets or session.key_bits != key_bits
+                                state["key_bits"], state["expires_at"], state.get("scheme", "paillier"))
+        if (session.buckets != buckets or session.key_bits != key_bits or session.scheme != scheme
                 or session.expires_at - time.time() < REUSE_MARGIN_SECONDS):
             return None
         return session
@@ -93,7 +94,7 @@ class LookupState:
     def save(self, holder: str, session: LookupSession) -> None:
         write_secret(self._path(holder), json.dumps({
             "session_id": session.session_id, "secret": session.secret.hex(), "buckets": session.buckets,
-            "key_bits": session.key_bits, "expires_at": session.expires_at}).encode())
+            "key_bits": session.key_bits, "expires_at": session.expires_at, "scheme": session.scheme}).encode())
 
     def forget(self, holder: str) -> None:
         self._path(holder).unlink(missing_ok=True)

@@ -128,6 +128,9 @@ def _applied_policy(spec: deid_core.Spec, method_info: dict) -> deid_core.Policy
     return replace(policy, steps=policy.steps + ([{"op": "drop", "columns": rest}] if rest else []))
 
 
+SCHEME_TITLES = {"paillier": "Paillier", "ec": "exponential ElGamal on Ed25519"}
+
+
 def _linkage_table(linkage: dict) -> dict:
     """The linkage section of the report: the rows of its table, a sentence, and what each party learned."""
     seconds = linkage.get("seconds") or {}
@@ -136,7 +139,8 @@ def _linkage_table(linkage: dict) -> dict:
     table = {
         "querier (ran the join, wrote this report)": querier, "holder": holder,
         "key holder": "K: registers parties, relays sealed messages, decides which blinded comparisons are zero",
-        "scheme": f"Paillier, {linkage.get('key_bits')}-bit keys, {linkage.get('blinding')} blinding",
+        "scheme": f"{SCHEME_TITLES.get(linkage.get('scheme') or 'paillier', linkage.get('scheme'))}, "
+                  f"{linkage.get('key_bits')}-bit keys, {linkage.get('blinding')} blinding",
         "mode": linkage.get("mode"), "matching": linkage.get("matching"), "blocking": linkage.get("blocking"),
         "querier's records": linkage.get("records"), "matched records": linkage.get("matched_records"),
         "blank identifiers (never match)": linkage.get("blank_identifiers"),
@@ -234,7 +238,7 @@ def link_release(party, holder: str, data, *, spec: str | Path, method: str, out
     except deid_core.DeidInputError as error:
         raise PartyError(f"de-identification: {error}") from None
     linkage = {key: linked.report.get(key) for key in
-               ("mode", "querier", "holder", "session_id", "key_bits", "blinding", "records", "matched_records",
+               ("mode", "querier", "holder", "session_id", "scheme", "key_bits", "blinding", "records", "matched_records",
                 "output_rows", "release_columns", "blank_identifiers", "tables", "seconds")}
     linkage.update(matching="rules" if rules is not None else f"exact on {id_column}",
                    blocking="none: every holder row is compared with padded tables, nothing travels in the clear",

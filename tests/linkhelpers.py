@@ -26,6 +26,38 @@ from party_client.matching.normalize import normalize_identifiers
 from proto import linkage_pb2_grpc as pb_grpc
 
 TEST_KEY_BITS = 1024
+SCHEMES = ["paillier", "ec"]       # every comparison scheme; privacy tests run for each
+
+
+def key_bits_for(scheme: str) -> int:
+    """The key size a test asks for: small Paillier keys; 0 (the group's one size) for ec."""
+    return TEST_KEY_BITS if scheme == "paillier" else 0
+
+
+def scheme_flags(scheme: str) -> list[str]:
+    """The querying CLI's flags for a test session of ``scheme``."""
+    return ["--scheme", scheme] + (["--key-bits", str(TEST_KEY_BITS)] if scheme == "paillier" else [])
+
+
+def encoding_length(scheme: str) -> int:
+    """Bytes of a keyed encoding in a test session of ``scheme`` (Paillier: |n| - 64 bits)."""
+    from common.schemes import get_scheme
+    from party_client.crypto.encoding import encoding_bytes
+    return encoding_bytes(TEST_KEY_BITS) if scheme == "paillier" else get_scheme(scheme).encoding_bytes(b"")
+
+
+def blinded_comparisons(scheme: str, public: bytes, zero: list[bool]) -> bytes:
+    """Blinded comparisons under a session's public key, computed as the parties do (``E(X)`` by
+    the querier's encryption, ``E(r (X - Y))`` by the holder's comparison), with ``X = Y`` exactly
+    where ``zero`` says so."""
+    import secrets
+
+    from common.schemes import get_scheme
+    arithmetic = get_scheme(scheme)
+    width = arithmetic.encoding_bytes(public)
+    xs = [secrets.token_bytes(width) for _ in zero]
+    ys = [x if match else secrets.token_bytes(width) for x, match in zip(xs, zero)]
+    return arithmetic.compare(public, arithmetic.encrypt(public, xs), list(range(len(xs))), ys)
 
 
 def free_port() -> int:
@@ -142,11 +174,6 @@ def join_with_interrupted_key_holder(server: KeyHolderProcess, tmp_path: Path, s
                                      interrupt, key_bits: int):
     """A real join (80 × 200 rows, 16-row batches) whose key holder is interrupted by ``interrupt()``
     right after the holder's third batch; returns (querier, holder, result, batches submitted)."""
-    import threading
-
-    from party_client import Party
-    from test_linking import tables
-
     (qdir, _), (hdir, hname) = make_party(server, tmp_path), make_party(server, tmp_path)
     querier, holder = tables(seed, n=80, m=200, overlap=50)
     serving = Party(hdir, progress=False).holder(holder, "health_no", ["cost"])

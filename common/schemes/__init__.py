@@ -10,7 +10,8 @@ import threading
 
 from common.schemes.base import InvalidCiphertext, KeyPair, Scheme
 
-__all__ = ["InvalidCiphertext", "KeyPair", "Scheme", "get_scheme", "SCHEME_NAMES", "DEFAULT_SCHEME"]
+__all__ = ["InvalidCiphertext", "KeyPair", "Scheme", "get_scheme", "SCHEME_NAMES", "DEFAULT_SCHEME",
+           "scheme_name", "parse_scheme_list"]
 
 # name -> "module:class" of its implementation
 _IMPLEMENTATIONS: dict[str, str] = {
@@ -18,7 +19,7 @@ _IMPLEMENTATIONS: dict[str, str] = {
     "ec": "common.schemes.ec:EcScheme",
 }
 SCHEME_NAMES: tuple[str, ...] = tuple(_IMPLEMENTATIONS)
-DEFAULT_SCHEME = "paillier"       # the scheme of every session until the parties can choose one
+DEFAULT_SCHEME = "paillier"       # the scheme of a session that names none (an empty ``scheme`` field)
 _SCHEMES: dict[str, Scheme] = {}
 _LOCK = threading.Lock()
 
@@ -33,3 +34,21 @@ def get_scheme(name: str) -> Scheme:
             module, cls = _IMPLEMENTATIONS[name].split(":")
             scheme = _SCHEMES[name] = getattr(importlib.import_module(module), cls)()
         return scheme
+
+
+def scheme_name(name: str | None) -> str:
+    """The scheme a request names: empty means :data:`DEFAULT_SCHEME`; ``ValueError`` for an unknown name."""
+    name = name or DEFAULT_SCHEME
+    if name not in _IMPLEMENTATIONS:
+        raise ValueError(f"unknown comparison scheme {name!r} (known: {', '.join(SCHEME_NAMES)})")
+    return name
+
+
+def parse_scheme_list(text: str) -> tuple[str, ...]:
+    """A comma-separated list of scheme names (``--schemes paillier,ec``), each known, at least one."""
+    names = tuple(dict.fromkeys(part.strip() for part in text.split(",") if part.strip()))
+    if not names:
+        raise ValueError(f"name at least one comparison scheme (known: {', '.join(SCHEME_NAMES)})")
+    for name in names:
+        scheme_name(name)
+    return names

@@ -38,6 +38,11 @@ class Scheme(ABC):
     """One comparison scheme: key generation and zero test (K), encryption (Q), blinded comparison (H)."""
 
     name: str = ""
+    #: whether :meth:`compare` has a cheaper short-``r`` variant (``fast_blinding``); a holder records
+    #: "full" blinding for a scheme without one, whatever the querier asked.
+    has_fast_blinding: bool = False
+    #: the one size parameter of a scheme whose group is fixed (``None``: the key size is chosen per session)
+    fixed_key_bits: int | None = None
 
     # -- key holder ------------------------------------------------------------------------------
     @abstractmethod

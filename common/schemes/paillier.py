@@ -246,6 +246,7 @@ class PaillierScheme(Scheme):
     """Paillier behind the :class:`Scheme` interface: bytes in, bytes out."""
 
     name = "paillier"
+    has_fast_blinding = True
 
     def generate_key(self, bits: int) -> KeyPair:
         key = generate_session_key(bits)

@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterable, Iterator, Protocol
 import numpy as np
 import pandas as pd
 
+from common.schemes import DEFAULT_SCHEME
 from party_client.crypto.cuckoo import CuckooParams
 from party_client.matching.keys import HolderKeys, QuerierKeys
 from proto import linkage_pb2 as pb
@@ -34,7 +35,8 @@ Matches = list[tuple[list[tuple[int, int]], list]]              # ([(table, key 
 
 @dataclass
 class QueryOptions:
-    key_bits: int = 2048
+    key_bits: int = 0                   # 0: the scheme's default size (Paillier: 2048 bits)
+    scheme: str = DEFAULT_SCHEME
     fast_blinding: bool = False
     timeout: float = 3600.0
     cuckoo: CuckooParams = dataclass_field(default_factory=CuckooParams)

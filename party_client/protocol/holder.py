@@ -23,7 +23,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from common.schemes import get_scheme
+from common.schemes import SCHEME_NAMES, get_scheme
 from common.schemes.pool import release_gil, worker_pool
 from party_client.crypto.encoding import SECRET_BYTES
 from party_client.crypto.seal import SessionCipher, open_records
@@ -32,8 +32,8 @@ from party_client.identity import PartyDir
 from party_client.progress import bar
 from party_client.protocol.engine import HolderContext, HolderData, ReceivedQuery, RoundPlan
 from party_client.protocol.engines import engine_for
-from party_client.protocol.wire import (MODE_NAMES, SCHEME, attachment_cipher, message_context, note_cipher,
-                                        party_key, read_query)
+from party_client.protocol.wire import (MODE_NAMES, attachment_cipher, message_context, note_cipher,
+                                        party_key, read_query, session_scheme)
 from party_client.transport import Connection, ConnectionProblem, KeyHolderRefusal
 from proto import linkage_pb2 as pb
 
@@ -46,6 +46,7 @@ class HolderOptions:
     release_columns: list[str] = dataclass_field(default_factory=list)
     allow_fast_blinding: bool = False
     allowed_queriers: list[str] | None = None
+    schemes: tuple[str, ...] = SCHEME_NAMES      # comparison schemes this holder serves
     batch_rows: int = 256
     progress: bool | None = None
 
@@ -176,12 +177,15 @@ class Holder:
         session = item.session
         if self.options.allowed_queriers is not None and item.querier not in self.options.allowed_queriers:
             return self._abort(item, f"querier '{item.querier}' is not on the holder's allow-list")
+        if session_scheme(session) not in self.options.schemes:
+            return self._abort(item, f"the holder does not serve the {session_scheme(session)} scheme "
+                                     f"(it serves: {', '.join(self.options.schemes)})")
         chunks = self.connection.stream("GetMessage", pb.MessageRef(message_id=item.message_id),
                                         split=lambda message: [message.data], length=len)
         try:
             records = open_records(chunks, self.party.private_key, party_key(self.connection, item.querier),
                                    message_context(session.session_id, "query"))
-            query, ciphertexts = read_query(records, get_scheme(SCHEME), session.modulus)
+            query, ciphertexts = read_query(records, get_scheme(session_scheme(session)), session.modulus)
             plan = self._plan(session, query)
         except (ValueError, PartyError) as error:
             return self._abort(item, f"malformed query: {error}")
@@ -198,12 +202,15 @@ class Holder:
         header, keys = query.header, self.data.keys
         if header.mode != session.mode or header.key_bits != session.key_bits:
             return "the query does not match the session (mode or key size)"
+        if session_scheme(header) != session_scheme(session):
+            return (f"the query's comparison scheme ({session_scheme(header)}) is not the session's "
+                    f"({session_scheme(session)})")
         if len(header.session_secret) != SECRET_BYTES:
             return "bad session secret"
         if header.key_spec != keys.spec or ([t.name for t in header.tables] != keys.names and not header.passes):
             return (f"the parties' matching keys differ (querier: {header.key_spec}, holder: {keys.spec}); "
                     "field names, encoders, rule and blocking must agree")
-        context = HolderContext(session.session_id, self.data, get_scheme(SCHEME).encoding_bytes(session.modulus),
+        context = HolderContext(session.session_id, self.data, get_scheme(session_scheme(session)).encoding_bytes(session.modulus),
                                 self._shuffle, self._rank, self.options.progress)
         return engine_for(session.mode, bool(header.passes)).plan(context, query)
 
@@ -226,9 +233,13 @@ class Holder:
         session = item.session
         units = plan.units
         secret = header.session_secret
+        scheme_name = session_scheme(session)
         fast = header.request_fast_blinding and self.options.allow_fast_blinding
         refused = ("the holder does not allow fast blinding; full blinding was used"
                    if header.request_fast_blinding and not fast else "")
+        if header.request_fast_blinding and not get_scheme(scheme_name).has_fast_blinding:
+            fast, refused = False, (f"the {scheme_name} scheme has no fast blinding (its full blinding costs "
+                                    "the same); full blinding was used")
         releasing = session.mode == pb.JOIN and self.data.payloads is not None   # dedup, lookup: no payload
         release_columns = self.data.release_columns if releasing else []
         cipher = attachment_cipher(secret, session.session_id, item.round)
@@ -238,7 +249,7 @@ class Holder:
 
         def batch(seq: int, chunk: list[tuple[int, list[tuple[int, bytes]]]],
                   rule: pb.PairRule | None) -> pb.ComparisonBatch:
-            out = compare_units(SCHEME, session.modulus, ciphertexts,
+            out = compare_units(scheme_name, session.modulus, ciphertexts,
                                 [p for _, comparisons in chunk for p, _ in comparisons],
                                 [x for _, comparisons in chunk for _, x in comparisons], fast)
             counts, attachments = [], []

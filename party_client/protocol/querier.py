@@ -21,8 +21,8 @@ from party_client.matching.keys import QuerierKeys
 from party_client.progress import bar
 from party_client.protocol.engine import PreparedQuery, Progress, QueryOptions
 from party_client.protocol.engines import engine_for
-from party_client.protocol.wire import (MODES, SCHEME, attachment_cipher, message_context, note_cipher, party_key,
-                                        query_records)
+from party_client.protocol.wire import (MODES, attachment_cipher, message_context, note_cipher, party_key,
+                                        query_records, session_scheme)
 from party_client.sessions_state import SessionState
 from party_client.transport import Connection, KeyHolderRefusal
 from party_client.waiting import EVERY, human_seconds
@@ -111,7 +111,8 @@ class Querier:
         """Open a session; with ``keys`` it declares its query's size (K refuses longer queries)."""
         return self.connection.call("OpenSession", pb.OpenSessionRequest(
             mode=MODES[mode], holder=holder, key_bits=options.key_bits, ttl_seconds=int(ttl),
-            query_ciphertexts=declared_ciphertexts(mode, keys, options) if keys is not None else 0))
+            query_ciphertexts=declared_ciphertexts(mode, keys, options) if keys is not None else 0,
+            scheme=options.scheme))
 
     def run(self, session: pb.SessionInfo, keys: QuerierKeys, options: QueryOptions,
             lookup_secret: bytes | None = None, state: SessionState | None = None,
@@ -166,7 +167,8 @@ class Querier:
                save: Callable[[SessionState], None]) -> tuple[PreparedQuery, int]:
         """Prepare, encrypt and seal the query, keep the state, relay it; returns the round it opened."""
         started = time.perf_counter()
-        scheme = get_scheme(SCHEME)
+        scheme_name = session_scheme(session)
+        scheme = get_scheme(scheme_name)
         progress = self._progress(options)
         holder_key = party_key(self.connection, session.holder)
         engine = engine_for(session.mode, keys.blocked is not None)
@@ -174,10 +176,11 @@ class Querier:
                                              progress)
         prepared.header.mode = session.mode
         prepared.header.key_bits = session.key_bits
+        prepared.header.scheme = scheme_name
         prepared.encryptions = len(encodings)
         timings["encode"] = time.perf_counter() - started
         mark = time.perf_counter()
-        ciphertexts = encrypt_slots(SCHEME, session.modulus, encodings, progress)
+        ciphertexts = encrypt_slots(scheme_name, session.modulus, encodings, progress)
         timings["encrypt"] = time.perf_counter() - mark
         mark = time.perf_counter()
         context = message_context(session.session_id, "query")

@@ -19,9 +19,13 @@ from party_client.protocol.engine import CIPHERTEXTS_PER_RECORD, PreparedQuery, 
 from party_client.transport import Connection
 from proto import linkage_pb2 as pb
 
-SCHEME = DEFAULT_SCHEME     # the comparison scheme of every session (common.schemes.get_scheme)
 MODES = {"join": pb.JOIN, "dedup": pb.DEDUP, "lookup": pb.LOOKUP}
 MODE_NAMES = {value: name for name, value in MODES.items()}
+
+
+def session_scheme(session: pb.SessionInfo | pb.QueryHeader) -> str:
+    """The comparison scheme a session (or a query's header) names; an empty field is the default."""
+    return session.scheme or DEFAULT_SCHEME
 
 
 def message_context(session_id: str, kind: str) -> bytes:

@@ -4,6 +4,7 @@ written and no input is modified."""
 from __future__ import annotations
 
 import hashlib
+import os
 import subprocess
 import time
 from pathlib import Path
@@ -111,6 +112,36 @@ def test_keyholder_cli_errors(tmp_path):
                                                 "127.0.0.1:0", "--insecure", "--passphrase-file",
                                                 str(tmp_path / "pass")), capture_output=True, text=True),
                    "passphrase does not open")
+
+
+def test_unknown_schemes_are_refused_in_one_line(querier_setup, tmp_path):
+    """``--scheme``/``--schemes`` with an unknown name: exit 2, one line naming it, nothing written."""
+    query, folder, hname = querier_setup
+    one_line_error(query("--id-column", "hcn", "--scheme", "rsa"), "invalid choice: 'rsa'")
+    one_line_error(query("--id-column", "hcn", "--scheme", "ec", "--key-bits", "2048"),
+                   "key size 2048 not allowed with the ec scheme")
+    one_line_error(run_party("hold", "--dir", str(folder / "nobody"), "--input", str(folder / "good.csv"),
+                             "--id-column", "hcn", "--schemes", "paillier,rsa", check=False),
+                   "unknown comparison scheme 'rsa'")
+    data_dir = tmp_path / "never"
+    one_line_error(subprocess.run(keyholder_cmd("serve", "--data-dir", str(data_dir), "--listen", "127.0.0.1:0",
+                                                "--insecure", "--schemes", "ec,rsa"),
+                                  capture_output=True, text=True, env={**os.environ, "KEYHOLDER_PASSPHRASE": "x"}),
+                   "unknown comparison scheme 'rsa'")
+    assert not data_dir.exists()
+
+
+def test_a_key_holder_refuses_a_scheme_it_does_not_offer(fresh_keyholder, tmp_path):
+    server = fresh_keyholder(extra=("--schemes", "ec"))
+    (qdir, _), (_, hname) = make_party(server, tmp_path), make_party(server, tmp_path)
+    q, qmeta = stub_for(server, qdir)
+    for scheme in ("", "paillier"):
+        with pytest.raises(grpc.RpcError) as caught:
+            q.OpenSession(pb.OpenSessionRequest(mode=pb.JOIN, holder=hname, key_bits=TEST_KEY_BITS, scheme=scheme),
+                          metadata=qmeta)
+        assert caught.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+        assert "does not offer the paillier scheme (it offers: ec)" in caught.value.details()
+    assert q.OpenSession(pb.OpenSessionRequest(mode=pb.JOIN, holder=hname, scheme="ec"), metadata=qmeta).scheme == "ec"
 
 
 def test_service_errors_carry_status_and_message(fresh_keyholder, tmp_path):

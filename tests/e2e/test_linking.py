@@ -6,22 +6,27 @@ from __future__ import annotations
 import subprocess
 import threading
 
+import json
+
 import pandas as pd
+import pytest
 from hypothesis import assume, HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from linkhelpers import TEST_KEY_BITS, canonical, make_party, party_cmd, plaintext_join, run_party, serve_in_thread, tables
+from linkhelpers import SCHEMES, canonical, key_bits_for, make_party, party_cmd, plaintext_join, run_party, \
+    scheme_flags, serve_in_thread, tables
 from party_client import Party
 
 
-def test_cli_join_dedup_lookup(keyholder, tmp_path):
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_cli_join_dedup_lookup(keyholder, tmp_path, scheme):
     (qdir, _), (hdir, hname) = make_party(keyholder, tmp_path), make_party(keyholder, tmp_path)
     querier, holder = tables(1)
     querier.to_csv(tmp_path / "q.csv", index=False)
     holder.to_csv(tmp_path / "h.csv", index=False)
     flags = keyholder.flags()
     common = ["--dir", str(qdir), *flags, "--holder", hname, "--input", str(tmp_path / "q.csv"),
-              "--id-column", "hcn", "--key-bits", str(TEST_KEY_BITS), "--quiet"]
+              "--id-column", "hcn", *scheme_flags(scheme), "--quiet"]
     queries = {
         "join": subprocess.Popen(party_cmd("join", *common, "--out", str(tmp_path / "join.csv"),
                                            "--report", str(tmp_path / "join.json")),
@@ -41,6 +46,9 @@ def test_cli_join_dedup_lookup(keyholder, tmp_path):
     for name, process in queries.items():
         stdout, stderr = process.communicate(timeout=300)
         assert process.returncode == 0, f"{name}: {stderr}"
+        assert json.loads(stdout)["scheme"] == scheme
+    report = json.loads((tmp_path / "join.json").read_text())
+    assert (report["scheme"], report["key_bits"]) == (scheme, key_bits_for(scheme) or 256)
 
     expected = plaintext_join(querier, holder, ["diagnosis", "cost"])
     joined = pd.read_csv(tmp_path / "join.csv", dtype=str, keep_default_na=False)
@@ -55,23 +63,29 @@ def test_cli_join_dedup_lookup(keyholder, tmp_path):
     lookup = pd.read_csv(tmp_path / "lookup.csv", dtype=str, keep_default_na=False)
     assert lookup["matched"].tolist() == [str(v) for v in dedup["matched"]]
 
-def test_python_api_join_and_lookup_session_reuse(keyholder, tmp_path):
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_python_api_join_and_lookup_session_reuse(keyholder, tmp_path, scheme):
     (qdir, _), (hdir, hname) = make_party(keyholder, tmp_path), make_party(keyholder, tmp_path)
     querier, holder = tables(2)
     q, h = Party(qdir, progress=False), Party(hdir, progress=False)
+    options = dict(key_bits=key_bits_for(scheme), scheme=scheme)
     stop = threading.Event()
     thread = serve_in_thread(h, holder, ["diagnosis"], stop)
     try:
-        result = q.join(hname, querier, "hcn", key_bits=TEST_KEY_BITS, timeout=120)
+        result = q.join(hname, querier, "hcn", timeout=120, **options)
         assert canonical(result.frame) == canonical(plaintext_join(querier, holder, ["diagnosis"]))
         assert result.report["blinding"] == "full" and result.report["blank_identifiers"] == 1
-        first = q.lookup(hname, querier.head(3), "hcn", population=50_000, key_bits=TEST_KEY_BITS)
-        second = q.lookup(hname, querier.head(3), "hcn", population=50_000, key_bits=TEST_KEY_BITS)
+        assert result.report["scheme"] == scheme
+        first = q.lookup(hname, querier.head(3), "hcn", population=50_000, **options)
+        second = q.lookup(hname, querier.head(3), "hcn", population=50_000, **options)
         assert first.report["session_id"] == second.report["session_id"]          # window reuse
         assert first.report["risk"] <= 0.05 and "warning" not in second.report      # same bucket again
         assert first.frame["matched"].tolist() == second.frame["matched"].tolist()
-        fast = q.join(hname, querier, "hcn", key_bits=TEST_KEY_BITS, fast_blinding=True)
-        assert fast.report["blinding"] == "full" and "does not allow fast blinding" in fast.report["note"]
+        assert second.report["scheme"] == scheme
+        fast = q.join(hname, querier, "hcn", fast_blinding=True, **options)
+        assert fast.report["blinding"] == "full" and "full blinding was used" in fast.report["note"]
+        assert ("does not allow fast blinding" if scheme == "paillier" else "ec scheme has no fast blinding") \
+            in fast.report["note"]
     finally:
         stop.set()
         thread.join(timeout=30)
@@ -87,12 +101,14 @@ def test_property_random_tables_with_overlaps_and_duplicates(keyholder, tmp_path
     h_ids = data.draw(st.lists(st.sampled_from(pool), min_size=1, max_size=30))
     # a table without a single usable identifier is refused before any session (tests/e2e/test_empty_inputs.py)
     assume(any(c.isalnum() for i in q_ids for c in i) and any(c.isalnum() for i in h_ids for c in i))
+    scheme = data.draw(st.sampled_from(SCHEMES))
     querier = pd.DataFrame({"hcn": q_ids, "row": [str(i) for i in range(len(q_ids))]})
     holder = pd.DataFrame({"health_no": h_ids, "payload": [f"p{i}" for i in range(len(h_ids))]})
     stop = threading.Event()
     thread = serve_in_thread(Party(hdir, progress=False), holder, ["payload"], stop)
     try:
-        result = Party(qdir, progress=False).join(hname, querier, "hcn", key_bits=TEST_KEY_BITS, timeout=120)
+        result = Party(qdir, progress=False).join(hname, querier, "hcn", key_bits=key_bits_for(scheme),
+                                                  scheme=scheme, timeout=120)
     finally:
         stop.set()
         thread.join(timeout=30)

@@ -15,9 +15,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from linkhelpers import TEST_KEY_BITS, make_party, party_cmd, run_party, stub_for
+from linkhelpers import SCHEMES, blinded_comparisons, encoding_length, key_bits_for, make_party, party_cmd, \
+    run_party, scheme_flags, stub_for
 from party_client import Party
-from party_client.crypto.encoding import encode
+from party_client.crypto.encoding import encode_to
 from party_client.matching.normalize import normalize_identifiers
 from proto import linkage_pb2 as pb
 from proto import linkage_pb2_grpc as pb_grpc
@@ -30,7 +31,8 @@ def needles(value: str) -> list[bytes]:
     return [value.encode(), value.encode("utf-16-le")]
 
 
-def test_keyholder_store_spool_and_log_hold_no_identifiers(fresh_keyholder, tmp_path):
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_keyholder_store_spool_and_log_hold_no_identifiers(fresh_keyholder, tmp_path, scheme):
     server = fresh_keyholder()
     (qdir, _), (hdir, hname) = make_party(server, tmp_path), make_party(server, tmp_path)
     rng = np.random.default_rng(5)
@@ -41,7 +43,7 @@ def test_keyholder_store_spool_and_log_hold_no_identifiers(fresh_keyholder, tmp_
     querier.to_csv(tmp_path / "q.csv", index=False)
     holder.to_csv(tmp_path / "h.csv", index=False)
     common = ["--dir", str(qdir), *server.flags(), "--holder", hname, "--input", str(tmp_path / "q.csv"),
-              "--id-column", "hcn", "--key-bits", str(TEST_KEY_BITS), "--quiet"]
+              "--id-column", "hcn", *scheme_flags(scheme), "--quiet"]
     join = subprocess.Popen(party_cmd("join", *common, "--out", str(tmp_path / "j.csv")),
                             stderr=subprocess.PIPE, text=True)
     lookup = subprocess.Popen(party_cmd("lookup", *common, "--out", str(tmp_path / "l.csv"),
@@ -62,7 +64,7 @@ def test_keyholder_store_spool_and_log_hold_no_identifiers(fresh_keyholder, tmp_
 
     lookup_state = json.loads((qdir / "lookups" / f"{hname}.session.json").read_text())
     secret = bytes.fromhex(lookup_state["secret"])
-    encodings = [encode(secret, "id", v, TEST_KEY_BITS) for v in normalize_identifiers(pd.Series(ids))]
+    encodings = [encode_to(secret, "id", v, encoding_length(scheme)) for v in normalize_identifiers(pd.Series(ids))]
     server.stop()                              # flush the SQLite WAL into the files we scan
     stored = all_bytes(server.data_dir) + spooled
     logs = server.log_path.read_bytes() + hold.stderr.encode() + hold.stdout.encode()
@@ -76,25 +78,26 @@ def test_keyholder_store_spool_and_log_hold_no_identifiers(fresh_keyholder, tmp_
     assert not list(spool.rglob("*.sealed")), "acknowledged messages must leave the spool"
 
 
-def _pending_round(server, qdir: Path, hname: str) -> tuple[str, int]:
+def _pending_round(server, qdir: Path, hname: str, scheme: str = "paillier") -> tuple[str, int, pb.SessionInfo]:
     stub, meta = stub_for(server, qdir)
-    session = stub.OpenSession(pb.OpenSessionRequest(mode=pb.JOIN, holder=hname, key_bits=TEST_KEY_BITS),
-                               metadata=meta)
+    session = stub.OpenSession(pb.OpenSessionRequest(mode=pb.JOIN, holder=hname, key_bits=key_bits_for(scheme),
+                                                     scheme=scheme), metadata=meta)
+    assert session.scheme == scheme
     chunks = [pb.MessageChunk(header=pb.MessageHeader(session_id=session.session_id, kind="query",
                                                       recipient=hname), data=b"sealed bytes K cannot open")]
     message = stub.PutMessage(iter(chunks), metadata=meta)
-    return session.session_id, message.round
+    return session.session_id, message.round, session
 
 
-def test_only_the_holder_submits_and_only_the_querier_sees_results(keyholder, tmp_path):
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_only_the_holder_submits_and_only_the_querier_sees_results(keyholder, tmp_path, scheme):
     (qdir, qname), (hdir, hname), (odir, _) = (make_party(keyholder, tmp_path) for _ in range(3))
-    session_id, round_no = _pending_round(keyholder, qdir, hname)
+    session_id, round_no, session = _pending_round(keyholder, qdir, hname, scheme)
     q, qmeta = stub_for(keyholder, qdir)
     h, hmeta = stub_for(keyholder, hdir)
     other, ometa = stub_for(keyholder, odir)
-    width = 2 * TEST_KEY_BITS // 8
     batch = pb.ComparisonBatch(session_id=session_id, round=round_no, seq=0,
-                               ciphertexts=(1).to_bytes(width, "big") + (5).to_bytes(width, "big"),
+                               ciphertexts=blinded_comparisons(scheme, session.modulus, [True, False]),
                                row_comparisons=[1, 1], attachments=[b"a" * 48, b"b" * 48])
 
     def denied(call, code=grpc.StatusCode.PERMISSION_DENIED):
@@ -108,7 +111,7 @@ def test_only_the_holder_submits_and_only_the_querier_sees_results(keyholder, tm
     denied(lambda: other.GetSession(pb.SessionRef(session_id=session_id), metadata=ometa),  # as if unknown
            grpc.StatusCode.NOT_FOUND)
     denied(lambda: h.SubmitComparisons(batch, metadata=[]), grpc.StatusCode.UNAUTHENTICATED)
-    ack = h.SubmitComparisons(batch, metadata=hmeta)                                 # c = 1 encrypts 0
+    ack = h.SubmitComparisons(batch, metadata=hmeta)                                 # the first encrypts 0
     assert set(f.name for f, _ in ack.ListFields()) <= {"seq", "comparisons", "duplicate"}
     assert h.SubmitComparisons(batch, metadata=hmeta).duplicate                      # idempotent
     finished = h.FinishRound(pb.FinishRoundRequest(session_id=session_id, round=round_no, batches=1),
@@ -141,23 +144,24 @@ def test_mtls_certificate_must_match_the_token(keyholder, tmp_path):
         plaintext.GetParty(pb.GetPartyRequest(name="x"), timeout=5)
 
 
-def test_pair_rule_forwards_final_matches_only(keyholder, tmp_path):
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_pair_rule_forwards_final_matches_only(keyholder, tmp_path, scheme):
     """Blocked fuzzy rounds: K evaluates the rule per pair and reports the terms that held, never groups.
 
-    Rule: groups of 1, 3 and 1 comparisons; terms (g0 and g1) or g2.  c = 1 encrypts 0 (agrees).
+    Rule: groups of 1, 3 and 1 comparisons; terms (g0 and g1) or g2.  "0": a comparison of equal values.
     """
     (qdir, _), (hdir, hname) = make_party(keyholder, tmp_path), make_party(keyholder, tmp_path)
-    session_id, round_no = _pending_round(keyholder, qdir, hname)
+    session_id, round_no, session = _pending_round(keyholder, qdir, hname, scheme)
     q, qmeta = stub_for(keyholder, qdir)
     h, hmeta = stub_for(keyholder, hdir)
-    width = 2 * TEST_KEY_BITS // 8
     rule = pb.PairRule(group_sizes=[1, 3, 1], terms=[pb.Conjunction(groups=[0, 1]), pb.Conjunction(groups=[2])])
     rows = ["0" "505" "5",      # g0 and g1 agree: term 0
             "0" "555" "5",      # only g0 agrees: a partial agreement, never forwarded
             "5" "555" "0",      # g2: term 1
             "0" "000" "0",      # everything: both terms
             "5" "550" "5"]      # only g1
-    blob = b"".join((1 if c == "0" else 5).to_bytes(width, "big") for row in rows for c in row)
+    blob = blinded_comparisons(scheme, session.modulus, [c == "0" for row in rows for c in row])
+    width = len(blob) // len("".join(rows))
     attachments = [bytes([65 + i]) * 48 for i in range(len(rows))]
 
     def batch(seq, **changes):
@@ -179,8 +183,9 @@ def test_pair_rule_forwards_final_matches_only(keyholder, tmp_path):
     assert results == [("A", [0]), ("C", [1]), ("D", [0, 1])]
 
 
-def test_audit_log_records_counts_only(fresh_keyholder, tmp_path):
-    """K's audit log says who did what with counts, never a value."""
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_audit_log_records_counts_only(fresh_keyholder, tmp_path, scheme):
+    """K's audit log says who did what with counts and parameters (the scheme too), never a value."""
     server = fresh_keyholder()
     (qdir, _), (hdir, hname) = make_party(server, tmp_path), make_party(server, tmp_path)
     frame = pd.DataFrame({"id": [f"{i:09d}" for i in range(40)], "v": [f"value-{i}" for i in range(40)]})
@@ -191,31 +196,37 @@ def test_audit_log_records_counts_only(fresh_keyholder, tmp_path):
     thread = threading.Thread(target=serving.serve, kwargs={"once": False, "poll_seconds": 0.5, "stop": stop.is_set})
     thread.start()
     try:
-        result = Party(qdir, progress=False).join(hname, tmp_path / "q.csv", "id", key_bits=TEST_KEY_BITS)
+        result = Party(qdir, progress=False).join(hname, tmp_path / "q.csv", "id", key_bits=key_bits_for(scheme),
+                                                  scheme=scheme)
     finally:
         stop.set()
         thread.join(timeout=30)
-    assert result.frame["matched"].sum() == 10
+    assert result.frame["matched"].sum() == 10 and result.report["scheme"] == scheme
     audit = subprocess.run([sys.executable, "-m", "keyholder.cli", "audit", "--data-dir",
                             str(server.data_dir)], capture_output=True, text=True).stdout
-    assert "finish_round" in audit and "matched_rows=10" in audit
+    assert "finish_round" in audit and "matched_rows=10" in audit and f"scheme={scheme}" in audit
     for value in frame["id"]:
         assert value not in audit
 
 
-def test_fresh_r_for_every_comparison_and_padded_table_sizes(fresh_keyholder, tmp_path, monkeypatch):
-    """Every blinded comparison draws its own r, and the querier's table size only shows a padded step."""
-    import common.schemes.paillier as protocol
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_fresh_r_for_every_comparison_and_padded_table_sizes(fresh_keyholder, tmp_path, monkeypatch, scheme):
+    """Every blinded comparison draws its own r, and the querier's table size only shows a padded step.
+
+    Scheme-neutral: every comparison the holder sends is distinct, and comparing the same pairs
+    again gives different bytes in every comparison (a fresh r each time, none derived from the pair)."""
+    import party_client.protocol.holder as holder_module
     server = fresh_keyholder()
     (qdir, _), (hdir, hname) = make_party(server, tmp_path), make_party(server, tmp_path)
-    draws = []
-    original = protocol.blinding_factor
+    calls, lock = [], threading.Lock()
+    original = holder_module.compare_units
 
-    def recording(key, fast):
-        r = original(key, fast)
-        draws.append(int(r))
-        return r
-    monkeypatch.setattr(protocol, "blinding_factor", recording)
+    def recording(scheme_name, public, query, positions, encodings, fast):
+        out = original(scheme_name, public, query, positions, encodings, fast)
+        with lock:
+            calls.append((scheme_name, public, query, list(positions), list(encodings), fast, out))
+        return out
+    monkeypatch.setattr(holder_module, "compare_units", recording)
     holder_frame = pd.DataFrame({"id": [f"{i:08d}" for i in range(60)]})
     stop = threading.Event()
     serving = Party(hdir, progress=False).holder(holder_frame, "id", [])
@@ -223,16 +234,22 @@ def test_fresh_r_for_every_comparison_and_padded_table_sizes(fresh_keyholder, tm
     thread.start()
     try:
         querier = Party(qdir, progress=False)
-        small = querier.dedup(hname, pd.DataFrame({"id": [f"{i:08d}" for i in range(20)]}), "id",
-                              key_bits=TEST_KEY_BITS)
-        larger = querier.dedup(hname, pd.DataFrame({"id": [f"{i:08d}" for i in range(20, 42)]}), "id",
-                               key_bits=TEST_KEY_BITS)
+        options = dict(key_bits=key_bits_for(scheme), scheme=scheme)
+        small = querier.dedup(hname, pd.DataFrame({"id": [f"{i:08d}" for i in range(20)]}), "id", **options)
+        larger = querier.dedup(hname, pd.DataFrame({"id": [f"{i:08d}" for i in range(20, 42)]}), "id", **options)
     finally:
         stop.set()
         thread.join(timeout=30)
     assert small.report["matched_records"] == 20 and larger.report["matched_records"] == 22
-    assert len(draws) == 2 * 2 * 60                         # h = 2 comparisons per holder row, two sessions
-    assert len(set(draws)) == len(draws)                    # never reused, not per row, not per session
+    assert {call[0] for call in calls} == {scheme}
+    items = []
+    for name, public, query, positions, encodings, fast, out in calls:
+        width = len(out) // len(positions)
+        items += [out[i:i + width] for i in range(0, len(out), width)]
+        again = original(name, public, query, positions, encodings, fast)      # the same pairs once more
+        assert all(again[i:i + width] != out[i:i + width] for i in range(0, len(out), width))
+    assert len(items) == 2 * 2 * 60                         # h = 2 comparisons per holder row, two sessions
+    assert len(set(items)) == len(items)                    # no two comparisons alike, not per row or session
     assert small.report["table_slots"] == larger.report["table_slots"]   # 20 and 22 keys pad to one size (23)
     sizes = [int(line.split("\t")[5]) for line in subprocess.run(
         [sys.executable, "-m", "keyholder.cli", "audit", "--data-dir", str(server.data_dir)],
@@ -249,3 +266,99 @@ def test_nothing_is_pickled_across_processes():
     offenders = [str(path.relative_to(root)) for package in ("keyholder", "party_client", "proto")
                  for path in (root / package).rglob("*.py") if pattern.search(path.read_text())]
     assert offenders == []
+
+
+# -- ec-specific checks (docs/protocol.md, "Comparison schemes"): every received point is validated ----------
+NOT_ON_CURVE = (2).to_bytes(32, "little")            # y = 2: no x satisfies the curve equation
+SMALL_ORDER = bytes(32)                               # y = 0: a point of order 4
+
+
+def test_ec_key_holder_refuses_invalid_small_order_and_identity_points(keyholder, tmp_path):
+    """A comparison batch with a bad point is refused with INVALID_ARGUMENT naming the check, and
+    the refusal changes nothing: the holder's correct batch is accepted afterwards."""
+    from common.schemes.ec import IDENTITY
+    (qdir, _), (hdir, hname) = make_party(keyholder, tmp_path), make_party(keyholder, tmp_path)
+    session_id, round_no, session = _pending_round(keyholder, qdir, hname, "ec")
+    h, hmeta = stub_for(keyholder, hdir)
+    good = blinded_comparisons("ec", session.modulus, [False, True])
+    cases = {"first point: not on the curve": NOT_ON_CURVE + good[32:],
+             "first point: small-order point": SMALL_ORDER + good[32:],
+             "first point: identity point": IDENTITY + good[32:],
+             "second point: not on the curve": good[:32] + NOT_ON_CURVE + good[64:],
+             "second point: small-order point": good[:32] + SMALL_ORDER + good[64:]}
+    for check, ciphertexts in cases.items():
+        batch = pb.ComparisonBatch(session_id=session_id, round=round_no, seq=0, ciphertexts=ciphertexts,
+                                   row_comparisons=[1, 1], attachments=[b"x" * 9, b"y" * 9])
+        with pytest.raises(grpc.RpcError) as caught:
+            h.SubmitComparisons(batch, metadata=hmeta)
+        assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT, check
+        assert f"comparison 0: {check}" in caught.value.details()
+    h.SubmitComparisons(pb.ComparisonBatch(session_id=session_id, round=round_no, seq=0, ciphertexts=good,
+                                           row_comparisons=[1, 1], attachments=[b"a" * 48, b"b" * 48]),
+                        metadata=hmeta)
+    done = h.FinishRound(pb.FinishRoundRequest(session_id=session_id, round=round_no, batches=1), metadata=hmeta)
+    assert done.comparisons == 2
+
+
+def _ec_join_with_holder(keyholder, tmp_path, **holder_options) -> tuple[Party, str, threading.Event,
+                                                                         threading.Thread, list]:
+    (qdir, _), (hdir, hname) = make_party(keyholder, tmp_path), make_party(keyholder, tmp_path)
+    serving = Party(hdir, progress=False).holder(pd.DataFrame({"id": [f"{i:06d}" for i in range(20)]}), "id", [],
+                                                 **holder_options)
+    served, stop = [], threading.Event()
+    thread = threading.Thread(target=lambda: served.extend(serving.serve(once=False, poll_seconds=0.5,
+                                                                         stop=stop.is_set)))
+    thread.start()
+    return Party(qdir, progress=False), hname, stop, thread, served
+
+
+def test_ec_holder_refuses_a_query_with_a_bad_point(keyholder, tmp_path, monkeypatch):
+    """A query whose ciphertext holds a small-order point: the holder aborts the round, naming the check."""
+    import party_client.protocol.querier as querier_module
+    from party_client.errors import PartyError
+    original = querier_module.encrypt_slots
+
+    def corrupted(scheme_name, public, encodings, progress):
+        ciphertexts = original(scheme_name, public, encodings, progress)
+        return [SMALL_ORDER + ciphertexts[0][32:]] + ciphertexts[1:]
+    monkeypatch.setattr(querier_module, "encrypt_slots", corrupted)
+    querier, hname, stop, thread, served = _ec_join_with_holder(keyholder, tmp_path)
+    try:
+        with pytest.raises(PartyError, match="refused the query: malformed query: ciphertext 0: first point: "
+                                             "small-order point"):
+            querier.dedup(hname, pd.DataFrame({"id": ["000001", "999999"]}), "id", scheme="ec", timeout=60)
+    finally:
+        stop.set()
+        thread.join(timeout=30)
+    assert "small-order point" in served[0]["refused"]
+
+
+def test_holder_refuses_a_scheme_it_does_not_serve_or_a_header_of_another_scheme(keyholder, tmp_path,
+                                                                                  monkeypatch):
+    """``party hold --schemes paillier`` refuses an ec round; a query header naming another scheme than
+    the session's is refused too; both with the reason."""
+    import party_client.protocol.querier as querier_module
+    from party_client.errors import PartyError
+    querier, hname, stop, thread, served = _ec_join_with_holder(keyholder, tmp_path, schemes="paillier")
+    try:
+        with pytest.raises(PartyError, match="does not serve the ec scheme"):
+            querier.dedup(hname, pd.DataFrame({"id": ["000001"]}), "id", scheme="ec", timeout=60)
+    finally:
+        stop.set()
+        thread.join(timeout=30)
+    original = querier_module.query_records
+
+    def relabelled(prepared, ciphertexts):
+        records = original(prepared, ciphertexts)
+        header = pb.QueryHeader.FromString(next(records))
+        header.scheme = "paillier"
+        yield header.SerializeToString()
+        yield from records
+    monkeypatch.setattr(querier_module, "query_records", relabelled)
+    querier, hname, stop, thread, served = _ec_join_with_holder(keyholder, tmp_path)
+    try:
+        with pytest.raises(PartyError, match=r"comparison scheme \(paillier\) is not the session's \(ec\)"):
+            querier.dedup(hname, pd.DataFrame({"id": ["000001"]}), "id", scheme="ec", timeout=60)
+    finally:
+        stop.set()
+        thread.join(timeout=30)

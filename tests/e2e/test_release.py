@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 import deid_core
-from linkhelpers import TEST_KEY_BITS, make_party, run_party
+from linkhelpers import TEST_KEY_BITS, make_party, run_party, scheme_flags
 from party_client import Party
 
 SPEC = """
@@ -74,6 +74,7 @@ def test_link_release_safe_harbor_then_saved_policy(keyholder, tmp_path):
         assert set(release["zip"]) <= {"021", "100", "941", "000"} and summary["matched_records"] == 80
         report = json.loads((tmp_path / "reports" / "release_report.json").read_text())
         assert report["linkage"]["holder"] == hname and report["linkage"]["key_bits"] == TEST_KEY_BITS
+        assert report["linkage"]["scheme"] == "paillier"
         assert report["linkage"]["matched_records"] == 80 and report["deidentification"]["method"] == "safe-harbor"
         fresh = deid_core.assess(deid_core.read_table(tmp_path / "release.csv"), deid_core.parse_spec(
             {"columns": {"zip": "quasi", "age": "quasi", "sex": "quasi", "diagnosis": "sensitive"},
@@ -88,10 +89,14 @@ def test_link_release_safe_harbor_then_saved_policy(keyholder, tmp_path):
         nxt = people(3, 50)
         nxt.to_csv(tmp_path / "hospital2.csv", index=False)
         command[command.index(str(tmp_path / "hospital.csv"))] = str(tmp_path / "hospital2.csv")
-        run_party(*command, "--method", "policy", "--policy", str(tmp_path / "policy.json"), "--out",
-                  str(tmp_path / "release2.csv"))
+        ec_command = [c for c in command if c not in ("--key-bits", str(TEST_KEY_BITS))] + ["--scheme", "ec"]
+        run_party(*ec_command, "--method", "policy", "--policy", str(tmp_path / "policy.json"), "--out",
+                  str(tmp_path / "release2.csv"))                  # and the elliptic-curve scheme this time
         again = pd.read_csv(tmp_path / "release2.csv", dtype=str, keep_default_na=False)
         assert set(again.columns) == set(release.columns) and len(again) == 50
+        linkage = json.loads((tmp_path / "reports" / "release_report.json").read_text())["linkage"]
+        assert (linkage["scheme"], linkage["key_bits"]) == ("ec", 256)
+        assert "exponential ElGamal on Ed25519, 256-bit keys" in (tmp_path / "reports" / "release_report.html").read_text()
         assert set(again["zip"]) <= {"021", "100", "941", "000"}
 
         bad_spec = SPEC.replace('hcn = "direct"', 'hcn = "other"')
@@ -118,13 +123,13 @@ def test_three_registries_dedup(keyholder, tmp_path):
     stop = threading.Event()
     threads = [serve(d, pd.DataFrame({"hcn": holdings[n]}), "hcn", [], stop) for d, n in zip(dirs, names)]
     try:
-        for me, directory in zip(names, dirs):
+        for me, directory, scheme in zip(names, dirs, ["paillier", "ec", "ec"]):
             own = pd.DataFrame({"hcn": holdings[me]})
             own.to_csv(tmp_path / f"{me}.csv", index=False)
             others = [n for n in names if n != me]
             run_party("dedup-many", "--dir", str(directory), *keyholder.flags(), "--registries", ",".join(others),
                       "--input", str(tmp_path / f"{me}.csv"), "--id-column", "hcn", "--out",
-                      str(tmp_path / f"{me}-dedup.csv"), "--key-bits", str(TEST_KEY_BITS), "--quiet")
+                      str(tmp_path / f"{me}-dedup.csv"), *scheme_flags(scheme), "--quiet")
             out = pd.read_csv(tmp_path / f"{me}-dedup.csv", dtype=str, keep_default_na=False)
             assert out["hcn"].tolist() == holdings[me]                          # only its own records
             expected = [";".join(o for o in others if h in set(holdings[o])) for h in holdings[me]]

@@ -8,12 +8,16 @@ import threading
 import time
 
 import pandas as pd
+import pytest
 
-from linkhelpers import TEST_KEY_BITS, join_with_interrupted_key_holder, make_party, party_cmd, run_party
+from linkhelpers import SCHEMES, TEST_KEY_BITS, join_with_interrupted_key_holder, make_party, party_cmd, \
+    run_party, scheme_flags
 from linkhelpers import canonical, plaintext_join, tables
 
 
-def test_restart_between_query_and_holder(fresh_keyholder, tmp_path):
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_restart_between_query_and_holder(fresh_keyholder, tmp_path, scheme):
+    """K's private key of either scheme, wrapped at rest, is unwrapped after a SIGKILL and restart."""
     server = fresh_keyholder()
     (qdir, _), (hdir, hname) = make_party(server, tmp_path), make_party(server, tmp_path)
     querier, holder = tables(7, n=60, m=80, overlap=30)
@@ -21,7 +25,7 @@ def test_restart_between_query_and_holder(fresh_keyholder, tmp_path):
     holder.to_csv(tmp_path / "h.csv", index=False)
     join = subprocess.Popen(party_cmd("join", "--dir", str(qdir), *server.flags(), "--holder", hname,
                                       "--input", str(tmp_path / "q.csv"), "--id-column", "hcn", "--out",
-                                      str(tmp_path / "j.csv"), "--key-bits", str(TEST_KEY_BITS), "--quiet"),
+                                      str(tmp_path / "j.csv"), *scheme_flags(scheme), "--quiet"),
                             stderr=subprocess.PIPE, text=True)
     spool = server.data_dir / "spool"
     deadline = time.monotonic() + 120

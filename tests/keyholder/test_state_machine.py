@@ -16,7 +16,7 @@ import pytest
 from keyholder.errors import ServiceError
 from keyholder.limits import Limits
 from keyholder.sessions import ABORTED, CLOSED, DONE, EXPIRED, OPEN, PENDING, KeyHolder, PairRule
-from common.schemes import get_scheme
+from linkhelpers import blinded_comparisons
 
 JOIN = 1
 BITS = 1024
@@ -33,15 +33,8 @@ def holder(tmp_path: Path):
 
 
 def comparisons(session, zero: list[bool]) -> bytes:
-    """Blinded comparisons under the session's public key, computed as the holder does
-    (``E(X)`` by the querier's encryptor, ``E(r (X - Y))`` by the holder's comparison), with
-    ``X = Y`` exactly where ``zero`` says so."""
-    scheme, public = get_scheme("paillier"), session.modulus
-    width = scheme.encoding_bytes(public)
-    xs = [secrets.token_bytes(width) for _ in zero]
-    ys = [x if match else secrets.token_bytes(width) for x, match in zip(xs, zero)]
-    query = scheme.encrypt(public, xs)
-    return scheme.compare(public, query, list(range(len(xs))), ys)
+    """Blinded comparisons of the session's scheme with ``X = Y`` exactly where ``zero`` says so."""
+    return blinded_comparisons(session.scheme, session.modulus, zero)
 
 
 def refused(code: str, call, *args, **kwargs) -> str:
@@ -51,15 +44,24 @@ def refused(code: str, call, *args, **kwargs) -> str:
     return caught.value.message
 
 
-def open_with_query(core: KeyHolder, query: bytes = b"sealed query") -> tuple[object, object]:
-    session = core.open_session("querier", JOIN, "holder", BITS, 0)
+def bits(scheme: str) -> int:
+    """The key size a test asks for: small Paillier keys, the ec group's one size."""
+    return BITS if scheme == "paillier" else 256
+
+
+def open_with_query(core: KeyHolder, query: bytes = b"sealed query", scheme: str = "paillier") -> tuple[object, object]:
+    session = core.open_session("querier", JOIN, "holder", bits(scheme), 0, scheme=scheme)
     message = core.put_message("querier", session.id, "query", "holder", [query[:5], query[5:]])
     return session, message
 
 
-def test_a_session_from_open_to_close(holder: KeyHolder) -> None:
-    session = holder.open_session("querier", JOIN, "holder", BITS, 0)
-    assert (session.status, session.key_bits, session.querier, session.holder) == (OPEN, BITS, "querier", "holder")
+@pytest.mark.parametrize("scheme", ["paillier", "ec"])
+def test_a_session_from_open_to_close(holder: KeyHolder, scheme: str) -> None:
+    session = holder.open_session("querier", JOIN, "holder", bits(scheme), 0, scheme=scheme)
+    assert (session.status, session.key_bits, session.querier, session.holder, session.scheme) == \
+        (OPEN, bits(scheme), "querier", "holder", scheme)
+    assert holder.store.get_session(session.id).wrapped_key                 # the private key, wrapped at rest
+    assert f"scheme={scheme}" in [row for row in holder.store.audit_rows() if row[2] == "open_session"][-1][6]
     assert holder.list_work("holder") == []
 
     message = holder.put_message("querier", session.id, "query", "holder", [b"sealed ", b"query"])
@@ -157,8 +159,9 @@ def test_an_aborted_round_has_no_results_and_drops_its_query(holder: KeyHolder) 
     assert holder.list_work("holder") == []
 
 
-def test_batches_are_checked_before_any_zero_test(holder: KeyHolder) -> None:
-    session, _ = open_with_query(holder)
+@pytest.mark.parametrize("scheme", ["paillier", "ec"])
+def test_batches_are_checked_before_any_zero_test(holder: KeyHolder, scheme: str) -> None:
+    session, _ = open_with_query(holder, scheme=scheme)
     good = comparisons(session, [True, False])
     width = len(good) // 2
     refused("INVALID_ARGUMENT", holder.submit_batch, "holder", session.id, 1, 0, good[:-1], [2], [b"a"])
@@ -199,9 +202,10 @@ def test_quotas_on_sessions_rounds_and_query_size(holder: KeyHolder) -> None:
     holder.open_session("querier", JOIN, "holder", BITS, 0)                # a closed session frees its slot
 
 
-def test_an_expired_session_loses_its_key(holder: KeyHolder) -> None:
-    session, _ = open_with_query(holder)
-    short = holder.open_session("querier", JOIN, "holder", BITS, 0.3)
+@pytest.mark.parametrize("scheme", ["paillier", "ec"])
+def test_an_expired_session_loses_its_key(holder: KeyHolder, scheme: str) -> None:
+    session, _ = open_with_query(holder, scheme=scheme)
+    short = holder.open_session("querier", JOIN, "holder", bits(scheme), 0.3, scheme=scheme)
     holder.put_message("querier", short.id, "query", "holder", [b"query"])
     time.sleep(0.4)
     assert [s.id for s, _, _ in holder.list_work("holder")] == [session.id]
@@ -212,11 +216,12 @@ def test_an_expired_session_loses_its_key(holder: KeyHolder) -> None:
     assert holder.store.get_session(session.id).wrapped_key is not None
 
 
-def test_a_restarted_key_holder_unwraps_the_key_and_goes_on(tmp_path: Path) -> None:
+@pytest.mark.parametrize("scheme", ["paillier", "ec"])
+def test_a_restarted_key_holder_unwraps_the_key_and_goes_on(tmp_path: Path, scheme: str) -> None:
     core = KeyHolder(tmp_path / "k", b"passphrase", LIMITS)
     for name in ("querier", "holder"):
         core.register(name, secrets.token_bytes(32), None, None)
-    session, _ = open_with_query(core)
+    session, _ = open_with_query(core, scheme=scheme)
     batch = comparisons(session, [False, True])
     core.submit_batch("holder", session.id, 1, 0, batch[:len(batch) // 2], [1], [b"a"])
     core.close()
@@ -228,5 +233,71 @@ def test_a_restarted_key_holder_unwraps_the_key_and_goes_on(tmp_path: Path) -> N
         again.submit_batch("holder", session.id, 1, 1, batch[len(batch) // 2:], [1], [b"b"])
         assert again.finish_round("holder", session.id, 1, 2, b"").matched_rows == 1
         assert [hit for page in again.fetch_results("querier", session.id, 1) for hit in page] == [([0], b"b")]
+    finally:
+        again.close()
+
+
+@pytest.mark.parametrize("scheme", ["paillier", "ec"])
+def test_a_refused_batch_does_not_fix_the_attachment_length(holder: KeyHolder, scheme: str) -> None:
+    """The round's attachment length is the first *accepted* batch's: a batch refused for its
+    ciphertexts leaves it unset, so the holder's corrected batch may use another length."""
+    session, _ = open_with_query(holder, scheme=scheme)
+    good = comparisons(session, [True, False])
+    width = len(good) // 2
+    broken = bytes(width) + good[width:]                                  # not a valid comparison
+    refused("INVALID_ARGUMENT", holder.submit_batch, "holder", session.id, 1, 0, broken, [2], [b"five!"])
+    assert holder.store.get_round(session.id, 1).attachment_bytes is None
+    holder.submit_batch("holder", session.id, 1, 0, good, [2], [b"ab"])
+    assert holder.store.get_round(session.id, 1).attachment_bytes == 2
+    assert "not 5" in refused("INVALID_ARGUMENT", holder.submit_batch, "holder", session.id, 1, 1, good, [2],
+                              [b"five!"])
+
+
+def test_each_scheme_has_its_key_size_query_size_and_offer(tmp_path: Path) -> None:
+    """ec sessions are recorded at 256 bits and sized by the 64-byte ciphertext; a key holder
+    refuses a scheme it does not offer, or one it does not know, naming it."""
+    core = KeyHolder(tmp_path / "k", b"passphrase", LIMITS)
+    for name in ("querier", "holder"):
+        core.register(name, secrets.token_bytes(32), None, None)
+    try:
+        ec = core.open_session("querier", JOIN, "holder", 0, 0, query_ciphertexts=1000, scheme="ec")
+        assert (ec.scheme, ec.key_bits, len(ec.modulus)) == ("ec", 256, 32)
+        assert ec.max_query_bytes == int(1000 * 64 * LIMITS.query_margin + LIMITS.query_overhead)
+        default = core.open_session("querier", JOIN, "holder", BITS, 0)
+        assert core.store.get_session(default.id).scheme == "paillier"
+        assert "'rsa'" in refused("INVALID_ARGUMENT", core.open_session, "querier", JOIN, "holder", 0, 0,
+                                  scheme="rsa")
+    finally:
+        core.close()
+    only = KeyHolder(tmp_path / "k", b"passphrase", LIMITS, schemes=("ec",))
+    try:
+        message = refused("FAILED_PRECONDITION", only.open_session, "querier", JOIN, "holder", BITS, 0,
+                          scheme="paillier")
+        assert "paillier" in message and "offers: ec" in message
+        assert only.store.get_session(ec.id).scheme == "ec"
+    finally:
+        only.close()
+
+
+def test_a_store_from_before_schemes_is_migrated(tmp_path: Path) -> None:
+    """A data directory written before sessions had a scheme: its sessions read as Paillier."""
+    import sqlite3
+
+    from keyholder.store import STORE_FILE
+    core = KeyHolder(tmp_path / "k", b"passphrase", LIMITS)
+    core.register("querier", secrets.token_bytes(32), None, None)
+    core.register("holder", secrets.token_bytes(32), None, None)
+    session, _ = open_with_query(core)
+    core.close()
+    db = sqlite3.connect(tmp_path / "k" / STORE_FILE)
+    db.execute("ALTER TABLE sessions DROP COLUMN scheme")
+    db.commit()
+    db.close()
+    again = KeyHolder(tmp_path / "k", b"passphrase", LIMITS)
+    try:
+        assert again.session("querier", session.id).scheme == "paillier"
+        batch = comparisons(again.session("holder", session.id), [True])
+        again.submit_batch("holder", session.id, 1, 0, batch, [1], [b"a"])
+        assert again.store.get_round(session.id, 1).comparisons == 1
     finally:
         again.close()

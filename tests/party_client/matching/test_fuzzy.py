@@ -10,7 +10,7 @@ import time
 import pandas as pd
 import pytest
 
-from linkhelpers import TEST_KEY_BITS, make_party, run_party
+from linkhelpers import SCHEMES, TEST_KEY_BITS, key_bits_for, make_party, run_party
 from party_client import Party
 from party_client.errors import PartyError
 from party_client.matching.quality import plaintext_pairs
@@ -114,7 +114,7 @@ def febrl_sample():
 
 
 def join_with_holder(keyholder, tmp_path, querier_frame, holder_frame, rules, querier_rules=None,
-                     served: list | None = None, **options):
+                     served: list | None = None, scheme: str = "paillier", **options):
     """A real fuzzy join: the holder serves from a thread, the querier joins (both through the API);
     ``served`` receives the holder's own summary of each round."""
     (qdir, _), (hdir, hname) = make_party(keyholder, tmp_path), make_party(keyholder, tmp_path)
@@ -126,8 +126,8 @@ def join_with_holder(keyholder, tmp_path, querier_frame, holder_frame, rules, qu
     thread.start()
     try:
         return Party(qdir, progress=False).join(hname, querier_frame, rules=querier_rules or rules,
-                                                key_bits=TEST_KEY_BITS, term_column="terms", timeout=300,
-                                                **options)
+                                                key_bits=key_bits_for(scheme), scheme=scheme,
+                                                term_column="terms", timeout=300, **options)
     finally:
         stop.set()
         thread.join(timeout=60)
@@ -163,7 +163,8 @@ def test_blocked_fuzzy_join_equals_plaintext_on_febrl(keyholder, tmp_path, febrl
     assert "candidate_pairs" not in report and not any("candidate_pairs" in p for p in report["passes"])
 
 
-def test_the_querier_learns_nothing_about_holder_rows_in_its_blocks(keyholder, tmp_path):
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_the_querier_learns_nothing_about_holder_rows_in_its_blocks(keyholder, tmp_path, scheme):
     """Holder rows that share the querier's blocks but do not match change nothing the querier sees."""
     fields = [field for field in FIELDS if field["name"] in ("sn", "gn", "dob")]
     rules = load_rules({"field": fields, "rule": {"match": "sn and gn and dob"},
@@ -180,7 +181,8 @@ def test_the_querier_learns_nothing_about_holder_rows_in_its_blocks(keyholder, t
     views = []
     for table in (holder, pd.concat([holder, crowd], ignore_index=True)):
         served: list[dict] = []
-        result = join_with_holder(keyholder, tmp_path, querier, table, rules, served=served)
+        result = join_with_holder(keyholder, tmp_path, querier, table, rules, served=served, scheme=scheme)
+        assert result.report["scheme"] == scheme
         report = {k: v for k, v in result.report.items() if k not in ("seconds", "session_id", "querier", "holder")}
         views.append((result.frame.to_dict("list"), report))
         assert served[0]["candidate_pairs"] == [sum((table.surname == s).sum() for s in querier.surname)]
@@ -188,14 +190,17 @@ def test_the_querier_learns_nothing_about_holder_rows_in_its_blocks(keyholder, t
     assert views[0][0]["rec_id_holder"].count("h0") == 1
 
 
-def test_secure_fuzzy_join_equals_plaintext_on_febrl(keyholder, tmp_path, febrl_sample):
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_secure_fuzzy_join_equals_plaintext_on_febrl(keyholder, tmp_path, febrl_sample, scheme):
+    """The same pairs and fired terms as plaintext, hence the same under either scheme."""
     querier_frame, holder_frame = febrl_sample
     rules = load_rules({"field": FIELDS, "rule": {"match": RULE}})
     expected = plaintext_pairs(rules.querier_keys(querier_frame), rules.holder_keys(holder_frame))
     expected_ids = {(querier_frame["rec_id"][r], holder_frame["rec_id"][h]) for r, h in zip(expected.record, expected.row)}
     assert len(expected_ids) >= 60
 
-    result = join_with_holder(keyholder, tmp_path, querier_frame, holder_frame, rules)
+    result = join_with_holder(keyholder, tmp_path, querier_frame, holder_frame, rules, scheme=scheme)
+    assert result.report["scheme"] == scheme
     out = result.frame
     matched = out[out["matched"]]
     secure_ids = set(zip(matched["rec_id"], matched["rec_id_holder"]))

@@ -7,8 +7,10 @@ import subprocess
 import time
 
 import pandas as pd
+import pytest
 
-from linkhelpers import TEST_KEY_BITS, free_port, keyholder_cmd, make_party, party_cmd, run_party
+from linkhelpers import SCHEMES, TEST_KEY_BITS, free_port, keyholder_cmd, make_party, party_cmd, run_party, \
+    scheme_flags
 from party_client.identity import PartyDir
 from party_client.sessions_state import SessionStates
 from party_client.transport import FIRST_CONTACT_SECONDS, RETRY_WINDOW_SECONDS, Contact, RetryPolicy
@@ -98,10 +100,10 @@ def test_key_holder_never_reached_fails_with_its_address(tmp_path):
     assert "party: error:" in result.stderr.strip().splitlines()[-1]
 
 
-def _join(server, qdir, hname, tmp_path, *extra: str) -> subprocess.Popen:
+def _join(server, qdir, hname, tmp_path, *extra: str, scheme: str = "paillier") -> subprocess.Popen:
     return subprocess.Popen(party_cmd("join", "--dir", str(qdir), *server.flags(), "--holder", hname,
                                       "--input", str(tmp_path / "q.csv"), "--id-column", "hcn", "--out",
-                                      str(tmp_path / "j.csv"), "--key-bits", str(TEST_KEY_BITS), "--quiet", *extra),
+                                      str(tmp_path / "j.csv"), *scheme_flags(scheme), "--quiet", *extra),
                             stderr=subprocess.PIPE, text=True)
 
 
@@ -158,10 +160,11 @@ def test_outage_longer_than_the_call_in_flight_allows_is_survived(fresh_keyholde
     assert not list((qdir / "sessions").glob("*.state"))   # done: the local state is gone
 
 
-def test_querier_killed_mid_round_resumes_without_new_comparisons(fresh_keyholder, tmp_path):
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_querier_killed_mid_round_resumes_without_new_comparisons(fresh_keyholder, tmp_path, scheme):
     server = fresh_keyholder()
     qdir, hdir, hname, expected = _linked_pair(server, tmp_path, 12)
-    join = _join(server, qdir, hname, tmp_path)
+    join = _join(server, qdir, hname, tmp_path, scheme=scheme)
     session_id = _relayed(qdir)
     assert "waiting for holder" in join.stderr.readline()   # a late holder: the wait is announced
     join.kill()                                          # kill -9 the querier
@@ -169,7 +172,7 @@ def test_querier_killed_mid_round_resumes_without_new_comparisons(fresh_keyholde
     listed = run_party("sessions", "list", "--dir", str(qdir)).stdout
     assert session_id in listed and hname in listed and "round 1 relayed" in listed
     assert "served 1 round(s)" in _hold(server, hdir, tmp_path).stdout
-    again = _join(server, qdir, hname, tmp_path)
+    again = _join(server, qdir, hname, tmp_path, scheme=scheme)
     assert again.wait(timeout=120) == 0, again.stderr.read()
     assert f"resuming session {session_id} round 1" in again.stderr.read()
     joined = pd.read_csv(tmp_path / "j.csv", dtype=str, keep_default_na=False)
