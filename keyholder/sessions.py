@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from common.schemes import DEFAULT_SCHEME, InvalidCiphertext, get_scheme
+from keyholder.cluster import ZeroTest, zero_test
 from keyholder.vault import KeyVault
 from keyholder.errors import ServiceError
 from keyholder.limits import Limits
@@ -179,6 +180,7 @@ class KeyHolder:
         elif not self.vault.verify(check):
             raise ValueError("the passphrase does not open this data directory's keys")
         self.scheme = get_scheme(DEFAULT_SCHEME)
+        self.zero_test: ZeroTest = zero_test       # keyholder serve --dask: cluster_zero_test
         self._keys: dict[str, bytes] = {}          # session id -> private key bytes (unwrapped, in memory)
         self._keys_lock = threading.Lock()
         self._listeners: list[Callable[[], None]] = []
@@ -493,7 +495,7 @@ class KeyHolder:
         if seq in self.store.batch_seqs(session_id, round_no):
             return total, True
         try:
-            zeros = self.scheme.zero_test(session.modulus, private, ciphertexts)
+            zeros = self.zero_test(self.scheme.name, session.modulus, private, ciphertexts)
         except InvalidCiphertext as error:
             raise ServiceError("INVALID_ARGUMENT", str(error)) from None
         matches, offset = [], 0

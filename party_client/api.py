@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from common.distributed import Cluster
 from party_client.errors import PartyError
 from party_client.identity import PartyDir
 from party_client.lookups import BucketPlan, LookupSession, LookupState, plan_buckets
@@ -315,14 +316,17 @@ class Party:
     # -- holder -----------------------------------------------------------------
     def holder(self, data, id_column: str | None = None, release_columns: list[str] | None = None, *,
                rules=None, id_type: str = "identifier", allow_fast_blinding: bool = False,
-               allowed_queriers: list[str] | None = None, connection: Connection | None = None) -> Holder:
-        """A holder ready to serve (``serve(once=...)``), keys computed once."""
+               allowed_queriers: list[str] | None = None, connection: Connection | None = None,
+               dask_client=None) -> Holder:
+        """A holder ready to serve (``serve(once=...)``), keys computed once; with a
+        ``distributed.Client`` its comparison batches run on that Dask cluster."""
         frame, keys = self._prepare(data, id_column, id_type, rules, "", "holder")
         release_columns = list(release_columns or [])
         require_columns(frame, release_columns, "release")
         return Holder(connection or self.connect(), self.dir, HolderData(frame, keys, release_columns, self.progress),
                       HolderOptions(release_columns=release_columns, allow_fast_blinding=allow_fast_blinding,
-                                    allowed_queriers=allowed_queriers, progress=self.progress))
+                                    allowed_queriers=allowed_queriers, progress=self.progress,
+                                    cluster=None if dask_client is None else Cluster(dask_client)))
 
     def hold(self, data, id_column: str | None = None, release_columns: list[str] | None = None, *,
              once: bool = True, poll_seconds: float = 20.0, on_ready: Callable[[], None] | None = None,
