@@ -75,15 +75,24 @@ def pooled(name, public, query, batches) -> float:
 
 def on_cluster(cluster: Cluster, name, public, query, batches) -> tuple[float, float, float]:
     def run() -> None:
-        shared = cluster.scatter(query)
+        shared, depth = cluster.scatter(query), 2 * cluster.threads()
         window: deque = deque()
         for p, e in batches:
             window.append(cluster.submit(compare_units, name, public, shared, p, e, False))
-            if len(window) >= 2 * cluster.threads():
+            if len(window) >= depth:
                 window.popleft().result()
         while window:
             window.popleft().result()
     return _timed(run, list(cluster.client.run(os.getpid).values()))
+
+
+def task_overhead(cluster: Cluster, name: str, public: bytes, query: bytes, tasks: int = 400) -> dict:
+    """Wall and CPU seconds per empty task (``compare_units`` of no comparisons) through the holder's
+    submission path: what Dask adds to every batch, whatever its size."""
+    empty = [([], [])] * tasks
+    on_cluster(cluster, name, public, query, empty[:10])
+    wall, _, cpu = on_cluster(cluster, name, public, query, empty)
+    return {"wall": wall / tasks, "cpu": cpu / tasks}
 
 
 def per_item_costs(name: str, bits: int, count: int = 128) -> dict:
@@ -157,6 +166,15 @@ def main() -> None:
                   f"dask 1w {row['dask_1']:6.2f} s, 2w {row['dask_2']:6.2f} s -> ratio {row['ratio']:.2f}, "
                   f"overhead {100 * row['overhead']:+.1f}% (CPU {100 * row['cpu_overhead']:+.1f}%), 2w/pool {row['vs_pool']:.2f} "
                   f"(machine busy {row['busy_cores_1']:.2f} / {row['busy_cores_2']:.2f} cores)", flush=True)
+        with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as local:
+            cluster = Cluster(local.get_client())
+            per_task = task_overhead(cluster, name, pair.public, query)
+            cluster.close()
+        compare = min(row["serial_cpu"] / total for row in rows)
+        curve = {size: per_task["cpu"] / (size * compare) for size in (16, 64, 256, 1024, 4096)}
+        print(f"{name:8} per empty task: {1e3 * per_task['wall']:.2f} ms wall, {1e3 * per_task['cpu']:.2f} ms CPU; "
+              "CPU overhead by batch size: " + ", ".join(f"{k}: {100 * v:.1f}%" for k, v in curve.items()),
+              flush=True)
         costs = per_item_costs(name, 2048 if name == "paillier" else 256)
         print(f"{name:8} per item: compare {1e3 * costs['compare']:.3f} ms, zero test "
               f"{1e3 * costs['zero_test']:.3f} ms, encrypt {1e3 * costs['encrypt']:.3f} ms", flush=True)
@@ -164,7 +182,8 @@ def main() -> None:
                      for rows_ in (1_000_000, 10_000_000) for cores in (64, 512)}
         for label, stages in projected.items():
             print(f"{name:8} {label:>24}: " + ", ".join(f"{k} {v / 60:.1f} min" for k, v in stages.items()))
-        results["schemes"][name] = {"runs": rows, "costs": costs, "projected": projected}
+        results["schemes"][name] = {"runs": rows, "costs": costs, "projected": projected,
+                                    "per_task": per_task, "cpu_overhead_by_batch": curve}
     if args.json:
         with open(args.json, "w") as out:
             json.dump(results, out, indent=1)

@@ -4,8 +4,9 @@ engine (:mod:`party_client.protocol.engines`) plan the comparison units, order
 its rows by a permutation fixed per session from a local secret (a resumed
 holder resends identical batches), compare every unit through the scheme with a
 fresh blinding factor each (:func:`compare_units`, on the process's GIL-free
-thread pool), attach to every row a sealed attachment (positions + released
-values, padded to one length) and stream the batches to K.  H never learns
+thread pool, or as tasks on the holder's Dask cluster, :mod:`common.distributed`),
+attach to every row a sealed attachment (positions + released values, padded to
+one length) and stream the batches to K.  H never learns
 what matched.  Rounds are served in lanes so a lookup never waits behind a join.
 """
 from __future__ import annotations
