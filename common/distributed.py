@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import threading
 import uuid
 from concurrent.futures import CancelledError, TimeoutError as FutureTimeout
 from typing import Any, Callable
@@ -27,6 +28,7 @@ log = logging.getLogger("securelink.dask")
 INSTALL_HINT = 'the Dask extra is not installed: pip install "securelink-deid[dask]"'
 CONNECT_SECONDS = 30.0      # a scheduler never reached is reported after this long
 POLL_SECONDS = 1.0          # a waiting result checks the scheduler connection this often
+RESUBMITS = 5               # a task whose scattered input was lost is resubmitted this often at most
 
 
 class DaskUnavailable(ValueError):
@@ -136,25 +138,29 @@ class Cluster:
             raise ClusterLost(f"the Dask scheduler at {self.address} is gone (client {self.client.status}); "
                               "the round was not finished")
 
-    def scatter(self, value: bytes) -> "Task":
-        """Place ``value`` on every worker once (a round's query block); tasks then name it by its key.
-        Broadcast, so a worker killed mid-round does not take the only copy with it."""
+    def scatter(self, value: bytes) -> "Shared":
+        """Place ``value`` (a round's query block) on the workers once; tasks name it by its key."""
+        return Shared(self, value)
+
+    def _scatter(self, value: bytes) -> Any:
         self._check()
         try:
-            return Task(self, self.client.scatter(value, broadcast=True, hash=False))
+            return self.client.scatter(value, broadcast=True, hash=False)
         except Exception as error:       # noqa: BLE001
             raise self._lost(error) from None
 
     def submit(self, function: Callable, *args: Any) -> "Task":
         """``function(*args)`` on a worker; ``args`` are plain values or :meth:`scatter` results."""
         for arg in args:
-            if not (isinstance(arg, Task) or _plain(arg)):
+            if not (isinstance(arg, Shared) or _plain(arg)):
                 raise TypeError(f"task arguments are bytes, ints, str and lists of those, not {type(arg).__name__}")
+        return Task(self, function, args)
+
+    def _submit(self, function: Callable, args: tuple) -> Any:
         self._check()
-        plain = [arg.future if isinstance(arg, Task) else arg for arg in args]
+        plain = [arg.live() if isinstance(arg, Shared) else arg for arg in args]
         try:
-            return Task(self, self.client.submit(released, function, *plain,
-                                                 key=f"{function.__name__}-{uuid.uuid4().hex}"))
+            return self.client.submit(released, function, *plain, key=f"{function.__name__}-{uuid.uuid4().hex}")
         except Exception as error:       # noqa: BLE001
             raise self._lost(error) from None
 
@@ -165,22 +171,62 @@ class Cluster:
             pass
 
 
-class Task:
-    """A Dask future seen like a ``concurrent.futures.Future``: ``result()`` and ``cancel()``, with a
-    lost scheduler reported as :class:`ClusterLost` and a task's own error re-raised as itself."""
+class Shared:
+    """A scattered block.  Scattered data has no recipe to recompute it, and Dask may keep a single
+    replica (its active memory manager drops extra copies), so a killed worker can take the block
+    with it: :meth:`live` then scatters it again (the holder still holds it)."""
 
-    def __init__(self, cluster: Cluster, future: Any) -> None:
+    def __init__(self, cluster: Cluster, value: bytes) -> None:
         self.cluster = cluster
-        self.future = future
+        self.value = value
+        self.future = cluster._scatter(value)
+        self._lock = threading.Lock()
+
+    def lost(self) -> bool:
+        return self.future.status in ("lost", "cancelled", "error")
+
+    def live(self) -> Any:
+        with self._lock:
+            if self.lost():
+                log.warning("a Dask worker was lost with the round's query block; scattering it again")
+                self.future = self.cluster._scatter(self.value)
+            return self.future
+
+
+class Task:
+    """A submitted batch seen like a ``concurrent.futures.Future`` (``result()``, ``cancel()``).
+
+    A worker killed while running it: Dask reruns it elsewhere.  Its scattered input lost with a
+    worker: the input is scattered again and the task resubmitted (at most :data:`RESUBMITS` times).
+    The scheduler lost: :class:`ClusterLost`.  The task's own error is re-raised as itself."""
+
+    def __init__(self, cluster: Cluster, function: Callable, args: tuple) -> None:
+        self.cluster = cluster
+        self.function = function
+        self.args = args
+        self.future = cluster._submit(function, args)
+
+    def _resubmit(self, attempts: int) -> int:
+        if attempts >= RESUBMITS:
+            raise ClusterLost(f"the Dask cluster at {self.cluster.address} keeps losing this round's data "
+                              f"({attempts} attempts); the round was not finished")
+        self.cancel()
+        self.future = self.cluster._submit(self.function, self.args)
+        return attempts + 1
 
     def result(self) -> Any:
+        attempts = 0
         while True:
             try:
                 return self.future.result(timeout=POLL_SECONDS)
             except (TimeoutError, FutureTimeout):
                 self.cluster._check()
-            except CancelledError as error:      # the scheduler dropped the future (connection lost)
-                raise self.cluster._lost(error) from None
+                if any(isinstance(arg, Shared) and arg.lost() for arg in self.args):
+                    attempts = self._resubmit(attempts)
+            except CancelledError as error:      # connection to the scheduler lost, or an input forgotten
+                if self.cluster.client.status not in ("running", "newly-created"):
+                    raise self.cluster._lost(error) from None
+                attempts = self._resubmit(attempts)
             except OSError as error:             # CommClosedError and friends
                 raise self.cluster._lost(error) from None
 
@@ -189,4 +235,3 @@ class Task:
             self.future.cancel()
         except Exception:                        # noqa: BLE001
             pass
-

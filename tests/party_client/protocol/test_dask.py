@@ -43,11 +43,13 @@ def _join_files(tmp_path, seed: int, m: int):
     return querier, holder
 
 
-def _hold(server, directory, tmp_path, *extra: str, env=None) -> subprocess.Popen:
+def _hold(server, directory, tmp_path, *extra: str, env=None, piped: bool = False) -> subprocess.Popen:
+    """``party hold``; its output goes to hold.log unless ``piped`` (then read it with communicate)."""
+    output = subprocess.PIPE if piped else open(tmp_path / "hold.log", "a")
     return subprocess.Popen(party_cmd("hold", "--dir", str(directory), *server.flags(), "--input",
                                       str(tmp_path / "h.csv"), "--id-column", "health_no", "--release-columns",
                                       ",".join(RELEASE), "--quiet", *extra),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                            stdout=output, stderr=output, text=True, env=env)
 
 
 def _join(server, directory, holder_name, tmp_path, *, wait: bool = True):
@@ -71,7 +73,8 @@ def _stop(hold: subprocess.Popen) -> None:
 
 
 def test_a_worker_killed_mid_round_loses_nothing(cluster, tmp_path):
-    """Both sides on the cluster; a worker running the holder's comparisons is killed -9 mid-round."""
+    """Both sides on the cluster; a worker running the holder's comparisons is killed -9 mid-round (its
+    tasks are rerun; when it held the only replica of the scattered query, the holder scatters it again)."""
     dask = cluster()
     server = start_keyholder(tmp_path / "kh", tls=False,
                              extra=("--dask", dask.address, "--dask-min-comparisons", "64"))
@@ -126,7 +129,8 @@ def test_scheduler_lost_mid_round_stops_the_holder_with_one_line(cluster, tmp_pa
     join = _join(server, qdir, hname, tmp_path, wait=False)
     try:
         killer = dask.kill_when_busy(client, "compare_units", target="scheduler")
-        hold = _hold(server, hdir, tmp_path, "--dask", dask.address, "--poll-seconds", "1", env=dask.env())
+        hold = _hold(server, hdir, tmp_path, "--dask", dask.address, "--poll-seconds", "1", env=dask.env(),
+                     piped=True)
         out, err = hold.communicate(timeout=90)
         assert killer.killed == "scheduler"
         assert hold.returncode == 1, err
