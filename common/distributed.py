@@ -36,7 +36,12 @@ class DaskUnavailable(ValueError):
 
 
 class ClusterLost(RuntimeError):
-    """The Dask scheduler cannot be reached (or went away): the round stops, nothing partial is finished."""
+    """The Dask scheduler cannot be reached (or went away): the round stops, nothing partial is finished.
+    ``in_round`` tells a lost cluster (work was under way) from one never reached."""
+
+    def __init__(self, message: str, in_round: bool = True) -> None:
+        super().__init__(message)
+        self.in_round = in_round
 
 
 def _distributed():
@@ -81,7 +86,7 @@ def connect(address: str, timeout: float = CONNECT_SECONDS) -> Any:
     try:
         client = distributed.Client(address, timeout=timeout, set_as_default=False)
     except (OSError, TimeoutError, FutureTimeout) as error:
-        raise ClusterLost(f"cannot reach the Dask scheduler at {address}: {error}") from None
+        raise ClusterLost(f"cannot reach the Dask scheduler at {address}: {error}", in_round=False) from None
     workers = client.nthreads()
     log.warning("Dask scheduler %s: %d worker(s), %d thread(s)", address, len(workers), sum(workers.values()))
     return client
@@ -130,13 +135,11 @@ class Cluster:
 
     def _lost(self, error: BaseException) -> ClusterLost:
         reason = " ".join((str(error).splitlines() or ["connection lost"])[0].split())
-        return ClusterLost(f"the Dask scheduler at {self.address} is gone ({type(error).__name__}: {reason}); "
-                           "the round was not finished")
+        return ClusterLost(f"the Dask scheduler at {self.address} is gone ({type(error).__name__}: {reason})")
 
     def _check(self) -> None:
         if self.client.status not in ("running", "newly-created"):
-            raise ClusterLost(f"the Dask scheduler at {self.address} is gone (client {self.client.status}); "
-                              "the round was not finished")
+            raise ClusterLost(f"the Dask scheduler at {self.address} is gone (client {self.client.status})")
 
     def scatter(self, value: bytes) -> "Shared":
         """Place ``value`` (a round's query block) on the workers once; tasks name it by its key."""
@@ -209,7 +212,7 @@ class Task:
     def _resubmit(self, attempts: int) -> int:
         if attempts >= RESUBMITS:
             raise ClusterLost(f"the Dask cluster at {self.cluster.address} keeps losing this round's data "
-                              f"({attempts} attempts); the round was not finished")
+                              f"({attempts} attempts)")
         self.cancel()
         self.future = self.cluster._submit(self.function, self.args)
         return attempts + 1

@@ -29,7 +29,8 @@ def zero_test(scheme_name: str, public: bytes, private: bytes, comparisons: byte
 def cluster_zero_test(cluster: Cluster, min_comparisons: int) -> ZeroTest:
     """A zero test that sends batches of at least ``min_comparisons`` to ``cluster``, split in pieces
     (about two per worker thread); smaller ones run locally.  Results come back in order.  A lost
-    scheduler does not fail the call: the batch is zero-tested locally and a warning logged."""
+    scheduler does not fail the call: the batch is zero-tested locally and a warning logged (the
+    first batch after the loss waits for Dask's reconnection timeout, 30 s by default)."""
 
     def run(scheme_name: str, public: bytes, private: bytes, comparisons: bytes) -> list[bool]:
         width = get_scheme(scheme_name).ciphertext_width(public)
@@ -39,7 +40,7 @@ def cluster_zero_test(cluster: Cluster, min_comparisons: int) -> ZeroTest:
         try:
             return _on_cluster(cluster, scheme_name, public, private, comparisons, width, count)
         except ClusterLost as error:
-            log.warning("%s; zero-testing locally", error)
+            log.warning("%s; zero-testing this batch locally", error)
             return zero_test(scheme_name, public, private, comparisons)
     return run
 

@@ -360,8 +360,12 @@ def _log_to_stderr(args: argparse.Namespace) -> None:
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
 
 
-#: Exit 1 when the key holder (or the --dask scheduler) stays unreachable, 2 for bad input or a refusal, 130 on Ctrl-C.
-EXPECTED = [Expected((KeyHolderUnavailable, ClusterLost), 1),
+#: Exit 1 when the key holder (or the --dask scheduler) stays unreachable, 2 for bad input or a refusal,
+#: 130 on Ctrl-C.
+EXPECTED = [Expected(KeyHolderUnavailable, 1),
+            Expected(ClusterLost, 1, lambda error: f"error: {error}" + (
+                "; the round was not finished (the next `party hold` sends what the key holder is missing)"
+                if error.in_round else "")),
             Expected((UsageError, PartyError, DaskUnavailable), 2),
             Expected(KeyboardInterrupt, 130, lambda _: "interrupted")]
 

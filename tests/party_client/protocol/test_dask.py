@@ -136,6 +136,7 @@ def test_scheduler_lost_mid_round_stops_the_holder_with_one_line(cluster, tmp_pa
         assert hold.returncode == 1, err
         last = err.strip().splitlines()[-1]
         assert last.startswith("party: error: the Dask scheduler at ") and "is gone" in last, err
+        assert "the round was not finished" in last
         assert "Traceback" not in err
         assert join.poll() is None                       # the round was not finished
         run_party("hold", "--dir", str(hdir), *server.flags(), "--input", str(tmp_path / "h.csv"),
