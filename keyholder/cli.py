@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from common.cli import Expected, OneLineParser, UsageError, run
+from common.distributed import Cluster, ClusterLost, DaskUnavailable
+from keyholder.cluster import cluster_zero_test
 from common.schemes import SCHEME_NAMES, parse_scheme_list
 from keyholder import pki
 from keyholder.server import TlsFiles, check_listen, start
@@ -142,12 +144,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
         check_listen(args.listen, tls, args.insecure)
     except ValueError as error:
         raise UsageError(str(error)) from None
+    cluster = _cluster(args) if args.dask else None
     try:
         limits = limits_from_args(args)
         schemes = parse_scheme_list(args.schemes)
         core = KeyHolder(data_dir, read_passphrase(data_dir, args.passphrase_file), limits, schemes)
     except ValueError as error:
         raise UsageError(str(error)) from None
+    if cluster is not None:
+        core.zero_test = cluster_zero_test(cluster, args.dask_min_comparisons)
     calls = CallsInFlight(core)
     try:
         running = start(calls, args.listen, tls, args.insecure)
@@ -157,6 +162,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.port_file:
         Path(args.port_file).write_text(str(running.port))
     return serve_until_signal(running, core, calls)
+
+
+def _cluster(args: argparse.Namespace) -> Cluster:
+    """K's Dask cluster: TLS, or plaintext only on loopback with --insecure (the private keys travel)."""
+    try:
+        return Cluster.at(args.dask, allow_plaintext=args.insecure)
+    except (DaskUnavailable, ClusterLost) as error:
+        raise UsageError(str(error)) from None
 
 
 def cmd_pki_init(args: argparse.Namespace) -> int:
@@ -207,6 +220,12 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--tls-dir", help="ca.pem, server.pem, server.key (mTLS)")
     serve.add_argument("--passphrase-file", help=f"passphrase for keys at rest (or set {PASSPHRASE_ENV})")
     add_limit_options(serve)
+    serve.add_argument("--dask", metavar="SCHEDULER_ADDRESS",
+                       help="zero-test large batches on K's own Dask cluster: tls://HOST:PORT (tcp:// only on "
+                            "loopback with --insecure); its scheduler and workers receive session private keys, "
+                            "so they are inside K's trust boundary")
+    serve.add_argument("--dask-min-comparisons", type=int, default=256, metavar="N",
+                       help="batches with fewer comparisons are zero-tested locally")
     serve.add_argument("--port-file", help="write the bound port here once listening")
     serve.add_argument("--schemes", default=",".join(SCHEME_NAMES),
                        help=f"comparison schemes offered to new sessions, comma-separated "

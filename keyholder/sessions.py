@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from common.schemes import SCHEME_NAMES, InvalidCiphertext, Scheme, get_scheme, scheme_name
+from keyholder.cluster import ZeroTest, zero_test
 from keyholder.vault import KeyVault
 from keyholder.errors import ServiceError
 from keyholder.limits import Limits
@@ -180,6 +181,7 @@ class KeyHolder:
         elif not self.vault.verify(check):
             raise ValueError("the passphrase does not open this data directory's keys")
         self.schemes = tuple(scheme_name(name) for name in schemes)     # offered to new sessions
+        self.zero_test: ZeroTest = zero_test       # keyholder serve --dask: cluster_zero_test
         self._keys: dict[str, bytes] = {}          # session id -> private key bytes (unwrapped, in memory)
         self._keys_lock = threading.Lock()
         self._listeners: list[Callable[[], None]] = []
@@ -510,7 +512,7 @@ class KeyHolder:
         if seq in self.store.batch_seqs(session_id, round_no):
             return total, True
         try:  # validated before the batch may fix the round's attachment length
-            zeros = scheme.zero_test(session.modulus, private, ciphertexts)
+            zeros = self.zero_test(scheme.name, session.modulus, private, ciphertexts)
         except InvalidCiphertext as error:
             raise ServiceError("INVALID_ARGUMENT", str(error)) from None
         fixed = self.store.fix_attachment_bytes(session_id, round_no, length)

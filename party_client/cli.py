@@ -13,6 +13,7 @@ import os
 import sys
 
 from common.cli import Expected, OneLineParser, UsageError, run
+from common.distributed import Cluster, ClusterLost, DaskUnavailable
 from common.schemes import DEFAULT_SCHEME, SCHEME_NAMES, parse_scheme_list
 from party_client.errors import PartyError
 from party_client.transport import FIRST_CONTACT_SECONDS, RETRY_WINDOW_SECONDS, KeyHolderUnavailable
@@ -53,12 +54,15 @@ def cmd_hold(args) -> int:
 
     def served_one(summary: dict) -> None:
         print(json.dumps(summary, default=str), flush=True)
+    cluster = Cluster.at(args.dask, allow_plaintext=True) if args.dask else None   # before reading the table
     served = party.hold(args.input, args.id_column, _columns(args.release_columns), once=args.once,
                         poll_seconds=args.poll_seconds, id_type=args.id_type, rules=args.rules,
                         allow_fast_blinding=args.allow_fast_blinding,
                         allowed_queriers=_columns(args.allow_querier) or None, schemes=args.schemes,
                         on_ready=None if args.once else waiting, on_served=None if args.once else served_one,
-                        concurrency=args.concurrency)
+                        concurrency=args.concurrency, dask_client=cluster and cluster.client)
+    if cluster is not None:
+        cluster.close()
     print(f"served {len(served)} round(s)")
     if args.once:                             # polling printed each round as it was served
         for summary in served:
@@ -275,6 +279,9 @@ def build_parser() -> argparse.ArgumentParser:
     hold.add_argument("--concurrency", type=int, default=os.cpu_count() or 1, metavar="N",
                       help="rounds served at once, one per core by default; lookups get a lane of their own "
                            "of the same width, so they never wait behind a join")
+    hold.add_argument("--dask", metavar="SCHEDULER_ADDRESS",
+                      help="run the comparisons on this Dask cluster (tls://HOST:PORT, or tcp:// on loopback; "
+                           'TLS files from Dask\'s config; needs pip install "securelink-deid[dask]")')
     hold.set_defaults(run=cmd_hold)
 
     for mode in ("join", "dedup", "lookup"):
@@ -374,8 +381,13 @@ def _log_to_stderr(args: argparse.Namespace) -> None:
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
 
 
-#: Exit 1 when the key holder stays unreachable, 2 for bad input or a refusal, 130 on Ctrl-C.
-EXPECTED = [Expected(KeyHolderUnavailable, 1), Expected((UsageError, PartyError), 2),
+#: Exit 1 when the key holder (or the --dask scheduler) stays unreachable, 2 for bad input or a refusal,
+#: 130 on Ctrl-C.
+EXPECTED = [Expected(KeyHolderUnavailable, 1),
+            Expected(ClusterLost, 1, lambda error: f"error: {error}" + (
+                "; the round was not finished (the next `party hold` sends what the key holder is missing)"
+                if error.in_round else "")),
+            Expected((UsageError, PartyError, DaskUnavailable), 2),
             Expected(KeyboardInterrupt, 130, lambda _: "interrupted")]
 
 

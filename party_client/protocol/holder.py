@@ -4,8 +4,9 @@ engine (:mod:`party_client.protocol.engines`) plan the comparison units, order
 its rows by a permutation fixed per session from a local secret (a resumed
 holder resends identical batches), compare every unit through the scheme with a
 fresh blinding factor each (:func:`compare_units`, on the process's GIL-free
-thread pool), attach to every row a sealed attachment (positions + released
-values, padded to one length) and stream the batches to K.  H never learns
+thread pool, or as tasks on the holder's Dask cluster, :mod:`common.distributed`),
+attach to every row a sealed attachment (positions + released values, padded to
+one length) and stream the batches to K.  H never learns
 what matched.  Rounds are served in lanes so a lookup never waits behind a join.
 """
 from __future__ import annotations
@@ -19,7 +20,7 @@ import time
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field as dataclass_field
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -49,6 +50,7 @@ class HolderOptions:
     schemes: tuple[str, ...] = SCHEME_NAMES      # comparison schemes this holder serves
     batch_rows: int = 256
     progress: bool | None = None
+    cluster: Any = None              # a common.distributed.Cluster: comparisons run on the holder's Dask workers
 
 
 def compare_units(scheme_name: str, public: bytes, query: bytes, positions: Sequence[int],
@@ -247,11 +249,14 @@ class Holder:
         positions_bound = max((len(c) for _, c in units), default=1) * 5 + 4 + (18 if blocked else 0)
         width = SessionCipher.padded_width((self.data.longest_payload if releasing else 0) + positions_bound)
 
+        def unit_lists(chunk: list[tuple[int, list[tuple[int, bytes]]]]) -> tuple[list[int], list[bytes]]:
+            return ([p for _, comparisons in chunk for p, _ in comparisons],
+                    [x for _, comparisons in chunk for _, x in comparisons])
+
         def batch(seq: int, chunk: list[tuple[int, list[tuple[int, bytes]]]],
-                  rule: pb.PairRule | None) -> pb.ComparisonBatch:
-            out = compare_units(scheme_name, session.modulus, ciphertexts,
-                                [p for _, comparisons in chunk for p, _ in comparisons],
-                                [x for _, comparisons in chunk for _, x in comparisons], fast)
+                  rule: pb.PairRule | None, out: bytes | None = None) -> pb.ComparisonBatch:
+            if out is None:
+                out = compare_units(scheme_name, session.modulus, ciphertexts, *unit_lists(chunk), fast)
             counts, attachments = [], []
             for row, comparisons in chunk:
                 counts.append(len(comparisons))
@@ -272,29 +277,39 @@ class Holder:
         started = time.perf_counter()
         # Lookups (a few rows) compare in their own lane thread, never queued behind a join's batches.
         pool = _Inline() if session.mode == pb.LOOKUP else worker_pool()
+        cluster = self.options.cluster if session.mode != pb.LOOKUP else None
+        shared = cluster.scatter(ciphertexts) if cluster is not None and todo else None   # once per round
+
+        def start(seq: int, chunk: list, rule: pb.PairRule | None) -> tuple[int, Any, tuple | None]:
+            """Start one batch: on the pool (the whole message), or its comparisons on the cluster."""
+            if cluster is None:
+                return len(chunk), pool.submit(batch, seq, chunk, rule), None
+            return (len(chunk), cluster.submit(compare_units, scheme_name, session.modulus, shared, *unit_lists(chunk),
+                                               fast), (seq, chunk, rule))
+        depth = 2 * (cluster.threads() if cluster is not None else (os.cpu_count() or 2))
         comparisons = 0
         with bar(sum(len(c) for _, c, _ in todo), f"{self.party.name}: compare", self.options.progress,
                  unit="row") as progress:
             window: deque = deque()
             pending = iter(todo)
             for seq, chunk, rule in pending:
-                window.append((len(chunk), pool.submit(batch, seq, chunk, rule)))
-                if len(window) >= 2 * (os.cpu_count() or 2):
+                window.append(start(seq, chunk, rule))
+                if len(window) >= depth:
                     break
             while window:
                 if self._stopping.is_set():
-                    for _, future in window:
+                    for _, future, _ in window:
                         future.cancel()
                     raise ConnectionProblem(f"holder stopped while serving session {session.session_id} "
                                             f"round {item.round}; the key holder keeps the batches it has")
-                rows, future = window.popleft()
-                message = future.result()
+                rows, future, arguments = window.popleft()
+                message = future.result() if arguments is None else batch(*arguments, out=future.result())
                 self.connection.call("SubmitComparisons", message, timeout=600)
                 comparisons += sum(message.row_comparisons)
                 progress.update(rows)
                 following = next(pending, None)
                 if following is not None:
-                    window.append((len(following[1]), pool.submit(batch, *following)))
+                    window.append(start(*following))
         note = pb.HolderNote(release_columns=release_columns, blinding="fast" if fast else "full",
                              refused_fast_blinding=refused)
         sealed_note = note_cipher(secret, session.session_id, item.round).seal(
