@@ -35,7 +35,7 @@ DEMO_ENTRIES = ("registry.csv", "hospital.csv", "claims.csv", "west.csv", "cohor
                 "registry", "hospital", "registry-west", "insurer", "cohort", "release.toml", "policy.json",
                 "reports", "release.csv", "west_overlaps.csv", "cohort_linked.csv", "rules-registry.toml",
                 "rules-cohort.toml")
-PHASES = 6
+PHASES = 7
 
 FIRST = ["Ana", "Ben", "Chloé", "Dmitri", "Eve", "Farah", "Gus", "Hana", "Ivan", "Jo", "Kemal", "Lea"]
 LAST = ["O'Brien", "Nguyen", "Smith", "Müller", "Tremblay", "Singh", "Roy", "Côté", "Li", "Martin"]
@@ -241,6 +241,16 @@ def run_fuzzy_step(registry: Party, cohort: Party, paths: dict[str, Path], folde
                                       .value_counts().sort_index().to_dict()}
 
 
+def compare_schemes(querier: Party, table: Path) -> dict[str, dict]:
+    """One exact join per comparison scheme, timed end to end (docs/protocol.md, "Comparison schemes")."""
+    rows = {}
+    for name in ("paillier", "ec"):
+        started = time.perf_counter()
+        result = querier.join("registry", table, "hcn", scheme=name, timeout=120)
+        rows[name] = {"seconds": time.perf_counter() - started, "matched": int(result.frame["matched"].sum())}
+    return rows
+
+
 def _serve(holder, stop: threading.Event, served: list[dict] | None = None) -> threading.Thread:
     """Serve from a thread until ``stop``; ``served`` receives the holder's summary of each round."""
     rounds = served if served is not None else []
@@ -312,13 +322,16 @@ def run_demo(out: str | None = None, rows: int = 300, force: bool = False) -> in
         phase(4, "insurer looks 3 claimants up in the registry (keyed buckets over a population of 1,000,000)")
         looked = insurer.lookup("registry", paths["claims"], "claimant_hcn", population=1_000_000)
         elapsed = time.perf_counter() - started
+        phase(5, "hospital joins the registry again under each comparison scheme (Paillier 2048-bit and "
+                 "elliptic-curve ElGamal on Ed25519)")
+        schemes = compare_schemes(hospital, paths["hospital"])
         stop.set()
         for server in servers:
             server.join(timeout=30)
-        phase(5, "cohort joins the registry on names and dates of birth (fuzzy rules, keyed blocking, "
+        phase(6, "cohort joins the registry on names and dates of birth (fuzzy rules, keyed blocking, "
                  "Paillier 2048-bit)")
         fuzzy = run_fuzzy_step(registry, cohort, paths, folder)
-        phase(6, "checking every result against plaintext; reading the key holder's audit log")
+        phase(7, "checking every result against plaintext; reading the key holder's audit log")
 
         from party_client.tables import read_table
         registry_ids = set(read_table(paths["registry"])["hcn"])
@@ -355,6 +368,9 @@ def run_demo(out: str | None = None, rows: int = 300, force: bool = False) -> in
               f"the registry compared {fuzzy['candidate_pairs']} candidate pairs (its own count; the cohort is not "
               f"told); pairs per rule term: " +
               ", ".join(f"{term} {count}" for term, count in fuzzy["matched_by"].items()))
+        print("- the same join under each comparison scheme (same matches, the key holder learns the same): " +
+              ", ".join(f"{name} {row['seconds']:.2f} s ({row['matched']} matched)" for name, row in schemes.items()) +
+              f"; elliptic-curve {schemes['paillier']['seconds'] / max(schemes['ec']['seconds'], 1e-9):.0f}x faster")
         print("- registry and hospital (holders): they saw padded, encrypted tables and one keyed bucket per "
               "claim or blocking key; they never learn which of their rows matched")
         print("- key holder: counts, and for the fuzzy join which rule terms held for each candidate pair; never "
@@ -380,6 +396,7 @@ def run_demo(out: str | None = None, rows: int = 300, force: bool = False) -> in
               f"(or: keyholder audit --data-dir {folder / 'keyholder'})")
         ok = (linkage["matched_records"] == expected and looked.frame["matched"].tolist() == [True, True, False]
               and fuzzy["pairs"] == fuzzy["plaintext_pairs"]
+              and schemes["ec"]["matched"] == schemes["paillier"]["matched"] > 0
               and all(per_registry[r]["matched_records"] == expected_west[r] for r in expected_west))
         return 0 if ok else 1
     finally:

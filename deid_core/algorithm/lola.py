@@ -52,7 +52,7 @@ from ..transform.ops import set_marker
 from ..transform.policy import Policy
 from .full_domain import FullDomainProblem, NodeResult, full_domain_release_policy
 from .lattice import Node
-from .optimal import search_with_progress
+from .optimal import SearchedRelease, search_with_progress
 from .result import SearchResult
 
 #: Persons from which the census attacks (seconds) are announced on stderr.
@@ -170,7 +170,7 @@ class LongitudinalProblem(FullDomainProblem):
 
 
 @dataclass
-class LolaRelease:
+class LolaRelease(SearchedRelease):
     """The LOLA search result, the criterion, the best node's policy and its suppressed persons."""
 
     search: SearchResult
@@ -183,15 +183,9 @@ class LolaRelease:
     level2: list[str]
     power: pd.DataFrame  # per person id and level-2 QI, from the original data
 
-    @property
-    def best(self) -> dict | None:
-        return self.search.policies[0] if self.search.policies else None
-
     def apply(self, frame: pd.DataFrame) -> pd.DataFrame:
         """``frame`` under the best policy; every QI of the suppressed persons' claims is the suppression marker."""
-        if self.policy is None:
-            raise DeidInputError("no policy meets the threshold: nothing to apply")
-        out = self.policy.apply(frame)[0]
+        out = self.generalized(frame)
         mask = frame[self.person].isin(self.suppressed_persons).to_numpy()
         for q in self.qis:
             out[q] = set_marker(out[q], mask)

@@ -25,8 +25,26 @@ from .result import SearchResult
 MEASURES = ("attack", "max", "average")
 
 
+class SearchedRelease:
+    """What every search's release result shares: the best node and its policy applied."""
+
+    search: SearchResult
+    policy: Policy | None
+
+    @property
+    def best(self) -> dict | None:
+        """The best node: ``levels``, ``risk``, ``information_loss``, ``suppressed_records``, ``suppression_k``."""
+        return self.search.policies[0] if self.search.policies else None
+
+    def generalized(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """``frame`` under the best policy's steps (before any suppression of this data set's records)."""
+        if self.policy is None:
+            raise DeidInputError("no policy meets the threshold: nothing to apply")
+        return self.policy.apply(frame)[0]
+
+
 @dataclass
-class OptimalRelease:
+class OptimalRelease(SearchedRelease):
     """The search result (policies best first), the criterion, the QIs and the best node's policy (None
     when no node meets the criterion)."""
 
@@ -37,16 +55,9 @@ class OptimalRelease:
     #: row -> person index of the searched frame when ``[longitudinal]`` is set (classes in persons)
     persons: np.ndarray | None = None
 
-    @property
-    def best(self) -> dict | None:
-        """The best node: ``levels``, ``risk``, ``information_loss``, ``suppressed_records``, ``suppression_k``."""
-        return self.search.policies[0] if self.search.policies else None
-
     def apply(self, frame: pd.DataFrame) -> pd.DataFrame:
         """``frame`` released under the best policy (drop direct identifiers, generalize, suppress)."""
-        if self.policy is None:
-            raise DeidInputError("no policy meets the threshold: nothing to apply")
-        out = self.policy.apply(frame)[0]
+        out = self.generalized(frame)
         best = self.best or {}
         if self.persons is not None and best.get("suppressed_persons"):
             # every record of a person whose smallest class (in distinct persons) is below k' (the searched frame)

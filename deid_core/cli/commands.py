@@ -12,7 +12,7 @@ from pathlib import Path
 from ..errors import DeidInputError
 from .longitudinal import (add_attack_options, assess_attack, check_attack_options, complete_knowledge_summary,
                            longitudinal_of, prior_reports, repeated_id_warnings)
-from .options import INPUT_HELP, SPEC_HELP, accepted_columns, add_accept, guard_outputs, parse_levels
+from .options import INPUT_HELP, accepted_columns, add_accept, add_input_spec, guard_outputs, parse_levels
 
 
 def cmd_assess(args: argparse.Namespace) -> int:
@@ -126,8 +126,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction) -> None:
     """Add ``assess``, ``safe-harbor`` and ``apply`` to the ``deid`` subcommands."""
     a = sub.add_parser("assess", help="measure risk (optionally after generalization/suppression) and report")
-    a.add_argument("--input", required=True, help=INPUT_HELP)
-    a.add_argument("--spec", required=True, help=SPEC_HELP)
+    add_input_spec(a)
     a.add_argument("--population", help="CSV: QI columns at their most detailed level + count")
     a.add_argument("--out", required=True, help="report JSON")
     a.add_argument("--html", help="self-contained HTML report")
@@ -150,8 +149,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_accept(a)
     a.set_defaults(run=cmd_assess)
     s = sub.add_parser("safe-harbor", help="apply HIPAA Safe Harbor")
-    s.add_argument("--input", required=True, help=INPUT_HELP)
-    s.add_argument("--spec", required=True, help=SPEC_HELP)
+    add_input_spec(s)
     s.add_argument("--zip-population", help="CSV: zip (or zip3) + population (or count)")
     s.add_argument("--out", required=True, help="the released table (CSV or .parquet)")
     s.add_argument("--policy-out", help="write the re-appliable policy JSON here")

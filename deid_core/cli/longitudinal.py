@@ -15,7 +15,7 @@ import pandas as pd
 
 from ..errors import DeidInputError
 from ..spec import LongitudinalSpec, Spec
-from .options import INPUT_HELP, SPEC_HELP, guard_outputs
+from .options import SPEC_HELP, add_input_spec, guard_outputs
 
 CODE_BUILDERS = ("icd", "atc", "prefix")
 
@@ -287,8 +287,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     at.set_defaults(run=cmd_attack)
 
     tr = sub.add_parser("truncate", help="remove claims from the long tail of claims per person")
-    tr.add_argument("--input", required=True, help=INPUT_HELP)
-    tr.add_argument("--spec", required=True, help=SPEC_HELP + "; needs [longitudinal]")
+    add_input_spec(tr, "; needs [longitudinal]")
     tr.add_argument("--k", type=int, help="persons each bin of claim counts must hold (bins; default: "
                                           "1/[release] threshold)")
     tr.add_argument("--method", default="bins", choices=("bins", "percentile"),
@@ -301,8 +300,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     tr.set_defaults(run=cmd_truncate)
 
     co = sub.add_parser("codes", help="suppress or shuffle medical codes held by few persons")
-    co.add_argument("--input", required=True, help=INPUT_HELP)
-    co.add_argument("--spec", required=True, help=SPEC_HELP + "; needs [longitudinal]")
+    add_input_spec(co, "; needs [longitudinal]")
     g = co.add_mutually_exclusive_group(required=True)
     g.add_argument("--suppress", action="store_true", help="suppress a code group held by fewer than k persons "
                                                            "in its class")

@@ -38,6 +38,12 @@ def accepted_columns(args: argparse.Namespace, report: str | None) -> dict[str, 
     return parse_accepted(getattr(args, "accept_column", None), report or None)
 
 
+def add_input_spec(p: argparse.ArgumentParser, spec_note: str = "") -> None:
+    """``--input`` and ``--spec``, required by every command that reads a table under a spec."""
+    p.add_argument("--input", required=True, help=INPUT_HELP)
+    p.add_argument("--spec", required=True, help=SPEC_HELP + spec_note)
+
+
 def add_accept(p: argparse.ArgumentParser) -> None:
     """``--accept-column NAME:REASON`` (repeatable)."""
     p.add_argument("--accept-column", action="append", metavar="NAME:REASON",

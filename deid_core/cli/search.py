@@ -15,7 +15,7 @@ import pandas as pd
 from ..errors import DeidInputError
 from ..spec import Spec
 from ..transform.policy import Policy
-from .options import INPUT_HELP, SPEC_HELP, accepted_columns, add_accept, guard_outputs
+from .options import accepted_columns, add_accept, add_input_spec, guard_outputs
 
 SEARCH_METHODS = ("bps", "directed", "ola", "partition", "boxes", "lola")
 
@@ -189,8 +189,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction) -> None:
     """``deid search``: find policies that meet a threshold with little information loss."""
     se = sub.add_parser("search", help="search for de-identification policies (OLA, BPS, Directed)")
-    se.add_argument("--input", required=True, help=INPUT_HELP)
-    se.add_argument("--spec", required=True, help=SPEC_HELP)
+    add_input_spec(se)
     se.add_argument("--method", required=True, choices=SEARCH_METHODS,
                     help="ola: optimal lattice anonymization (k-anonymity); bps, directed: risk-threshold "
                          "searches; partition, boxes: local recoding; lola: longitudinal OLA (needs [longitudinal])")

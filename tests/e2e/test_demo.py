@@ -26,8 +26,8 @@ def test_party_demo_tells_the_whole_story(tmp_path):
     out = result.stdout
     assert "mTLS" in out and "What each party learned" in out
     phases = [line for line in out.splitlines() if line.startswith("[")]
-    assert [line[:5] for line in phases] == [f"[{i}/6]" for i in range(1, 7)]
-    assert "[2/6] hospital joins the registry" in out and "Paillier 2048-bit" in phases[1]
+    assert [line[:5] for line in phases] == [f"[{i}/7]" for i in range(1, 8)]
+    assert "[2/7] hospital joins the registry" in out and "Paillier 2048-bit" in phases[1]
     for party in ("hospital (querier, link-release)", "registry-west (querier, dedup-many)",
                   "insurer (querier, lookup)", "registry and hospital (holders)", "key holder"):
         assert party in out
