@@ -67,9 +67,24 @@ def _assert_plaintext_result(tmp_path, querier, holder):
 
 
 def _stop(hold: subprocess.Popen) -> None:
+    """SIGINT, then fail if ``party hold`` is still running 30 s later (killed first: nothing outlives the test)."""
     if hold.poll() is None:
         hold.send_signal(signal.SIGINT)
-        hold.wait(timeout=30)
+        try:
+            hold.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            hold.kill()
+            hold.wait()
+            raise AssertionError("party hold did not stop within 30 s of SIGINT") from None
+
+
+def _teardown(hold: subprocess.Popen, client, server) -> None:
+    """Stop the holder, the Dask client and the key holder, whichever of them fails to stop."""
+    try:
+        _stop(hold)
+    finally:
+        client.close()
+        server.stop()
 
 
 def test_a_worker_killed_mid_round_loses_nothing(cluster, tmp_path):
@@ -91,9 +106,7 @@ def test_a_worker_killed_mid_round_loses_nothing(cluster, tmp_path):
         assert {"compare_units", "zero_test"} <= dask.task_prefixes(client)
         assert hold.poll() is None
     finally:
-        _stop(hold)
-        client.close()
-        server.stop()
+        _teardown(hold, client, server)
 
 
 def test_tls_cluster_for_holder_and_key_holder(cluster, tmp_path, monkeypatch):
@@ -114,9 +127,7 @@ def test_tls_cluster_for_holder_and_key_holder(cluster, tmp_path, monkeypatch):
         assert dask.address.startswith("tls://")
         assert {"compare_units", "zero_test"} <= dask.task_prefixes(client)
     finally:
-        _stop(hold)
-        client.close()
-        server.stop()
+        _teardown(hold, client, server)
 
 
 def test_scheduler_lost_mid_round_stops_the_holder_with_one_line(cluster, tmp_path):
