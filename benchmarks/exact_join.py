@@ -1,7 +1,7 @@
 """Exact join / dedup benchmark: the three roles as separate processes on loopback.
 
-    python -m benchmarks.exact_join --n 10000 --m 10000 [--overlap 0.5] [--key-bits 2048]
-                                    [--fast-blinding] [--mode join|dedup] [--json OUT.json]
+    python -m benchmarks.exact_join --n 10000 --m 10000 [--scheme paillier|ec] [--overlap 0.5]
+                                    [--key-bits 2048] [--fast-blinding] [--mode join|dedup] [--json OUT.json]
 
 What runs:
 
@@ -11,9 +11,10 @@ What runs:
 3. ``party hold`` (started first, without ``--once``; stopped after the round;
    ``--allow-fast-blinding`` so that ``--fast-blinding`` is honoured) and
    ``party join|dedup --report R.json`` as separate processes;
-4. the floor: raw gmpy2 rates (benchmarks/floor.py) measured in this run
-   before and after the protocol run (fastest of the two per operation), times
-   the run's own counts, divided by the core count;
+4. the floor: raw arithmetic rates (benchmarks/floor.py: gmpy2 for ``paillier``,
+   libsodium's Ed25519 calls for ``ec``) measured in this run before and after
+   the protocol run (fastest of the two per operation), times the run's own
+   counts, divided by the core count;
 5. OpenMined PSI (ECDH, ``openmined-psi``) on the same identifiers, in process.
 
 Phases printed: encode (querier: PRF + cuckoo placement), encrypt (querier),
@@ -102,6 +103,7 @@ class Child:
         self.returncode: int | None = None
         self.cpu: float | None = None
         self.wall: float | None = None
+        self.peak_mb: float | None = None      # peak resident memory (ru_maxrss), once reaped
 
     def wait(self, timeout: float | None = None) -> int:
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -117,6 +119,7 @@ class Child:
                 self.returncode = os.waitstatus_to_exitcode(status)
                 self.proc.returncode = self.returncode
                 self.cpu = usage.ru_utime + usage.ru_stime
+                self.peak_mb = usage.ru_maxrss / 1024
                 self.wall = time.perf_counter() - self.started
                 self._sink.close()
                 break
@@ -302,11 +305,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n", type=int, required=True, help="querier identifiers")
     parser.add_argument("--m", type=int, required=True, help="holder identifiers")
     parser.add_argument("--overlap", type=float, default=0.5, help="shared fraction of min(n, m)")
-    parser.add_argument("--key-bits", type=int, default=2048)
+    parser.add_argument("--scheme", choices=("paillier", "ec"), default="paillier")
+    parser.add_argument("--key-bits", type=int, default=2048, help="Paillier key size (ignored with --scheme ec)")
     parser.add_argument("--fast-blinding", action="store_true")
     parser.add_argument("--mode", choices=("join", "dedup"), default="join")
     parser.add_argument("--json", help="write all numbers here")
-    parser.add_argument("--floor-samples", type=int, default=200, help="operations timed per kind")
+    parser.add_argument("--floor-samples", type=int, default=200,
+                        help="operations timed per kind (x10 for the cheaper ec calls)")
     parser.add_argument("--no-psi", action="store_true", help="skip the OpenMined PSI comparison")
     parser.add_argument("--psi-structure", default="RAW", choices=("RAW", "GCS", "BLOOM_FILTER"))
     parser.add_argument("--seed", type=int, default=1)
@@ -317,14 +322,21 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="bench-join-"))
     work.mkdir(parents=True, exist_ok=True)
     cores = os.cpu_count() or 1
-    results: dict = {"n": args.n, "m": args.m, "overlap": args.overlap, "key_bits": args.key_bits,
+    ec = args.scheme == "ec"
+    if ec:
+        args.key_bits = 256
+    results: dict = {"n": args.n, "m": args.m, "overlap": args.overlap, "scheme": args.scheme, "key_bits": args.key_bits,
                      "mode": args.mode, "fast_blinding": args.fast_blinding, "cores": cores,
                      "load_before": os.getloadavg(), "code": code_version()}
     children: list[Child] = []
     try:
-        print(f"floor: timing {args.floor_samples} raw operations of each kind at {args.key_bits} bits ...",
-              file=sys.stderr, flush=True)
-        rates_before = floor_mod.measure(args.key_bits, args.floor_samples)
+        print(f"floor: timing raw {args.scheme} operations of each kind ...", file=sys.stderr, flush=True)
+
+        def measure_rates():
+            if ec:
+                return floor_mod.measure_ec(10 * args.floor_samples)
+            return floor_mod.measure(args.key_bits, args.floor_samples)
+        rates_before = measure_rates()
 
         querier_ids, holder_ids, shared = make_ids(args.n, args.m, args.overlap, args.seed)
         q_csv, h_csv = write_inputs(work, querier_ids, holder_ids)
@@ -352,10 +364,10 @@ def main(argv: list[str] | None = None) -> int:
         out, report = work / "out.csv", work / "report.json"
         query = party + ["--log-level", "INFO", args.mode, "--dir", str(work / "querier"), "--holder", "holder",
                          "--input", str(q_csv), "--id-column", "id", "--out", str(out), "--report", str(report),
-                         "--key-bits", str(args.key_bits), "--quiet"]
+                         "--scheme", args.scheme, *([] if ec else ["--key-bits", str(args.key_bits)]), "--quiet"]
         if args.fast_blinding:
             query.append("--fast-blinding")
-        print(f"run: {args.mode} {args.n} x {args.m} at {args.key_bits} bits, "
+        print(f"run: {args.mode} {args.n} x {args.m}, {args.scheme} at {args.key_bits} bits, "
               f"{'fast' if args.fast_blinding else 'full'} blinding, files in {work}", file=sys.stderr, flush=True)
         kh_cpu_before = cpu_seconds(kh.proc.pid)
         holder_cpu_before = cpu_seconds(holder.proc.pid)
@@ -385,6 +397,7 @@ def main(argv: list[str] | None = None) -> int:
                                f"holder:\n{holder.text()[-3000:]}")
         audit = audit_times(kh_dir)
         holder.stop()
+        kh.stop()
         facts = json.loads(report.read_text())
         holder_match = HOLDER_LINE.search(holder.text())
         if not holder_match:
@@ -392,12 +405,16 @@ def main(argv: list[str] | None = None) -> int:
         rows, comparisons, compare_s = int(holder_match[1]), int(holder_match[2]), float(holder_match[3])
         check = check_output(out, args.mode, shared)
 
-        rates_after = floor_mod.measure(args.key_bits, args.floor_samples)
-        rates = floor_mod.best(rates_before, rates_after)
+        rates_after = measure_rates()
         fast = facts.get("blinding") == "fast"
         matched_rows = int(facts["matched_holder_rows"])
         slots = int(facts["table_slots"])
-        bound = floor_mod.floor_seconds(rates, comparisons, comparisons + matched_rows, slots, fast, cores)
+        if ec:
+            rates = floor_mod.best_ec(rates_before, rates_after)
+            bound = floor_mod.floor_seconds_ec(rates, comparisons, matched_rows, slots, rows, cores)
+        else:
+            rates = floor_mod.best(rates_before, rates_after)
+            bound = floor_mod.floor_seconds(rates, comparisons, comparisons + matched_rows, slots, fast, cores)
         seconds = facts["seconds"]
         relay_to_finish = audit["finish_round"] - audit["relay_query"] if {"finish_round", "relay_query"} <= audit.keys() else None
         phases = {
@@ -418,6 +435,7 @@ def main(argv: list[str] | None = None) -> int:
                  "holder_during_run": round(holder_cpu_after - holder_cpu_before, 2),
                  "keyholder_during_run": round(kh_cpu_after - kh_cpu_before, 2),
                  "machine_during_run": round(machine_after - machine_before, 2)},
+            peak_memory_mb={c.name: round(c.peak_mb, 1) for c in (querier, holder, kh) if c.peak_mb},
             rates_ms={"before": rates_before.as_dict(), "after": rates_after.as_dict(), "used": rates.as_dict()},
             floor={k: (round(v, 3) if isinstance(v, float) else v) for k, v in bound.items()},
             ratio=round(wall / bound["floor"], 3),
@@ -453,7 +471,8 @@ def main(argv: list[str] | None = None) -> int:
 def print_results(r: dict) -> None:
     line = "-" * 64
     print(line)
-    print(f"{r['mode']} {r['n']} x {r['m']} (overlap {r['overlap']}), {r['key_bits']}-bit key, "
+    print(f"{r['mode']} {r['n']} x {r['m']} (overlap {r['overlap']}), {r.get('scheme', 'paillier')} "
+          f"{r['key_bits']}-bit key, "
           f"{r['blinding']} blinding, {r['cores']} cores")
     print(f"holder rows {r['rows']}, comparisons {r['comparisons']}, querier slots {r['table_slots']}, "
           f"matched {r['check']['matched']} / expected {r['check']['expected']} "
@@ -465,12 +484,17 @@ def print_results(r: dict) -> None:
     f = r["floor"]
     u = r["rates_ms"]["used"]
     print(line)
-    print(f"floor rates (ms/op, one core): full exp {u['full_exp']:.3f}, 128-bit exp {u['fast_exp']:.3f}, "
-          f"half-CRT {u['half_crt']:.3f}, Encryptor.encrypt {u['encrypt']:.3f} (r^n: {u['encrypt_powmod']:.3f})")
+    if r.get("scheme") == "ec":
+        print(f"floor rates (ms/call, one core): scalar mult {u['mult']:.4f}, fixed-base mult {u['base']:.4f}, "
+              f"add/sub {u['add']:.4f}, point validation {u['valid']:.4f}")
+    else:
+        print(f"floor rates (ms/op, one core): full exp {u['full_exp']:.3f}, 128-bit exp {u['fast_exp']:.3f}, "
+              f"half-CRT {u['half_crt']:.3f}, Encryptor.encrypt {u['encrypt']:.3f} (r^n: {u['encrypt_powmod']:.3f})")
     print(f"floor CPU: holder {f['holder_cpu']:.2f} s + key holder {f['keyholder_cpu']:.2f} s + "
           f"querier {f['querier_cpu']:.2f} s, / {f['cores']} cores = {f['floor']:.2f} s")
     print(f"measured CPU during the run: holder {r['cpu']['holder_during_run']:.2f} s, key holder "
           f"{r['cpu']['keyholder_during_run']:.2f} s, querier {r['cpu']['querier']:.2f} s")
+    print("peak memory (MB): " + ", ".join(f"{k} {v:.0f}" for k, v in r["peak_memory_mb"].items()))
     print(f"RATIO wall / floor = {r['ratio']:.2f}   (compare phase / its floor = {r['compare_ratio']:.2f})")
     print(f"other work on the machine kept ~{r['other_cores_busy']:.2f} of {r['cores']} cores busy during the run; "
           f"floor on the {r['available_cores']:.2f} cores left = {r['floor_available']:.2f} s, "

@@ -1,4 +1,6 @@
-"""The speed floor (docs/protocol.md, "Speed reference"): raw gmpy2 rates measured in this run.
+"""The speed floor (docs/protocol.md, "Speed reference"): raw arithmetic rates measured in this run.
+
+Paillier (``Rates``, :func:`measure`): raw gmpy2 rates.
 
 Per holder row ``h`` exponentiations mod n^2 (full-size exponent uniform in [1, n),
 or 128 bits with fast blinding) at the holder, ``h`` half-CRT exponentiations
@@ -18,6 +20,10 @@ from dataclasses import dataclass, asdict
 import gmpy2
 from phe import paillier
 
+from nacl.bindings import (crypto_core_ed25519_add, crypto_core_ed25519_is_valid_point, crypto_core_ed25519_sub,
+                           crypto_scalarmult_ed25519_base_noclamp, crypto_scalarmult_ed25519_noclamp)
+
+from common.schemes.ec import random_scalar
 from common.schemes.paillier import FAST_BLINDING_BITS, Encryptor, PublicKey
 
 
@@ -81,5 +87,58 @@ def floor_seconds(rates: Rates, comparisons: int, zero_tests: int, slots: int, f
     holder = comparisons * (rates.fast_exp if fast else rates.full_exp)
     keyholder = zero_tests * rates.half_crt
     querier = slots * rates.encrypt
+    return {"holder_cpu": holder, "keyholder_cpu": keyholder, "querier_cpu": querier,
+            "cores": cores, "floor": (holder + keyholder + querier) / cores}
+
+
+@dataclass
+class EcRates:
+    """Seconds per libsodium call (through PyNaCl), single core: the ``ec`` scheme's floor.
+
+    ``mult`` is libsodium's variable-base multiplication, which re-checks its input point
+    (subgroup membership costs about as much again); PyNaCl offers no unchecked call, so that
+    check is part of the floor."""
+
+    samples: int
+    mult: float              # crypto_scalarmult_ed25519_noclamp(r, P)
+    base: float              # crypto_scalarmult_ed25519_base_noclamp(s)
+    add: float               # crypto_core_ed25519_add / _sub
+    valid: float             # crypto_core_ed25519_is_valid_point
+
+    def as_dict(self) -> dict:
+        return {k: (round(v * 1e3, 4) if isinstance(v, float) else v) for k, v in asdict(self).items()}
+
+
+def measure_ec(samples: int = 2000) -> EcRates:
+    """Time ``samples`` libsodium calls of each kind on one core (this thread)."""
+    scalars = [random_scalar() for _ in range(samples)]
+    points = [crypto_scalarmult_ed25519_base_noclamp(s) for s in scalars]
+    mult = _per_op(crypto_scalarmult_ed25519_noclamp, list(zip(scalars, points)))
+    base = _per_op(crypto_scalarmult_ed25519_base_noclamp, [(s,) for s in scalars])
+    add = (_per_op(crypto_core_ed25519_add, list(zip(points, points[1:] + points[:1])))
+           + _per_op(crypto_core_ed25519_sub, list(zip(points, points[1:] + points[:1])))) / 2
+    valid = _per_op(crypto_core_ed25519_is_valid_point, [(p,) for p in points])
+    return EcRates(samples, mult, base, add, valid)
+
+
+def best_ec(*rates: EcRates) -> EcRates:
+    """Per call, the fastest of several measurements."""
+    return EcRates(sum(r.samples for r in rates),
+                   *(min(getattr(r, f) for r in rates) for f in ("mult", "base", "add", "valid")))
+
+
+def floor_seconds_ec(rates: EcRates, comparisons: int, matches: int, slots: int, holder_terms: int,
+                     cores: int | None = None) -> dict:
+    """The ``ec`` floor for a run with these counts (docs/protocol.md, "Comparison schemes"):
+
+    - querier, per slot: ``k·G`` and ``X·G`` (fixed base), ``k·P`` and one addition;
+    - holder, per slot: both points validated on receipt; per holder row and term: ``Y·G``;
+      per comparison: one subtraction and two multiplications (``r·c1``, ``r·(c2 − Y·G)``);
+    - key holder, per comparison: ``x·c1``; per non-match: the second point validated.
+    """
+    cores = cores or os.cpu_count() or 1
+    querier = slots * (2 * rates.base + rates.mult + rates.add)
+    holder = slots * 2 * rates.valid + holder_terms * rates.base + comparisons * (rates.add + 2 * rates.mult)
+    keyholder = comparisons * rates.mult + max(0, comparisons - matches) * rates.valid
     return {"holder_cpu": holder, "keyholder_cpu": keyholder, "querier_cpu": querier,
             "cores": cores, "floor": (holder + keyholder + querier) / cores}

@@ -18,8 +18,12 @@ comparisons travel as concatenations of fixed-width items
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Sequence
+
+VALIDATION_PIECE = 2048
+"""Ciphertexts per validation task of a received query (a few ms of work per piece for either scheme)."""
 
 
 class InvalidCiphertext(ValueError):
@@ -78,8 +82,25 @@ class Scheme(ABC):
 
     # -- holder ----------------------------------------------------------------------------------
     @abstractmethod
-    def validate(self, public: bytes, ciphertexts: bytes) -> int:
-        """Check a received block of ciphertexts; return how many it holds or raise :class:`InvalidCiphertext`."""
+    def validate(self, public: bytes, ciphertexts: bytes, first: int = 0) -> int:
+        """Check a received block of ciphertexts; return how many it holds or raise :class:`InvalidCiphertext`
+        (naming the failed item as number ``first + i`` of the whole query)."""
+
+    def validate_all(self, public: bytes, ciphertexts: bytes, pool: Executor | None = None,
+                     piece: int = VALIDATION_PIECE) -> int:
+        """:meth:`validate` of a whole query in pieces of ``piece`` ciphertexts, spread over ``pool``'s
+        threads (the libraries behind both schemes release the GIL); the first failing piece in query
+        order is the one reported."""
+        width = self.ciphertext_width(public)
+        if len(ciphertexts) % width:
+            raise InvalidCiphertext(f"a query block of {len(ciphertexts)} bytes is not a multiple of {width}")
+        count = len(ciphertexts) // width
+        starts = range(0, count, piece)
+
+        def check(start: int) -> int:
+            return self.validate(public, ciphertexts[start * width:min(start + piece, count) * width], first=start)
+        counted = pool.map(check, starts) if pool is not None and len(starts) > 1 else map(check, starts)
+        return sum(counted)
 
     @abstractmethod
     def compare(self, public: bytes, query: bytes, positions: Sequence[int], encodings: Sequence[bytes],

@@ -229,7 +229,7 @@ class EcScheme(Scheme):
                 return crypto_scalarmult_ed25519_base_noclamp(k) + c2
 
     # -- holder ----------------------------------------------------------------------------------
-    def validate(self, public: bytes, ciphertexts: bytes) -> int:
+    def validate(self, public: bytes, ciphertexts: bytes, first: int = 0) -> int:
         """Every point of the query must be a valid non-identity group element."""
         count = _split(ciphertexts, "ciphertext")
         block = bytes(ciphertexts)
@@ -238,7 +238,7 @@ class EcScheme(Scheme):
             for half, name in ((0, "first"), (POINT_BYTES, "second")):
                 failed = point_check(block[at + half:at + half + POINT_BYTES])
                 if failed:
-                    raise InvalidCiphertext(f"ciphertext {i}: {name} point: {failed}")
+                    raise InvalidCiphertext(f"ciphertext {first + i}: {name} point: {failed}")
         return count
 
     def compare(self, public: bytes, query: bytes, positions: Sequence[int], encodings: Sequence[bytes],

@@ -276,7 +276,7 @@ class PaillierScheme(Scheme):
             out += key.to_bytes(value)
         return bytes(out)
 
-    def validate(self, public: bytes, ciphertexts: bytes) -> int:
+    def validate(self, public: bytes, ciphertexts: bytes, first: int = 0) -> int:
         return len(_public_key(public).from_bytes(ciphertexts))
 
     def compare(self, public: bytes, query: bytes, positions: Sequence[int], encodings: Sequence[bytes],

@@ -14,6 +14,7 @@ from typing import Iterable, Iterator
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PublicKey
 
 from common.schemes import DEFAULT_SCHEME, Scheme
+from common.schemes.pool import worker_pool
 from party_client.crypto.seal import SessionCipher
 from party_client.protocol.engine import CIPHERTEXTS_PER_RECORD, PreparedQuery, ReceivedQuery
 from party_client.transport import Connection
@@ -70,11 +71,11 @@ def read_query(records: Iterable[bytes], scheme: Scheme, public: bytes) -> tuple
     records = iter(records)
     header = pb.QueryHeader.FromString(next(records))
     ciphertexts, buckets, blocks = bytearray(), [], []
-    count = 0
     for record in records:
         chunk = pb.CiphertextChunk.FromString(record)
-        count += scheme.validate(public, chunk.ciphertexts)
         ciphertexts += chunk.ciphertexts
         buckets.extend(chunk.buckets)
         blocks.extend(chunk.blocks)
-    return ReceivedQuery(header, count, buckets, blocks), bytes(ciphertexts)
+    block = bytes(ciphertexts)
+    count = scheme.validate_all(public, block, worker_pool())
+    return ReceivedQuery(header, count, buckets, blocks), block

@@ -134,7 +134,9 @@ def call(service: Service, method: str, request, caller: str) -> grpc.StatusCode
         elif method in ("GetMessage", "FetchResults"):
             list(function(request, metadata=metadata, timeout=CALL_TIMEOUT))
         else:
-            function(request, metadata=metadata, timeout=CALL_TIMEOUT)
+            reply = function(request, metadata=metadata, timeout=CALL_TIMEOUT)
+            if method == "Register" and request.name in service.tokens:   # a re-registration renews the token
+                service.tokens[request.name] = reply.token
         code = grpc.StatusCode.OK
     except grpc.RpcError as error:
         code = error.code()
