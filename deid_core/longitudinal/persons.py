@@ -119,6 +119,35 @@ def person_class_size(cls: np.ndarray, pcode: np.ndarray, n_persons: int, keep: 
     return out
 
 
+def persons_to_suppress(cls: np.ndarray, pcode: np.ndarray, n_persons: int, k: int,
+                        keep: np.ndarray | None = None) -> np.ndarray:
+    """Per person: suppressed (all their rows) so that every class holds at least ``k`` of the persons kept.
+
+    A person is suppressed when one of their rows is in a class of fewer than
+    ``k`` distinct persons (:func:`person_class_size`). Suppressing a person
+    also removes their rows from their other classes, which can leave a class
+    below k that was not before; the pass is repeated until no class of the
+    persons kept is below k. The result is the largest set of persons whose
+    classes all hold k of them (unique; it only grows when classes merge, so
+    more generalization never suppresses more persons). Rows outside ``keep``
+    (fully missing) take no part; a person with no such row is never suppressed.
+    """
+    rows = np.ones(len(pcode), dtype=bool) if keep is None else np.asarray(keep, dtype=bool).copy()
+    gone = np.zeros(n_persons, dtype=bool)
+    while True:
+        size = person_class_size(cls, pcode, n_persons, keep=rows)
+        new = (size > 0) & (size < k)
+        if not new.any():
+            return gone
+        gone |= new
+        rows &= ~new[pcode]
+
+
+def person_index(frame: pd.DataFrame, person: str | None, level1: Sequence[str] = ()) -> np.ndarray | None:
+    """Row -> person index when a person column is given (level-1 values checked per person), else None."""
+    return None if person is None else person_level1(frame, person, level1)[1]
+
+
 def _class_sizes(cid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Dense class id and class size (in persons) per person."""
     cid = factorize(cid)[0]

@@ -136,13 +136,16 @@ class Policy:
 
 def full_domain_policy(hierarchies: Mapping[str, HierarchySpec], levels: Mapping[str, int],
                        drop: Sequence[str] = (), suppress_k: int | None = None,
-                       qis: Sequence[str] = ()) -> Policy:
+                       qis: Sequence[str] = (), person: str | None = None) -> Policy:
     """Policy = drop direct identifiers, generalize each QI to its level, then suppress records in ECs < k.
 
+    With ``person`` (``[longitudinal]``) the suppression is of whole persons whose class holds fewer than k
+    distinct persons (:func:`deid_core.transform.ops.suppression_mask`), and the direct identifiers (the
+    person column among them) are dropped last, after the suppression has used the person column.
     Small CSV hierarchies are embedded (:meth:`HierarchySpec.portable`), so the policy re-applies anywhere.
     """
     steps: list[dict] = []
-    if drop:
+    if drop and person is None:
         steps.append({"op": "drop", "columns": list(drop)})
     for col, lvl in levels.items():
         if lvl:
@@ -154,5 +157,8 @@ def full_domain_policy(hierarchies: Mapping[str, HierarchySpec], levels: Mapping
                 steps.append({"op": "generalize", "column": col, "hierarchy": hierarchies[col].portable().to_dict(),
                               "level": int(lvl)})
     if suppress_k and suppress_k > 1:
-        steps.append({"op": "suppress_records", "columns": list(qis or levels), "k": int(suppress_k)})
+        steps.append({"op": "suppress_records", "columns": list(qis or levels), "k": int(suppress_k),
+                      **({"person": person} if person is not None else {})})
+    if drop and person is not None:
+        steps.append({"op": "drop", "columns": list(drop)})
     return Policy(steps)

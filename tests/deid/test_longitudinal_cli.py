@@ -294,8 +294,10 @@ def test_report_longitudinal_section(files):
 def test_attack_on_a_release_with_suppressed_records(files):
     """Suppressed rows release nothing: assess --suppress --attack and deid attack on its output agree."""
     d = files["dir"]
-    p = run("assess", "--input", files["claims"], "--spec", files["spec"], "--levels", "dx=2", "--suppress",
-            "--attack", "--exact", "--out", d / "s.json", "--output", d / "sup.csv")
+    # everything but los at the top: p1 (los 2, with p4) and p2 (los 3) stand out; p3, p5, p6 share los 1
+    p = run("assess", "--input", files["claims"], "--spec", files["spec"], "--levels",
+            "sex=1,birth_year=3,dx=4,drug=5", "--suppress", "--attack", "--exact", "--out", d / "s.json",
+            "--output", d / "sup.csv")
     assert p.returncode == 0, p.stderr
     inline = json.loads((d / "s.json").read_text())["longitudinal"]["attack"]
     rel = pd.read_csv(d / "sup.csv", dtype=str, keep_default_na=False)
@@ -306,7 +308,39 @@ def test_attack_on_a_release_with_suppressed_records(files):
             "--out", d / "a.json")
     assert p.returncode == 0, p.stderr
     a = json.loads((d / "a.json").read_text())
-    assert a["average_risk"] == pytest.approx(inline["average"]) and a["persons"] == inline["persons"] < 6
+    assert a["average_risk"] == pytest.approx(inline["average"]) and a["persons"] == inline["persons"] == 3
+
+
+def test_assess_suppress_counts_persons_and_apply_repeats_it(files):
+    """--suppress with [longitudinal]: every claim of the persons in a class of fewer than k = 3 persons goes,
+    reported as persons and records; the saved policy does the same in deid apply."""
+    d = files["dir"]
+    before = sha(files["claims"])
+    p = run("assess", "--input", files["claims"], "--spec", files["spec"], "--levels",
+            "sex=1,birth_year=3,dx=4,drug=5", "--suppress", "--out", d / "s.json", "--output", d / "s.csv",
+            "--policy-out", d / "policy.json", "--html", d / "s.html")
+    assert p.returncode == 0, p.stderr
+    r = json.loads((d / "s.json").read_text())
+    assert (r["suppressed_persons"], r["suppressed_records"], r["persons"], r["k_min"]) == (3, 7, 6, 3)
+    tr = r["report"]["steps"]["4_transformation"]
+    assert (tr["persons_suppressed"], tr["records_suppressed"], tr["suppression_k"]) == (3, 7, 3)
+    assert "here 3 persons, 7 records" in (d / "s.html").read_text()
+    released = pd.read_csv(d / "s.csv", dtype=str, keep_default_na=False)
+    claims = pd.read_csv(files["claims"], dtype=str)
+    gone = released["los"].eq("[suppressed]").to_numpy()
+    assert sorted(claims.loc[gone, "member_id"].unique()) == ["p1", "p2", "p4"] and "member_id" not in released
+    p = run("apply", "--input", files["claims"], "--policy", d / "policy.json", "--out", d / "again.csv",
+            "--report", d / "apply.json")
+    assert p.returncode == 0, p.stderr
+    assert (d / "again.csv").read_text() == (d / "s.csv").read_text()
+    rep = json.loads((d / "apply.json").read_text())
+    assert (rep["suppressed_persons"], rep["suppressed_records"]) == (3, 7)
+    # counted in rows, p1's three identical claims make los 2 a class of 4: only p2's los-3 claim goes
+    p = run("assess", "--input", files["claims"], "--spec", files["rows"], "--levels",
+            "sex=1,birth_year=3,dx=4,drug=5", "--suppress", "--out", d / "rows.json")
+    rows = json.loads((d / "rows.json").read_text())
+    assert rows["suppressed_records"] == 1 and "suppressed_persons" not in rows
+    assert sha(files["claims"]) == before
 
 
 def test_assess_complete_knowledge(files, tmp_path):
