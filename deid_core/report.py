@@ -30,6 +30,7 @@ from .metric import is_marker, non_uniform_entropy
 from .risk import THRESHOLD_TABLE, attack_assessment, k_for_threshold
 from .spec import SUPPRESSED, HierarchySpec, Spec
 from .transform import Policy
+from .transform.dates import step_columns as date_step_columns
 
 BOOK = "El Emam & Arbuckle, Anonymizing Health Data (O'Reilly, 2013)"
 #: Where each part of the method is described (author and section; never a page or line).
@@ -179,12 +180,21 @@ def describe_step(step: Mapping[str, Any], column: str, values: set[str]) -> dic
     if op == "randomize":
         return {"op": op, "text": "masked: replaced by keyed random values"}
     if op == "dates_intervals":
-        return {"op": op, "text": f"dates replaced by randomized intervals from a {step.get('anchor', 'month')} "
-                                  f"anchor (interval width {step.get('width', 7)} days)"}
+        text = (f"dates replaced by randomized intervals from a {step.get('anchor', 'month')} anchor (interval "
+                f"width {step.get('width', 7)} days)")
+        if step.get("birth") or step.get("death"):
+            text += (", each person's timeline" + (f" opened by {step['birth']}" if step.get("birth") else "")
+                     + (" and" if step.get("birth") and step.get("death") else "")
+                     + (f" closed by {step['death']}" if step.get("death") else ""))
+        if column in (step.get("connected") or {}):
+            text = f"moved by the same number of days as {step['connected'][column]} on the same row"
+        return {"op": op, "text": text}
     return {"op": op, "text": op}
 
 
 def _touches(step: Mapping[str, Any], column: str) -> bool:
+    if step.get("op") == "dates_intervals":
+        return column in date_step_columns(step)
     return step.get("column") == column or column in (step.get("columns") or [])
 
 

@@ -101,7 +101,7 @@ def persons_per_class(cls: np.ndarray, pcode: np.ndarray) -> np.ndarray:
     """Per row: how many distinct persons have a row in its class (``cls``: any integer class id per row)."""
     inv = pd.factorize(cls)[0]
     n_persons = int(pcode.max()) + 1 if len(pcode) else 1
-    pairs = np.unique(inv.astype(np.int64) * n_persons + pcode)
+    pairs = pd.unique(inv.astype(np.int64) * n_persons + pcode)  # hash-based: faster than np.unique here
     return np.bincount(pairs // n_persons, minlength=int(inv.max()) + 1 if len(inv) else 0)[inv]
 
 
@@ -132,15 +132,28 @@ def persons_to_suppress(cls: np.ndarray, pcode: np.ndarray, n_persons: int, k: i
     more generalization never suppresses more persons). Rows outside ``keep``
     (fully missing) take no part; a person with no such row is never suppressed.
     """
-    rows = np.ones(len(pcode), dtype=bool) if keep is None else np.asarray(keep, dtype=bool).copy()
     gone = np.zeros(n_persons, dtype=bool)
+    if keep is not None:
+        cls, pcode = cls[keep], pcode[keep]
+    if not len(pcode):
+        return gone
+    # the distinct (class, person) pairs, grouped by person, once; each pass is then a bincount
+    c = pd.factorize(cls)[0].astype(np.int64)
+    pair = pd.unique(c * n_persons + pcode)
+    pc, pp = pair // n_persons, pair % n_persons
+    order = np.argsort(pp, kind="stable")
+    pc, pp = pc[order], pp[order]
+    starts = np.flatnonzero(np.append(True, pp[1:] != pp[:-1]))
+    present = pp[starts]
+    alive = np.ones(len(pc), dtype=bool)
     while True:
-        size = person_class_size(cls, pcode, n_persons, keep=rows)
-        new = (size > 0) & (size < k)
+        size = np.bincount(pc[alive], minlength=int(c.max()) + 1)   # persons kept per class
+        smallest = np.minimum.reduceat(size[pc], starts)           # per person: their smallest class
+        new = (smallest < k) & ~gone[present]
         if not new.any():
             return gone
-        gone |= new
-        rows &= ~new[pcode]
+        gone[present[new]] = True
+        alive = ~gone[pp]
 
 
 def person_index(frame: pd.DataFrame, person: str | None, level1: Sequence[str] = ()) -> np.ndarray | None:

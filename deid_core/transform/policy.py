@@ -15,6 +15,7 @@ import pandas as pd
 
 from ..errors import DeidInputError
 from ..spec import HierarchySpec
+from .dates import step_columns as date_step_columns
 from .ops import OPS
 
 
@@ -60,7 +61,8 @@ class Policy:
         """Columns the steps name -> fate they imply (``direct`` dropped, ``masked``, else ``quasi``)."""
         out: dict[str, str] = {}
         for st in self.steps:
-            cols = st.get("columns", []) if st.get("op") in ("drop", "suppress_records") else [st.get("column")]
+            cols = (st.get("columns", []) if st.get("op") in ("drop", "suppress_records")
+                    else date_step_columns(st) if st.get("op") == "dates_intervals" else [st.get("column")])
             fate = {"drop": "direct", "pseudonymize": "masked", "randomize": "masked", "blank": "masked"}.get(st.get("op"), "quasi")
             for c in cols:
                 if c is not None and out.get(c) not in ("direct", "masked"):

@@ -358,3 +358,41 @@ def test_assess_complete_knowledge(files, tmp_path):
         ck = json.loads((tmp_path / "ck.json").read_text())["complete_knowledge"]
         assert (ck["variant"], ck["persons"], ck["events"], ck["k"]) == (variant, 3, 7, 1)
         assert ck["average_risk"] == pytest.approx((0.5 + 0.5 + 1) / 3)
+
+
+def test_apply_dates_timeline_policy(tmp_path):
+    """A dates_intervals step with birth, death, two timeline columns and a connected date, through deid apply:
+    every person's dates keep their order, the log date its offset; a death before a service exits 2."""
+    data = tmp_path / "visits.csv"
+    data.write_text("pid,dob,admit,discharge,logged,dod\n"
+                    "a,1950-03-02,2001-04-08,2001-04-10,2001-04-08,\n"
+                    "a,1950-03-02,2002-05-07,2002-05-07,2002-05-08,\n"
+                    "b,2012-01-15,2012-01-18,2012-01-20,2012-01-19,2012-03-01\n"
+                    "b,2012-01-15,2012-02-01,2012-02-29,2012-02-01,2012-03-01\n")
+    policy = {"format": "deid_core.policy", "version": 1, "steps": [
+        {"op": "dates_intervals", "columns": ["admit", "discharge"], "group": "pid", "birth": "dob", "death": "dod",
+         "connected": {"logged": "admit"}, "anchor": "month", "width": 7, "seed": 4},
+        {"op": "drop", "columns": ["pid"]}]}
+    (tmp_path / "policy.json").write_text(json.dumps(policy))
+    before = sha(data)
+    p = run("apply", "--input", data, "--policy", tmp_path / "policy.json", "--out", tmp_path / "out.csv",
+            "--report", tmp_path / "r.json")
+    assert p.returncode == 0, p.stderr
+    src, out = pd.read_csv(data, dtype=str), pd.read_csv(tmp_path / "out.csv", dtype=str)
+    assert "pid" not in out.columns and out["dod"].isna().tolist() == [True, True, False, False]
+    fates = json.loads((tmp_path / "r.json").read_text())["column_fates"]
+    assert {c: fates[c] for c in ("dob", "admit", "discharge", "logged", "dod")} == dict.fromkeys(
+        ("dob", "admit", "discharge", "logged", "dod"), "quasi")
+    d = {c: pd.to_datetime(out[c]) for c in out.columns}
+    s = {c: pd.to_datetime(src[c]) for c in out.columns}
+    assert (d["dob"] <= d["admit"]).all() and (d["admit"] <= d["discharge"]).all()
+    assert d["discharge"][0] < d["admit"][1] and d["discharge"][2] < d["admit"][3]  # order across visits kept
+    assert (d["dod"][2:] >= d["discharge"][2:]).all()
+    assert ((d["logged"] - d["admit"]) == (s["logged"] - s["admit"])).all()
+    assert d["discharge"][1] == d["admit"][1]  # same-day discharge stays the same day
+    assert sha(data) == before
+    (tmp_path / "bad.csv").write_text(data.read_text().replace("2012-03-01", "2012-02-10"))
+    p = run("apply", "--input", tmp_path / "bad.csv", "--policy", tmp_path / "policy.json", "--out",
+            tmp_path / "bad_out.csv")
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and not (tmp_path / "bad_out.csv").exists()
+    assert "dod 2012-02-10 is before discharge 2012-02-29" in p.stderr
