@@ -1,6 +1,6 @@
 """Orchestration: measure a table, optionally transform it (full-domain levels +
-record suppression), measure again, and compute information loss. Pure
-in-memory; the CLI does the I/O."""
+record suppression; with ``[longitudinal]`` suppression of whole persons), measure
+again, and compute information loss. Pure in-memory; the CLI does the I/O."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -129,10 +129,12 @@ def assess(df: pd.DataFrame, spec: Spec, population: pd.DataFrame | None = None,
     before = measure.summary(rows0, cl0)
     transformed = bool(any(levels.values()) or suppress)
     k = k_for_threshold(spec.release.threshold)
+    person = spec.longitudinal.person if spec.longitudinal is not None else None
     policy = full_domain_policy(spec.hierarchies, {q: levels.get(q, 0) for q in qis}, drop=spec.direct,
-                                suppress_k=k if suppress else None, qis=qis)
+                                suppress_k=k if suppress else None, qis=qis, person=person)
+    suppressed_persons = 0
     if transformed:
-        out, _ = policy.apply(df)
+        out, ctx = policy.apply(df)  # with [longitudinal] whole persons are suppressed (ops.suppression_mask)
         supp = np.full(len(df), bool(qis))
         for q in qis:
             supp &= is_marker(out[q])
@@ -140,10 +142,13 @@ def assess(df: pd.DataFrame, spec: Spec, population: pd.DataFrame | None = None,
         cl = measure.classes(rows)
         summary = measure.summary(rows, cl)
         summary["suppressed_records"] = int(supp.sum())
+        suppressed_persons = int(ctx.get("suppressed_persons", 0))
     else:
         out = df.drop(columns=spec.direct)
         cl, summary = cl0, dict(before)
         summary["suppressed_records"] = 0
+    if person is not None:
+        summary["suppressed_persons"] = suppressed_persons
     if numeric is None:
         numeric = [q for q in qis if q in spec.hierarchies and spec.hierarchies[q].builder == "interval"]
     for c in numeric:

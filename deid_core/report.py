@@ -30,6 +30,7 @@ from .metric import is_marker, non_uniform_entropy
 from .risk import THRESHOLD_TABLE, attack_assessment, k_for_threshold
 from .spec import SUPPRESSED, HierarchySpec, Spec
 from .transform import Policy
+from .transform.dates import step_columns as date_step_columns
 
 BOOK = "El Emam & Arbuckle, Anonymizing Health Data (O'Reilly, 2013)"
 #: Where each part of the method is described (author and section; never a page or line).
@@ -69,6 +70,7 @@ ROLE_TEXT = {"direct": "direct identifier", "quasi": "quasi-identifier", "sensit
 MEASURES = [
     ("persons", "Persons (longitudinal data: class sizes below count persons)"),
     ("records", "Records"),
+    ("suppressed_persons", "Persons suppressed (all their records)"),
     ("suppressed_records", "Records suppressed"),
     ("fully_missing_records", "Records with every quasi-identifier missing"),
     ("equivalence_classes", "Equivalence classes (records alike on the quasi-identifiers)"),
@@ -152,6 +154,10 @@ def describe_step(step: Mapping[str, Any], column: str, values: set[str]) -> dic
     if op == "map":
         return {"op": op, "text": f"recoded: {len(step.get('mapping', {}))} values replaced by more general ones"}
     if op == "suppress_records":
+        if step.get("person"):
+            return {"op": op, "k": int(step["k"]), "person": step["person"],
+                    "text": f"every record of the persons in a class of fewer than k = {int(step['k'])} persons on "
+                            f"{', '.join(step['columns'])} suppressed"}
         return {"op": op, "k": int(step["k"]),
                 "text": f"records in classes smaller than k = {int(step['k'])} on "
                         f"{', '.join(step['columns'])} suppressed"}
@@ -174,12 +180,21 @@ def describe_step(step: Mapping[str, Any], column: str, values: set[str]) -> dic
     if op == "randomize":
         return {"op": op, "text": "masked: replaced by keyed random values"}
     if op == "dates_intervals":
-        return {"op": op, "text": f"dates replaced by randomized intervals from a {step.get('anchor', 'month')} "
-                                  f"anchor (interval width {step.get('width', 7)} days)"}
+        text = (f"dates replaced by randomized intervals from a {step.get('anchor', 'month')} anchor (interval "
+                f"width {step.get('width', 7)} days)")
+        if step.get("birth") or step.get("death"):
+            text += (", each person's timeline" + (f" opened by {step['birth']}" if step.get("birth") else "")
+                     + (" and" if step.get("birth") and step.get("death") else "")
+                     + (f" closed by {step['death']}" if step.get("death") else ""))
+        if column in (step.get("connected") or {}):
+            text = f"moved by the same number of days as {step['connected'][column]} on the same row"
+        return {"op": op, "text": text}
     return {"op": op, "text": op}
 
 
 def _touches(step: Mapping[str, Any], column: str) -> bool:
+    if step.get("op") == "dates_intervals":
+        return column in date_step_columns(step)
     return step.get("column") == column or column in (step.get("columns") or [])
 
 
@@ -361,6 +376,7 @@ def build_report(a: Assessment, input_name: str = "", today: _dt.date | None = N
             "levels": {f["column"]: f["level_to"] for f in fates if "level_to" in f} or a.levels,
             "record_suppression": suppressed, "records_suppressed": suppressed, "suppression_k": next(
                 (int(s["k"]) for s in policy.steps if s["op"] == "suppress_records"), None),
+            "persons_suppressed": a.summary.get("suppressed_persons"),
             "columns": fates, "steps": [describe_step(s, s.get("column", ""), set()) if s["op"] != "generalize"
                                         else {"op": "generalize", "column": s["column"], "level": s["level"]}
                                         for s in policy.steps],
@@ -563,10 +579,15 @@ def _section_transformation(s: dict) -> list[str]:
         generalized = [f"{f['column']} ({f['generalized_from']} → {f['generalized_to']})" for f in fates
                        if "generalized_to" in f]
         sentence = (f"Dropped: {_names(dropped)}. Generalized: {_names(generalized)}. ")
-        k = tr.get("suppression_k")
-        sentence += (f"Records in equivalence classes smaller than k = {k} are suppressed (their quasi-identifiers "
-                     f"replaced by {SUPPRESSED}); here {tr['records_suppressed']:,} record"
-                     f"{'s' if tr['records_suppressed'] != 1 else ''}." if k else "No record was suppressed.")
+        k, persons, n = tr.get("suppression_k"), tr.get("persons_suppressed"), tr["records_suppressed"]
+        if k and persons is not None:
+            sentence += (f"Persons with a record in an equivalence class of fewer than k = {k} persons have all "
+                         f"their records suppressed (their quasi-identifiers replaced by {SUPPRESSED}); here "
+                         f"{persons:,} person{'s' if persons != 1 else ''}, {n:,} record{'s' if n != 1 else ''}.")
+        else:
+            sentence += (f"Records in equivalence classes smaller than k = {k} are suppressed (their "
+                         f"quasi-identifiers replaced by {SUPPRESSED}); here {n:,} record"
+                         f"{'s' if n != 1 else ''}." if k else "No record was suppressed.")
         parts += [_p(sentence),
                   _table(["column", "role", "what happened", "hierarchy level", "example before → after",
                           "cells suppressed"], _fate_rows(fates), numeric=(5,)),
@@ -582,7 +603,7 @@ def _risk_table(before: Mapping[str, Any], after: Mapping[str, Any]) -> str:
     rows = []
     for key, name in MEASURES:
         b, a = _get(before, key), _get(after, key)
-        if key == "suppressed_records" and b is None:
+        if (key == "suppressed_records" or (key == "suppressed_persons" and a is not None)) and b is None:
             b = 0
         if b is None and a is None:
             continue

@@ -3,26 +3,32 @@ to the data and the population, and its normalized population risk — the defau
 BPS / Directed and the comparison reported next to partitioning."""
 from __future__ import annotations
 
+from dataclasses import replace
+
+import numpy as np
 import pandas as pd
 
-from ..risk.population import population_risk_of_release
 from ..spec import Spec
 from ..transform.safe_harbor import safe_harbor_policy
+from .subtree import release_risk
 
 
 def safe_harbor_release(df: pd.DataFrame, pop: pd.DataFrame | None, spec: Spec) -> tuple[pd.DataFrame, pd.DataFrame | None, list[str]]:
     """Safe Harbor applied to the QIs of the data and of the population table; the QIs that remain."""
     qis = spec.quasi
-    policy, _ = safe_harbor_policy(spec, qis)
+    # the policy of the QI columns alone (the spec's other columns, e.g. a person id, are not part of it)
+    policy, _ = safe_harbor_policy(replace(spec, columns={q: spec.columns[q] for q in qis}), qis)
     out, _ = policy.apply(df[qis])
     pop_out = policy.apply(pop[qis + ["count"]])[0] if pop is not None else None
     return out, pop_out, [q for q in qis if q in out.columns]
 
 
-def safe_harbor_risk(df: pd.DataFrame, pop: pd.DataFrame | None, spec: Spec) -> float:
-    """Benitez, Loukides & Malin 2010 §2.1: the threshold = the normalized population risk of the Safe Harbor release of the same data."""
+def safe_harbor_risk(df: pd.DataFrame, pop: pd.DataFrame | None, spec: Spec, persons: np.ndarray | None = None) -> float:
+    """Benitez, Loukides & Malin 2010 §2.1: the threshold = the normalized population risk of the Safe Harbor
+    release of the same data (over persons with ``persons``, row -> person index, as the search counts)."""
     out, pop_out, kept = safe_harbor_release(df, pop, spec)
     if not kept:
-        total = float(pop["count"].sum()) if pop is not None else float(len(df))
-        return 1.0 / max(total, len(df))
-    return population_risk_of_release(out, pop_out, kept, spec.gamma)
+        n = len(df) if persons is None else int(persons.max()) + 1
+        total = float(pop["count"].sum()) if pop is not None else float(n)
+        return 1.0 / max(total, n)
+    return release_risk(out, pop_out, kept, spec.gamma, persons)

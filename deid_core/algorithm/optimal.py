@@ -12,10 +12,9 @@ import numpy as np
 import pandas as pd
 
 from ..errors import DeidInputError
-from ..longitudinal.persons import person_class_size, person_level1
+from ..longitudinal.persons import person_index
 from ..risk.encoding import encode_table
 from ..spec import Spec
-from ..transform.ops import set_marker
 from ..transform.policy import Policy
 from .criterion import Criterion, reassess
 from .full_domain import FullDomainProblem, full_domain_release_policy
@@ -56,16 +55,9 @@ class OptimalRelease(SearchedRelease):
     persons: np.ndarray | None = None
 
     def apply(self, frame: pd.DataFrame) -> pd.DataFrame:
-        """``frame`` released under the best policy (drop direct identifiers, generalize, suppress)."""
-        out = self.generalized(frame)
-        best = self.best or {}
-        if self.persons is not None and best.get("suppressed_persons"):
-            # every record of a person whose smallest class (in distinct persons) is below k' (the searched frame)
-            cls = out[self.qis].groupby(self.qis, dropna=False, observed=True, sort=False).ngroup().to_numpy()
-            small = person_class_size(cls, self.persons, int(self.persons.max()) + 1) < best["suppression_k"]
-            for q in self.qis:
-                out[q] = set_marker(out[q], small[self.persons])
-        return out
+        """``frame`` released under the best policy (generalize, suppress records — with ``[longitudinal]``
+        whole persons — and drop direct identifiers)."""
+        return self.generalized(frame)
 
     def reassess(self, output: pd.DataFrame) -> dict:
         """The release's risk from scratch against the criterion (:func:`~deid_core.algorithm.criterion.reassess`)."""
@@ -98,10 +90,9 @@ def optimal_release(frame: pd.DataFrame, spec: Spec, *, threshold: float | None 
         raise DeidInputError(f"top must be a positive integer, got {top}")
     if measure not in MEASURES:
         raise DeidInputError(f"measure must be one of {', '.join(MEASURES)}, got {measure!r}")
-    n, persons = len(frame), None
-    if spec.longitudinal is not None:  # classes and suppression in distinct persons (El Emam & Arbuckle, ch. 4)
-        table1, persons = person_level1(frame, spec.longitudinal.person, spec.longitudinal.level1)
-        n = len(table1)
+    lg = spec.longitudinal  # classes and suppression in distinct persons (El Emam & Arbuckle, ch. 4)
+    persons = person_index(frame, lg.person, lg.level1) if lg is not None else None
+    n = len(frame) if persons is None else int(persons.max()) + 1
     if k is not None:
         criterion = Criterion.build(n, k=k, max_suppression=max_suppression)
     else:
@@ -119,7 +110,6 @@ def optimal_release(frame: pd.DataFrame, spec: Spec, *, threshold: float | None 
     policy = None
     if result.policies:
         best = result.policies[0]
-        # with persons, the suppression is of persons (apply), not the policy's row-based suppress_records
-        policy = full_domain_release_policy(spec, problem.qis, best["levels"], 0 if persons is not None
-                                            else best["suppression_k"])
+        policy = full_domain_release_policy(spec, problem.qis, best["levels"], best["suppression_k"],
+                                            person=lg.person if persons is not None else None)
     return OptimalRelease(result, criterion, problem.qis, policy, persons)

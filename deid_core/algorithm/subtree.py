@@ -1,6 +1,7 @@
 """Full-subtree policies on data (Benitez, Loukides & Malin 2010 §2.2–2.4): the bit-string problem over
 an encoded table with the normalized population risk of eq. (1), the BPS / Directed search, and the
-verification of a policy from scratch."""
+verification of a policy from scratch. With ``[longitudinal]`` the risk is over persons, not records
+(docs/longitudinal.md, "Patient-level searches")."""
 from __future__ import annotations
 
 import time
@@ -11,7 +12,9 @@ import pandas as pd
 
 from ..hierarchy import Hierarchy
 from ..risk.encoding import EncodedTable
-from ..risk.population import population_risk_of_release
+from ..longitudinal.classes import person_classes
+from ..risk.classes import Classes
+from ..risk.population import release_classes
 from ..spec import Spec
 from ..transform.policy import Policy
 from .bitstring import bps, directed, non_dominated
@@ -38,8 +41,10 @@ class SubtreeProblem:
     without a population table ``g`` is the class size in the data.
     """
 
-    def __init__(self, table: EncodedTable, threshold: float) -> None:
+    def __init__(self, table: EncodedTable, threshold: float, persons: np.ndarray | None = None) -> None:
         self.t, self.threshold = table, threshold
+        #: row -> person index (``[longitudinal]``): the risk is over persons (:func:`population_risk`)
+        self.persons = persons
         self.qis = list(table.qis)
         self.order = [ordered_leaves(table.hierarchies[q]) for q in self.qis]
         self.nbits = [max(len(o) - 1, 0) for o in self.order]
@@ -67,9 +72,7 @@ class SubtreeProblem:
         """Normalized population risk of a policy (cached by bit string)."""
         key = np.packbits(bits).tobytes()
         if key not in self.cache:
-            cl = self.t.classes(self.maps(bits))
-            g = cl.F if cl.F is not None else cl.f.astype(float)
-            self.cache[key] = float(np.sum((1.0 / g) ** self.t.gamma) / len(g)) if len(g) else 0.0
+            self.cache[key] = population_risk(self.t.classes(self.maps(bits)), self.t.gamma, self.persons)
         return self.cache[key]
 
     def acceptable(self, bits: np.ndarray) -> bool:
@@ -94,6 +97,27 @@ class SubtreeProblem:
         steps: list[dict] = [{"op": "drop", "columns": spec.direct}] if spec.direct else []
         steps += [{"op": "map", "column": q, "mapping": m} for q, m in self.mapping(bits).items() if m]
         return Policy(steps, description="full-subtree policy (Benitez, Loukides & Malin 2010 §2.2)")
+
+
+def population_risk(cl: Classes, gamma: float, persons: np.ndarray | None = None) -> float:
+    """Normalized population risk ``Σ_d (1/g(d))^γ / |D|`` (Benitez, Loukides & Malin 2010 eq. 1) of classes
+    ``cl``; g is the population class size F, or the class size f in the data without a population.
+
+    With ``persons`` (row -> person index, ``[longitudinal]``) D is the set of persons: each person takes the
+    class of their record with the fewest distinct persons, f counted in persons
+    (:func:`deid_core.longitudinal.classes.person_classes`, as ``deid assess`` counts them; El Emam &
+    Arbuckle, ch. 4).
+    """
+    if persons is not None:
+        cl = person_classes(cl, persons, int(persons.max()) + 1)
+    g = cl.F if cl.F is not None else cl.f.astype(float)
+    return float(np.sum((1.0 / g) ** gamma) / len(g)) if len(g) else 0.0
+
+
+def release_risk(out: pd.DataFrame, pop_out: pd.DataFrame | None, qis: Sequence[str], gamma: float,
+                 persons: np.ndarray | None = None) -> float:
+    """:func:`population_risk` of a released table from scratch (its own values; ``pop_out`` released alike)."""
+    return population_risk(release_classes(out, pop_out, qis), gamma, persons)
 
 
 def run_label(h: Hierarchy, leaves: Sequence[int]) -> str:
@@ -126,20 +150,23 @@ def search_subtree(problem: SubtreeProblem, method: str, iterations: int, seed: 
         sols = directed(problem.n_bits, problem.acceptable, iterations, rng, report)
     nd = non_dominated(sols)
     nbits = max(problem.n_bits, 1)
-    policies = [{"risk": problem.risk(b), "information_loss": float((~b).sum() / nbits), "suppressed_records": 0,
+    none = {"suppressed_records": 0, **({"suppressed_persons": 0} if problem.persons is not None else {})}
+    policies = [{"risk": problem.risk(b), "information_loss": float((~b).sum() / nbits), **none,
                  "bits": "".join("1" if x else "0" for x in b), "mapping": problem.mapping(b)} for b in nd]
     policies.sort(key=lambda p: (p["information_loss"], p["risk"]))
-    return SearchResult(method, policies, len(problem.cache), time.perf_counter() - t0, {
-        "threshold": problem.threshold, "iterations": iterations, "boundary_policies_found": len(sols),
-        "distinct_policies": len({b.tobytes() for b in sols}), "non_dominated": len(nd), "bits": problem.n_bits,
-        "loss": "share of generalized bits",
-    })
+    extra = {"threshold": problem.threshold, "iterations": iterations, "boundary_policies_found": len(sols),
+             "distinct_policies": len({b.tobytes() for b in sols}), "non_dominated": len(nd), "bits": problem.n_bits,
+             "loss": "share of generalized bits"}
+    if problem.persons is not None:
+        extra.update(units="persons", persons=int(problem.persons.max()) + 1)
+    return SearchResult(method, policies, len(problem.cache), time.perf_counter() - t0, extra)
 
 
 def verify_subtree(problem: SubtreeProblem, spec: Spec, df: pd.DataFrame, pop: pd.DataFrame | None,
                    bits: np.ndarray) -> tuple[float, pd.DataFrame]:
-    """Apply a full-subtree policy to the data and the population and re-measure the risk from scratch."""
+    """Apply a full-subtree policy to the data and the population and re-measure the risk from scratch (per
+    person with :attr:`SubtreeProblem.persons`)."""
     policy = problem.policy(spec, bits)
     out, _ = policy.apply(df)
     pop_out = policy.apply(pop)[0] if pop is not None else None
-    return population_risk_of_release(out, pop_out, problem.qis, spec.gamma), out
+    return release_risk(out, pop_out, problem.qis, spec.gamma, problem.persons), out

@@ -116,8 +116,10 @@ def cmd_apply(args: argparse.Namespace) -> int:
                           masked=[c for c, f in fates.items() if f == "masked"])
     write_table(out, args.out)
     if args.report:
+        counts = {k: ctx[k] for k in ("suppressed_records", "suppressed_persons") if k in ctx}
         write_json({"policy": str(args.policy), "column_fates": fates, "identifier_check": check,
-                    "accepted_columns": check["accepted_columns"], "warnings": ctx.get("warnings", [])}, args.report)
+                    "accepted_columns": check["accepted_columns"], **counts, "warnings": ctx.get("warnings", [])},
+                   args.report)
     for w in ctx.get("warnings", []):
         print(f"deid: warning: {w}", file=sys.stderr)
     return 0
@@ -131,7 +133,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     a.add_argument("--out", required=True, help="report JSON")
     a.add_argument("--html", help="self-contained HTML report")
     a.add_argument("--levels", help="full-domain levels, e.g. age=2,zip=1 (overrides [transform] levels)")
-    a.add_argument("--suppress", action="store_true", help="suppress records in classes smaller than k(threshold)")
+    a.add_argument("--suppress", action="store_true", help="suppress records in classes smaller than k(threshold); "
+                   "with [longitudinal], every record of the persons in a class of fewer than k persons")
     a.add_argument("--output", help="write the transformed data here")
     a.add_argument("--policy-out", help="write the re-appliable policy JSON here")
     a.add_argument("--per-record", help="CSV of per-record risks (class size, prosecutor, journalist, instance "

@@ -72,9 +72,11 @@ def run_lola(args: argparse.Namespace, spec: Spec, df: pd.DataFrame) -> tuple[di
 
 def run_subtree(args: argparse.Namespace, spec: Spec, df: pd.DataFrame,
                 pop: pd.DataFrame | None) -> tuple[dict, pd.DataFrame | None]:
-    """``--method bps|directed``: every reported policy is re-assessed from scratch."""
+    """``--method bps|directed``: every reported policy is re-assessed from scratch; with ``[longitudinal]``
+    the risk (and the Safe Harbor threshold) is over persons (docs/longitudinal.md)."""
     from ..algorithm.baseline import safe_harbor_risk
     from ..algorithm.subtree import SubtreeProblem, search_subtree, verify_subtree
+    from ..longitudinal.persons import person_index
     from ..risk import encode_table, validate_population
 
     if args.k is not None:
@@ -84,6 +86,8 @@ def run_subtree(args: argparse.Namespace, spec: Spec, df: pd.DataFrame,
     args.iterations = 100 if args.iterations is None else args.iterations
     if args.iterations < 1:
         raise DeidInputError(f"--iterations must be a positive integer, got {args.iterations}")
+    lg = spec.longitudinal
+    persons = person_index(df, lg.person, lg.level1) if lg is not None else None
     table = encode_table(df, spec, pop)
     pop = validate_population(pop, table.qis) if pop is not None else None
     if args.threshold is not None:
@@ -91,8 +95,8 @@ def run_subtree(args: argparse.Namespace, spec: Spec, df: pd.DataFrame,
             raise DeidInputError(f"threshold {args.threshold} is outside (0, 1]")
         thr, source = args.threshold, "--threshold"
     else:
-        thr, source = safe_harbor_risk(df, pop, spec), "safe harbor"
-    problem = SubtreeProblem(table, thr)
+        thr, source = safe_harbor_risk(df, pop, spec, persons), "safe harbor"
+    problem = SubtreeProblem(table, thr, persons)
     result = search_subtree(problem, args.method, args.iterations, args.seed, progress=True).to_dict()
     result["threshold_source"] = source
     best_out = None

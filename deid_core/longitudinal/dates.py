@@ -5,8 +5,9 @@ claim" (DSFC): the intervals between a person's events are kept, the calendar
 position is not. :func:`days_since_first` computes it per person, or relative
 to an anchor: a per-row anchor date column (e.g. birth date, so children are
 anchored at birth) or a flag column marking each person's anchor events (the
-earliest flagged event is day 0). Interval generalization that keeps order is
-in :mod:`deid_core.dates`.
+earliest flagged event is day 0). Interval generalization that keeps order
+(anchored at birth, death last, connected dates moved together) is
+:func:`deid_core.transform.dates.generalize_timeline`.
 """
 from __future__ import annotations
 

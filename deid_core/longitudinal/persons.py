@@ -101,7 +101,7 @@ def persons_per_class(cls: np.ndarray, pcode: np.ndarray) -> np.ndarray:
     """Per row: how many distinct persons have a row in its class (``cls``: any integer class id per row)."""
     inv = pd.factorize(cls)[0]
     n_persons = int(pcode.max()) + 1 if len(pcode) else 1
-    pairs = np.unique(inv.astype(np.int64) * n_persons + pcode)
+    pairs = pd.unique(inv.astype(np.int64) * n_persons + pcode)  # hash-based: faster than np.unique here
     return np.bincount(pairs // n_persons, minlength=int(inv.max()) + 1 if len(inv) else 0)[inv]
 
 
@@ -117,6 +117,48 @@ def person_class_size(cls: np.ndarray, pcode: np.ndarray, n_persons: int, keep: 
     np.minimum.at(out, pcode, persons_per_class(cls, pcode))
     out[out == np.iinfo(np.int64).max] = 0
     return out
+
+
+def persons_to_suppress(cls: np.ndarray, pcode: np.ndarray, n_persons: int, k: int,
+                        keep: np.ndarray | None = None) -> np.ndarray:
+    """Per person: suppressed (all their rows) so that every class holds at least ``k`` of the persons kept.
+
+    A person is suppressed when one of their rows is in a class of fewer than
+    ``k`` distinct persons (:func:`person_class_size`). Suppressing a person
+    also removes their rows from their other classes, which can leave a class
+    below k that was not before; the pass is repeated until no class of the
+    persons kept is below k. The result is the largest set of persons whose
+    classes all hold k of them (unique; it only grows when classes merge, so
+    more generalization never suppresses more persons). Rows outside ``keep``
+    (fully missing) take no part; a person with no such row is never suppressed.
+    """
+    gone = np.zeros(n_persons, dtype=bool)
+    if keep is not None:
+        cls, pcode = cls[keep], pcode[keep]
+    if not len(pcode):
+        return gone
+    # the distinct (class, person) pairs, grouped by person, once; each pass is then a bincount
+    c = pd.factorize(cls)[0].astype(np.int64)
+    pair = pd.unique(c * n_persons + pcode)
+    pc, pp = pair // n_persons, pair % n_persons
+    order = np.argsort(pp, kind="stable")
+    pc, pp = pc[order], pp[order]
+    starts = np.flatnonzero(np.append(True, pp[1:] != pp[:-1]))
+    present = pp[starts]
+    alive = np.ones(len(pc), dtype=bool)
+    while True:
+        size = np.bincount(pc[alive], minlength=int(c.max()) + 1)   # persons kept per class
+        smallest = np.minimum.reduceat(size[pc], starts)           # per person: their smallest class
+        new = (smallest < k) & ~gone[present]
+        if not new.any():
+            return gone
+        gone[present[new]] = True
+        alive = ~gone[pp]
+
+
+def person_index(frame: pd.DataFrame, person: str | None, level1: Sequence[str] = ()) -> np.ndarray | None:
+    """Row -> person index when a person column is given (level-1 values checked per person), else None."""
+    return None if person is None else person_level1(frame, person, level1)[1]
 
 
 def _class_sizes(cid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

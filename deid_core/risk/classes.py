@@ -75,12 +75,17 @@ class Classes:
     clamped: int = 0      # records whose population count was < f (or absent) and was raised to f
 
 
-def ec_sizes_of(df: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
-    """Class size per record on the current values of ``columns`` (missing = its own value)."""
+def class_index(df: pd.DataFrame, columns: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """(class index per record, class sizes) on the current values of ``columns`` (missing = its own value)."""
     codes, cards = [], []
     for c in columns:
         cat = df[c] if isinstance(df[c].dtype, pd.CategoricalDtype) else df[c].astype("category")
         codes.append(cat.cat.codes.to_numpy())
         cards.append(len(cat.cat.categories))
-    inv, sizes = sizes_from_keys(pack_keys(codes, cards))
+    return sizes_from_keys(pack_keys(codes, cards))
+
+
+def ec_sizes_of(df: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
+    """Class size per record on the current values of ``columns`` (missing = its own value)."""
+    inv, sizes = class_index(df, columns)
     return sizes[inv]

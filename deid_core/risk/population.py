@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import DeidInputError
+from .classes import Classes
 
 
 @dataclass
@@ -35,19 +36,32 @@ def validate_population(pop: pd.DataFrame, qis: Sequence[str]) -> pd.DataFrame:
     return out
 
 
-def release_class_sizes(out: pd.DataFrame, pop_out: pd.DataFrame | None, qis: Sequence[str]) -> tuple[np.ndarray, np.ndarray, int]:
-    """From scratch on released values: per record its class size f in the data and g in the released
-    population (grouped on the same values; raised to f when smaller, as in :meth:`EncodedTable.classes`), and the number of classes."""
+def release_classes(out: pd.DataFrame, pop_out: pd.DataFrame | None, qis: Sequence[str]) -> Classes:
+    """From scratch on released values: the classes of every record, f in the data and F in the released
+    population (grouped on the same values; raised to f when smaller, as in :meth:`EncodedTable.classes`;
+    None without a population)."""
     qis = list(qis)
     key = out[qis].astype(str)
-    grp = key.groupby(qis, sort=False, observed=True)[qis[0]]
-    f = grp.transform("size").to_numpy(dtype=float)
-    if pop_out is None:
-        return f, f, int(grp.ngroups)
-    pc = pop_out[qis].astype(str).assign(count=pop_out["count"].to_numpy(dtype=float))
-    agg = pc.groupby(qis, sort=False, observed=True)["count"].sum().rename("g").reset_index()
-    g = key.merge(agg, on=qis, how="left")["g"].fillna(0).to_numpy(dtype=float)
-    return f, np.maximum(g, f), int(grp.ngroups)
+    grp = key.groupby(qis, sort=False, observed=True, dropna=False)[qis[0]]  # a missing value is a value
+    ec = grp.ngroup().to_numpy().astype(np.int64)
+    sizes = np.bincount(ec, minlength=int(grp.ngroups)).astype(np.int64)
+    f = sizes[ec]
+    F = None
+    if pop_out is not None:
+        pc = pop_out[qis].astype(str).assign(count=pop_out["count"].to_numpy(dtype=float))
+        agg = pc.groupby(qis, sort=False, observed=True)["count"].sum().rename("g").reset_index()
+        g = key.merge(agg, on=qis, how="left")["g"].fillna(0).to_numpy(dtype=float)
+        F = np.maximum(g, f)
+    return Classes(keep=np.ones(len(out), dtype=bool), ec=ec, ec_sizes=sizes, f=f, F=F,
+                   clamped=0 if F is None else int((g < f).sum()))
+
+
+def release_class_sizes(out: pd.DataFrame, pop_out: pd.DataFrame | None, qis: Sequence[str]) -> tuple[np.ndarray, np.ndarray, int]:
+    """Per record its class size f in the data and g in the released population (:func:`release_classes`;
+    g = f without a population), and the number of classes."""
+    cl = release_classes(out, pop_out, qis)
+    f = cl.f.astype(float)
+    return f, (f if cl.F is None else cl.F), len(cl.ec_sizes)
 
 
 def population_risk_of_release(out: pd.DataFrame, pop_out: pd.DataFrame | None, qis: Sequence[str],

@@ -3,7 +3,8 @@ categories (each distinct value is transformed once, records follow by code; doc
 
 Ops here: ``drop``, ``generalize`` (full-domain: one hierarchy level per QI), ``map`` (full-subtree:
 value -> released value), ``suppress_records`` (records in classes smaller than k get
-:data:`~deid_core.spec.SUPPRESSED` in every QI), ``suppress_cells``, ``blank``; ``zip3``, ``year``,
+:data:`~deid_core.spec.SUPPRESSED` in every QI; with ``person``, all records of the persons in classes of
+fewer than k persons), ``suppress_cells``, ``blank``; ``zip3``, ``year``,
 ``top_code``, ``birth_year_cap`` (:mod:`.safe_harbor`), ``pseudonymize``, ``randomize``
 (:mod:`.masking`) and ``dates_intervals`` (:mod:`.dates`) are looked up in their modules when run.
 """
@@ -17,7 +18,9 @@ import pandas as pd
 
 from ..errors import DeidInputError
 from ..hierarchy import build_hierarchy, distinct_values
-from ..risk.classes import ec_sizes_of
+from ..longitudinal.persons import person_codes, persons_to_suppress
+from ..metric.missingness import missing_mask
+from ..risk.classes import class_index
 from ..spec import SUPPRESSED, HierarchySpec
 
 
@@ -81,16 +84,38 @@ def op_map(df: pd.DataFrame, step: Mapping[str, Any], ctx: dict) -> pd.DataFrame
     return df
 
 
+def suppression_mask(df: pd.DataFrame, columns: Sequence[str], k: int, person: str | None = None,
+                     ) -> tuple[np.ndarray, int | None]:
+    """Records to suppress for k on ``columns``, and (with ``person``) the number of persons suppressed.
+
+    Without ``person``: the records in classes smaller than k. With ``person`` (``[longitudinal]``, El Emam &
+    Arbuckle, ch. 4): every record of each person one of whose records is in a class of fewer than k
+    *distinct persons*, repeated until every class of the persons kept holds k of them
+    (:func:`deid_core.longitudinal.persons.persons_to_suppress`); records whose QIs are all missing take no part.
+    """
+    cls, sizes = class_index(df, columns)
+    if person is None:
+        return sizes[cls] < k, None
+    if person not in df.columns:
+        raise DeidInputError(f"unknown column {person!r}: the person column of suppress_records is not in the input")
+    pcode, pids = person_codes(df, person)
+    gone = persons_to_suppress(cls, pcode, len(pids), k, keep=~missing_mask(df, list(columns)).all(axis=1))
+    return gone[pcode], int(gone.sum())
+
+
 def op_suppress_records(df: pd.DataFrame, step: Mapping[str, Any], ctx: dict) -> pd.DataFrame:
+    """Suppress records in classes smaller than ``k``; with ``person``, whole persons (:func:`suppression_mask`)."""
     _need(step, "columns", "k")
     cols = list(step["columns"])
     for c in cols:
         if c not in df.columns:
             raise DeidInputError(f"unknown column {c!r}: not in the input")
-    mask = ec_sizes_of(df, cols) < int(step["k"])
+    mask, persons = suppression_mask(df, cols, int(step["k"]), step.get("person"))
     for c in cols:
         df[c] = set_marker(df[c], mask)
     ctx["suppressed_records"] = ctx.get("suppressed_records", 0) + int(mask.sum())
+    if persons is not None:
+        ctx["suppressed_persons"] = ctx.get("suppressed_persons", 0) + persons
     return df
 
 

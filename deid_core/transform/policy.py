@@ -15,6 +15,7 @@ import pandas as pd
 
 from ..errors import DeidInputError
 from ..spec import HierarchySpec
+from .dates import step_columns as date_step_columns
 from .ops import OPS
 
 
@@ -60,7 +61,8 @@ class Policy:
         """Columns the steps name -> fate they imply (``direct`` dropped, ``masked``, else ``quasi``)."""
         out: dict[str, str] = {}
         for st in self.steps:
-            cols = st.get("columns", []) if st.get("op") in ("drop", "suppress_records") else [st.get("column")]
+            cols = (st.get("columns", []) if st.get("op") in ("drop", "suppress_records")
+                    else date_step_columns(st) if st.get("op") == "dates_intervals" else [st.get("column")])
             fate = {"drop": "direct", "pseudonymize": "masked", "randomize": "masked", "blank": "masked"}.get(st.get("op"), "quasi")
             for c in cols:
                 if c is not None and out.get(c) not in ("direct", "masked"):
@@ -136,13 +138,16 @@ class Policy:
 
 def full_domain_policy(hierarchies: Mapping[str, HierarchySpec], levels: Mapping[str, int],
                        drop: Sequence[str] = (), suppress_k: int | None = None,
-                       qis: Sequence[str] = ()) -> Policy:
+                       qis: Sequence[str] = (), person: str | None = None) -> Policy:
     """Policy = drop direct identifiers, generalize each QI to its level, then suppress records in ECs < k.
 
+    With ``person`` (``[longitudinal]``) the suppression is of whole persons whose class holds fewer than k
+    distinct persons (:func:`deid_core.transform.ops.suppression_mask`), and the direct identifiers (the
+    person column among them) are dropped last, after the suppression has used the person column.
     Small CSV hierarchies are embedded (:meth:`HierarchySpec.portable`), so the policy re-applies anywhere.
     """
     steps: list[dict] = []
-    if drop:
+    if drop and person is None:
         steps.append({"op": "drop", "columns": list(drop)})
     for col, lvl in levels.items():
         if lvl:
@@ -154,5 +159,8 @@ def full_domain_policy(hierarchies: Mapping[str, HierarchySpec], levels: Mapping
                 steps.append({"op": "generalize", "column": col, "hierarchy": hierarchies[col].portable().to_dict(),
                               "level": int(lvl)})
     if suppress_k and suppress_k > 1:
-        steps.append({"op": "suppress_records", "columns": list(qis or levels), "k": int(suppress_k)})
+        steps.append({"op": "suppress_records", "columns": list(qis or levels), "k": int(suppress_k),
+                      **({"person": person} if person is not None else {})})
+    if drop and person is not None:
+        steps.append({"op": "drop", "columns": list(drop)})
     return Policy(steps)

@@ -246,3 +246,28 @@ def test_cli_ola_with_longitudinal_suppresses_persons(tmp_path):
     qis = ["sex", "yob", "dx", "los"]
     persons_per_class = kept.groupby(qis, observed=True)["pid"].transform("nunique")
     assert persons_per_class.min() >= 3  # every remaining class holds at least 3 distinct persons
+
+
+def test_ola_person_suppression_follows_persons_out_of_their_other_classes():
+    """Suppressing p7 (alone on claim E) leaves (F, D) with p5 and p6 only: the node's suppression counts them
+    too, so the release OLA picks still has every class at k = 3 persons when re-assessed from scratch."""
+    from deid_core.algorithm.criterion import Criterion
+    from deid_core.algorithm.full_domain import FullDomainProblem
+    from deid_core.algorithm.optimal import optimal_release
+    from deid_core.longitudinal.persons import person_index
+    from deid_core.risk import encode_table
+    rows = ([("p1", "F", "A")] * 3 + [(p, "M", dx) for p in ("p2", "p3", "p4") for dx in ("B", "C")]
+            + [("p5", "F", "D"), ("p6", "F", "D"), ("p7", "F", "D")] + [("p7", "F", "E")] * 3)
+    df = pd.DataFrame(rows, columns=["pid", "sex", "dx"])
+    spec = parse_spec({"columns": {"pid": "direct", "sex": "quasi", "dx": "quasi"},
+                       "longitudinal": {"person": "pid", "level1": ["sex"], "level2": ["dx"]}})
+    problem = FullDomainProblem(encode_table(df, spec), Criterion.build(7, k=3, max_suppression=0.6),
+                                persons=person_index(df, "pid", ["sex"]))
+    res = problem.evaluate((0, 0))
+    assert (res.suppressed, res.acceptable) == (4, True)  # p1, p7, then p5 and p6 (one pass would say 2)
+    assert problem.suppressed_rows((0, 0), res.suppress_k).sum() == 9
+    found = optimal_release(df, spec, k=3, max_suppression=0.6, top=4)
+    bottom = [p for p in found.search.policies if p["levels"] == {"sex": 0, "dx": 0}]
+    assert [(p["suppressed_persons"], p["suppressed_records"]) for p in bottom] == [(4, 9)]
+    check = found.reassess(found.apply(df))
+    assert check["meets"] and check["k_min"] >= 3

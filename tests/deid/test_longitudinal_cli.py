@@ -294,8 +294,10 @@ def test_report_longitudinal_section(files):
 def test_attack_on_a_release_with_suppressed_records(files):
     """Suppressed rows release nothing: assess --suppress --attack and deid attack on its output agree."""
     d = files["dir"]
-    p = run("assess", "--input", files["claims"], "--spec", files["spec"], "--levels", "dx=2", "--suppress",
-            "--attack", "--exact", "--out", d / "s.json", "--output", d / "sup.csv")
+    # everything but los at the top: p1 (los 2, with p4) and p2 (los 3) stand out; p3, p5, p6 share los 1
+    p = run("assess", "--input", files["claims"], "--spec", files["spec"], "--levels",
+            "sex=1,birth_year=3,dx=4,drug=5", "--suppress", "--attack", "--exact", "--out", d / "s.json",
+            "--output", d / "sup.csv")
     assert p.returncode == 0, p.stderr
     inline = json.loads((d / "s.json").read_text())["longitudinal"]["attack"]
     rel = pd.read_csv(d / "sup.csv", dtype=str, keep_default_na=False)
@@ -306,7 +308,39 @@ def test_attack_on_a_release_with_suppressed_records(files):
             "--out", d / "a.json")
     assert p.returncode == 0, p.stderr
     a = json.loads((d / "a.json").read_text())
-    assert a["average_risk"] == pytest.approx(inline["average"]) and a["persons"] == inline["persons"] < 6
+    assert a["average_risk"] == pytest.approx(inline["average"]) and a["persons"] == inline["persons"] == 3
+
+
+def test_assess_suppress_counts_persons_and_apply_repeats_it(files):
+    """--suppress with [longitudinal]: every claim of the persons in a class of fewer than k = 3 persons goes,
+    reported as persons and records; the saved policy does the same in deid apply."""
+    d = files["dir"]
+    before = sha(files["claims"])
+    p = run("assess", "--input", files["claims"], "--spec", files["spec"], "--levels",
+            "sex=1,birth_year=3,dx=4,drug=5", "--suppress", "--out", d / "s.json", "--output", d / "s.csv",
+            "--policy-out", d / "policy.json", "--html", d / "s.html")
+    assert p.returncode == 0, p.stderr
+    r = json.loads((d / "s.json").read_text())
+    assert (r["suppressed_persons"], r["suppressed_records"], r["persons"], r["k_min"]) == (3, 7, 6, 3)
+    tr = r["report"]["steps"]["4_transformation"]
+    assert (tr["persons_suppressed"], tr["records_suppressed"], tr["suppression_k"]) == (3, 7, 3)
+    assert "here 3 persons, 7 records" in (d / "s.html").read_text()
+    released = pd.read_csv(d / "s.csv", dtype=str, keep_default_na=False)
+    claims = pd.read_csv(files["claims"], dtype=str)
+    gone = released["los"].eq("[suppressed]").to_numpy()
+    assert sorted(claims.loc[gone, "member_id"].unique()) == ["p1", "p2", "p4"] and "member_id" not in released
+    p = run("apply", "--input", files["claims"], "--policy", d / "policy.json", "--out", d / "again.csv",
+            "--report", d / "apply.json")
+    assert p.returncode == 0, p.stderr
+    assert (d / "again.csv").read_text() == (d / "s.csv").read_text()
+    rep = json.loads((d / "apply.json").read_text())
+    assert (rep["suppressed_persons"], rep["suppressed_records"]) == (3, 7)
+    # counted in rows, p1's three identical claims make los 2 a class of 4: only p2's los-3 claim goes
+    p = run("assess", "--input", files["claims"], "--spec", files["rows"], "--levels",
+            "sex=1,birth_year=3,dx=4,drug=5", "--suppress", "--out", d / "rows.json")
+    rows = json.loads((d / "rows.json").read_text())
+    assert rows["suppressed_records"] == 1 and "suppressed_persons" not in rows
+    assert sha(files["claims"]) == before
 
 
 def test_assess_complete_knowledge(files, tmp_path):
@@ -324,3 +358,41 @@ def test_assess_complete_knowledge(files, tmp_path):
         ck = json.loads((tmp_path / "ck.json").read_text())["complete_knowledge"]
         assert (ck["variant"], ck["persons"], ck["events"], ck["k"]) == (variant, 3, 7, 1)
         assert ck["average_risk"] == pytest.approx((0.5 + 0.5 + 1) / 3)
+
+
+def test_apply_dates_timeline_policy(tmp_path):
+    """A dates_intervals step with birth, death, two timeline columns and a connected date, through deid apply:
+    every person's dates keep their order, the log date its offset; a death before a service exits 2."""
+    data = tmp_path / "visits.csv"
+    data.write_text("pid,dob,admit,discharge,logged,dod\n"
+                    "a,1950-03-02,2001-04-08,2001-04-10,2001-04-08,\n"
+                    "a,1950-03-02,2002-05-07,2002-05-07,2002-05-08,\n"
+                    "b,2012-01-15,2012-01-18,2012-01-20,2012-01-19,2012-03-01\n"
+                    "b,2012-01-15,2012-02-01,2012-02-29,2012-02-01,2012-03-01\n")
+    policy = {"format": "deid_core.policy", "version": 1, "steps": [
+        {"op": "dates_intervals", "columns": ["admit", "discharge"], "group": "pid", "birth": "dob", "death": "dod",
+         "connected": {"logged": "admit"}, "anchor": "month", "width": 7, "seed": 4},
+        {"op": "drop", "columns": ["pid"]}]}
+    (tmp_path / "policy.json").write_text(json.dumps(policy))
+    before = sha(data)
+    p = run("apply", "--input", data, "--policy", tmp_path / "policy.json", "--out", tmp_path / "out.csv",
+            "--report", tmp_path / "r.json")
+    assert p.returncode == 0, p.stderr
+    src, out = pd.read_csv(data, dtype=str), pd.read_csv(tmp_path / "out.csv", dtype=str)
+    assert "pid" not in out.columns and out["dod"].isna().tolist() == [True, True, False, False]
+    fates = json.loads((tmp_path / "r.json").read_text())["column_fates"]
+    assert {c: fates[c] for c in ("dob", "admit", "discharge", "logged", "dod")} == dict.fromkeys(
+        ("dob", "admit", "discharge", "logged", "dod"), "quasi")
+    d = {c: pd.to_datetime(out[c]) for c in out.columns}
+    s = {c: pd.to_datetime(src[c]) for c in out.columns}
+    assert (d["dob"] <= d["admit"]).all() and (d["admit"] <= d["discharge"]).all()
+    assert d["discharge"][0] < d["admit"][1] and d["discharge"][2] < d["admit"][3]  # order across visits kept
+    assert (d["dod"][2:] >= d["discharge"][2:]).all()
+    assert ((d["logged"] - d["admit"]) == (s["logged"] - s["admit"])).all()
+    assert d["discharge"][1] == d["admit"][1]  # same-day discharge stays the same day
+    assert sha(data) == before
+    (tmp_path / "bad.csv").write_text(data.read_text().replace("2012-03-01", "2012-02-10"))
+    p = run("apply", "--input", tmp_path / "bad.csv", "--policy", tmp_path / "policy.json", "--out",
+            tmp_path / "bad_out.csv")
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and not (tmp_path / "bad_out.csv").exists()
+    assert "dod 2012-02-10 is before discharge 2012-02-29" in p.stderr

@@ -129,3 +129,64 @@ def test_cli_bps_with_population(tmp_path, census, capsys):
     rc = main(["search", "--input", str(tmp_path / "d.csv"), "--spec", str(tmp_path / "s.toml"), "--method", "directed",
                "--population", str(tmp_path / "p.csv"), "--k", "3", "--out", str(tmp_path / "x.json")])
     assert rc == 2 and not (tmp_path / "x.json").exists()
+
+
+# ---------------------------------------------------------------- [longitudinal]: risk over persons
+
+def _claims() -> pd.DataFrame:
+    """4 persons x 4 claims (two dx, each twice): every row class holds 2 rows of 1 person."""
+    rows = [(f"p{i}", sex, yob, dx) for i, (sex, yob) in enumerate([("F", "1950"), ("F", "1951"), ("M", "1950"),
+                                                                     ("M", "1951")], 1) for dx in "AABB"]
+    return pd.DataFrame(rows, columns=["pid", "sex", "yob", "dx"])
+
+
+CLAIMS_SPEC = {"columns": {"pid": "direct", "sex": "quasi", "yob": "quasi", "dx": "quasi"},
+               "longitudinal": {"person": "pid", "level1": ["sex", "yob"], "level2": ["dx"]}}
+
+
+def test_subtree_risk_counts_persons_with_longitudinal():
+    from deid_core.longitudinal.persons import person_index
+    df = _claims()
+    spec = parse_spec(CLAIMS_SPEC)
+    rows = SubtreeProblem(dc.encode_table(df, spec), 0.5)
+    persons = SubtreeProblem(dc.encode_table(df, spec), 0.5, person_index(df, "pid", ["sex", "yob"]))
+    keep_all = np.ones(rows.n_bits, dtype=bool)
+    assert (rows.risk(keep_all), persons.risk(keep_all)) == (0.5, 1.0)  # 16 rows in pairs / 4 lone persons
+    assert search_subtree(rows, "bps", 5).policies[0]["information_loss"] == 0.0  # the data as is
+    assert safe_harbor_risk(df, None, spec) == 0.5
+    assert safe_harbor_risk(df, None, spec, persons.persons) == 1.0
+    for method in ("bps", "directed"):
+        res = search_subtree(persons, method, 20, seed=1)
+        # merging the two birth years, or the two sexes, pairs every person up: 1/2 each
+        assert sorted(p["bits"] for p in res.policies) == ["011", "101"], method
+        assert {(p["risk"], p["information_loss"], p["suppressed_persons"]) for p in res.policies} == {(0.5, 1 / 3, 0)}
+        assert res.extra["units"] == "persons" and res.extra["persons"] == 4
+        risk, out = verify_subtree(persons, spec, df, None, np.array([1, 0, 1], dtype=bool))
+        assert risk == 0.5 and set(out["yob"]) == {"1950-1951"}
+
+
+def test_cli_bps_with_longitudinal_counts_persons(tmp_path, capsys):
+    import tomli_w
+    df = _claims()
+    df.to_csv(tmp_path / "claims.csv", index=False)
+    (tmp_path / "rows.toml").write_text(tomli_w.dumps({"columns": CLAIMS_SPEC["columns"]}))
+    (tmp_path / "persons.toml").write_text(tomli_w.dumps(CLAIMS_SPEC))
+    res = {}
+    for name in ("rows", "persons"):
+        rc = main(["search", "--input", str(tmp_path / "claims.csv"), "--spec", str(tmp_path / f"{name}.toml"),
+                   "--method", "bps", "--threshold", "0.5", "--iterations", "10", "--out", str(tmp_path / f"{name}.json"),
+                   "--apply-best", str(tmp_path / f"{name}.csv")])
+        assert rc == 0, capsys.readouterr().err
+        res[name] = json.loads((tmp_path / f"{name}.json").read_text())
+    assert res["rows"]["policies"][0]["information_loss"] == 0.0 and "units" not in res["rows"]
+    best = res["persons"]["policies"][0]
+    assert (best["information_loss"], best["reassessed_risk"], res["persons"]["units"]) == (1 / 3, 0.5, "persons")
+    released = dc.read_table(tmp_path / "persons.csv").assign(pid=df["pid"])
+    persons_in_class = released.groupby(["sex", "yob", "dx"], observed=True)["pid"].transform("nunique")
+    assert persons_in_class.min() == 2 and "pid" not in dc.read_table(tmp_path / "persons.csv").columns
+    # default threshold: the Safe Harbor release's risk, over persons too (nothing here is a Safe Harbor kind)
+    rc = main(["search", "--input", str(tmp_path / "claims.csv"), "--spec", str(tmp_path / "persons.toml"),
+               "--method", "directed", "--iterations", "5", "--out", str(tmp_path / "sh.json")])
+    assert rc == 0, capsys.readouterr().err
+    sh = json.loads((tmp_path / "sh.json").read_text())
+    assert (sh["threshold_source"], sh["threshold"], sh["policies"][0]["risk"]) == ("safe harbor", 1.0, 1.0)
