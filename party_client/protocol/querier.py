@@ -222,8 +222,9 @@ class Querier:
             if remaining <= 0:
                 raise HolderTimeout(f"holder '{holder}' did not serve round {round_no} within {timeout:g} s")
             self.notice.say("holder", started, lambda: (
-                f"waiting for holder '{holder}' to serve round {round_no} (up to {human_seconds(remaining)} "
-                "more; it may run `party hold --once` later)"))
+                f"waiting for holder '{holder}' to serve round {round_no} (up to {human_seconds(remaining)} more"
+                + ("; a holder not running `party hold` can serve it later with `party hold --once`)"
+                   if time.monotonic() - started > 2 * EVERY else ")")))
             poll = EVERY
 
     def close(self, session_id: str, patient: bool = True) -> None:
