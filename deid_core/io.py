@@ -252,6 +252,14 @@ def write_text(text: str, path: str | Path) -> None:
     _atomic(path, w)
 
 
+def write_bytes(data: bytes, path: str | Path) -> None:
+    """Write a binary file atomically."""
+    def w(tmp: str) -> None:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+    _atomic(path, w)
+
+
 def write_json(obj: Any, path: str | Path) -> None:
     """Write JSON atomically (sorted keys off, 2-space indent)."""
     write_text(json.dumps(obj, indent=2, default=_json_default) + "\n", path)

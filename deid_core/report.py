@@ -31,6 +31,7 @@ from .risk import THRESHOLD_TABLE, attack_assessment, k_for_threshold
 from .spec import SUPPRESSED, HierarchySpec, Spec
 from .transform import Policy
 from .transform.dates import step_columns as date_step_columns
+from .transform.ops import MASKING_OPS
 
 BOOK = "El Emam & Arbuckle, Anonymizing Health Data (O'Reilly, 2013)"
 #: Where each part of the method is described (author and section; never a page or line).
@@ -176,9 +177,19 @@ def describe_step(step: Mapping[str, Any], column: str, values: set[str]) -> dic
         cap = int(step["reference_year"]) - 90
         return {"op": op, "text": f"birth years up to {cap} (age 90 or over) grouped as <={cap}"}
     if op == "pseudonymize":
-        return {"op": op, "text": "masked: replaced by keyed pseudonyms (HMAC-SHA256, key kept by the data owner)"}
+        text = "masked: replaced by keyed pseudonyms (HMAC-SHA256, key kept by the data owner)"
+        if step.get("dominant"):
+            text += (f"; its dominant value vs the rest assessed as a quasi-identifier with "
+                     f"{', '.join(step['dominant'].get('columns', []))} (k = {step['dominant'].get('k')})")
+        return {"op": op, "text": text}
     if op == "randomize":
         return {"op": op, "text": "masked: replaced by keyed random values"}
+    if op == "fpe":
+        return {"op": op, "text": f"masked: format-preserving pseudonyms (FF3-1, format {step.get('format', 'digits')}, "
+                                  "key kept by the data owner)"}
+    if op == "names":
+        return {"op": op, "text": f"masked: replaced by {step.get('part', 'first')} names drawn from a name-frequency "
+                                  "list" + (f", conditioned on the released {step['sex']}" if step.get("sex") else "")}
     if op == "dates_intervals":
         text = (f"dates replaced by randomized intervals from a {step.get('anchor', 'month')} anchor (interval "
                 f"width {step.get('width', 7)} days)")
@@ -250,7 +261,7 @@ def column_fates(source: pd.DataFrame, output: pd.DataFrame, spec: Spec, policy:
         if generalize:
             fate.update(level_from=0, level_to=generalize[-1]["level_to"], height=generalize[-1]["height"],
                         generalized_from=generalize[-1]["from"], generalized_to=generalize[-1]["to"])
-        masked = any(a["op"] in ("pseudonymize", "randomize", "blank") for a in actions)
+        masked = any(a["op"] in MASKING_OPS for a in actions)
         if changed.any() and role != "direct" and not masked:
             fate["example"] = release_example(before[changed], after[changed], before.value_counts())
         if not actions and not changed.any() and not suppressed.any():
@@ -857,5 +868,76 @@ def render_search_html(result: dict) -> str:
         "</head><body><h1>De-identification policy search</h1>", f"<table>{rows}</table>",
         f"<img alt='risk vs information loss' src='data:image/png;base64,{search_plot(result)}'>",
         "<h2>Best policy</h2>", f"<pre>{esc(json.dumps(best, indent=2, default=float)[:20000])}</pre>",
+        "</body></html>",
+    ])
+
+
+# ------------------------------------------------------------------ utility (deid utility)
+
+def _section_utility(u: Mapping[str, Any]) -> list[str]:
+    """Original vs released under the analyses of :mod:`deid_core.metric.utility` (El Emam & Arbuckle, ch. 13)."""
+    rec = u.get("records", {})
+    parts = ["<h2>Data utility: the same analyses on the original and the released data</h2>",
+             _p(f"Records: {_fmt(rec.get('original'))} original, {_fmt(rec.get('released'))} released. Each "
+                "statistic is computed on each table on its own; the mean squared error (MSE) sums up how far "
+                "the released estimates are from the original ones.")]
+    mom = u.get("moments") or {}
+    if mom:
+        parts += ["<h3>Means and standard deviations</h3>",
+                  _table(["column", "mean original", "mean released", "SD original", "SD released"],
+                         [[c, v["mean_before"], v["mean_after"], v["sd_before"], v["sd_after"]]
+                          for c, v in mom["columns"].items()], numeric=(1, 2, 3, 4)),
+                  _p(f"MSE of the means: {_fmt(mom.get('mse_means'))}; of the SDs: {_fmt(mom.get('mse_sds'))}.")]
+    cov = u.get("covariance") or {}
+    if cov:
+        cols = list(cov["before"])
+        rows = [[f"{a} × {b}", cov["before"][a][b], cov["after"][a][b]] for i, a in enumerate(cols) for b in cols[i:]]
+        parts += ["<h3>Covariance matrix</h3>",
+                  _table(["pair", "covariance original", "covariance released"], rows, numeric=(1, 2)),
+                  _p(f"MSE of the covariance entries: {_fmt(cov.get('mse'))}.")]
+    for r in u.get("regressions") or []:
+        b, a = r["before"], r["after"]
+        inside = r["after_within_before_ci95"]
+        rows = [[k, b["coefficients"][k], b["std_errors"][k], a["coefficients"][k], a["std_errors"][k],
+                 "—" if inside[k] is None else ("yes" if inside[k] else "no")] for k in b["coefficients"]]
+        parts += [f"<h3>Regression {html.escape(r['formula'])}</h3>",
+                  _table(["term", "coefficient original", "SE", "coefficient released", "SE",
+                          "released inside the original 95 % CI"], rows, numeric=(1, 2, 3, 4)),
+                  _p(f"Records used: {_fmt(b['n'])} original, {_fmt(a['n'])} released; R² {_fmt(b['r2'])} → "
+                     f"{_fmt(a['r2'])}; MSE of the coefficients {_fmt(r.get('mse'))}.")]
+    tabs = u.get("crosstabs") or []
+    if tabs:
+        parts += ["<h3>Cross-tabulations</h3>",
+                  _table(["columns", "total variation distance", "Cramér's V original", "Cramér's V released",
+                          "cells original → released"],
+                         [[" × ".join(t["columns"]), t["tvd"], t["cramers_v_before"], t["cramers_v_after"],
+                           f"{t['cells_before']} → {t['cells_after']}"] for t in tabs], numeric=(1, 2, 3)),
+                  _p("Total variation distance: 0 = the same table, 1 = no cell in common (a generalized value is a "
+                     "different cell). Cramér's V measures the strength of the association, which a recoding of "
+                     "the categories keeps.")]
+    cc = u.get("complete_cases") or {}
+    if cc:
+        parts += ["<h3>Complete case analysis</h3>",
+                  _table(["", "original", "released"],
+                         [["records with a missing or suppressed cell (lost by complete case analysis)",
+                           _pct(cc["lost_before"]), _pct(cc["lost_after"])],
+                          ["average share of missing cells per column (p)", _pct(cc["p_before"]), _pct(cc["p_after"])],
+                          [f"expected loss 1 − (1 − p)^m, m = {cc['m']}", _pct(cc["expected_lost_before"]),
+                           _pct(cc["expected_lost_after"])]], numeric=(1, 2)),
+                  _p("The expected loss assumes the cells are missing at random; suppression is not random (rare "
+                     "values go first), so the observed loss is the one to read.")]
+    return parts
+
+
+def render_utility_html(result: Mapping[str, Any]) -> str:
+    """A self-contained page for a ``deid utility`` result."""
+    return "\n".join([
+        "<!doctype html><html lang='en'><head><meta charset='utf-8'><title>Data utility</title>",
+        f"<style>{CSS}</style></head><body><h1>Data utility report</h1>",
+        f"<p class='meta'>Original: {html.escape(str(result.get('original', '')))} — released: "
+        f"{html.escape(str(result.get('released', '')))}.</p>",
+        *_section_utility(result),
+        "<h2>Sources</h2><ol class='sources'><li>" + html.escape(f"{BOOK}, ch. 13, “Workload-Aware De-Identification”")
+        + "</li><li>" + html.escape(f"{BOOK}, ch. 2, “The Impact of Missingness”") + "</li></ol>",
         "</body></html>",
     ])

@@ -9,9 +9,9 @@ import sys
 import time
 from pathlib import Path
 
-from ..errors import DeidInputError
 from .longitudinal import (add_attack_options, assess_attack, check_attack_options, complete_knowledge_summary,
                            longitudinal_of, prior_reports, repeated_id_warnings)
+from .masking import KEY_HELP, add_reversal_option, owner_key, sealed_reversal
 from .options import INPUT_HELP, accepted_columns, add_accept, add_input_spec, guard_outputs, parse_levels
 
 
@@ -96,27 +96,25 @@ def cmd_safe_harbor(args: argparse.Namespace) -> int:
 
 def cmd_apply(args: argparse.Namespace) -> int:
     from ..detect import check_release
-    from ..io import read_table, require_records, write_json, write_table
+    from ..io import read_table, require_records, write_bytes, write_json, write_table
     from ..transform import Policy
 
-    guard_outputs([args.input, args.policy, args.key_file], [args.out, args.report])
+    guard_outputs([args.input, args.policy, args.key_file], [args.out, args.report, args.reversal_out])
     accepted = accepted_columns(args, args.report)
     policy = Policy.load(args.policy)
-    key = None
-    if args.key_file:
-        try:
-            key = Path(args.key_file).read_bytes().strip()
-        except OSError as exc:
-            raise DeidInputError(f"cannot read key file {args.key_file!r}: {exc.strerror or exc}") from None
+    key = owner_key(args.key_file, required=bool(args.reversal_out))
     df = read_table(args.input)
     require_records(df, repr(args.input))
     fates = policy.fates(list(df.columns))
-    out, ctx = policy.apply(df, key=key)
+    out, ctx = policy.apply(df, key=key, reversal=bool(args.reversal_out))
     check = check_release(out, fates, safe_harbor=policy.is_safe_harbor(), accepted=accepted,
                           masked=[c for c, f in fates.items() if f == "masked"])
+    sealed = sealed_reversal(args, ctx, key)
     write_table(out, args.out)
+    if sealed is not None:
+        write_bytes(sealed, args.reversal_out)
     if args.report:
-        counts = {k: ctx[k] for k in ("suppressed_records", "suppressed_persons") if k in ctx}
+        counts = {k: ctx[k] for k in ("suppressed_records", "suppressed_persons", "dominant") if k in ctx}
         write_json({"policy": str(args.policy), "column_fates": fates, "identifier_check": check,
                     "accepted_columns": check["accepted_columns"], **counts, "warnings": ctx.get("warnings", [])},
                    args.report)
@@ -164,7 +162,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     ap.add_argument("--input", required=True, help=INPUT_HELP)
     ap.add_argument("--policy", required=True, help="policy JSON saved by assess/safe-harbor --policy-out")
     ap.add_argument("--out", required=True, help="the released table (CSV or .parquet)")
-    ap.add_argument("--key-file", help="secret key for pseudonymize/randomize steps (kept by the data owner)")
+    ap.add_argument("--key-file", help=KEY_HELP)
+    add_reversal_option(ap)
     ap.add_argument("--report", help="JSON: each column's fate, the identifier check and accepted columns")
     add_accept(ap)
     ap.set_defaults(run=cmd_apply)

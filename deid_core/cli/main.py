@@ -12,7 +12,7 @@ from typing import Callable, Sequence
 
 from common.cli import Expected, OneLineParser, UsageError, run
 from ..errors import DeidInputError
-from . import commands, geo, longitudinal, search
+from . import commands, geo, longitudinal, masking, search, utility
 
 EXIT_BAD_INPUT = 2
 
@@ -32,7 +32,9 @@ EXPECTED = [Expected((UsageError, DeidInputError), EXIT_BAD_INPUT),
 #: ``run(args) -> int`` default is the handler; raise :class:`DeidInputError` for bad input to get exit code 2.
 EXTRA_COMMANDS: dict[str, Callable[[argparse._SubParsersAction], None]] = {"search": search.register,
                                                                           "longitudinal": longitudinal.register,
-                                                                          "geo": geo.register}
+                                                                          "geo": geo.register,
+                                                                          "reverse": masking.register,
+                                                                          "utility": utility.register}
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -6,7 +6,8 @@ value -> released value), ``suppress_records`` (records in classes smaller than 
 :data:`~deid_core.spec.SUPPRESSED` in every QI; with ``person``, all records of the persons in classes of
 fewer than k persons), ``suppress_cells``, ``blank``; ``zip3``, ``year``,
 ``top_code``, ``birth_year_cap`` (:mod:`.safe_harbor`), ``pseudonymize``, ``randomize``
-(:mod:`.masking`) and ``dates_intervals`` (:mod:`.dates`) are looked up in their modules when run.
+(:mod:`.masking`), ``fpe`` (:mod:`.fpe`), ``names`` (:mod:`.names`) and ``dates_intervals`` (:mod:`.dates`)
+are looked up in their modules when run.
 """
 from __future__ import annotations
 
@@ -136,7 +137,8 @@ def op_blank(df: pd.DataFrame, step: Mapping[str, Any], ctx: dict) -> pd.DataFra
 def _op_from(name: str) -> Callable[[pd.DataFrame, Mapping[str, Any], dict], pd.DataFrame]:
     """Lazy import of ops defined in other modules (safe_harbor, masking, dates)."""
     def run(df: pd.DataFrame, step: Mapping[str, Any], ctx: dict) -> pd.DataFrame:
-        module = {"pseudonymize": "masking", "randomize": "masking", "dates_intervals": "dates"}.get(name, "safe_harbor")
+        module = {"pseudonymize": "masking", "randomize": "masking", "dates_intervals": "dates", "fpe": "fpe",
+                  "names": "names"}.get(name, "safe_harbor")
         return getattr(importlib.import_module(f"{__package__}.{module}"), f"op_{name}")(df, step, ctx)
     return run
 
@@ -144,5 +146,8 @@ def _op_from(name: str) -> Callable[[pd.DataFrame, Mapping[str, Any], dict], pd.
 OPS: dict[str, Callable[[pd.DataFrame, Mapping[str, Any], dict], pd.DataFrame]] = {
     "drop": op_drop, "generalize": op_generalize, "map": op_map, "suppress_records": op_suppress_records,
     "suppress_cells": op_suppress_cells, "blank": op_blank,
-    **{n: _op_from(n) for n in ("zip3", "year", "top_code", "birth_year_cap", "pseudonymize", "randomize", "dates_intervals")},
+    **{n: _op_from(n) for n in ("zip3", "year", "top_code", "birth_year_cap", "pseudonymize", "randomize", "dates_intervals",
+                                "fpe", "names")},
 }
+#: Ops that mask a column (El Emam & Arbuckle, ch. 11): its fate is "masked", the identifier scan skips it.
+MASKING_OPS = ("pseudonymize", "randomize", "blank", "fpe", "names")

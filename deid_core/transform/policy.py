@@ -16,7 +16,7 @@ import pandas as pd
 from ..errors import DeidInputError
 from ..spec import HierarchySpec
 from .dates import step_columns as date_step_columns
-from .ops import OPS
+from .ops import MASKING_OPS, OPS
 
 
 def _map_hierarchy(step: dict, fn: Callable[[HierarchySpec], HierarchySpec], base_dir: Path | None = None) -> dict:
@@ -63,7 +63,7 @@ class Policy:
         for st in self.steps:
             cols = (st.get("columns", []) if st.get("op") in ("drop", "suppress_records")
                     else date_step_columns(st) if st.get("op") == "dates_intervals" else [st.get("column")])
-            fate = {"drop": "direct", "pseudonymize": "masked", "randomize": "masked", "blank": "masked"}.get(st.get("op"), "quasi")
+            fate = "direct" if st.get("op") == "drop" else "masked" if st.get("op") in MASKING_OPS else "quasi"
             for c in cols:
                 if c is not None and out.get(c) not in ("direct", "masked"):
                     out[str(c)] = fate
@@ -126,13 +126,17 @@ class Policy:
             raise DeidInputError(f"policy {str(path)!r} is not valid JSON: {exc}") from None
         return cls.from_dict(raw, base_dir=Path(path).resolve().parent)
 
-    def apply(self, df: pd.DataFrame, key: bytes | None = None) -> tuple[pd.DataFrame, dict]:
-        """Apply every step to a copy of ``df``; returns (output, context with counts)."""
+    def apply(self, df: pd.DataFrame, key: bytes | None = None, reversal: bool = False) -> tuple[pd.DataFrame, dict]:
+        """Apply every step to a copy of ``df``; returns (output, context with counts). With ``reversal`` the
+        context's ``reversal`` holds the masking steps' pseudonym -> originals (:mod:`.reversal`). A step sees
+        the steps after it in ``ctx["later"]``."""
         out = df.copy()
-        ctx: dict = {"key": key, "suppressed_records": 0, "warnings": []}
-        for step in self.steps:
+        ctx: dict = {"key": key, "suppressed_records": 0, "warnings": [], **({"reversal": {}} if reversal else {})}
+        for i, step in enumerate(self.steps):
+            ctx["later"] = self.steps[i + 1:]
             out = OPS[step["op"]](out, step, ctx)
         ctx.pop("key", None)
+        ctx.pop("later", None)
         return out, ctx
 
 

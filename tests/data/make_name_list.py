@@ -1,7 +1,6 @@
-"""Generate ``deid_core/data/person_names.txt`` once from Faker's name lists (not a runtime dependency).
+"""Generate ``deid_core/data/person_names.txt`` once from Faker's name lists (the detector reads the file).
 
-Run with Faker importable (e.g. ``pip download --no-deps faker``, unzip the wheel, put it on
-``PYTHONPATH``)::
+Run with the project installed (Faker is one of its dependencies)::
 
     python tests/data/make_name_list.py
 
