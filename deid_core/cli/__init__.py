@@ -3,6 +3,7 @@
 * :mod:`.main` — the parser and :func:`main` (exit 2 with one line on bad input);
 * :mod:`.commands` — ``assess``, ``safe-harbor``, ``apply``;
 * :mod:`.search` — ``search`` (maps options to :mod:`deid_core.algorithm`);
+* :mod:`.subsample` — ``subsample`` (docs/subsampling.md); :mod:`.known` — ``--known`` of assess and search;
 * :mod:`.options` — options and checks shared by the commands.
 """
 from .main import EXIT_BAD_INPUT, EXTRA_COMMANDS, build_parser, main

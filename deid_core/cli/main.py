@@ -12,7 +12,7 @@ from typing import Callable, Sequence
 
 from common.cli import Expected, OneLineParser, UsageError, run
 from ..errors import DeidInputError
-from . import commands, longitudinal, search
+from . import commands, longitudinal, search, subsample
 
 EXIT_BAD_INPUT = 2
 
@@ -31,7 +31,8 @@ EXPECTED = [Expected((UsageError, DeidInputError), EXIT_BAD_INPUT),
 #: Subcommands added by other modules: name -> register(subparsers). ``register`` adds a parser whose
 #: ``run(args) -> int`` default is the handler; raise :class:`DeidInputError` for bad input to get exit code 2.
 EXTRA_COMMANDS: dict[str, Callable[[argparse._SubParsersAction], None]] = {"search": search.register,
-                                                                          "longitudinal": longitudinal.register}
+                                                                          "longitudinal": longitudinal.register,
+                                                                          "subsample": subsample.register}
 
 
 def build_parser() -> argparse.ArgumentParser:
