@@ -14,8 +14,9 @@ from .longitudinal.classes import person_classes
 from .longitudinal.persons import person_level1
 from .metric import (average_class_size, is_marker, discernibility, missingness_change, non_uniform_entropy,
                      numeric_utility, precision)
-from .risk import (Classes, EncodedTable, attack_assessment, encode_table, k_for_threshold, per_record,
-                   summarize)
+from .risk import (Classes, EncodedTable, attack_assessment, attack_probabilities, conditional_threshold,
+                   encode_table, k_for_threshold, meets, per_record, summarize)
+from .risk.known import KnownQIs, block_summaries, worst
 from .spec import Spec
 from .transform import Policy, full_domain_policy
 
@@ -162,3 +163,32 @@ def assess(df: pd.DataFrame, spec: Spec, population: pd.DataFrame | None = None,
                       policy=policy, output=out, loss=loss, per_record=measure.per_record(cl), ec_sizes=cl.ec_sizes,
                       levels=levels, transformed=transformed, person_index=measure.pcode,
                       row_summary=row_summary)
+
+
+def assess_known(df: pd.DataFrame, spec: Spec, population: pd.DataFrame | None, a: Assessment,
+                 known: KnownQIs, progress: bool = False) -> dict:
+    """The release of ``a`` when the adversary knows m of the n QIs (El Emam & Arbuckle, ch. 7, "Covering
+    Designs"): every measure per block of the covering design, blocks sorted by their share of high-risk
+    units (largest first, the order the book de-identifies them in), the worst of every measure over the
+    blocks and the attack model on that worst summary."""
+    table = encode_table(df, spec, population)
+    measure = _Measure(df, spec)
+    supp = None
+    if a.transformed:
+        supp = np.full(len(df), bool(spec.quasi))
+        for q in spec.quasi:
+            supp &= is_marker(a.output[q])
+        supp = supp if supp.any() else None
+    cut = conditional_threshold(spec.release.threshold, max(attack_probabilities(spec.release).values()))
+
+    def one(rows: Classes) -> dict:
+        cl = measure.classes(rows)
+        s = measure.summary(rows, cl)
+        s["high_risk_share"] = float(np.mean(~meets(1.0 / cl.f, cut))) if len(cl.f) else 0.0
+        return s
+
+    blocks = block_summaries(table, known, one, levels=a.levels, suppressed=supp, progress=progress)
+    blocks.sort(key=lambda b: (-b["high_risk_share"], -b["prosecutor"]["max"]))
+    w = worst([{k: v for k, v in b.items() if k != "qis"} for b in blocks])
+    return {**known.summary(), "high_risk_cut": cut, "worst": w, "threshold": attack_assessment(w, spec.release),
+            "blocks": blocks}

@@ -4,6 +4,7 @@ BPS / Directed and the comparison reported next to partitioning."""
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
@@ -23,12 +24,17 @@ def safe_harbor_release(df: pd.DataFrame, pop: pd.DataFrame | None, spec: Spec) 
     return out, pop_out, [q for q in qis if q in out.columns]
 
 
-def safe_harbor_risk(df: pd.DataFrame, pop: pd.DataFrame | None, spec: Spec, persons: np.ndarray | None = None) -> float:
+def safe_harbor_risk(df: pd.DataFrame, pop: pd.DataFrame | None, spec: Spec, persons: np.ndarray | None = None,
+                     blocks: Sequence[Sequence[str]] | None = None) -> float:
     """Benitez, Loukides & Malin 2010 §2.1: the threshold = the normalized population risk of the Safe Harbor
-    release of the same data (over persons with ``persons``, row -> person index, as the search counts)."""
+    release of the same data (over persons with ``persons``, row -> person index, as the search counts).
+    With ``blocks`` (an adversary who knows m of the QIs, :mod:`deid_core.risk.known`) the largest risk over
+    the blocks, each on its QIs that Safe Harbor keeps."""
     out, pop_out, kept = safe_harbor_release(df, pop, spec)
-    if not kept:
+    views = [kept] if blocks is None else [[q for q in b if q in kept] for b in blocks]
+    views = [v for v in views if v]
+    if not views:
         n = len(df) if persons is None else int(persons.max()) + 1
         total = float(pop["count"].sum()) if pop is not None else float(n)
         return 1.0 / max(total, n)
-    return release_risk(out, pop_out, kept, spec.gamma, persons)
+    return max(release_risk(out, pop_out, v, spec.gamma, persons) for v in views)

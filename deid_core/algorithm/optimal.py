@@ -14,10 +14,12 @@ import pandas as pd
 from ..errors import DeidInputError
 from ..longitudinal.persons import person_index
 from ..risk.encoding import encode_table
+from ..risk.known import KnownQIs
 from ..spec import Spec
 from ..transform.policy import Policy
 from .criterion import Criterion, reassess
 from .full_domain import FullDomainProblem, full_domain_release_policy
+from .known import KnownFullDomainProblem, reassess_known
 from .ola import search_ola
 from .result import SearchResult
 
@@ -53,6 +55,8 @@ class OptimalRelease(SearchedRelease):
     policy: Policy | None
     #: row -> person index of the searched frame when ``[longitudinal]`` is set (classes in persons)
     persons: np.ndarray | None = None
+    #: the adversary knows m of the QIs: the criterion holds on every block (:mod:`deid_core.algorithm.known`)
+    known: KnownQIs | None = None
 
     def apply(self, frame: pd.DataFrame) -> pd.DataFrame:
         """``frame`` released under the best policy (generalize, suppress records — with ``[longitudinal]``
@@ -60,7 +64,10 @@ class OptimalRelease(SearchedRelease):
         return self.generalized(frame)
 
     def reassess(self, output: pd.DataFrame) -> dict:
-        """The release's risk from scratch against the criterion (:func:`~deid_core.algorithm.criterion.reassess`)."""
+        """The release's risk from scratch against the criterion (:func:`~deid_core.algorithm.criterion.reassess`;
+        on every block with :attr:`known`)."""
+        if self.known is not None:
+            return reassess_known(output, self.known, self.criterion, self.persons)
         return reassess(output, self.qis, self.criterion, self.persons)
 
 
@@ -77,7 +84,7 @@ def search_with_progress(problem: FullDomainProblem, top: int, progress: bool) -
 
 def optimal_release(frame: pd.DataFrame, spec: Spec, *, threshold: float | None = None, k: int | None = None,
                     measure: str = "attack", max_suppression: float = 0.0, loss: str = "nue", top: int = 1,
-                    progress: bool = False) -> OptimalRelease:
+                    progress: bool = False, known: KnownQIs | None = None) -> OptimalRelease:
     """The least-loss full-domain release of ``frame`` that meets the criterion (OLA + exact choice).
 
     Criterion: ``k`` (k-anonymity) when given, else ``threshold`` (default: the spec's ``[release]``
@@ -85,6 +92,8 @@ def optimal_release(frame: pd.DataFrame, spec: Spec, *, threshold: float | None 
     (:meth:`Criterion.for_release`); ``"max"`` / ``"average"`` — the prosecutor max / record-average
     risk. At most ``max_suppression`` of the records may be suppressed; ``loss`` is ``"nue"`` or
     ``"geometric"``; ``top`` policies are reported; ``progress`` shows a bar on stderr after 2 s.
+    ``known``: the adversary knows m of the QIs, the criterion must hold on every block of its covering
+    design, without suppression (:class:`~deid_core.algorithm.known.KnownFullDomainProblem`).
     """
     if top < 1:
         raise DeidInputError(f"top must be a positive integer, got {top}")
@@ -99,8 +108,14 @@ def optimal_release(frame: pd.DataFrame, spec: Spec, *, threshold: float | None 
         thr = threshold if threshold is not None else spec.release.threshold
         criterion = (Criterion.for_release(n, spec.release, thr, max_suppression) if measure == "attack"
                      else Criterion.build(n, threshold=thr, measure=measure, max_suppression=max_suppression))
-    problem = FullDomainProblem(encode_table(frame, spec), criterion, loss, persons=persons)
+    if known is not None and max_suppression:
+        raise DeidInputError("--known searches without suppression (--max-suppression 0): a block's suppression "
+                             "shrinks the other blocks' classes and is not one re-appliable step")
+    problem = (FullDomainProblem(encode_table(frame, spec), criterion, loss, persons=persons) if known is None
+               else KnownFullDomainProblem(encode_table(frame, spec), criterion, known, loss, persons=persons))
     result = search_with_progress(problem, top, progress)
+    if known is not None:
+        result.extra["known"] = known.summary()
     if persons is not None:
         result.extra.update(units="persons", persons=n)
         for p in result.policies:
@@ -112,4 +127,4 @@ def optimal_release(frame: pd.DataFrame, spec: Spec, *, threshold: float | None 
         best = result.policies[0]
         policy = full_domain_release_policy(spec, problem.qis, best["levels"], best["suppression_k"],
                                             person=lg.person if persons is not None else None)
-    return OptimalRelease(result, criterion, problem.qis, policy, persons)
+    return OptimalRelease(result, criterion, problem.qis, policy, persons, known)

@@ -72,8 +72,16 @@ class SubtreeProblem:
         """Normalized population risk of a policy (cached by bit string)."""
         key = np.packbits(bits).tobytes()
         if key not in self.cache:
-            self.cache[key] = population_risk(self.t.classes(self.maps(bits)), self.t.gamma, self.persons)
+            self.cache[key] = self.risk_of(self.maps(bits))
         return self.cache[key]
+
+    def risk_of(self, maps: dict[str, np.ndarray]) -> float:
+        """Normalized population risk of the table under per-QI leaf -> run maps."""
+        return population_risk(self.t.classes(maps), self.t.gamma, self.persons)
+
+    def release_risk(self, out: pd.DataFrame, pop_out: pd.DataFrame | None, gamma: float) -> float:
+        """:func:`release_risk` of a released table on this problem's QIs (and persons)."""
+        return release_risk(out, pop_out, self.qis, gamma, self.persons)
 
     def acceptable(self, bits: np.ndarray) -> bool:
         return self.risk(bits) <= self.threshold + 1e-12
@@ -169,4 +177,4 @@ def verify_subtree(problem: SubtreeProblem, spec: Spec, df: pd.DataFrame, pop: p
     policy = problem.policy(spec, bits)
     out, _ = policy.apply(df)
     pop_out = policy.apply(pop)[0] if pop is not None else None
-    return release_risk(out, pop_out, problem.qis, spec.gamma, problem.persons), out
+    return problem.release_risk(out, pop_out, spec.gamma), out

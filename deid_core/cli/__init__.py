@@ -4,6 +4,7 @@
 * :mod:`.commands` — ``assess``, ``safe-harbor``, ``apply``;
 * :mod:`.search` — ``search`` (maps options to :mod:`deid_core.algorithm`);
 * :mod:`.geo` — ``geo`` and ``geoproxy`` (maps options to :mod:`deid_core.geo`);
+* :mod:`.subsample` — ``subsample`` (docs/subsampling.md); :mod:`.known` — ``--known`` of assess and search;
 * :mod:`.options` — options and checks shared by the commands.
 """
 from .main import EXIT_BAD_INPUT, EXTRA_COMMANDS, build_parser, main

@@ -12,6 +12,7 @@ from pathlib import Path
 from .longitudinal import (add_attack_options, assess_attack, check_attack_options, complete_knowledge_summary,
                            longitudinal_of, prior_reports, repeated_id_warnings)
 from .masking import KEY_HELP, add_reversal_option, owner_key, sealed_reversal
+from .known import add_known_options, known_of
 from .options import INPUT_HELP, accepted_columns, add_accept, add_input_spec, guard_outputs, parse_levels
 
 
@@ -38,6 +39,7 @@ def cmd_assess(args: argparse.Namespace) -> int:
         longitudinal_of(spec, "assess --attack")
     if args.complete_knowledge:
         longitudinal_of(spec, "assess --complete-knowledge")
+    known = known_of(args, spec)
     a = assess(df, spec, pop, levels=parse_levels(args.levels), record_suppression=True if args.suppress else None,
                numeric=numeric)
     result = a.to_dict()
@@ -52,6 +54,9 @@ def cmd_assess(args: argparse.Namespace) -> int:
         result["longitudinal"] = assess_attack(args, df, spec, a)
     if args.complete_knowledge:
         result["complete_knowledge"] = complete_knowledge_summary(args, df, spec, a)
+    if known is not None:
+        from ..assess import assess_known
+        result["known"] = assess_known(df, spec, pop, a, known, progress=True)
     result["report"] = build_report(a, input_name=str(args.input), source=df, reapply=reapply,
                                     attack=result.get("longitudinal"), operations=prior_reports(args.prior_report))
     if args.output:
@@ -146,6 +151,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     a.add_argument("--prior-report", action="append", metavar="JSON",
                    help="[longitudinal]: the --report of an earlier deid truncate or deid codes run on this data, "
                         "described in the report (repeatable)")
+    add_known_options(a, "the report's \"known\" risk")
     a.add_argument("--numeric", help="comma-separated numeric columns for before/after mean, SD, correlation")
     add_accept(a)
     a.set_defaults(run=cmd_assess)

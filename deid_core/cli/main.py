@@ -12,7 +12,7 @@ from typing import Callable, Sequence
 
 from common.cli import Expected, OneLineParser, UsageError, run
 from ..errors import DeidInputError
-from . import commands, geo, longitudinal, masking, search, utility
+from . import commands, geo, longitudinal, masking, search, subsample, utility
 
 EXIT_BAD_INPUT = 2
 
@@ -34,6 +34,7 @@ EXTRA_COMMANDS: dict[str, Callable[[argparse._SubParsersAction], None]] = {"sear
                                                                           "longitudinal": longitudinal.register,
                                                                           "geo": geo.register,
                                                                           "reverse": masking.register,
+                                                                          "subsample": subsample.register,
                                                                           "utility": utility.register}
 
 

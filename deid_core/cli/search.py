@@ -15,9 +15,12 @@ import pandas as pd
 from ..errors import DeidInputError
 from ..spec import Spec
 from ..transform.policy import Policy
+from .known import add_known_options, known_of
 from .options import accepted_columns, add_accept, add_input_spec, guard_outputs
 
 SEARCH_METHODS = ("bps", "directed", "ola", "partition", "boxes", "lola")
+#: The searches whose risk can be the maximum over the blocks of a covering design (--known).
+KNOWN_METHODS = ("ola", "bps", "directed")
 
 
 def run_ola(args: argparse.Namespace, spec: Spec, df: pd.DataFrame) -> tuple[dict, pd.DataFrame | None]:
@@ -29,7 +32,8 @@ def run_ola(args: argparse.Namespace, spec: Spec, df: pd.DataFrame) -> tuple[dic
         raise DeidInputError(f"--top must be a positive integer, got {args.top}")
     found = optimal_release(df, spec, threshold=args.threshold, k=args.k,
                             measure="max" if spec.release.type == "public" else "average",
-                            max_suppression=args.max_suppression or 0.0, loss=args.loss, top=args.top, progress=True)
+                            max_suppression=args.max_suppression or 0.0, loss=args.loss, top=args.top, progress=True,
+                            known=known_of(args, spec))
     result = found.search.to_dict()
     out = None
     if found.policy is not None:
@@ -75,6 +79,7 @@ def run_subtree(args: argparse.Namespace, spec: Spec, df: pd.DataFrame,
     """``--method bps|directed``: every reported policy is re-assessed from scratch; with ``[longitudinal]``
     the risk (and the Safe Harbor threshold) is over persons (docs/longitudinal.md)."""
     from ..algorithm.baseline import safe_harbor_risk
+    from ..algorithm.known import KnownSubtreeProblem
     from ..algorithm.subtree import SubtreeProblem, search_subtree, verify_subtree
     from ..longitudinal.persons import person_index
     from ..risk import encode_table, validate_population
@@ -90,15 +95,19 @@ def run_subtree(args: argparse.Namespace, spec: Spec, df: pd.DataFrame,
     persons = person_index(df, lg.person, lg.level1) if lg is not None else None
     table = encode_table(df, spec, pop)
     pop = validate_population(pop, table.qis) if pop is not None else None
+    known = known_of(args, spec)
     if args.threshold is not None:
         if not 0 < args.threshold <= 1:
             raise DeidInputError(f"threshold {args.threshold} is outside (0, 1]")
         thr, source = args.threshold, "--threshold"
     else:
-        thr, source = safe_harbor_risk(df, pop, spec, persons), "safe harbor"
-    problem = SubtreeProblem(table, thr, persons)
+        thr = safe_harbor_risk(df, pop, spec, persons, known.blocks if known is not None else None)
+        source = "safe harbor"
+    problem = SubtreeProblem(table, thr, persons) if known is None else KnownSubtreeProblem(table, thr, known, persons)
     result = search_subtree(problem, args.method, args.iterations, args.seed, progress=True).to_dict()
     result["threshold_source"] = source
+    if known is not None:
+        result["known"] = known.summary()
     best_out = None
     for i, pol in enumerate(result["policies"]):
         bits = np.array([c == "1" for c in pol["bits"]], dtype=bool)
@@ -151,6 +160,8 @@ def run_search_command(args: argparse.Namespace) -> int:
     spec = spec.resolve(df.columns) if fates is not None else spec
     if not spec.quasi:
         raise DeidInputError("spec declares no quasi-identifier to search over")
+    if args.known is not None and args.method not in KNOWN_METHODS:
+        raise DeidInputError(f"--known applies to --method {', '.join(KNOWN_METHODS)} (not {args.method})")
     if args.method == "ola":
         result, out = run_ola(args, spec, df)
     elif args.method == "lola":
@@ -216,6 +227,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     se.add_argument("--min-population", type=float, default=0.0,
                     help="partition: also keep each side's population count at least this")
     se.add_argument("--seed", type=int, default=0, help="random seed (bps, directed, lola)")
+    add_known_options(se, "the search's risk (ola, bps, directed; ola without suppression)")
     se.add_argument("--out", required=True, help="RESULT.json")
     se.add_argument("--apply-best", help="write the data released under the best policy here")
     se.add_argument("--html", help="self-contained HTML page with a risk vs information loss plot of the policies")

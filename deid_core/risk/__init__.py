@@ -5,7 +5,9 @@
 * :mod:`.encoding` — a table encoded once as hierarchy leaf codes (:class:`EncodedTable`);
 * :mod:`.population` — population tables and class sizes re-counted in a released population;
 * :mod:`.measures` — prosecutor, journalist, marketer, population risk, instance disclosure;
-* :mod:`.summary` — every applicable measure of one class computation, summarized and per record.
+* :mod:`.summary` — every applicable measure of one class computation, summarized and per record;
+* :mod:`.covering` — covering designs C(v, k, t) and the Schönheim bound; :mod:`.known` — the risk when the
+  adversary knows m of the n QIs, the largest over a design's blocks (imported on use).
 """
 from .attack import (PR_BREACH, THRESHOLD_TABLE, THRESHOLD_TOLERANCE, attack_assessment, attack_probabilities,
                      conditional_threshold, k_for_threshold, meets, overall_risk, pr_acquaintance)
