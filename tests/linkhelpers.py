@@ -13,6 +13,7 @@ import subprocess
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -168,6 +169,16 @@ def make_party(server: KeyHolderProcess, folder: Path, name: str | None = None) 
     return directory, name
 
 
+def make_parties(server: KeyHolderProcess, folder: Path, count: int) -> list[tuple[Path, str]]:
+    """``count`` parties made as :func:`make_party` does, at the same time (each is two CLI runs)."""
+    names = []
+    for _ in range(count):
+        _PARTY_COUNTER[0] += 1
+        names.append(f"party{_PARTY_COUNTER[0]}")
+    with ThreadPoolExecutor(count) as pool:
+        return list(pool.map(lambda name: make_party(server, folder, name), names))
+
+
 
 
 def join_with_interrupted_key_holder(server: KeyHolderProcess, tmp_path: Path, seed: int,
@@ -225,6 +236,24 @@ def plaintext_join(querier: pd.DataFrame, holder: pd.DataFrame, release: list[st
 
 def canonical(frame: pd.DataFrame) -> list[tuple]:
     return sorted(tuple("" if pd.isna(v) else str(v) for v in row) for row in frame.itertuples(index=False))
+
+def serve_and_join(qdir: Path, hdir: Path, hname: str, querier_frame: pd.DataFrame, holder_frame: pd.DataFrame, *,
+                   holder: dict, join: dict, served: list | None = None):
+    """A real join through the API: the holder serves ``holder_frame`` from a thread
+    (``Party.holder(frame, **holder)``), the querier joins ``querier_frame`` (``Party.join(hname, frame,
+    **join)``); ``served`` receives the holder's own summary of each round."""
+    stop = threading.Event()
+    serving = Party(hdir, progress=False).holder(holder_frame, **holder)
+    rounds = served if served is not None else []
+    thread = threading.Thread(target=lambda: rounds.extend(serving.serve(once=False, poll_seconds=0.5,
+                                                                         stop=stop.is_set)))
+    thread.start()
+    try:
+        return Party(qdir, progress=False).join(hname, querier_frame, **{"timeout": 300, **join})
+    finally:
+        stop.set()
+        thread.join(timeout=60)
+        serving.connection.close()
 
 def serve_in_thread(holder_party: Party, holder: pd.DataFrame, release, stop: threading.Event):
     serving = holder_party.holder(holder, "health_no", release)
