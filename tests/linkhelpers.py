@@ -156,11 +156,18 @@ def start_keyholder(folder: Path, tls: bool, extra: tuple[str, ...] = ()) -> Key
 _PARTY_COUNTER = [0]
 
 
-def make_party(server: KeyHolderProcess, folder: Path, name: str | None = None) -> tuple[Path, str]:
-    """``party init`` + (mTLS: ``keyholder pki issue``) + ``party register``, all through the CLIs."""
+def make_party(server: KeyHolderProcess, folder: Path, name: str | None = None,
+               cli: bool = True) -> tuple[Path, str]:
+    """``party init`` + (mTLS: ``keyholder pki issue``) + ``party register``, all through the CLIs; with
+    ``cli=False`` (a plaintext key holder) the same two steps through the API, in this process (for
+    tests about something else, where two process start-ups per party would dominate)."""
     _PARTY_COUNTER[0] += 1
     name = name or f"party{_PARTY_COUNTER[0]}"
     directory = folder / name
+    if not cli:
+        assert server.insecure, "in-process parties are for plaintext loopback key holders"
+        Party.init(directory, name, keyholder=server.address, insecure=True, progress=False).register()
+        return directory, name
     run_party("init", "--dir", str(directory), "--name", name)
     if not server.insecure:
         subprocess.run(keyholder_cmd("pki", "issue", "--tls-dir", str(server.tls_dir), "--name", name,
@@ -169,14 +176,14 @@ def make_party(server: KeyHolderProcess, folder: Path, name: str | None = None) 
     return directory, name
 
 
-def make_parties(server: KeyHolderProcess, folder: Path, count: int) -> list[tuple[Path, str]]:
-    """``count`` parties made as :func:`make_party` does, at the same time (each is two CLI runs)."""
+def make_parties(server: KeyHolderProcess, folder: Path, count: int, cli: bool = True) -> list[tuple[Path, str]]:
+    """``count`` parties made as :func:`make_party` does, at the same time."""
     names = []
     for _ in range(count):
         _PARTY_COUNTER[0] += 1
         names.append(f"party{_PARTY_COUNTER[0]}")
     with ThreadPoolExecutor(count) as pool:
-        return list(pool.map(lambda name: make_party(server, folder, name), names))
+        return list(pool.map(lambda name: make_party(server, folder, name, cli), names))
 
 
 

@@ -130,8 +130,8 @@ def test_a_worker_killed_mid_round_loses_nothing(cluster, tmp_path):
     dask = cluster()
     server = start_keyholder(tmp_path / "kh", tls=False,
                              extra=("--dask", dask.address, "--dask-min-comparisons", "64"))
-    (qdir, _), (hdir, hname) = make_parties(server, tmp_path, 2)
-    querier, holder = _join_files(tmp_path, 31, m=900)
+    (qdir, _), (hdir, hname) = make_parties(server, tmp_path, 2, cli=False)
+    querier, holder = _join_files(tmp_path, 31, m=500)
     client = dask.client()
     hold = _hold(server, hdir, tmp_path, "--dask", dask.address, "--poll-seconds", "1", env=dask.env())
     try:
@@ -150,8 +150,8 @@ def test_scheduler_lost_mid_round_stops_the_holder_with_one_line(cluster, tmp_pa
     """exit 1, one line; the round is not finished, and a holder without Dask then finishes it."""
     dask = cluster()
     server = start_keyholder(tmp_path / "kh", tls=False)
-    (qdir, _), (hdir, hname) = make_parties(server, tmp_path, 2)
-    querier, holder = _join_files(tmp_path, 33, m=900)
+    (qdir, _), (hdir, hname) = make_parties(server, tmp_path, 2, cli=False)
+    querier, holder = _join_files(tmp_path, 33, m=500)
     client = dask.client()
     join = _join(server, qdir, hname, tmp_path, wait=False)
     try:
@@ -212,7 +212,7 @@ def test_scheduler_killed_mid_session_key_holder_falls_back_and_ctrl_c_stops_all
     window = 60                                          # a wait for the reconnection would show in the join's time
     server = start_keyholder(tmp_path / "kh", tls=False, extra=(
         "--dask", dask.address, "--dask-min-comparisons", "16", "--dask-timeout", str(window)))
-    (qdir, _), (hdir, hname), (idir, _) = make_parties(server, tmp_path, 3)
+    (qdir, _), (hdir, hname), (idir, _) = make_parties(server, tmp_path, 3, cli=False)
     querier, holder = _join_files(tmp_path, 35, m=300)
     client = dask.client()
     idle = subprocess.Popen(party_cmd("hold", "--dir", str(idir), *server.flags(), "--input", str(tmp_path / "h.csv"),
@@ -266,7 +266,7 @@ def shared(tmp_path_factory):
                     env.setenv(name, value)      # the key holder's process reads them at start
             server = start_keyholder(folder / "kh", tls=False, extra=("--dask", dask.address,
                                                                        "--dask-min-comparisons", "16"))
-        (qdir, _), (hdir, hname) = make_parties(server, folder, 2)
+        (qdir, _), (hdir, hname) = make_parties(server, folder, 2, cli=False)
         client = dask.client()
         yield dict(dask=dask, server=server, client=client, qdir=qdir, hdir=hdir, hname=hname)
     finally:
