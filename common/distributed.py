@@ -254,20 +254,20 @@ class Task:
         self.args = args
         self.future = cluster._submit(function, args)
         self.submitted = time.monotonic()
+        self._notice = self.submitted + NOTICE_SECONDS      # when a wait is next logged
+        self._attempts = 0                                  # resubmissions so far
 
-    def _resubmit(self, attempts: int) -> int:
-        if attempts >= RESUBMITS:
+    def _resubmit(self) -> None:
+        if self._attempts >= RESUBMITS:
             raise ClusterLost(f"the Dask cluster at {self.cluster.address} keeps losing this round's data "
-                              f"({attempts} attempts)")
+                              f"({self._attempts} attempts)")
         self.cancel()
         self.future = self.cluster._submit(self.function, self.args)
-        return attempts + 1
+        self._attempts += 1
 
     def result(self, timeout: float | None = None) -> Any:
         """The task's result; ``concurrent.futures.TimeoutError`` if not there within ``timeout`` seconds."""
-        attempts = 0
         deadline = None if timeout is None else time.monotonic() + timeout
-        notice = self.submitted + NOTICE_SECONDS
         while True:
             wait = POLL_SECONDS if deadline is None else max(0.01, min(POLL_SECONDS, deadline - time.monotonic()))
             try:
@@ -275,18 +275,18 @@ class Task:
             except (TimeoutError, FutureTimeout):
                 self.cluster._check()
                 if any(isinstance(arg, Shared) and arg.lost() for arg in self.args):
-                    attempts = self._resubmit(attempts)
+                    self._resubmit()
                 now = time.monotonic()
-                if now >= notice:
+                if now >= self._notice:
                     log.info("waiting for a %s task on the Dask cluster at %s (%.0f s so far)",
                              self.function.__name__, self.cluster.address, now - self.submitted)
-                    notice = now + NOTICE_EVERY
+                    self._notice = now + NOTICE_EVERY
                 if deadline is not None and now >= deadline:
                     raise FutureTimeout() from None
             except CancelledError as error:      # connection to the scheduler lost, or an input forgotten
                 if not self.cluster.available():
                     raise self.cluster._lost(error) from None
-                attempts = self._resubmit(attempts)
+                self._resubmit()
             except OSError as error:             # CommClosedError and friends
                 raise self.cluster._lost(error) from None
 

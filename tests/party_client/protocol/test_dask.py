@@ -1,10 +1,11 @@
 """The holder's comparisons (``party hold --dask``) and the key holder's zero tests (``keyholder serve
---dask``) on a real Dask cluster on loopback: one scheduler and two single-threaded workers.  The
-join equals the plaintext join, with TLS inside the cluster too; fuzzy, blocked and ``ec`` rounds
-give on the cluster what they give locally; a worker killed mid-round loses nothing; a scheduler
-lost mid-round stops the holder with one line and exit 1, and the round is then finished by a
-holder without Dask; a scheduler lost mid-session leaves K zero-testing locally, without waiting;
-Ctrl-C stops the holder and K within seconds whatever state the scheduler is in."""
+--dask``) on a real Dask cluster on loopback: one scheduler and two single-threaded workers (one
+where a test kills the scheduler).  The join equals the plaintext join, with TLS inside the
+cluster too; fuzzy, blocked and ``ec`` rounds give on the cluster what they give locally; a worker
+killed mid-round loses nothing; a scheduler lost mid-round stops the holder with one line and exit
+1, and the round is then finished by a holder without Dask; a scheduler lost mid-session leaves K
+zero-testing locally, without waiting; Ctrl-C stops the holder and K within seconds whatever state
+the scheduler is in."""
 from __future__ import annotations
 
 import os
@@ -37,9 +38,9 @@ PROMPT_SECONDS = 5.0        # Ctrl-C: party hold and keyholder serve are gone wi
 def cluster(tmp_path):
     started = []
 
-    def make(tls: bool = False) -> DaskCluster:
+    def make(tls: bool = False, workers: int = 2) -> DaskCluster:
         folder = tmp_path / f"dask{len(started)}"
-        found = DaskCluster(folder, dask_tls_files(folder / "tls") if tls else None)
+        found = DaskCluster(folder, dask_tls_files(folder / "tls") if tls else None, workers=workers)
         started.append(found)
         return found.start()
     yield make
@@ -54,10 +55,11 @@ def _join_files(tmp_path, seed: int, m: int):
     return querier, holder
 
 
-def _hold(server, directory, tmp_path, *extra: str, env=None, piped: bool = False) -> subprocess.Popen:
+def _hold(server, directory, tmp_path, *extra: str, env=None, piped: bool = False,
+          log_level: str = "WARNING") -> subprocess.Popen:
     """``party hold``; its output goes to hold.log unless ``piped`` (then read it with communicate)."""
     output = subprocess.PIPE if piped else open(tmp_path / "hold.log", "a")
-    return subprocess.Popen(party_cmd("hold", "--dir", str(directory), *server.flags(), "--input",
+    return subprocess.Popen(party_cmd("--log-level", log_level, "hold", "--dir", str(directory), *server.flags(), "--input",
                                       str(tmp_path / "h.csv"), "--id-column", "health_no", "--release-columns",
                                       ",".join(RELEASE), "--quiet", *extra),
                             stdout=output, stderr=output, text=True, env=env)
@@ -148,7 +150,7 @@ def test_a_worker_killed_mid_round_loses_nothing(cluster, tmp_path):
 
 def test_scheduler_lost_mid_round_stops_the_holder_with_one_line(cluster, tmp_path):
     """exit 1, one line; the round is not finished, and a holder without Dask then finishes it."""
-    dask = cluster()
+    dask = cluster(workers=1)                          # the scheduler is what this test kills
     server = start_keyholder(tmp_path / "kh", tls=False)
     (qdir, _), (hdir, hname) = make_parties(server, tmp_path, 2, cli=False)
     querier, holder = _join_files(tmp_path, 33, m=500)
@@ -208,7 +210,7 @@ def test_scheduler_killed_mid_session_key_holder_falls_back_and_ctrl_c_stops_all
     """K zero-tests on the cluster; the scheduler is killed -9 during the round: K finishes it locally
     at once (no wait for Dask's reconnection window, which it logs), the join is right; then, the
     scheduler still gone, Ctrl-C stops a ``party hold --dask`` and K within seconds."""
-    dask = cluster()
+    dask = cluster(workers=1)                          # the scheduler is what this test kills
     window = 60                                          # a wait for the reconnection would show in the join's time
     server = start_keyholder(tmp_path / "kh", tls=False, extra=(
         "--dask", dask.address, "--dask-min-comparisons", "16", "--dask-timeout", str(window)))
@@ -294,18 +296,22 @@ def test_tls_cluster_for_holder_and_key_holder(shared, tmp_path):
 
 
 def test_ctrl_c_mid_round_with_a_frozen_scheduler_stops_the_holder_at_once(shared, tmp_path):
-    """The scheduler stops answering (SIGSTOP) while the holder waits for its comparisons: Ctrl-C still
-    ends ``party hold`` within seconds (130, "interrupted"), and once the scheduler runs again it has
-    dropped the holder's tasks (nothing keeps computing for a holder that stopped)."""
+    """The scheduler stops answering (SIGSTOP) while the holder waits for its comparisons: the holder
+    says what it waits for, Ctrl-C still ends ``party hold`` within seconds (130, "interrupted"), and
+    once the scheduler runs again it has dropped the holder's tasks (nothing keeps computing for a
+    holder that stopped)."""
     dask, server, client = shared["dask"], shared["server"], shared["client"]
     _join_files(tmp_path, 34, m=900)
-    hold = _hold(server, shared["hdir"], tmp_path, "--dask", dask.address, "--poll-seconds", "1", env=dask.env())
+    hold = _hold(server, shared["hdir"], tmp_path, "--dask", dask.address, "--poll-seconds", "1", env=dask.env(),
+                 log_level="INFO")
     join = _join(server, shared["qdir"], shared["hname"], tmp_path, wait=False)
     frozen = False
     try:
         assert dask.busy_worker(client, "compare_units") is not None, "the round never reached the cluster"
         os.kill(dask.scheduler.pid, signal.SIGSTOP)
         frozen = True
+        _wait_for_line(tmp_path / "hold.log", "waiting for a compare_units task on the Dask cluster at", hold,
+                       timeout=15)                                  # logged after 2 s, not a silent wait
         _interrupt(hold)
         _assert_interrupted(hold, (tmp_path / "hold.log").read_text())
         os.kill(dask.scheduler.pid, signal.SIGCONT)
