@@ -8,9 +8,13 @@ expects become one line on stderr and an exit status.
 from __future__ import annotations
 
 import argparse
+import logging
+import os
 import sys
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable, NoReturn, Sequence
+
+INTERRUPTED = 130           # exit status after Ctrl-C (128 + SIGINT), as shells report it
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -76,3 +80,16 @@ def run(parser: argparse.ArgumentParser, argv: Sequence[str] | None, expected: S
                 print(f"{parser.prog}: {rule.line(error)}", file=sys.stderr)
                 return rule.status
         raise
+
+
+def exit_now(status: int) -> NoReturn:
+    """End the process with ``status`` once its own cleanup has run: output flushed, logs closed, and
+    no wait for threads still inside a call (a batch on a Dask scheduler that is gone, a call to a
+    slow key holder), which would otherwise hold the interpreter's exit."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    logging.shutdown()
+    os._exit(status)

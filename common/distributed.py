@@ -18,6 +18,7 @@ from __future__ import annotations
 import ipaddress
 import logging
 import threading
+import time
 import uuid
 from concurrent.futures import CancelledError, TimeoutError as FutureTimeout
 from typing import Any, Callable
@@ -26,8 +27,11 @@ from urllib.parse import urlsplit
 log = logging.getLogger("securelink.dask")
 
 INSTALL_HINT = 'the Dask extra is not installed: pip install "securelink-deid[dask]"'
-CONNECT_SECONDS = 30.0      # a scheduler never reached is reported after this long
-POLL_SECONDS = 1.0          # a waiting result checks the scheduler connection this often
+CONNECT_SECONDS = 30.0      # default --dask-timeout: reaching the scheduler, each call to it, Dask's reconnection window
+POLL_SECONDS = 0.5          # a waiting result checks the scheduler connection (and its caller's stop) this often
+NOTICE_SECONDS = 2.0        # a result awaited this long is logged (then every NOTICE_EVERY s)
+NOTICE_EVERY = 10.0
+CLOSE_SECONDS = 2.0         # closing the client never takes longer (its scheduler may be gone)
 RESUBMITS = 5               # a task whose scattered input was lost is resubmitted this often at most
 
 
@@ -79,9 +83,22 @@ def check_scheduler_address(address: str, allow_plaintext: bool) -> str:
     return f"{parts.scheme}://{parts.netloc}"
 
 
+def add_timeout_option(parser: Any) -> None:
+    """``--dask-timeout SECONDS`` on a command that takes ``--dask`` (``party hold``, ``keyholder serve``)."""
+    parser.add_argument("--dask-timeout", type=float, default=CONNECT_SECONDS, metavar="SECONDS",
+                        help="with --dask: how long to wait for the scheduler (at start, for each call to it, and "
+                             "for Dask's reconnection after the scheduler is lost)")
+
+
 def connect(address: str, timeout: float = CONNECT_SECONDS) -> Any:
-    """A ``distributed.Client`` of the scheduler at ``address`` (TLS settings from Dask's config)."""
+    """A ``distributed.Client`` of the scheduler at ``address`` (TLS settings from Dask's config).
+    ``timeout`` bounds the first connection, every later connection attempt of this process
+    (``distributed.comm.timeouts.connect``) and the client's reconnection window after a loss."""
     distributed = _distributed()
+    if not timeout > 0:
+        raise DaskUnavailable(f"--dask-timeout must be positive, not {timeout:g}")
+    import dask
+    dask.config.set({"distributed.comm.timeouts.connect": f"{timeout}s"})
     log.warning("connecting to the Dask scheduler at %s (waiting up to %.0f s)", address, timeout)
     try:
         client = distributed.Client(address, timeout=timeout, set_as_default=False)
@@ -113,32 +130,46 @@ def _plain(value: Any) -> bool:
 
 
 class Cluster:
-    """Submits pure batch functions to one Dask client; one object per process, used by many rounds."""
+    """Submits pure batch functions to one Dask client; one object per process, used by many rounds.
 
-    def __init__(self, client: Any) -> None:
+    ``timeout`` is the client's (:func:`connect`): it bounds every call to the scheduler, so a
+    scheduler that is gone or frozen costs at most that long, and :meth:`close` ends every wait
+    on the cluster at once."""
+
+    def __init__(self, client: Any, timeout: float = CONNECT_SECONDS) -> None:
         self.client = client
+        self.timeout = timeout
+        self.address = str(client.scheduler.address if client.scheduler else "?")
+        self._closed = threading.Event()
 
     @classmethod
-    def at(cls, address: str, allow_plaintext: bool) -> "Cluster":
-        return cls(connect(check_scheduler_address(address, allow_plaintext)))
+    def at(cls, address: str, allow_plaintext: bool, timeout: float = CONNECT_SECONDS) -> "Cluster":
+        return cls(connect(check_scheduler_address(address, allow_plaintext), timeout), timeout)
+
+    def available(self) -> bool:
+        """Whether the client is connected now (False while Dask reconnects, and after :meth:`close`)."""
+        return not self._closed.is_set() and self.client.status in ("running", "newly-created")
 
     @property
-    def address(self) -> str:
-        return str(self.client.scheduler.address if self.client.scheduler else "?")
+    def closed(self) -> bool:
+        return self._closed.is_set()
 
     def threads(self) -> int:
         """Worker threads in the cluster now (at least 1)."""
+        self._check()
         try:
-            return max(1, sum(self.client.nthreads().values()))
+            return max(1, sum(self.client.nthreads(callback_timeout=self.timeout).values()))
         except Exception as error:       # noqa: BLE001 - any comm failure means the scheduler is gone
             raise self._lost(error) from None
 
     def _lost(self, error: BaseException) -> ClusterLost:
-        reason = " ".join((str(error).splitlines() or ["connection lost"])[0].split())
+        reason = " ".join((str(error).splitlines() or ["connection lost"])[0].split()) or "no answer"
         return ClusterLost(f"the Dask scheduler at {self.address} is gone ({type(error).__name__}: {reason})")
 
     def _check(self) -> None:
-        if self.client.status not in ("running", "newly-created"):
+        if self._closed.is_set():
+            raise ClusterLost(f"the Dask client of {self.address} was closed")
+        if not self.available():
             raise ClusterLost(f"the Dask scheduler at {self.address} is gone (client {self.client.status})")
 
     def scatter(self, value: bytes) -> "Shared":
@@ -148,7 +179,7 @@ class Cluster:
     def _scatter(self, value: bytes) -> Any:
         self._check()
         try:
-            return self.client.scatter(value, broadcast=True, hash=False)
+            return self.client.scatter(value, broadcast=True, hash=False, timeout=self.timeout)
         except Exception as error:       # noqa: BLE001
             raise self._lost(error) from None
 
@@ -167,11 +198,23 @@ class Cluster:
         except Exception as error:       # noqa: BLE001
             raise self._lost(error) from None
 
-    def close(self) -> None:
+    def close(self, timeout: float = CLOSE_SECONDS) -> None:
+        """End every wait on this cluster (they raise :class:`ClusterLost`) and close the client within
+        ``timeout`` seconds.  The scheduler then releases this client's tasks, pending or running, so
+        nothing keeps computing for a party that stopped; a scheduler that is gone delays nothing."""
+        if self._closed.is_set():
+            return
+        self._closed.set()
+        dask_log = logging.getLogger("distributed.client")
+        level = dask_log.level
+        dask_log.setLevel(logging.CRITICAL)      # a reconnection cut short logs its cancellation as an error
         try:
-            self.client.close(timeout=5)
-        except Exception:                # noqa: BLE001 - closing a client whose scheduler is gone
-            pass
+            self.client.close(timeout=timeout)
+        except Exception as error:               # noqa: BLE001 - the scheduler is gone or does not answer
+            log.warning("the Dask client of %s did not close cleanly within %.0f s (%s); left behind",
+                        self.address, timeout, type(error).__name__)
+        finally:
+            dask_log.setLevel(level)
 
 
 class Shared:
@@ -197,44 +240,60 @@ class Shared:
 
 
 class Task:
-    """A submitted batch seen like a ``concurrent.futures.Future`` (``result()``, ``cancel()``).
+    """A submitted batch seen like a ``concurrent.futures.Future`` (``result(timeout)``, ``cancel()``).
 
     A worker killed while running it: Dask reruns it elsewhere.  Its scattered input lost with a
     worker: the input is scattered again and the task resubmitted (at most :data:`RESUBMITS` times).
-    The scheduler lost: :class:`ClusterLost`.  The task's own error is re-raised as itself."""
+    The scheduler lost, or the cluster closed: :class:`ClusterLost`.  The task's own error is
+    re-raised as itself.  A result awaited longer than :data:`NOTICE_SECONDS` is logged (what and
+    how long), so a stalled cluster is never a silent wait."""
 
     def __init__(self, cluster: Cluster, function: Callable, args: tuple) -> None:
         self.cluster = cluster
         self.function = function
         self.args = args
         self.future = cluster._submit(function, args)
+        self.submitted = time.monotonic()
+        self._notice = self.submitted + NOTICE_SECONDS      # when a wait is next logged
+        self._attempts = 0                                  # resubmissions so far
 
-    def _resubmit(self, attempts: int) -> int:
-        if attempts >= RESUBMITS:
+    def _resubmit(self) -> None:
+        if self._attempts >= RESUBMITS:
             raise ClusterLost(f"the Dask cluster at {self.cluster.address} keeps losing this round's data "
-                              f"({attempts} attempts)")
+                              f"({self._attempts} attempts)")
         self.cancel()
         self.future = self.cluster._submit(self.function, self.args)
-        return attempts + 1
+        self._attempts += 1
 
-    def result(self) -> Any:
-        attempts = 0
+    def result(self, timeout: float | None = None) -> Any:
+        """The task's result; ``concurrent.futures.TimeoutError`` if not there within ``timeout`` seconds."""
+        deadline = None if timeout is None else time.monotonic() + timeout
         while True:
+            wait = POLL_SECONDS if deadline is None else max(0.01, min(POLL_SECONDS, deadline - time.monotonic()))
             try:
-                return self.future.result(timeout=POLL_SECONDS)
+                return self.future.result(timeout=wait)
             except (TimeoutError, FutureTimeout):
                 self.cluster._check()
                 if any(isinstance(arg, Shared) and arg.lost() for arg in self.args):
-                    attempts = self._resubmit(attempts)
+                    self._resubmit()
+                now = time.monotonic()
+                if now >= self._notice:
+                    log.info("waiting for a %s task on the Dask cluster at %s (%.0f s so far)",
+                             self.function.__name__, self.cluster.address, now - self.submitted)
+                    self._notice = now + NOTICE_EVERY
+                if deadline is not None and now >= deadline:
+                    raise FutureTimeout() from None
             except CancelledError as error:      # connection to the scheduler lost, or an input forgotten
-                if self.cluster.client.status not in ("running", "newly-created"):
+                if not self.cluster.available():
                     raise self.cluster._lost(error) from None
-                attempts = self._resubmit(attempts)
+                self._resubmit()
             except OSError as error:             # CommClosedError and friends
                 raise self.cluster._lost(error) from None
 
     def cancel(self) -> None:
+        """Release the task: the scheduler drops it (pending or running) unless another client wants
+        it.  Never blocks (a message on the client's stream, not a call awaiting the scheduler)."""
         try:
-            self.future.cancel()
+            self.future.release()
         except Exception:                        # noqa: BLE001
             pass

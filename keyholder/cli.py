@@ -20,8 +20,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
-from common.cli import Expected, OneLineParser, UsageError, run
-from common.distributed import Cluster, ClusterLost, DaskUnavailable
+from common.cli import Expected, OneLineParser, UsageError, exit_now, run
+from common.distributed import Cluster, ClusterLost, DaskUnavailable, add_timeout_option
 from keyholder.cluster import cluster_zero_test
 from common.schemes import SCHEME_NAMES, parse_scheme_list
 from keyholder import pki
@@ -102,11 +102,12 @@ class CallsInFlight:
             return self._active
 
 
-def serve_until_signal(running, core: KeyHolder, calls: CallsInFlight) -> int:
+def serve_until_signal(running, core: KeyHolder, calls: CallsInFlight, cluster: Cluster | None = None) -> int:
     """Serve until SIGTERM or SIGINT, then stop within :data:`STOP_SECONDS`: long-polls are woken,
     new calls refused, calls under way get a grace period, and the store is closed after the last
     one.  Everything a finished call stored is committed; a call cut short is retried by its client
-    against the restarted key holder."""
+    against the restarted key holder.  K's Dask client (``--dask``) is closed at once: a zero test
+    waiting on the cluster finishes locally within the grace, whether the scheduler is there or gone."""
     stopping = threading.Event()
     received: list[int] = []
 
@@ -121,12 +122,13 @@ def serve_until_signal(running, core: KeyHolder, calls: CallsInFlight) -> int:
     log.info("%s received: stopping (calls under way get %.0f s)", signal.Signals(received[0]).name, STOP_SECONDS)
     core.shutdown()                                   # wake list_work / wait_round long-polls
     running.stop(STOP_SECONDS - 1.0, close_store=False)  # refuse new calls; cancel the rest after the grace
+    if cluster is not None:
+        cluster.close()
     left = calls.wait_idle(STOP_SECONDS - (time.monotonic() - started))
     if left:
         log.warning("stopped; %d call(s) still running were abandoned (their clients retry; nothing they "
                     "stored is lost)", left)
-        logging.shutdown()
-        os._exit(0)                                   # their threads would keep the process alive
+        exit_now(0)                                   # their threads would keep the process alive
     core.close()                                      # after the last call's thread has finished
     log.info("stopped")
     return 0
@@ -161,13 +163,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise UsageError(str(error)) from None
     if args.port_file:
         Path(args.port_file).write_text(str(running.port))
-    return serve_until_signal(running, core, calls)
+    return serve_until_signal(running, core, calls, cluster)
 
 
 def _cluster(args: argparse.Namespace) -> Cluster:
     """K's Dask cluster: TLS, or plaintext only on loopback with --insecure (the private keys travel)."""
     try:
-        return Cluster.at(args.dask, allow_plaintext=args.insecure)
+        return Cluster.at(args.dask, allow_plaintext=args.insecure, timeout=args.dask_timeout)
     except (DaskUnavailable, ClusterLost) as error:
         raise UsageError(str(error)) from None
 
@@ -226,6 +228,7 @@ def build_parser() -> argparse.ArgumentParser:
                             "so they are inside K's trust boundary")
     serve.add_argument("--dask-min-comparisons", type=int, default=256, metavar="N",
                        help="batches with fewer comparisons are zero-tested locally")
+    add_timeout_option(serve)
     serve.add_argument("--port-file", help="write the bound port here once listening")
     serve.add_argument("--schemes", default=",".join(SCHEME_NAMES),
                        help=f"comparison schemes offered to new sessions, comma-separated "

@@ -9,6 +9,7 @@ therefore inside K's trust boundary, like the key holder's own host.
 from __future__ import annotations
 
 import logging
+import threading
 from typing import Callable
 
 from common.distributed import Cluster, ClusterLost
@@ -28,21 +29,49 @@ def zero_test(scheme_name: str, public: bytes, private: bytes, comparisons: byte
 
 def cluster_zero_test(cluster: Cluster, min_comparisons: int) -> ZeroTest:
     """A zero test that sends batches of at least ``min_comparisons`` to ``cluster``, split in pieces
-    (about two per worker thread); smaller ones run locally.  Results come back in order.  A lost
-    scheduler does not fail the call: the batch is zero-tested locally and a warning logged (the
-    first batch after the loss waits for Dask's reconnection timeout, 30 s by default)."""
+    (about two per worker thread); smaller ones run locally.  Results come back in order."""
+    return _ClusterZeroTest(cluster, min_comparisons)
 
-    def run(scheme_name: str, public: bytes, private: bytes, comparisons: bytes) -> list[bool]:
+
+class _ClusterZeroTest:
+    """A lost scheduler never fails a call: the batch is zero-tested locally, and so is every batch
+    while the client is not connected (Dask reconnects for up to the cluster's timeout, then gives
+    up and K stays local).  The loss and the return are logged once each."""
+
+    def __init__(self, cluster: Cluster, min_comparisons: int) -> None:
+        self.cluster = cluster
+        self.min_comparisons = min_comparisons
+        self.local = False                       # batches go local since a loss
+        self._lock = threading.Lock()
+
+    def _fall_back(self, reason: str) -> None:
+        with self._lock:
+            if self.local:
+                return
+            self.local = True
+        log.warning("%s; zero tests run locally until the Dask client reconnects (Dask tries for up to %.0f s, "
+                    "--dask-timeout, then gives up and every batch stays local)", reason, self.cluster.timeout)
+
+    def __call__(self, scheme_name: str, public: bytes, private: bytes, comparisons: bytes) -> list[bool]:
         width = get_scheme(scheme_name).ciphertext_width(public)
         count = len(comparisons) // width
-        if count < min_comparisons or len(comparisons) % width:
+        if count < self.min_comparisons or len(comparisons) % width:
             return zero_test(scheme_name, public, private, comparisons)
+        if not self.cluster.available():
+            self._fall_back(f"the Dask scheduler at {self.cluster.address} is unreachable "
+                            f"(client {self.cluster.client.status})")
+            return zero_test(scheme_name, public, private, comparisons)
+        if self.local:
+            with self._lock:
+                self.local = False
+            log.warning("the Dask scheduler at %s is back: large batches are zero-tested on it again",
+                        self.cluster.address)
         try:
-            return _on_cluster(cluster, scheme_name, public, private, comparisons, width, count)
+            return _on_cluster(self.cluster, scheme_name, public, private, comparisons, width, count)
         except ClusterLost as error:
-            log.warning("%s; zero-testing this batch locally", error)
+            if not self.cluster.closed:          # closed: K is stopping, nothing to report
+                self._fall_back(str(error))
             return zero_test(scheme_name, public, private, comparisons)
-    return run
 
 
 def _on_cluster(cluster: Cluster, scheme_name: str, public: bytes, private: bytes, comparisons: bytes,

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from common.distributed import Cluster
+from common.distributed import CONNECT_SECONDS, Cluster
 from common.schemes import DEFAULT_SCHEME, SCHEME_NAMES, parse_scheme_list, scheme_name
 from party_client.errors import PartyError
 from party_client.identity import PartyDir
@@ -325,10 +325,12 @@ class Party:
     def holder(self, data, id_column: str | None = None, release_columns: list[str] | None = None, *,
                rules=None, id_type: str = "identifier", allow_fast_blinding: bool = False,
                allowed_queriers: list[str] | None = None, connection: Connection | None = None,
-               schemes: str | tuple[str, ...] = SCHEME_NAMES, dask_client=None) -> Holder:
+               schemes: str | tuple[str, ...] = SCHEME_NAMES, dask_client=None,
+               dask_timeout: float = CONNECT_SECONDS) -> Holder:
         """A holder ready to serve (``serve(once=...)``), keys computed once; it refuses rounds of a
         comparison scheme not in ``schemes`` (names, or a comma-separated string); with a
-        ``distributed.Client`` its comparison batches run on that Dask cluster."""
+        ``distributed.Client`` its comparison batches run on that Dask cluster (a call to its
+        scheduler waits at most ``dask_timeout`` seconds)."""
         try:
             schemes = parse_scheme_list(schemes if isinstance(schemes, str) else ",".join(schemes))
         except ValueError as error:
@@ -339,7 +341,7 @@ class Party:
         return Holder(connection or self.connect(), self.dir, HolderData(frame, keys, release_columns, self.progress),
                       HolderOptions(release_columns=release_columns, allow_fast_blinding=allow_fast_blinding,
                                     allowed_queriers=allowed_queriers, schemes=schemes, progress=self.progress,
-                                    cluster=None if dask_client is None else Cluster(dask_client)))
+                                    cluster=None if dask_client is None else Cluster(dask_client, dask_timeout)))
 
     def hold(self, data, id_column: str | None = None, release_columns: list[str] | None = None, *,
              once: bool = True, poll_seconds: float = 20.0, on_ready: Callable[[], None] | None = None,

@@ -12,8 +12,8 @@ import logging
 import os
 import sys
 
-from common.cli import Expected, OneLineParser, UsageError, run
-from common.distributed import Cluster, ClusterLost, DaskUnavailable
+from common.cli import INTERRUPTED, Expected, OneLineParser, UsageError, exit_now, run
+from common.distributed import Cluster, ClusterLost, DaskUnavailable, add_timeout_option
 from common.schemes import DEFAULT_SCHEME, SCHEME_NAMES, parse_scheme_list
 from party_client.errors import PartyError
 from party_client.transport import FIRST_CONTACT_SECONDS, RETRY_WINDOW_SECONDS, KeyHolderUnavailable
@@ -54,15 +54,18 @@ def cmd_hold(args) -> int:
 
     def served_one(summary: dict) -> None:
         print(json.dumps(summary, default=str), flush=True)
-    cluster = Cluster.at(args.dask, allow_plaintext=True) if args.dask else None   # before reading the table
-    served = party.hold(args.input, args.id_column, _columns(args.release_columns), once=args.once,
-                        poll_seconds=args.poll_seconds, id_type=args.id_type, rules=args.rules,
-                        allow_fast_blinding=args.allow_fast_blinding,
-                        allowed_queriers=_columns(args.allow_querier) or None, schemes=args.schemes,
-                        on_ready=None if args.once else waiting, on_served=None if args.once else served_one,
-                        concurrency=args.concurrency, dask_client=cluster and cluster.client)
-    if cluster is not None:
-        cluster.close()
+    cluster = Cluster.at(args.dask, allow_plaintext=True, timeout=args.dask_timeout) if args.dask else None
+    try:                                      # (connected before reading the table)
+        served = party.hold(args.input, args.id_column, _columns(args.release_columns), once=args.once,
+                            poll_seconds=args.poll_seconds, id_type=args.id_type, rules=args.rules,
+                            allow_fast_blinding=args.allow_fast_blinding,
+                            allowed_queriers=_columns(args.allow_querier) or None, schemes=args.schemes,
+                            on_ready=None if args.once else waiting, on_served=None if args.once else served_one,
+                            concurrency=args.concurrency, dask_client=cluster and cluster.client,
+                            dask_timeout=args.dask_timeout)
+    finally:                                  # Ctrl-C included: the scheduler drops our pending tasks
+        if cluster is not None:
+            cluster.close()
     print(f"served {len(served)} round(s)")
     if args.once:                             # polling printed each round as it was served
         for summary in served:
@@ -282,6 +285,7 @@ def build_parser() -> argparse.ArgumentParser:
     hold.add_argument("--dask", metavar="SCHEDULER_ADDRESS",
                       help="run the comparisons on this Dask cluster (tls://HOST:PORT, or tcp:// on loopback; "
                            'TLS files from Dask\'s config; needs pip install "securelink-deid[dask]")')
+    add_timeout_option(hold)
     hold.set_defaults(run=cmd_hold)
 
     for mode in ("join", "dedup", "lookup"):
@@ -388,11 +392,14 @@ EXPECTED = [Expected(KeyHolderUnavailable, 1),
                 "; the round was not finished (the next `party hold` sends what the key holder is missing)"
                 if error.in_round else "")),
             Expected((UsageError, PartyError, DaskUnavailable), 2),
-            Expected(KeyboardInterrupt, 130, lambda _: "interrupted")]
+            Expected(KeyboardInterrupt, INTERRUPTED, lambda _: "interrupted")]
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run(build_parser(), argv, EXPECTED, setup=_log_to_stderr)
+    status = run(build_parser(), argv, EXPECTED, setup=_log_to_stderr)
+    if status == INTERRUPTED:   # every cleanup has run; a thread still in a call must not delay the exit
+        exit_now(status)
+    return status
 
 
 if __name__ == "__main__":

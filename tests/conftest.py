@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from linkhelpers import KeyHolderProcess, make_party, start_keyholder
+from linkhelpers import KeyHolderProcess, make_parties, start_keyholder
 
 
 @pytest.fixture(scope="session")
@@ -33,5 +33,5 @@ def fresh_keyholder(tmp_path):
 @pytest.fixture
 def parties(keyholder, tmp_path):
     def make(count: int = 2) -> list[tuple[Path, str]]:
-        return [make_party(keyholder, tmp_path) for _ in range(count)]
+        return make_parties(keyholder, tmp_path, count)
     return make

@@ -99,6 +99,17 @@ class DaskCluster:
         from distributed import Client
         return Client(self.address, timeout=timeout, security=self.security(), set_as_default=False)
 
+    @staticmethod
+    def busy_worker(client, prefix: str, timeout: float = 60.0) -> str | None:
+        """The first worker seen processing a task named ``prefix-…`` (None after ``timeout`` seconds)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for worker, keys in client.processing().items():
+                if any(str(k).startswith(prefix) for k in keys):
+                    return worker
+            time.sleep(0.01)
+        return None
+
     def kill_when_busy(self, client, prefix: str, target: str = "worker",
                        timeout: float = 60.0) -> threading.Thread:
         """A thread that ``kill -9``s, as soon as a task named ``prefix-…`` is being processed, the worker
@@ -106,20 +117,15 @@ class DaskCluster:
         pids = {} if target == "scheduler" else client.run(os.getpid)
 
         def watch() -> None:
-            deadline = time.monotonic() + timeout
-            while time.monotonic() < deadline:
-                busy = {w: keys for w, keys in client.processing().items()
-                        if any(str(k).startswith(prefix) for k in keys)}
-                if busy:
-                    if target == "scheduler":
-                        os.kill(self.scheduler.pid, signal.SIGKILL)
-                        thread.killed = "scheduler"
-                        return
-                    worker = next(iter(busy))
-                    os.kill(pids[worker], signal.SIGKILL)
-                    thread.killed = worker
-                    return
-                time.sleep(0.01)
+            worker = self.busy_worker(client, prefix, timeout)
+            if worker is None:
+                return
+            if target == "scheduler":
+                os.kill(self.scheduler.pid, signal.SIGKILL)
+                thread.killed = "scheduler"
+            else:
+                os.kill(pids[worker], signal.SIGKILL)
+                thread.killed = worker
         thread = threading.Thread(target=watch, daemon=True)
         thread.killed = None
         thread.start()

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -155,17 +156,34 @@ def start_keyholder(folder: Path, tls: bool, extra: tuple[str, ...] = ()) -> Key
 _PARTY_COUNTER = [0]
 
 
-def make_party(server: KeyHolderProcess, folder: Path, name: str | None = None) -> tuple[Path, str]:
-    """``party init`` + (mTLS: ``keyholder pki issue``) + ``party register``, all through the CLIs."""
+def make_party(server: KeyHolderProcess, folder: Path, name: str | None = None,
+               cli: bool = True) -> tuple[Path, str]:
+    """``party init`` + (mTLS: ``keyholder pki issue``) + ``party register``, all through the CLIs; with
+    ``cli=False`` (a plaintext key holder) the same two steps through the API, in this process (for
+    tests about something else, where two process start-ups per party would dominate)."""
     _PARTY_COUNTER[0] += 1
     name = name or f"party{_PARTY_COUNTER[0]}"
     directory = folder / name
+    if not cli:
+        assert server.insecure, "in-process parties are for plaintext loopback key holders"
+        Party.init(directory, name, keyholder=server.address, insecure=True, progress=False).register()
+        return directory, name
     run_party("init", "--dir", str(directory), "--name", name)
     if not server.insecure:
         subprocess.run(keyholder_cmd("pki", "issue", "--tls-dir", str(server.tls_dir), "--name", name,
                                      "--out", str(directory / "tls")), check=True, capture_output=True)
     run_party("register", "--dir", str(directory), *server.flags())
     return directory, name
+
+
+def make_parties(server: KeyHolderProcess, folder: Path, count: int, cli: bool = True) -> list[tuple[Path, str]]:
+    """``count`` parties made as :func:`make_party` does, at the same time."""
+    names = []
+    for _ in range(count):
+        _PARTY_COUNTER[0] += 1
+        names.append(f"party{_PARTY_COUNTER[0]}")
+    with ThreadPoolExecutor(count) as pool:
+        return list(pool.map(lambda name: make_party(server, folder, name, cli), names))
 
 
 
@@ -225,6 +243,24 @@ def plaintext_join(querier: pd.DataFrame, holder: pd.DataFrame, release: list[st
 
 def canonical(frame: pd.DataFrame) -> list[tuple]:
     return sorted(tuple("" if pd.isna(v) else str(v) for v in row) for row in frame.itertuples(index=False))
+
+def serve_and_join(qdir: Path, hdir: Path, hname: str, querier_frame: pd.DataFrame, holder_frame: pd.DataFrame, *,
+                   holder: dict, join: dict, served: list | None = None):
+    """A real join through the API: the holder serves ``holder_frame`` from a thread
+    (``Party.holder(frame, **holder)``), the querier joins ``querier_frame`` (``Party.join(hname, frame,
+    **join)``); ``served`` receives the holder's own summary of each round."""
+    stop = threading.Event()
+    serving = Party(hdir, progress=False).holder(holder_frame, **holder)
+    rounds = served if served is not None else []
+    thread = threading.Thread(target=lambda: rounds.extend(serving.serve(once=False, poll_seconds=0.5,
+                                                                         stop=stop.is_set)))
+    thread.start()
+    try:
+        return Party(qdir, progress=False).join(hname, querier_frame, **{"timeout": 300, **join})
+    finally:
+        stop.set()
+        thread.join(timeout=60)
+        serving.connection.close()
 
 def serve_in_thread(holder_party: Party, holder: pd.DataFrame, release, stop: threading.Event):
     serving = holder_party.holder(holder, "health_no", release)

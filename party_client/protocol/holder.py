@@ -18,7 +18,7 @@ import os
 import threading
 import time
 from collections import deque
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor, TimeoutError as FutureTimeout, wait
 from dataclasses import dataclass, field as dataclass_field
 from typing import Any, Callable, Sequence
 
@@ -40,6 +40,8 @@ from proto import linkage_pb2 as pb
 
 log = logging.getLogger("party")
 BUSY_POLL_SECONDS = 1.0     # a busy holder checks for new rounds this often
+STOP_POLL_SECONDS = 0.25    # a round waiting for a batch checks whether the holder is stopping this often
+STOP_SECONDS = 2.0          # interrupted: the rounds in flight get this long to stop, then are left behind
 
 
 @dataclass
@@ -161,11 +163,16 @@ class Holder:
                 wait(list(running))
                 reap()
         except BaseException:                        # Ctrl-C or a lost key holder: rounds in flight stop at
-            self._stopping.set()                     # their next batch; K keeps the batches it has
+            self._stopping.set()                     # their next check (STOP_POLL_SECONDS); K keeps the batches
+            for lane in lanes.values():              # it has.  One stuck in a call (a frozen Dask scheduler,
+                lane.shutdown(wait=False, cancel_futures=True)   # a slow K) is left behind after STOP_SECONDS.
+            _, left = wait(list(running), timeout=STOP_SECONDS)
+            if left:
+                log.warning("stopping: %d round(s) still in a call after %.0f s were left behind (the next "
+                            "`party hold` sends what the key holder is missing)", len(left), STOP_SECONDS)
             raise
-        finally:
-            for lane in lanes.values():
-                lane.shutdown(wait=True, cancel_futures=True)
+        for lane in lanes.values():
+            lane.shutdown(wait=True)
         return served
 
     def _abort(self, item: pb.WorkItem, reason: str) -> dict:
@@ -230,6 +237,20 @@ class Holder:
     def _row_tag(self, session_id: str, row: int) -> bytes:
         """Names a holder row within a session (blocked rules: the same row found by several passes)."""
         return hmac.digest(self.party.local_secret, f"row/{session_id}/{row}".encode(), hashlib.sha256)[:16]
+
+    def _await(self, future: Any, window: deque, session_id: str, round_: int) -> Any:
+        """The result of ``future`` (a pool future or a Dask :class:`common.distributed.Task`); a stopping
+        holder stops waiting within :data:`STOP_POLL_SECONDS` and releases the batches in ``window``."""
+        while True:
+            if self._stopping.is_set():
+                for _, pending, _ in window:
+                    pending.cancel()
+                raise ConnectionProblem(f"holder stopped while serving session {session_id} round {round_}; "
+                                        "the key holder keeps the batches it has")
+            try:
+                return future.result(timeout=STOP_POLL_SECONDS)
+            except FutureTimeout:
+                continue
 
     def _compare(self, item: pb.WorkItem, header: pb.QueryHeader, ciphertexts: bytes, plan: RoundPlan) -> dict:
         session = item.session
@@ -297,13 +318,10 @@ class Holder:
                 if len(window) >= depth:
                     break
             while window:
-                if self._stopping.is_set():
-                    for _, future, _ in window:
-                        future.cancel()
-                    raise ConnectionProblem(f"holder stopped while serving session {session.session_id} "
-                                            f"round {item.round}; the key holder keeps the batches it has")
-                rows, future, arguments = window.popleft()
-                message = future.result() if arguments is None else batch(*arguments, out=future.result())
+                rows, future, arguments = window[0]
+                out = self._await(future, window, session.session_id, item.round)
+                window.popleft()
+                message = out if arguments is None else batch(*arguments, out=out)
                 self.connection.call("SubmitComparisons", message, timeout=600)
                 comparisons += sum(message.row_comparisons)
                 progress.update(rows)

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import threading
 import time
 
 import pandas as pd
 import pytest
 
-from linkhelpers import SCHEMES, TEST_KEY_BITS, key_bits_for, make_party, run_party
-from party_client import Party
+from linkhelpers import SCHEMES, TEST_KEY_BITS, key_bits_for, make_party, run_party, serve_and_join
 from party_client.errors import PartyError
 from party_client.matching.quality import plaintext_pairs
 from party_client.matching.rules import fellegi_sunter_terms, parse_boolean_rule
@@ -118,19 +116,10 @@ def join_with_holder(keyholder, tmp_path, querier_frame, holder_frame, rules, qu
     """A real fuzzy join: the holder serves from a thread, the querier joins (both through the API);
     ``served`` receives the holder's own summary of each round."""
     (qdir, _), (hdir, hname) = make_party(keyholder, tmp_path), make_party(keyholder, tmp_path)
-    stop = threading.Event()
-    serving = Party(hdir, progress=False).holder(holder_frame, rules=rules, release_columns=["rec_id"])
-    rounds = served if served is not None else []
-    thread = threading.Thread(target=lambda: rounds.extend(serving.serve(once=False, poll_seconds=0.5,
-                                                                         stop=stop.is_set)))
-    thread.start()
-    try:
-        return Party(qdir, progress=False).join(hname, querier_frame, rules=querier_rules or rules,
-                                                key_bits=key_bits_for(scheme), scheme=scheme,
-                                                term_column="terms", timeout=300, **options)
-    finally:
-        stop.set()
-        thread.join(timeout=60)
+    return serve_and_join(qdir, hdir, hname, querier_frame, holder_frame, served=served,
+                          holder=dict(rules=rules, release_columns=["rec_id"]),
+                          join=dict(rules=querier_rules or rules, key_bits=key_bits_for(scheme), scheme=scheme,
+                                    term_column="terms", **options))
 
 
 def expected_join(querier_frame, holder_frame, rules) -> dict[tuple[str, str], str]:
