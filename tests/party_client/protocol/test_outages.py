@@ -145,7 +145,7 @@ def test_outage_longer_than_the_call_in_flight_allows_is_survived(fresh_keyholde
     join = _join(server, qdir, hname, tmp_path, "--retry-window", "24")
     _relayed(qdir)
     line = join.stderr.readline()                       # printed just before the next 10-s long poll starts
-    assert "waiting for holder" in line and "party hold --once" in line, line
+    assert "waiting for holder" in line and "to serve round 1" in line, line
     time.sleep(8.5)
     server.stop(kill=True)                              # SIGKILL during the round
     killed = time.monotonic()
