@@ -133,7 +133,8 @@ def main(argv: list[str] | None = None) -> int:
             mark = len(handler.lines)
             t = time.perf_counter()
             result = querier.lookup("holder", pd.DataFrame({"id": [value]}), "id", args.population,
-                                    max_risk=args.max_risk, key_bits=args.key_bits,
+                                    max_risk=args.max_risk,
+                                    key_bits=None if args.scheme == "ec" else args.key_bits,
                                     fast_blinding=args.fast_blinding, scheme=args.scheme)
             elapsed = time.perf_counter() - t
             matched = bool(result.frame["matched"].iloc[0])

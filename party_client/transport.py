@@ -185,8 +185,11 @@ class Connection:
         self.contact.channel(state == grpc.ChannelConnectivity.READY)
 
     def close(self) -> None:
+        """Stop watching the channel and close it.  gRPC's ``close`` waits for its connectivity
+        poller's next tick (up to 0.2 s, measured 0.18 s a call), which would double a lookup's
+        latency, so the channel is closed on a daemon thread: nothing of this call waits for it."""
         self.channel.unsubscribe(self._on_state)
-        self.channel.close()
+        threading.Thread(target=self.channel.close, name="grpc-channel-close", daemon=True).start()
 
     def __enter__(self) -> "Connection":
         return self
