@@ -108,6 +108,14 @@ def cmd_geo(args: argparse.Namespace) -> int:
         write_json(report, args.report)
     if hierarchy is not None:
         write_text(hierarchy, args.hierarchy_out)
+    summary = clustering.summary()
+    others = [c for c in df.columns if c != args.column]
+    print(f"deid geo: {args.out}: {args.column} replaced by {fate} (k = {k}: {len(areas):,} areas in "
+          f"{summary['clusters']:,} clusters, max risk {summary['max_risk']:.4g}, "
+          f"{'meets' if report['meets_threshold'] else 'does NOT meet'} {threshold:g}); "
+          f"{released.summary['records_changed']:,} of {len(df):,} records changed; "
+          f"{len(others)} other column(s) unchanged ({', '.join(others)}): assess or apply a policy to them "
+          "before any release")
     return 0
 
 
