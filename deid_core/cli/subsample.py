@@ -86,6 +86,13 @@ def cmd_subsample(args: argparse.Namespace) -> int:
         write_table(df.iloc[rows].reset_index(drop=True), args.out)
     if args.report:
         write_json(report, args.report)
+    if fraction is not None:
+        searched = report.get("search")
+        how = (f"; the largest fraction whose {searched['quantile']:g} quantile over {searched['draws']} draws "
+               f"meets it (median {searched['at_fraction']['median']:.4g})" if searched else "")
+        print(f"deid subsample: {args.out or 'no sample written'}: fraction {fraction:g}, {report['sample_units']:,} "
+              f"of {sub.n_units:,} {sub.units} ({report['sample_records']:,} records); journalist {measure} risk "
+              f"{report['risk']:.4g} against {threshold:g}{how}")
     if fraction is None:
         print(f"deid: warning: no fraction down to {args.step} meets the threshold {threshold:g} "
               f"(journalist {measure}); nothing written but the report", file=sys.stderr)

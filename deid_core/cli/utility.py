@@ -44,6 +44,12 @@ def cmd_utility(args: argparse.Namespace) -> int:
     write_json(result, args.out)
     if html is not None:
         write_text(html, args.html)
+    moments_mse = result["moments"].get("mse_means")
+    print(f"deid utility: {args.out}{' and ' + str(args.html) if args.html else ''}: "
+          f"{len(original):,} original vs {len(released):,} released records; numeric: {', '.join(numeric) or 'none'}"
+          f"{'' if moments_mse is None else f' (MSE of the means {moments_mse:.4g})'}; categorical: "
+          f"{', '.join(categorical) or 'none'}; {len(result['regressions'])} regression(s), "
+          f"{len(result['crosstabs'])} cross-tab(s)")
     return 0
 
 
@@ -55,7 +61,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     u.add_argument("--released", required=True, help="the released table (its rows need not match the original's)")
     u.add_argument("--spec", required=True, help=SPEC_HELP + " (direct identifiers are left out)")
     u.add_argument("--numeric", help="comma-separated numeric columns (default: the shared columns whose every "
-                                     "original value is a number)")
+                                     "original value is a number and none has a leading zero, like a ZIP code)")
     u.add_argument("--categorical", help="comma-separated categorical columns (default: the other shared columns)")
     u.add_argument("--crosstab", action="append", metavar="A:B",
                    help="a pair of categorical columns to cross-tabulate (repeatable; default: every pair)")

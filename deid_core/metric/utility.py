@@ -43,13 +43,19 @@ def numbers(df: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
     return pd.DataFrame({c: to_number(df[c]) for c in columns}, index=df.index)
 
 
+_CODE_LIKE = r"^[+-]?0\d"
+"""A leading zero before another digit (``02139``, ``007``, ``0389``): the value is a code, not a quantity."""
+
+
 def numeric_columns(df: pd.DataFrame, candidates: Sequence[str]) -> list[str]:
-    """The candidates whose every present value reads as a number (at least two values)."""
+    """The candidates whose every present value reads as a number (at least two values), except columns
+    holding any code-like value with a leading zero (ZIP codes, ICD-9 ``0389``): their mean means nothing."""
     out = []
     for c in candidates:
         present = ~missing_mask(df, [c])[:, 0]
         x = to_number(df[c])[present]
-        if present.sum() >= 2 and x.notna().all():
+        text = df[c][present].astype(str).str.strip()
+        if present.sum() >= 2 and x.notna().all() and not text.str.contains(_CODE_LIKE, regex=True).any():
             out.append(c)
     return out
 

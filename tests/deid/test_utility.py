@@ -97,3 +97,11 @@ def test_deid_utility_cli_json_html_and_bad_input(tmp_path, capsys):
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and words in err, err
     assert not (tmp_path / "bad.json").exists()
+
+
+def test_codes_with_leading_zeros_are_not_numeric():
+    """A ZIP code or an ICD-9 code reads as a number but its mean means nothing: categorical by default."""
+    from deid_core.metric.utility import numeric_columns
+    frame = pd.DataFrame({"zip": ["02139", "10001", "94110"], "dx": ["0389", "4019", "25000"],
+                          "age": ["34", "50", "07.5"], "los": ["3", "-2", "10"]})
+    assert numeric_columns(frame, list(frame.columns)) == ["los"]
