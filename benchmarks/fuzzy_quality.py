@@ -39,7 +39,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import gmpy2
 import pandas as pd
 
 FIELDS = {
@@ -177,29 +176,9 @@ def floor_seconds_ec(comparisons: int, matches: int, slots: int, holder_terms: i
 
 
 def floor_seconds(comparisons: int, slots: int, key_bits: int, fast: bool, cores: int) -> float:
-    """Raw gmpy2.powmod time for the run's exponentiations, on ``cores`` cores."""
-    from phe import paillier
-    from common.schemes.paillier import Encryptor, PublicKey
-    public, private = paillier.generate_paillier_keypair(n_length=key_bits)
-    n2 = gmpy2.mpz(public.n) ** 2
-    p2, p1 = gmpy2.mpz(private.p) ** 2, gmpy2.mpz(private.p) - 1
-    sample = 100
-    bases = [gmpy2.mpz(secrets.randbelow(int(n2))) for _ in range(sample)]
-    exps = [gmpy2.mpz(secrets.randbits(128) if fast else secrets.randbelow(public.n)) for _ in range(sample)]
-    t = time.perf_counter()
-    for base, e in zip(bases, exps):
-        gmpy2.powmod(base, e, n2)
-    compare = (time.perf_counter() - t) / sample
-    t = time.perf_counter()
-    for base in bases:
-        gmpy2.powmod(base, p1, p2)
-    zero = (time.perf_counter() - t) / sample
-    encryptor = Encryptor(PublicKey(public.n))
-    t = time.perf_counter()
-    for i in range(sample):
-        encryptor.encrypt(i)
-    encrypt = (time.perf_counter() - t) / sample
-    return (comparisons * (compare + zero) + slots * encrypt) / cores
+    """Raw gmpy2 time for the run's exponentiations (benchmarks/floor.py), on ``cores`` cores."""
+    from benchmarks.floor import floor_seconds as bound, measure
+    return bound(measure(key_bits, 100), comparisons, comparisons, slots, fast, cores)["floor"]
 
 
 def run_secure(folder: Path, mode: str, args, scheme: str) -> tuple[dict, dict, pd.DataFrame, float]:

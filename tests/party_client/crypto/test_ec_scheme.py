@@ -158,6 +158,22 @@ def test_validate_refuses_bad_points_naming_item_and_check(point: bytes, check: 
         SCHEME.validate(KEY.public, bytes(query))
 
 
+def test_a_whole_query_is_validated_piece_by_piece_on_the_pool() -> None:
+    """The holder validates a received query in pieces on its threads: every piece is checked, the first
+    bad item in query order is the one named (by its number in the whole query), a ragged block is refused."""
+    from concurrent.futures import ThreadPoolExecutor
+    good = _ciphertexts(4)
+    query = bytearray(bytes(good) * 5)                  # 20 ciphertexts, pieces of 3: 7 pieces
+    query[17 * 64 + 32:17 * 64 + 64] = ORDER_8           # a bad point in the 6th piece
+    query[19 * 64:19 * 64 + 32] = IDENTITY               # and one in the last
+    with ThreadPoolExecutor(2) as pool:
+        assert SCHEME.validate_all(KEY.public, bytes(good) * 5, pool, piece=3) == 20
+        with pytest.raises(InvalidCiphertext, match="^ciphertext 17: second point: small-order point$"):
+            SCHEME.validate_all(KEY.public, bytes(query), pool, piece=3)
+        with pytest.raises(InvalidCiphertext, match="not a multiple"):
+            SCHEME.validate_all(KEY.public, bytes(good) + b"x", pool, piece=3)
+
+
 @pytest.mark.parametrize("point,check", BAD_POINTS, ids=[c + str(i) for i, (_, c) in enumerate(BAD_POINTS)])
 @pytest.mark.parametrize("half,name", [(0, "first"), (32, "second")])
 def test_zero_test_refuses_bad_points_naming_item_and_check(point: bytes, check: str, half: int, name: str) -> None:
