@@ -14,8 +14,8 @@ from .longitudinal.classes import person_classes
 from .longitudinal.persons import person_level1
 from .metric import (average_class_size, is_marker, discernibility, missingness_change, non_uniform_entropy,
                      numeric_utility, precision)
-from .risk import (Classes, EncodedTable, attack_assessment, attack_probabilities, conditional_threshold,
-                   encode_table, k_for_threshold, meets, per_record, summarize)
+from .risk import (Classes, EncodedTable, attack_assessment, encode_table, k_for_threshold, meets, per_record,
+                   release_conditional_threshold, summarize)
 from .risk.known import KnownQIs, block_summaries, worst
 from .spec import Spec
 from .transform import Policy, full_domain_policy
@@ -179,7 +179,7 @@ def assess_known(df: pd.DataFrame, spec: Spec, population: pd.DataFrame | None, 
         for q in spec.quasi:
             supp &= is_marker(a.output[q])
         supp = supp if supp.any() else None
-    cut = conditional_threshold(spec.release.threshold, max(attack_probabilities(spec.release).values()))
+    cut = release_conditional_threshold(spec.release)
 
     def one(rows: Classes) -> dict:
         cl = measure.classes(rows)

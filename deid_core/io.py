@@ -245,11 +245,8 @@ def write_table(df: pd.DataFrame, path: str | Path, sep: str = ",") -> None:
 
 
 def write_text(text: str, path: str | Path) -> None:
-    """Write a text file atomically."""
-    def w(tmp: str) -> None:
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(text)
-    _atomic(path, w)
+    """Write a text file atomically (UTF-8)."""
+    write_bytes(text.encode("utf-8"), path)
 
 
 def write_bytes(data: bytes, path: str | Path) -> None:

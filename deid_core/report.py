@@ -30,7 +30,7 @@ from .metric import is_marker, non_uniform_entropy
 from .risk import THRESHOLD_TABLE, attack_assessment, k_for_threshold
 from .spec import SUPPRESSED, HierarchySpec, Spec
 from .transform import Policy
-from .transform.dates import step_columns as date_step_columns
+from .transform.ops import step_touches
 from .transform.ops import MASKING_OPS
 
 BOOK = "El Emam & Arbuckle, Anonymizing Health Data (O'Reilly, 2013)"
@@ -203,12 +203,6 @@ def describe_step(step: Mapping[str, Any], column: str, values: set[str]) -> dic
     return {"op": op, "text": op}
 
 
-def _touches(step: Mapping[str, Any], column: str) -> bool:
-    if step.get("op") == "dates_intervals":
-        return column in date_step_columns(step)
-    return step.get("column") == column or column in (step.get("columns") or [])
-
-
 def _as_text(s: pd.Series) -> pd.Series:
     return s.astype(object).where(s.notna(), "")
 
@@ -241,7 +235,7 @@ def column_fates(source: pd.DataFrame, output: pd.DataFrame, spec: Spec, policy:
     for column in source.columns:
         role = spec.columns.get(column, "undeclared")
         fate: dict[str, Any] = {"column": column, "role": role, "role_text": ROLE_TEXT.get(role, role)}
-        steps = [s for s in policy.steps if _touches(s, column)]
+        steps = [s for s in policy.steps if step_touches(s, column)]
         values = distinct_values(source[column])
         actions = [describe_step(s, column, values) for s in steps if column in output.columns or s["op"] == "drop"]
         if column not in output.columns:

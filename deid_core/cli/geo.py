@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from pathlib import Path
 
 import pandas as pd
 
@@ -20,17 +19,6 @@ from .options import guard_outputs
 PROGRESS_EVERY = 2.0
 #: Records from which ``deid geoproxy`` says what it is measuring before each boundary (a few seconds each).
 ANNOUNCE_RECORDS = 100_000
-
-
-def check_outputs(inputs: list[str | None], outputs: list[str | None]) -> None:
-    """Outputs never overwrite an input or each other, and their folders exist (so nothing is half-written)."""
-    guard_outputs(inputs, outputs)
-    given = [Path(o).resolve() for o in outputs if o]
-    if len(set(given)) < len(given):
-        raise DeidInputError("two outputs name the same file")
-    for o in outputs:
-        if o and not Path(o).resolve().parent.is_dir():
-            raise DeidInputError(f"cannot write {o!r}: folder does not exist")
 
 
 def _read_data(path: str, columns: list[str]) -> pd.DataFrame:
@@ -78,7 +66,7 @@ def cmd_geo(args: argparse.Namespace) -> int:
     from ..risk import k_for_threshold
     from ..risk.attack import meets
 
-    check_outputs([args.areas, args.input], [args.out, args.report, args.hierarchy_out])
+    guard_outputs([args.areas, args.input], [args.out, args.report, args.hierarchy_out])
     t0 = time.perf_counter()
     if args.k is not None and args.k < 1:
         raise DeidInputError(f"--k must be at least 1, got {args.k}")
@@ -124,7 +112,7 @@ def cmd_geoproxy(args: argparse.Namespace) -> int:
     from ..geo.proxy import geoproxy_risk
     from ..io import read_text_table, write_json
 
-    check_outputs([args.areas, args.input], [args.out])
+    guard_outputs([args.areas, args.input], [args.out])
     t0 = time.perf_counter()
     prefixes = args.within_prefix or [0]
     if any(p < 0 for p in prefixes):

@@ -16,7 +16,7 @@ SLOW_WORK = 3_000_000
 
 
 def add_known_options(p: argparse.ArgumentParser, what: str) -> None:
-    """Add ``--known``, ``--block`` and ``--design-restarts`` to a ``deid`` subcommand."""
+    """Add ``--known``, ``--block`` and ``--design-seconds`` to a ``deid`` subcommand."""
     p.add_argument("--known", type=int, metavar="M",
                    help=f"the adversary knows any M of the n quasi-identifiers: {what} is the largest over the "
                         "blocks of a covering design C(n, K, M)")
@@ -31,8 +31,8 @@ def add_known_options(p: argparse.ArgumentParser, what: str) -> None:
 def known_of(args: argparse.Namespace, spec: Spec) -> KnownQIs | None:
     """The m-of-n adversary of ``--known`` (None without it); one-line errors on bad values."""
     if args.known is None:
-        if args.block is not None:
-            raise DeidInputError("--block needs --known")
+        if args.block is not None or args.design_seconds:
+            raise DeidInputError(f"{'--block' if args.block is not None else '--design-seconds'} needs --known")
         return None
     if not 0 <= args.design_seconds <= 3600:
         raise DeidInputError(f"--design-seconds must lie in 0..3600, got {args.design_seconds}")

@@ -61,7 +61,7 @@ def cmd_reverse(args: argparse.Namespace) -> int:
 
     guard_outputs([args.table, args.policy, args.input, args.key_file], [args.out])
     if bool(args.value) == bool(args.input):
-        raise DeidInputError("give the pseudonyms with --value (repeatable) or --input, not both")
+        raise DeidInputError("give exactly one of --value (repeatable) and --input")
     key = owner_key(args.key_file, required=True)
     if args.input:
         df = read_table(args.input)

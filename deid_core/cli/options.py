@@ -26,11 +26,19 @@ def parse_levels(text: str | None) -> dict[str, int]:
 
 
 def guard_outputs(inputs: Sequence[str | None], outputs: Sequence[str | None]) -> None:
-    """Refuse an output path that is one of the inputs (inputs are never modified)."""
+    """Before anything is read or written: no output is one of the inputs (inputs are never modified),
+    no two outputs name the same file, and every output's folder exists (so a command that writes
+    several files never leaves some of them behind when a later one cannot be written)."""
     ins = {Path(p).resolve() for p in inputs if p}
+    given = [Path(o).resolve() for o in outputs if o]
     for o in outputs:
         if o and Path(o).resolve() in ins:
             raise DeidInputError(f"output {o!r} would overwrite an input")
+    if len(set(given)) < len(given):
+        raise DeidInputError("two outputs name the same file")
+    for o in outputs:
+        if o and not Path(o).resolve().parent.is_dir():
+            raise DeidInputError(f"cannot write {o!r}: folder does not exist")
 
 
 def accepted_columns(args: argparse.Namespace, report: str | None) -> dict[str, str]:

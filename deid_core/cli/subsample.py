@@ -18,9 +18,9 @@ from .options import add_input_spec, guard_outputs
 def default_threshold(spec) -> float:
     """The spec's threshold on Pr(re-id | attack): ``[release] threshold`` / the largest Pr(T), as the
     searches take it (El Emam & Arbuckle, ch. 2, "Measuring Risk Under Plausible Attacks")."""
-    from ..risk import attack_probabilities, conditional_threshold
+    from ..risk import release_conditional_threshold
 
-    return conditional_threshold(spec.release.threshold, max(attack_probabilities(spec.release).values()))
+    return release_conditional_threshold(spec.release)
 
 
 def check_search_options(args: argparse.Namespace) -> None:

@@ -125,16 +125,18 @@ def _labels(s: pd.Series, miss: np.ndarray) -> pd.Series:
     return s.astype(object).where(~miss, MISSING_LABEL).astype(str)
 
 
-def _cramers_v(table: pd.DataFrame) -> float | None:
-    obs = table.to_numpy(float)
-    obs = obs[obs.sum(1) > 0][:, obs.sum(0) > 0]  # categories left empty (all missing) carry no association
-    n = obs.sum()
-    r, c = obs.shape
-    if n == 0 or min(r, c) < 2:
+def _cramers_v(counts: pd.Series) -> float | None:
+    """Cramér's V from the non-empty cells of a contingency table (``counts`` indexed by (row, column)):
+    χ² = n (Σ n_ij² / (n_i· n_·j) − 1), without building the dense table (two columns of dates or codes
+    would give millions of empty cells)."""
+    n = float(counts.sum())
+    rows, cols = counts.groupby(level=0).sum(), counts.groupby(level=1).sum()
+    if n == 0 or min(len(rows), len(cols)) < 2:
         return None
-    exp = np.outer(obs.sum(1), obs.sum(0)) / n
-    chi2 = float(((obs - exp) ** 2 / exp).sum())
-    return math.sqrt(chi2 / (n * (min(r, c) - 1)))
+    ni = rows.reindex(counts.index.get_level_values(0)).to_numpy(float)
+    nj = cols.reindex(counts.index.get_level_values(1)).to_numpy(float)
+    chi2 = n * (float((counts.to_numpy(float) ** 2 / (ni * nj)).sum()) - 1.0)
+    return math.sqrt(max(chi2, 0.0) / (n * (min(len(rows), len(cols)) - 1)))
 
 
 def crosstab(before: pd.DataFrame, after: pd.DataFrame, c1: str, c2: str) -> dict:
@@ -143,21 +145,22 @@ def crosstab(before: pd.DataFrame, after: pd.DataFrame, c1: str, c2: str) -> dic
     ``tvd``: total variation distance ½ Σ |p − q| between the joint distributions over the union of cells
     (missing and suppressed cells as one more category), 0 = the same table, 1 = no cell in common; a
     generalized value counts as a different cell. Cramér's V before/after (missing cells left out)
-    compares the strength of the association, which survives a recoding of the categories.
+    compares the strength of the association, which survives a recoding of the categories.  Only the
+    non-empty cells are counted (sparse), whatever the columns' cardinality.
     """
     out = {"columns": [c1, c2]}
     tabs = []
     for df in (before, after):
         miss = missing_mask(df, [c1, c2])
-        x, y = _labels(df[c1], miss[:, 0]), _labels(df[c2], miss[:, 1])
-        tabs.append(pd.crosstab(x, y))
-    joint = [t.stack() / t.to_numpy().sum() for t in tabs]
-    p, q = joint[0].align(joint[1], fill_value=0.0)
+        cells = pd.DataFrame({"x": _labels(df[c1], miss[:, 0]).to_numpy(), "y": _labels(df[c2], miss[:, 1]).to_numpy()})
+        tabs.append(cells.groupby(["x", "y"], sort=False).size())
+    p, q = (t / t.sum() for t in tabs)
+    p, q = p.align(q, fill_value=0.0)
     out["tvd"] = min(1.0, float(0.5 * np.abs(p - q).sum()))
     for name, t in zip(("before", "after"), tabs):
-        kept = t.drop(index=MISSING_LABEL, columns=MISSING_LABEL, errors="ignore")
-        out[f"cramers_v_{name}"] = _cramers_v(kept)
-        out[f"cells_{name}"] = int((t.to_numpy() > 0).sum())
+        kept = ((t.index.get_level_values(0) != MISSING_LABEL) & (t.index.get_level_values(1) != MISSING_LABEL))
+        out[f"cramers_v_{name}"] = _cramers_v(t[kept])
+        out[f"cells_{name}"] = int(len(t))
     return out
 
 

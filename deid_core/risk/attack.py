@@ -81,6 +81,12 @@ def attack_probabilities(release: ReleaseSpec) -> dict[str, float]:
     return dict(sorted(out.items()))
 
 
+def release_conditional_threshold(release: ReleaseSpec) -> float:
+    """The release's threshold on ``Pr(re-id | attack)``: ``[release] threshold`` over the largest attack
+    probability (El Emam & Arbuckle, ch. 2, "Measuring Risk Under Plausible Attacks")."""
+    return conditional_threshold(release.threshold, max(attack_probabilities(release).values()))
+
+
 def attack_assessment(summary: dict, release: ReleaseSpec) -> dict:
     """Overall risk under each applicable attack and whether it meets the threshold.
 

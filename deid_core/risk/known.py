@@ -37,10 +37,6 @@ class KnownQIs:
         """Each block as QI names (in the spec's order)."""
         return [[self.qis[i] for i in b] for b in self.design.blocks]
 
-    @property
-    def block_indices(self) -> list[list[int]]:
-        return [list(b) for b in self.design.blocks]
-
     def summary(self) -> dict:
         """JSON-ready: m, n, the block size and the design (its size next to the Schönheim bound and C(n, m))."""
         return {"m": self.m, "n": len(self.qis), "block_size": self.design.k, "design": self.design.summary()}

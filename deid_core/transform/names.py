@@ -31,6 +31,7 @@ import pandas as pd
 from ..errors import DeidInputError
 from ..metric.missingness import is_marker
 from .keys import check_key
+from .ops import step_touches
 from .reversal import record
 
 PARTS = ("first", "last")
@@ -39,10 +40,6 @@ SEXES = ("female", "male", "any")
 #: How a released sex value is read (case-insensitive); any other value draws from both lists.
 SEX_VALUES = {"f": "female", "female": "female", "w": "female", "woman": "female",
               "m": "male", "male": "male", "man": "male"}
-#: Steps that change a column; a name conditioned on sex must come after all of them.
-_CHANGES = ("drop", "generalize", "map", "suppress_records", "suppress_cells", "blank", "pseudonymize", "randomize",
-            "names", "fpe")
-
 
 @lru_cache(maxsize=32)
 def name_pool(locale: str, part: str, sex: str) -> tuple[tuple[str, ...], np.ndarray]:
@@ -115,8 +112,7 @@ def _check_sex_released(sex: str, df: pd.DataFrame, later: Sequence[Mapping[str,
         raise DeidInputError(f"names: the sex column {sex!r} is not released (not in the table at this step); "
                              "a name conditioned on an unreleased sex would disclose it")
     for st in later:
-        touched = st.get("column") == sex or sex in (st.get("columns") or [])
-        if st.get("op") in _CHANGES and touched:
+        if step_touches(st, sex):       # a name conditioned on sex must come after every step on it
             raise DeidInputError(f"names: a later {st.get('op')!r} step changes the sex column {sex!r}; put the "
                                  "names step after every step that de-identifies it")
 

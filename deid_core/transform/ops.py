@@ -23,6 +23,7 @@ from ..longitudinal.persons import person_codes, persons_to_suppress
 from ..metric.missingness import missing_mask
 from ..risk.classes import class_index
 from ..spec import SUPPRESSED, HierarchySpec
+from .dates import step_columns as date_step_columns
 
 
 def map_categories(s: pd.Series, fn: Callable[[pd.Index], Sequence[Any]]) -> pd.Series:
@@ -151,3 +152,11 @@ OPS: dict[str, Callable[[pd.DataFrame, Mapping[str, Any], dict], pd.DataFrame]] 
 }
 #: Ops that mask a column (El Emam & Arbuckle, ch. 11): its fate is "masked", the identifier scan skips it.
 MASKING_OPS = ("pseudonymize", "randomize", "blank", "fpe", "names")
+
+
+def step_touches(step: Mapping[str, Any], column: str) -> bool:
+    """Whether a policy step acts on ``column`` (every step changes the columns it names; a
+    ``dates_intervals`` step names them in its own layout)."""
+    if step.get("op") == "dates_intervals":
+        return column in date_step_columns(step)
+    return step.get("column") == column or column in (step.get("columns") or [])

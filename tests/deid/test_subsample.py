@@ -186,6 +186,17 @@ def test_cli_bad_input_exits_2_with_one_line(adult_small, adult_spec_path, tmp_p
     assert not out.exists() and not rep.exists()
 
 
+def test_cli_writes_nothing_when_one_output_cannot_be_written(adult_small, adult_spec_path, tmp_path):
+    """A report into a missing folder is refused before the sample is written (no partial output)."""
+    out = tmp_path / "s.csv"
+    p = cli("--input", adult_small, "--spec", adult_spec_path, "--fraction", "0.5", "--out", out,
+            "--report", tmp_path / "missing" / "r.json")
+    assert p.returncode == 2 and "folder does not exist" in p.stderr and len(p.stderr.strip().splitlines()) == 1
+    assert not out.exists()
+    p = cli("--input", adult_small, "--spec", adult_spec_path, "--fraction", "0.5", "--out", out, "--report", out)
+    assert p.returncode == 2 and "two outputs name the same file" in p.stderr and not out.exists()
+
+
 def test_cli_refuses_to_overwrite_the_input(adult_small, adult_spec_path):
     before = adult_small.read_bytes()
     p = cli("--input", adult_small, "--spec", adult_spec_path, "--fraction", "0.5", "--out", adult_small)
