@@ -12,9 +12,9 @@ import pytest
 from deid_core.geo.areas import read_areas
 from deid_core.geo.proxy import geoproxy_risk
 from deid_core.io import read_table, read_text_table
-from test_cli import run, sha
+from deid_testdata import TEST_DATA, run, sha
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "geo"
+DATA = TEST_DATA / "geo"
 AREAS, CLAIMS = DATA / "areas.csv", DATA / "claims.csv"
 
 

@@ -27,7 +27,7 @@ from deid_core.spec import SUPPRESSED
 from deid_core.transform.safe_harbor import RESTRICTED_ZIP3_2000, zip3
 from party_client import tables as party_tables
 
-REPO = Path(__file__).resolve().parents[2]
+from deid_testdata import REPO
 FORMATS = (",", ";", "\t", "parquet")
 COLUMNS = ("id", "zip", "note", "code")
 SETTINGS = settings(max_examples=25, deadline=None, derandomize=True,

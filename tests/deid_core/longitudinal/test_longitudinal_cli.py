@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from deid_testdata import REPO
 
 CLAIMS = """member_id,sex,birth_year,dx,los,drug,dx_text
 p1,F,1950,411.1,2,C01DA02,angina

@@ -20,7 +20,7 @@ from deid_core.subsample import find_fraction, prepare, sample_size
 from deid_core.spec import Spec, parse_spec
 from deid_testdata import ADULT_QIS
 
-REPO = Path(__file__).resolve().parents[2]
+from deid_testdata import REPO
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:

@@ -12,7 +12,8 @@ from deid_core.cli import main
 from deid_core.detect import KINDS, column_findings
 from deid_core.spec import parse_spec
 
-DATA = Path(__file__).resolve().parents[1] / "data"
+from deid_testdata import TEST_DATA
+DATA = TEST_DATA
 
 
 def patients(n: int = 60) -> pd.DataFrame:

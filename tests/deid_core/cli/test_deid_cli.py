@@ -1,30 +1,17 @@
 """The ``deid`` CLI: real subprocesses of ``python -m deid_core.cli`` and ``main``; exit 2 on bad input."""
 from __future__ import annotations
 
-import hashlib
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from deid_core.cli import main
-from deid_testdata import ADULT, LIU2016_DATA, LIU2016_POPULATION, adult_spec_toml
+from deid_testdata import ADULT, LIU2016_DATA, LIU2016_POPULATION, adult_spec_toml, run, sha
 
-REPO = Path(__file__).resolve().parents[2]
+
 ARX_LEVELS = "sex=1,age=2,race=1,marital-status=1,education=3,native-country=2,workclass=2,occupation=1"
-
-
-def sha(p: Path) -> str:
-    return hashlib.sha256(Path(p).read_bytes()).hexdigest()
-
-
-def run(*args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run([sys.executable, "-m", "deid_core.cli", *args], capture_output=True, text=True, env=env, cwd=REPO)
 
 
 def test_assess_adult_subprocess(tmp_path):

@@ -13,7 +13,7 @@ import pandas as pd
 from deid_core.cli import main
 from deid_core.transform.fpe import luhn_digit, luhn_valid
 
-REPO = Path(__file__).resolve().parents[2]
+from deid_testdata import REPO
 KEY = "the data owner's secret masking key"
 
 

@@ -1,9 +1,28 @@
 """Test data shared by the deid tests (imported by absolute name)."""
 from __future__ import annotations
 
+import hashlib
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
+
+REPO = Path(__file__).resolve().parents[2]
+TEST_DATA = REPO / "tests" / "data"
+
+
+def sha(p: Path) -> str:
+    """SHA-256 of a file's bytes (byte-identical outputs)."""
+    return hashlib.sha256(Path(p).read_bytes()).hexdigest()
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    """The real ``deid`` command in a subprocess, from the checkout."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run([sys.executable, "-m", "deid_core.cli", *args], capture_output=True, text=True,
+                          env=env, cwd=REPO)
 
 def _shared() -> Path:
     """``shared/`` sits beside the checkout (CI clones next to it); /work/shared on developer machines."""

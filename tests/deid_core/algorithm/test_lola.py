@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -16,7 +15,7 @@ from deid_core.algorithm.lola import lola_problem, lola_release
 from deid_core.io import read_table
 from deid_core.spec import parse_spec
 
-ROOT = Path(__file__).resolve().parents[2]
+from deid_testdata import REPO as ROOT
 
 SPEC = {
     "columns": {"pid": "direct", "sex": "quasi", "yob": "quasi", "dx": "quasi", "los": "quasi"},

@@ -8,7 +8,6 @@ import os
 import subprocess
 import sys
 from itertools import combinations
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -21,7 +20,7 @@ from deid_core.risk.known import known_qis
 from deid_core.spec import load_spec
 from deid_testdata import ADULT, ADULT_QIS
 
-REPO = Path(__file__).resolve().parents[2]
+from deid_testdata import REPO
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
