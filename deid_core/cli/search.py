@@ -210,6 +210,16 @@ def run_search_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def search_arguments(argv: list[str]) -> argparse.Namespace:
+    """``argv`` (the words after ``deid search``) parsed by the ``deid search`` parser, defaults included;
+    a usage error raises :class:`common.cli.UsageError` (the workbench builds its searches this way)."""
+    from common.cli import OneLineParser
+
+    parser = OneLineParser(prog="deid")
+    register(parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser))
+    return parser.parse_args(["search", *argv])
+
+
 def cmd_search(args: argparse.Namespace) -> int:
     guard_outputs([args.input, args.spec, args.population], [args.out, args.apply_best, args.html, args.policy_out])
     return run_search_command(args)

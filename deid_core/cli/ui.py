@@ -28,10 +28,11 @@ def cmd_ui(args: argparse.Namespace) -> int:
         raise DeidInputError("--max-upload-mb must be at least 1")
     import uvicorn
 
-    from ..ui import create_app
+    from ..ui import SearchCommand, create_app
+    from .search import search_arguments, search_release
 
     token = secrets.token_urlsafe(24) if args.allow_remote else None
-    app = create_app(host=args.host, port=args.port, token=token, max_upload_mb=args.max_upload_mb,
+    app = create_app(SearchCommand(search_arguments, search_release), host=args.host, port=args.port, token=token, max_upload_mb=args.max_upload_mb,
                      allow_remote=args.allow_remote)
     shown = f"[{args.host}]" if ":" in args.host else args.host
     address = f"http://{shown}:{args.port}/" + (f"?token={token}" if token else "")

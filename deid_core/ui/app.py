@@ -209,7 +209,7 @@ async def search(request: Request, ws: Workspace) -> Response:
 
     def run() -> None:
         with busy(ws):
-            workflow.start_search(ws, fields)
+            workflow.start_search(ws, fields, request.app.state.search)
     await run_in_threadpool(run)
     return _json({"progress-body": views.progress_view(ws.job), "candidates-body": "", "node-body": views.node_view(ws)},
                  poll=True)
@@ -259,10 +259,11 @@ async def index(request: Request) -> Response:
     return response
 
 
-def create_app(*, host: str = "127.0.0.1", port: int = 8000, token: str | None = None,
-               max_upload_mb: int = DEFAULT_MAX_UPLOAD_MB, allow_remote: bool = False) -> Guard:
-    """The workbench as an ASGI application. Without ``allow_remote`` only requests whose Host header names
-    this loopback address are served; with it every request needs ``token``."""
+def create_app(search_command: workflow.SearchCommand, *, host: str = "127.0.0.1", port: int = 8000,
+               token: str | None = None, max_upload_mb: int = DEFAULT_MAX_UPLOAD_MB, allow_remote: bool = False) -> Guard:
+    """The workbench as an ASGI application running ``search_command`` (``deid search``'s parser and body). Without
+    ``allow_remote`` only requests whose Host header names this loopback address are served; with it every
+    request needs ``token``."""
     workspaces = Workspaces()
 
     @asynccontextmanager
@@ -287,7 +288,7 @@ def create_app(*, host: str = "127.0.0.1", port: int = 8000, token: str | None =
         Mount("/static", StaticFiles(directory=str(PACKAGE / "static")), name="static"),
     ], lifespan=lifespan)
     app.state.workspaces, app.state.max_upload = workspaces, max_upload_mb * 2**20
-    app.state.token = token
+    app.state.token, app.state.search = token, search_command
     hosts = None if allow_remote else {f"{name}:{port}" for name in LOOPBACK_NAMES} | {f"{host}:{port}"}
     guard = Guard(app, hosts, token)
     guard.workspaces = workspaces

@@ -4,11 +4,12 @@ policy and the ethics-board report of ``deid_core.report``) and write the export
 logic lives here; every number comes from :mod:`deid_core`."""
 from __future__ import annotations
 
+import argparse
 import threading
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Mapping
+from typing import Callable, Mapping
 
 import pandas as pd
 
@@ -122,12 +123,23 @@ def assess_table(ws: Workspace) -> dict:
     return ws.assessment
 
 
+@dataclass(frozen=True)
+class SearchCommand:
+    """``deid search`` as the workbench runs it: its parser (``parse``: the words after ``deid search`` ->
+    options, defaults included) and its body without the file writing (``run``: options, spec, table ->
+    result dict and release). ``deid ui`` hands in :func:`deid_core.cli.search.search_arguments` and
+    :func:`deid_core.cli.search.search_release` (the command line sits above the workbench)."""
+
+    parse: Callable[[list[str]], argparse.Namespace]
+    run: Callable[[argparse.Namespace, Spec, pd.DataFrame], tuple[dict, pd.DataFrame | None]]
+
+
 def search_argv(ws: Workspace, options: Mapping[str, str]) -> list[str]:
     """The ``deid search`` command line of the search form (the same parser checks it)."""
     method = options.get("method", "ola")
     if method not in METHODS:
         raise DeidInputError(f"method must be one of {', '.join(METHODS)}")
-    argv = ["search", "--input", str(ws.input_path), "--spec", str(ws.path("spec.toml")), "--method", method,
+    argv = ["--input", str(ws.input_path), "--spec", str(ws.path("spec.toml")), "--method", method,
             "--out", str(ws.path("result.json")), "--apply-best", str(ws.path("best.csv"))]
     criterion = options.get("criterion", "k")
     value = (options.get("value") or "").strip()
@@ -146,22 +158,20 @@ def command_line(argv: list[str], ws: Workspace) -> str:
     """The shell command a user would type for the same search (workspace paths shown as file names)."""
     folder = str(ws.folder) + "/"
     words = [w.replace(folder, "") if w != str(ws.input_path) else ws.input_name for w in argv]
-    return "deid " + " ".join(words).replace("best.csv", "release.csv")
+    return "deid search " + " ".join(words).replace("best.csv", "release.csv")
 
 
-def start_search(ws: Workspace, options: Mapping[str, str]) -> SearchJob:
-    """Parse the options as ``deid search`` does and run :func:`deid_core.cli.search.search_release` in a thread
-    that reports its progress (:data:`deid_core.algorithm.result.progress_sink`)."""
+def start_search(ws: Workspace, options: Mapping[str, str], command: SearchCommand) -> SearchJob:
+    """Parse the options as ``deid search`` does and run its search in a thread that reports its progress
+    (:data:`deid_core.algorithm.result.progress_sink`)."""
     from ..algorithm.result import progress_sink
-    from ..cli.main import build_parser
-    from ..cli.search import search_release
 
     if ws.job is not None and not ws.job.finished:
         raise DeidInputError("a search is already running in this tab")
     spec = current_spec(ws)
     argv = search_argv(ws, options)
     try:
-        args = build_parser().parse_args(argv)
+        args = command.parse(argv)
     except UsageError as error:
         raise DeidInputError(str(error).removeprefix("deid search: ")) from None
     table = read_table(ws.input_path, spec.missing_values)
@@ -173,7 +183,7 @@ def start_search(ws: Workspace, options: Mapping[str, str]) -> SearchJob:
         progress_sink.set(job.progress)
         t0 = time.perf_counter()
         try:
-            job.result, job.release = search_release(args, spec, table)
+            job.result, job.release = command.run(args, spec, table)
         except (DeidInputError, UsageError) as error:
             job.error = str(error)
         except MemoryError:

@@ -105,9 +105,10 @@ class Shots:
         folder.mkdir(parents=True, exist_ok=True)
         self.docs = Path(os.environ["DEID_UI_SCREENSHOTS"]) if os.environ.get("DEID_UI_SCREENSHOTS") else None
 
-    def take(self, page, name: str, full_page: bool = True) -> Path:
+    def take(self, page, name: str, section: str) -> Path:
+        """The step's section of the page, whole (scrolled into view as needed)."""
         path = self.folder / name
-        page.screenshot(path=str(path), full_page=full_page)
+        page.locator(section).screenshot(path=str(path))
         assert path.stat().st_size > 10_000
         if self.docs is not None:
             self.docs.mkdir(parents=True, exist_ok=True)
@@ -143,7 +144,7 @@ def test_adult_ola_release_matches_cli(workbench, browser, tmp_path):
     assert "30,162 records, 9 columns" in page.inner_text("#loaded")
     profile = page.inner_text("table.profile")
     assert "Male (20,380)" in profile  # examples: values held by at least 5 records, with their counts
-    shots.take(page, "1-load.png")
+    shots.take(page, "1-load.png", "#step-load")
 
     # 2 declare: eight quasi-identifiers with ARX's hierarchies (CSV uploads), salary-class sensitive
     for q in ADULT_QIS:
@@ -156,7 +157,7 @@ def test_adult_ola_release_matches_cli(workbench, browser, tmp_path):
     page.wait_for_selector("#spec-ok")
     toml_text = page.inner_text("#spec-toml")
     assert '[columns]' in toml_text and 'salary-class = "sensitive"' in toml_text
-    shots.take(page, "2-declare.png")
+    shots.take(page, "2-declare.png", "#step-declare")
     spec = download(page, "#download-spec-toml", tmp_path / "spec.toml")
 
     # 3 assess, then OLA k = 5 with progress, candidates
@@ -166,17 +167,18 @@ def test_adult_ola_release_matches_cli(workbench, browser, tmp_path):
     assert "30,162" in page.inner_text("#assess-body")
     page.fill("#criterion-value", "5")
     page.click("#run-search")
-    page.wait_for_selector("#search-done", timeout=30_000)
+    page.wait_for_selector("#search-done, #search-error, #step-search .message:not([hidden])", timeout=30_000)
+    assert page.locator("#search-done").count() == 1, page.inner_text("#step-search")
     candidates = page.inner_text("table.candidates")
     assert ARX_NODE in candidates
-    shots.take(page, "3-search.png")
+    shots.take(page, "3-search.png", "#step-search")
 
     # 4 pick the chosen node, export
     page.click("#pick-0")
     page.wait_for_selector("#node-title")
     assert ARX_NODE in page.inner_text("#node-title")
     assert page.get_attribute("#node-body .verdict", "data-verdict") == "pass"
-    shots.take(page, "4-release.png")
+    shots.take(page, "4-release.png", "#step-node")
     release = download(page, "#download-release-csv", tmp_path / "ui_release.csv")
     policy = download(page, "#download-policy-json", tmp_path / "ui_policy.json")
     report = download(page, "#download-report-html", tmp_path / "ui_report.html")
