@@ -140,7 +140,8 @@ def search_argv(ws: Workspace, options: Mapping[str, str]) -> list[str]:
     if method not in METHODS:
         raise DeidInputError(f"method must be one of {', '.join(METHODS)}")
     argv = ["--input", str(ws.input_path), "--spec", str(ws.path("spec.toml")), "--method", method,
-            "--out", str(ws.path("result.json")), "--apply-best", str(ws.path("best.csv"))]
+            "--out", str(ws.path("result.json")), "--apply-best", str(ws.path("best.csv")),
+            "--policy-out", str(ws.path("best_policy.json"))]
     criterion = options.get("criterion", "k")
     value = (options.get("value") or "").strip()
     if value:
@@ -158,7 +159,7 @@ def command_line(argv: list[str], ws: Workspace) -> str:
     """The shell command a user would type for the same search (workspace paths shown as file names)."""
     folder = str(ws.folder) + "/"
     words = [w.replace(folder, "") if w != str(ws.input_path) else ws.input_name for w in argv]
-    return "deid search " + " ".join(words).replace("best.csv", "release.csv")
+    return "deid search " + " ".join(words).replace("best.csv", "release.csv").replace("best_policy.json", "policy.json")
 
 
 def start_search(ws: Workspace, options: Mapping[str, str], command: SearchCommand) -> SearchJob:

@@ -160,6 +160,18 @@ def test_adult_ola_release_matches_cli(workbench, browser, tmp_path):
     shots.take(page, "2-declare.png", "#step-declare")
     spec = download(page, "#download-spec-toml", tmp_path / "spec.toml")
 
+    # a loaded spec fills the form (another tab: its own workspace)
+    other = browser.new_page()
+    other.goto(workbench.url)
+    other.set_input_files("#table-file", str(adult / "adult.csv"))
+    other.wait_for_selector("#loaded")
+    with other.expect_response(lambda r: r.url.endswith("/api/spec-file")):
+        other.set_input_files("input[aria-label='spec file']", str(spec))
+    other.wait_for_selector("#spec-ok")
+    assert other.inner_text("#spec-toml") == toml_text
+    assert other.locator("select[name='role:occupation']").input_value() == "quasi"
+    other.close()
+
     # 3 assess, then OLA k = 5 with progress, candidates
     page.click("#assess")
     page.wait_for_selector("#assess-body .verdict")
