@@ -143,7 +143,7 @@ def declare_view(ws: Workspace, toml_text: str, error: str | None) -> str:
                 level = _select(f"level:{column}", [("", "—"), ("1", "1: per person"), ("2", "2: per event")],
                                 col.level, f"longitudinal level of {column}")
             params += _preview(column, col, ws.table[column])
-        rows.append([column, Raw(role), Raw(kind), Raw(hier), Raw(params), Raw(level)])
+        rows.append([column, Raw(role), Raw(kind), Raw(hier), Raw(params)] + ([Raw(level)] if form.person else []))
     person = _select("person", [("", "— (one row per person)")] + [(c, c) for c in form.columns], form.person,
                      "person column")
     release = (
@@ -161,8 +161,8 @@ def declare_view(ws: Workspace, toml_text: str, error: str | None) -> str:
                 + "<label class='load-spec'>Load a spec: <input type='file' accept='.toml' data-upload='/api/spec-file' "
                   "aria-label='spec file'></label></div>")
     return ("<form id='spec-form' data-post='/api/spec' data-auto>"
-            + table(["column", "role", "type", "hierarchy", "parameters / preview",
-                     "level" if form.person else ""], rows, "declare")
+            + table(["column", "role", "type", "hierarchy", "parameters / preview"]
+                    + (["longitudinal level"] if form.person else []), rows, "declare")
             + release + "</form>" + spec_box)
 
 
