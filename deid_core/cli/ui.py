@@ -2,20 +2,11 @@
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import secrets
 import sys
 
+from common.net import is_loopback
 from ..errors import DeidInputError
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def cmd_ui(args: argparse.Namespace) -> int:

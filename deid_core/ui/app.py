@@ -167,34 +167,28 @@ async def population(request: Request, ws: Workspace) -> Response:
     return _json({"population-body": f"Population table: <strong>{views.esc(name)}</strong>", "assess-body": ""})
 
 
-async def spec_form(request: Request, ws: Workspace) -> Response:
-    fields = {k: v for k, v in (await request.form(max_fields=5000)).multi_items() if isinstance(v, str)}
-
+async def _spec_step(ws: Workspace, change: Callable[[], None]) -> Response:
+    """Change the form (in a worker thread, one change of a tab at a time), answer with the sections it affects."""
     def run() -> dict[str, str]:
         with busy(ws):
-            workflow.update_form(ws, fields)
+            change()
             return _after_spec(ws)
     return _json(await run_in_threadpool(run))
+
+
+async def spec_form(request: Request, ws: Workspace) -> Response:
+    fields = {k: v for k, v in (await request.form(max_fields=5000)).multi_items() if isinstance(v, str)}
+    return await _spec_step(ws, lambda: workflow.update_form(ws, fields))
 
 
 async def hierarchy(request: Request, ws: Workspace) -> Response:
     path, name, fields = await receive_file(request, ws, "hierarchies")
-
-    def run() -> dict[str, str]:
-        with busy(ws):
-            workflow.upload_hierarchy(ws, fields.get("column", ""), path, name)
-            return _after_spec(ws)
-    return _json(await run_in_threadpool(run))
+    return await _spec_step(ws, lambda: workflow.upload_hierarchy(ws, fields.get("column", ""), path, name))
 
 
 async def spec_file(request: Request, ws: Workspace) -> Response:
     path, _, _ = await receive_file(request, ws, "specs")
-
-    def run() -> dict[str, str]:
-        with busy(ws):
-            workflow.upload_spec(ws, path)
-            return _after_spec(ws)
-    return _json(await run_in_threadpool(run))
+    return await _spec_step(ws, lambda: workflow.upload_spec(ws, path))
 
 
 async def assess_action(request: Request, ws: Workspace) -> Response:
