@@ -21,7 +21,7 @@ from .criterion import Criterion, reassess
 from .full_domain import FullDomainProblem, full_domain_release_policy
 from .known import KnownFullDomainProblem, reassess_known
 from .ola import search_ola
-from .result import SearchResult
+from .result import SearchResult, progress_bar
 
 MEASURES = ("attack", "max", "average")
 
@@ -75,9 +75,8 @@ def search_with_progress(problem: FullDomainProblem, top: int, progress: bool) -
     """:func:`search_ola` on ``problem``, with a node-count bar on stderr when ``progress`` (shown after 2 s)."""
     if not progress:
         return search_ola(problem, top=top)
-    from tqdm import tqdm
-    with tqdm(total=int(np.prod([h + 1 for h in problem.heights])), delay=2, desc="deid search (nodes)",
-              unit="node", leave=False) as bar:  # shows only if the search runs > 2 s
+    with progress_bar(int(np.prod([h + 1 for h in problem.heights])), "deid search (nodes)",
+                      "node") as bar:  # on stderr only if the search runs > 2 s
         problem.on_evaluate = bar.update
         return search_ola(problem, top=top)
 

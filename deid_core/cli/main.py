@@ -12,7 +12,7 @@ from typing import Callable, Sequence
 
 from common.cli import Expected, OneLineParser, UsageError, run
 from ..errors import DeidInputError
-from . import commands, geo, longitudinal, masking, search, subsample, utility
+from . import commands, geo, longitudinal, masking, search, subsample, ui, utility
 
 EXIT_BAD_INPUT = 2
 
@@ -35,7 +35,8 @@ EXTRA_COMMANDS: dict[str, Callable[[argparse._SubParsersAction], None]] = {"sear
                                                                           "geo": geo.register,
                                                                           "reverse": masking.register,
                                                                           "subsample": subsample.register,
-                                                                          "utility": utility.register}
+                                                                          "utility": utility.register,
+                                                                          "ui": ui.register}
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -145,18 +145,15 @@ def run_boxes(args: argparse.Namespace, spec: Spec, df: pd.DataFrame,
     return result.to_dict(), out
 
 
-def run_search_command(args: argparse.Namespace) -> int:
-    """Body of ``deid search``: validate, search, verify, then write (nothing written on bad input)."""
-    from ..io import read_table, require_records, write_json, write_table
-    from ..spec import load_spec
+def search_release(args: argparse.Namespace, spec: Spec, df: pd.DataFrame) -> tuple[dict, pd.DataFrame | None]:
+    """The search of ``deid search`` on a table already read: the result dict (with ``best_policy`` recording
+    every column's fate) and, with ``--apply-best``, the verified release checked for identifiers. Nothing
+    is written; the workbench (``deid ui``) calls it with options parsed by the same parser."""
+    from ..io import read_table
 
-    t0 = time.perf_counter()
-    spec = load_spec(args.spec)
-    df = read_table(args.input, spec.missing_values)
-    require_records(df, repr(args.input))
     spec.check_columns(df.columns)
     accepted = accepted_columns(args, args.out)
-    fates = spec.fates(df.columns) if args.apply_best or spec.rest is not None else None
+    fates = spec.fates(df.columns) if args.apply_best or args.policy_out or spec.rest is not None else None
     spec = spec.resolve(df.columns) if fates is not None else spec
     if not spec.quasi:
         raise DeidInputError("spec declares no quasi-identifier to search over")
@@ -173,6 +170,8 @@ def run_search_command(args: argparse.Namespace) -> int:
         out = out if args.apply_best else None
     if args.apply_best and out is None:
         raise DeidInputError("no policy meets the threshold: nothing to apply (relax --k/--threshold or --max-suppression)")
+    if args.policy_out and not result.get("best_policy"):
+        raise DeidInputError(f"--method {args.method} found no re-appliable policy to write to --policy-out")
     if out is not None:  # every column has a fate; identifiers are refused before anything is written
         from ..detect import check_release
         out = out.drop(columns=[c for c in spec.direct if c in out.columns])
@@ -180,6 +179,19 @@ def run_search_command(args: argparse.Namespace) -> int:
         result["accepted_columns"] = result["identifier_check"]["accepted_columns"]
     if fates is not None and "best_policy" in result:
         result["best_policy"] = Policy.from_dict(result["best_policy"]).with_fates(fates, spec.rest, False).to_dict()
+    return result, out
+
+
+def run_search_command(args: argparse.Namespace) -> int:
+    """Body of ``deid search``: validate, search, verify, then write (nothing written on bad input)."""
+    from ..io import read_table, require_records, write_json, write_table
+    from ..spec import load_spec
+
+    t0 = time.perf_counter()
+    spec = load_spec(args.spec)
+    df = read_table(args.input, spec.missing_values)
+    require_records(df, repr(args.input))
+    result, out = search_release(args, spec, df)
     result["seconds_total"] = round(time.perf_counter() - t0, 4)
     page = None
     if getattr(args, "html", None):
@@ -191,13 +203,25 @@ def run_search_command(args: argparse.Namespace) -> int:
         write_text(page, args.html)
     if out is not None:
         write_table(out, args.apply_best)
+    if args.policy_out:
+        Policy.from_dict(result["best_policy"]).save(args.policy_out)
     if not result["policies"]:
         print("deid: warning: no policy meets the threshold", file=sys.stderr)
     return 0
 
 
+def search_arguments(argv: list[str]) -> argparse.Namespace:
+    """``argv`` (the words after ``deid search``) parsed by the ``deid search`` parser, defaults included;
+    a usage error raises :class:`common.cli.UsageError` (the workbench builds its searches this way)."""
+    from common.cli import OneLineParser
+
+    parser = OneLineParser(prog="deid")
+    register(parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser))
+    return parser.parse_args(["search", *argv])
+
+
 def cmd_search(args: argparse.Namespace) -> int:
-    guard_outputs([args.input, args.spec, args.population], [args.out, args.apply_best, args.html])
+    guard_outputs([args.input, args.spec, args.population], [args.out, args.apply_best, args.html, args.policy_out])
     return run_search_command(args)
 
 
@@ -230,6 +254,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_known_options(se, "the search's risk (ola, bps, directed; ola without suppression)")
     se.add_argument("--out", required=True, help="RESULT.json")
     se.add_argument("--apply-best", help="write the data released under the best policy here")
+    se.add_argument("--policy-out", help="write the best policy here (re-appliable with deid apply; the same as "
+                                         "best_policy in --out)")
     se.add_argument("--html", help="self-contained HTML page with a risk vs information loss plot of the policies")
     add_accept(se)
     se.set_defaults(run=cmd_search)

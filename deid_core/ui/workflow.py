@@ -1,0 +1,282 @@
+"""The workbench's steps as calls into the library: load and profile a table (read as text, identifier
+detection, safe examples), assess, search (the very function ``deid search`` runs), pick a node (its release,
+policy and the ethics-board report of ``deid_core.report``) and write the exports. No de-identification
+logic lives here; every number comes from :mod:`deid_core`."""
+from __future__ import annotations
+
+import argparse
+import threading
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Callable, Mapping
+
+import pandas as pd
+
+from common.cli import UsageError
+from ..assess import assess
+from ..detect import check_release, scan
+from ..errors import DeidInputError
+from ..hierarchy import from_csv
+from ..io import read_table, require_records, write_table, write_text
+from ..report import EXAMPLE_MIN_RECORDS, build_report, plots, render_html, search_plot
+from ..spec import Spec, load_spec
+from ..transform.policy import Policy
+from .specform import SpecForm
+from .workspace import SearchJob, Workspace
+
+#: Methods the workbench runs; the candidate list of ``ola`` can be browsed node by node.
+METHODS = ("ola", "lola", "bps")
+#: matplotlib's pyplot is not thread-safe: one plot at a time across tabs.
+PLOT_LOCK = threading.Lock()
+#: Shown examples per column (each held by at least EXAMPLE_MIN_RECORDS records).
+EXAMPLES = 3
+
+
+def load_table(ws: Workspace, path: Path, name: str) -> None:
+    """Read an uploaded CSV/Parquet file as text (no type inference), profile it and start a fresh form."""
+    table = read_table(path)
+    require_records(table, repr(name))
+    if len(table.columns) == 0:
+        raise DeidInputError(f"{name!r} has no columns")
+    findings, scanned = scan(table)
+    profile = []
+    for column in table.columns:
+        counts = table[column].value_counts(dropna=True)
+        safe = counts[counts >= EXAMPLE_MIN_RECORDS].head(EXAMPLES)
+        profile.append({"column": column, "distinct": int(len(counts)), "missing": int(table[column].isna().sum()),
+                        "findings": [f.description for f in findings.get(column, [])],
+                        "examples": [(str(v), int(n)) for v, n in safe.items()]})
+    ws.reset_after_table()
+    ws.input_path, ws.input_name, ws.table = path, name, table
+    ws.profile, ws.scanned = profile, scanned
+    ws.form = SpecForm.for_columns(list(table.columns), findings)
+
+
+def require_table(ws: Workspace) -> pd.DataFrame:
+    if ws.table is None or ws.form is None:
+        raise DeidInputError("load a table first (step 1)")
+    return ws.table
+
+
+def update_form(ws: Workspace, fields: Mapping[str, str]) -> None:
+    """Apply the posted form; the spec is re-validated (an error is shown, the form keeps what was typed)."""
+    require_table(ws)
+    ws.form.update(fields)
+    ws.reset_after_spec()
+
+
+def spec_status(ws: Workspace) -> tuple[str, str | None]:
+    """The TOML text of the form (or "") and the one-line reason it is not a valid spec yet (or None)."""
+    try:
+        text = ws.form.toml()
+    except DeidInputError as error:
+        return "", str(error)
+    try:
+        spec = ws.form.spec()
+        spec.check_columns(ws.table.columns)
+        spec.fates(ws.table.columns)
+    except DeidInputError as error:
+        return text, str(error)
+    return text, None
+
+
+def upload_hierarchy(ws: Workspace, column: str, path: Path, name: str) -> None:
+    """An ARX-layout hierarchy file for ``column`` (read by :func:`deid_core.hierarchy.from_csv`), embedded."""
+    require_table(ws)
+    ws.form.set_rows(column, from_csv(path, name=column).rows(), name)
+    ws.reset_after_spec()
+
+
+def upload_spec(ws: Workspace, path: Path) -> None:
+    """A TOML spec fills the form (hierarchy files it names are read and embedded)."""
+    require_table(ws)
+    text = path.read_bytes().decode("utf-8")
+    ws.form = SpecForm.from_toml(text, list(ws.table.columns), base_dir=path.parent)
+    ws.reset_after_spec()
+
+
+def current_spec(ws: Workspace) -> Spec:
+    """The form's spec, checked against the table; written to the workspace as ``spec.toml`` and read back."""
+    table = require_table(ws)
+    text, error = spec_status(ws)
+    if error:
+        raise DeidInputError(f"the spec is not complete: {error}")
+    write_text(text, ws.path("spec.toml"))
+    spec = load_spec(ws.path("spec.toml"))  # what `deid search --spec` reads from the downloaded file
+    spec.check_columns(table.columns)
+    return spec
+
+
+def _population(ws: Workspace, spec: Spec) -> pd.DataFrame | None:
+    return read_table(ws.population_path, spec.missing_values, categorical=False) if ws.population_path else None
+
+
+def assess_table(ws: Workspace) -> dict:
+    """Risk of the table as it is (prosecutor; journalist and marketer with a population table; per person
+    with ``[longitudinal]``) under the spec's attack model, and the verdict."""
+    spec = current_spec(ws)
+    table = read_table(ws.input_path, spec.missing_values)
+    a = assess(table, spec, _population(ws, spec))
+    ws.assessment = {"summary": a.summary, "attack": a.attack, "longitudinal": spec.longitudinal is not None,
+                     "population": ws.population_name}
+    return ws.assessment
+
+
+@dataclass(frozen=True)
+class SearchCommand:
+    """``deid search`` as the workbench runs it: its parser (``parse``: the words after ``deid search`` ->
+    options, defaults included) and its body without the file writing (``run``: options, spec, table ->
+    result dict and release). ``deid ui`` hands in :func:`deid_core.cli.search.search_arguments` and
+    :func:`deid_core.cli.search.search_release` (the command line sits above the workbench)."""
+
+    parse: Callable[[list[str]], argparse.Namespace]
+    run: Callable[[argparse.Namespace, Spec, pd.DataFrame], tuple[dict, pd.DataFrame | None]]
+
+
+def search_argv(ws: Workspace, options: Mapping[str, str]) -> list[str]:
+    """The ``deid search`` command line of the search form (the same parser checks it)."""
+    method = options.get("method", "ola")
+    if method not in METHODS:
+        raise DeidInputError(f"method must be one of {', '.join(METHODS)}")
+    argv = ["--input", str(ws.input_path), "--spec", str(ws.path("spec.toml")), "--method", method,
+            "--out", str(ws.path("result.json")), "--apply-best", str(ws.path("best.csv")),
+            "--policy-out", str(ws.path("best_policy.json"))]
+    criterion = options.get("criterion", "k")
+    value = (options.get("value") or "").strip()
+    if value:
+        argv += ["--k" if criterion == "k" else "--threshold", value]
+    for option in ("max_suppression", "loss", "top", "iterations", "seed"):
+        text = (options.get(option) or "").strip()
+        if text:
+            argv += [f"--{option.replace('_', '-')}", text]
+    if method == "bps" and ws.population_path is not None:
+        argv += ["--population", str(ws.population_path)]
+    return argv
+
+
+def command_line(argv: list[str], ws: Workspace) -> str:
+    """The shell command a user would type for the same search (workspace paths shown as file names)."""
+    folder = str(ws.folder) + "/"
+    words = [w.replace(folder, "") if w != str(ws.input_path) else ws.input_name for w in argv]
+    return "deid search " + " ".join(words).replace("best.csv", "release.csv").replace("best_policy.json", "policy.json")
+
+
+def start_search(ws: Workspace, options: Mapping[str, str], command: SearchCommand) -> SearchJob:
+    """Parse the options as ``deid search`` does and run its search in a thread that reports its progress
+    (:data:`deid_core.algorithm.result.progress_sink`)."""
+    from ..algorithm.result import progress_sink
+
+    if ws.job is not None and not ws.job.finished:
+        raise DeidInputError("a search is already running in this tab")
+    spec = current_spec(ws)
+    argv = search_argv(ws, options)
+    try:
+        args = command.parse(argv)
+    except UsageError as error:
+        raise DeidInputError(str(error).removeprefix("deid search: ")) from None
+    table = read_table(ws.input_path, spec.missing_values)
+    job = SearchJob(method=args.method)
+    job.command, job.spec, job.table = command_line(argv, ws), spec, table
+    ws.job, ws.node = job, None
+
+    def run() -> None:
+        progress_sink.set(job.progress)
+        t0 = time.perf_counter()
+        try:
+            job.result, job.release = command.run(args, spec, table)
+        except (DeidInputError, UsageError) as error:
+            job.error = str(error)
+        except MemoryError:
+            job.error = "out of memory"
+        except Exception as error:  # noqa: BLE001 - a page shows one line, never a traceback
+            job.error = f"the search failed ({type(error).__name__}: {' '.join(str(error).split())[:200]})"
+        job.seconds = time.perf_counter() - t0
+        job.finished = True
+
+    threading.Thread(target=run, name=f"deid-ui-search-{ws.id[:8]}", daemon=True).start()
+    return job
+
+
+def risk_loss_plot(result: dict) -> str:
+    """The search's risk vs information loss plot (``deid search --html``'s), base64 PNG."""
+    with PLOT_LOCK:
+        return search_plot(result)
+
+
+def _node_release(job: SearchJob, index: int) -> tuple[pd.DataFrame, Policy]:
+    """The release and policy of candidate ``index``: the best one exactly as ``deid search --apply-best``
+    writes it; another OLA node through the same release policy, re-assessed and checked for identifiers."""
+    from ..algorithm.criterion import reassess
+    from ..algorithm.full_domain import full_domain_release_policy
+
+    spec, table, result = job.spec, job.table, job.result
+    if index == 0:
+        if job.release is None or not result.get("best_policy"):
+            raise DeidInputError("the search found no policy to apply")
+        return job.release, Policy.from_dict(result["best_policy"])
+    if job.method != "ola":
+        raise DeidInputError(f"only the best {job.method.upper()} policy can be released from the workbench")
+    node = result["policies"][index]
+    lg = spec.longitudinal
+    policy = full_domain_release_policy(spec, list(node["levels"]), node["levels"], node["suppression_k"],
+                                        person=lg.person if lg is not None else None)
+    release = policy.apply(table)[0]
+    release = release.drop(columns=[c for c in spec.direct if c in release.columns])
+    fates = spec.fates(table.columns)
+    check_release(release, fates, safe_harbor=False)
+    return release, policy.with_fates(fates, spec.rest, False)
+
+
+def _release_spec(spec: Spec, release: pd.DataFrame, table: pd.DataFrame) -> tuple[Spec, pd.DataFrame]:
+    """The spec and table that re-assess a release from scratch: released columns only, no hierarchies; with
+    ``[longitudinal]`` the person column put back (as a direct identifier) so classes count persons."""
+    columns = {c: r for c, r in spec.columns.items() if c in release.columns and r != "direct"}
+    lg = spec.longitudinal
+    if lg is None:
+        return replace(spec, columns=columns, types={}, hierarchies={}, levels={}, record_suppression=False), release
+    frame = release.copy()
+    frame.insert(0, lg.person, table[lg.person].to_numpy())
+    lg = replace(lg, level1=tuple(c for c in lg.level1 if c in columns), level2=tuple(c for c in lg.level2 if c in columns))
+    return replace(spec, columns={lg.person: "direct", **columns}, types={}, hierarchies={}, levels={},
+                   record_suppression=False, longitudinal=lg), frame
+
+
+def pick_node(ws: Workspace, index: int) -> dict:
+    """Release candidate ``index``: the release, its policy and the ethics-board page (the renderer of
+    ``deid assess --html``), written to the workspace for download."""
+    job = ws.job
+    if job is None or not job.finished or job.result is None:
+        raise DeidInputError("run a search first (step 3)")
+    policies = job.result.get("policies") or []
+    if not 0 <= index < len(policies):
+        raise DeidInputError("no such candidate: run the search again")
+    release, policy = _node_release(job, index)
+    spec, table = job.spec, job.table
+    population = _population(ws, spec)
+    before = assess(table, spec, population)
+    rspec, assessed = _release_spec(spec, release, table)
+    after = assess(assessed, rspec)
+    report = build_report(after, input_name=ws.input_name, source=table, before=before, policy=policy,
+                          reapply={"command": "deid apply --input NEXT.csv --policy policy.json --out RELEASE.csv",
+                                   "policy_file": "policy.json"})
+    with PLOT_LOCK:
+        images = plots(after, before)
+    write_table(release, ws.path("release.csv"))
+    policy.save(ws.path("policy.json"))
+    write_text(render_html(report, images), ws.path("report.html"))
+    ws.node = {"index": index, "candidate": policies[index], "report": report, "images": images,
+               "records": int(len(release)), "columns": list(release.columns)}
+    return ws.node
+
+
+def export_path(ws: Workspace, name: str) -> Path:
+    """A file the workspace made for download: ``spec.toml``, ``release.csv``, ``policy.json``, ``report.html``."""
+    if name == "spec.toml":
+        current_spec(ws)
+    elif name in ("release.csv", "policy.json", "report.html"):
+        if ws.node is None:
+            raise DeidInputError("pick a node first (step 3)")
+    else:
+        raise DeidInputError(f"no export named {name!r}")
+    return ws.path(name)
