@@ -46,11 +46,13 @@ class Paragraph:
 class Table:
     """A table of plain values; the columns listed in ``numeric`` are right-aligned. A cell may be any
     value (formatted by the renderer: at most 4 significant digits, thousands separated, ``None`` as —)
-    or :class:`Strong`, :class:`Change`, :class:`Mark`. An empty ``header`` draws no header row."""
+    or :class:`Strong`, :class:`Change`, :class:`Mark`. An empty ``header`` draws no header row;
+    ``row_header`` makes each row's first cell its heading (a table of settings and their values)."""
 
     header: Sequence[str]
     rows: Sequence[Sequence[Any]]
     numeric: Sequence[int] = ()
+    row_header: bool = False
 
 
 @dataclass(frozen=True)

@@ -62,6 +62,8 @@ def _inline(v: Any) -> str:
 
 def _table(t: Table) -> str:
     def cell(i: int, v: Any) -> str:
+        if i == 0 and t.row_header:
+            return f"<th>{_inline(v)}</th>"
         return f"<td class='num'>{_inline(v)}</td>" if i in t.numeric else f"<td>{_inline(v)}</td>"
     head = "".join(f"<th>{_esc(h)}</th>" for h in t.header)
     body = "".join("<tr>" + "".join(cell(i, v) for i, v in enumerate(r)) + "</tr>" for r in t.rows)

@@ -15,7 +15,7 @@ def search_document(result: Mapping[str, Any]) -> Document:
     settings = [[str(k), v] for k, v in result.items() if k not in ("policies", "best_policy")]
     best = result["policies"][0] if result.get("policies") else {}
     return Document("De-identification policy search", sections=[
-        Section("Settings and result", [Table([], settings),
+        Section("Settings and result", [Table([], settings, row_header=True),
                                         Figure(search_plot(dict(result)), "risk vs information loss")]),
         Section("Best policy", [Preformatted(json.dumps(best, indent=2, default=float)[:20000])]),
     ])
