@@ -5,6 +5,7 @@ the join has several rows per person (El Emam & Arbuckle, ch. 4)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Sequence
 
 import pandas as pd
 
@@ -115,7 +116,7 @@ def applied_policy(spec: deid_core.Spec, method_info: dict) -> deid_core.Policy:
 
 def deidentify(joined: pd.DataFrame, spec: deid_core.Spec, *, method: str, policy: str | None = None,
                threshold: float | None = None, max_suppression: float = 0.0, accepted: dict | None = None,
-               id_column: str | None = None, querier_columns: list[str] = ()) -> DeidentifiedRelease:
+               id_column: str | None = None, querier_columns: Sequence[str] = ()) -> DeidentifiedRelease:
     """De-identify the joined table with ``method``; every column needs a fate in ``spec``."""
     try:
         spec.check_columns(joined.columns)
