@@ -25,7 +25,7 @@ from deid_core import assess
 from deid_core.algorithm.subtree import SubtreeProblem, search_subtree
 from deid_core.longitudinal.persons import person_class_size, person_index
 from deid_core.risk import encode_table
-from deid_core.risk.classes import class_index
+from deid_core.risk.equivalence_classes import class_index
 from deid_core.spec import parse_spec
 from deid_core.transform.dates import generalize_timeline
 

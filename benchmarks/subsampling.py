@@ -74,7 +74,7 @@ def subsampling(draws: int) -> dict:
 def known_on_adult() -> list[dict]:
     from deid_core.algorithm import optimal_release
     from deid_core.assess import assess, assess_known
-    from deid_core.risk.known import known_qis
+    from deid_core.risk.known_subsets import known_qis
 
     df = read_table(ADULT / "adult.csv")
     spec = parse_spec(__import__("tomllib").loads(adult_spec_toml(threshold=0.1, release="public")), base_dir=REPO)

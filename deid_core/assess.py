@@ -10,13 +10,13 @@ import numpy as np
 import pandas as pd
 
 from .errors import DeidInputError
-from .longitudinal.classes import person_classes
+from .longitudinal.person_classes import person_classes
 from .longitudinal.persons import person_level1
 from .metric import (average_class_size, is_marker, discernibility, missingness_change, non_uniform_entropy,
                      numeric_utility, precision)
 from .risk import (Classes, EncodedTable, attack_assessment, encode_table, k_for_threshold, meets, per_record,
                    release_conditional_threshold, summarize)
-from .risk.known import KnownQIs, block_summaries, worst
+from .risk.known_subsets import KnownQIs, block_summaries, worst
 from .spec import Spec
 from .transform import Policy, full_domain_policy
 
@@ -118,7 +118,7 @@ def assess(df: pd.DataFrame, spec: Spec, population: pd.DataFrame | None = None,
     """Measure ``df``; with ``levels``/``record_suppression`` also transform and re-measure.
 
     With ``spec.longitudinal`` every class size counts distinct persons and the per-record risks are
-    per person (:func:`deid_core.longitudinal.classes.person_classes`).
+    per person (:func:`deid_core.longitudinal.person_classes.person_classes`).
     """
     table = encode_table(df, spec, population)
     measure = _Measure(df, spec)

@@ -20,8 +20,8 @@ import numpy as np
 import pandas as pd
 
 from .errors import DeidInputError
-from .io import detect_separator
-from .spec import SUPPRESSED, HierarchySpec
+from .spec import HierarchySpec
+from .vocabulary import SUPPRESSED, detect_separator
 
 TOP = "*"
 
@@ -137,6 +137,22 @@ def from_csv(path: str | Path, name: str = "") -> Hierarchy:
     except csv.Error as exc:
         raise DeidInputError(f"cannot read hierarchy {str(path)!r}: {exc}") from None
     return Hierarchy(rows, name=name or path.stem)
+
+
+#: A CSV hierarchy with at most this many rows is embedded in a saved policy (its rows inline), so the
+#: policy travels alone; a larger one is referenced by a path relative to the policy file.
+EMBED_MAX_ROWS = 10_000
+
+
+def portable(hspec: HierarchySpec, max_rows: int = EMBED_MAX_ROWS) -> HierarchySpec:
+    """The same hierarchy with a small CSV file's rows embedded (larger files keep their path)."""
+    if hspec.builder != "csv" or "rows" in hspec.params:
+        return hspec
+    rows = from_csv(hspec.params["csv"]).rows()
+    if len(rows) > max_rows:
+        return hspec
+    params = {k: v for k, v in hspec.params.items() if k != "csv"}
+    return HierarchySpec("csv", {"rows": rows, "source": Path(hspec.params["csv"]).name, **params})
 
 
 def _numbers(values: Sequence[str], name: str) -> np.ndarray:

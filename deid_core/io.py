@@ -4,7 +4,7 @@ Every cell is read as the exact text of the file, with no type inference:
 ``02139``, ``007`` and ``1.50`` keep their form, and ``NA``, ``null``,
 ``None``, ``nan`` are ordinary text. Only the declared ``missing_values``
 (default: the empty string) and the suppression marker
-:data:`deid_core.spec.SUPPRESSED` are missing; missing cells become ``NaN``
+:data:`deid_core.vocabulary.SUPPRESSED` are missing; missing cells become ``NaN``
 and are written back as the empty string. By default each column is a
 pandas ``category`` built from those strings (one small code array per
 column, which keeps 10 million rows small).
@@ -29,18 +29,10 @@ from typing import Any, Callable, Iterable, Sequence
 import pandas as pd
 
 from .errors import DeidInputError
-from .spec import SUPPRESSED
+from .vocabulary import SEPARATORS, SUPPRESSED, detect_separator  # noqa: F401  (detect_separator: re-exported)
 
-SEPARATORS = (",", ";", "\t")
 PARQUET_SUFFIXES = (".parquet", ".pq")
 CHUNK_ROWS = 1_000_000  # CSV rows parsed as strings at a time before they become categories
-
-
-def detect_separator(header: str) -> str:
-    """The separator among ``, ; \\t`` that occurs most often in the header line."""
-    counts = {sep: header.count(sep) for sep in SEPARATORS}
-    best = max(SEPARATORS, key=lambda s: counts[s])
-    return best if counts[best] else ","
 
 
 def is_parquet(path: str | Path) -> bool:

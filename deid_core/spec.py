@@ -26,20 +26,8 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from .errors import DeidInputError
-
-ROLES = ("direct", "quasi", "sensitive", "other")
-#: What ``[columns] default = "..."`` may say about the columns the spec does not list.
-REST_FATES = ("drop", "other", "quasi")
-RELEASE_TYPES = ("public", "non-public")
-MISSING_CHOICES = ("own_class", "match_any")
-BUILDERS = ("csv", "interval", "dates", "prefix", "icd", "atc", "flat")
-#: Marker written in place of a suppressed cell; read back as missing.
-SUPPRESSED = "[suppressed]"
-
-
-#: A CSV hierarchy with at most this many rows is embedded in a saved policy (its rows inline), so the
-#: policy travels alone; a larger one is referenced by a path relative to the policy file.
-EMBED_MAX_ROWS = 10_000
+# the spec's words live in a leaf module that the hierarchies and the table reader share (no cycle)
+from .vocabulary import BUILDERS, MISSING_CHOICES, RELEASE_TYPES, REST_FATES, ROLES, SUPPRESSED  # noqa: F401
 
 
 @dataclass(frozen=True)
@@ -49,7 +37,7 @@ class HierarchySpec:
     A ``csv`` hierarchy is either a file (``csv = "path"``; relative paths are
     resolved against the spec's or the policy's folder when loaded, absolute
     paths of older policies are kept) or embedded (``rows = [[leaf, level 1,
-    ...], ...]``, what :meth:`portable` makes for a saved policy).
+    ...], ...]``, what :func:`deid_core.hierarchy.portable` makes for a saved policy).
     """
 
     builder: str
@@ -57,17 +45,6 @@ class HierarchySpec:
 
     def to_dict(self) -> dict[str, Any]:
         return {"builder": self.builder, **dict(self.params)}
-
-    def portable(self, max_rows: int = EMBED_MAX_ROWS) -> "HierarchySpec":
-        """The same hierarchy with a small CSV file's rows embedded (larger files keep their path)."""
-        if self.builder != "csv" or "rows" in self.params:
-            return self
-        from .hierarchy import from_csv
-        rows = from_csv(self.params["csv"]).rows()
-        if len(rows) > max_rows:
-            return self
-        params = {k: v for k, v in self.params.items() if k != "csv"}
-        return HierarchySpec("csv", {"rows": rows, "source": Path(self.params["csv"]).name, **params})
 
     def relative_to(self, folder: Path) -> "HierarchySpec":
         """A file-based CSV hierarchy with its path relative to ``folder`` (where a policy is saved)."""

@@ -31,11 +31,11 @@ import numpy as np
 import pandas as pd
 
 from .errors import DeidInputError
-from .longitudinal.classes import person_classes
+from .longitudinal.person_classes import person_classes
 from .longitudinal.persons import person_level1, persons_per_class
 from .spec import Spec
 from .risk.attack import meets
-from .risk.classes import Classes
+from .risk.equivalence_classes import Classes
 from .risk.encoding import encode_table
 from .risk.summary import summarize
 

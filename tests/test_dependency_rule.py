@@ -154,17 +154,9 @@ def assert_acyclic(graph: dict[str, set[str]], what: str) -> None:
         visit(node, ())
 
 
-#: Deferred imports (inside a function) that close a cycle on purpose: HierarchySpec.portable reads a CSV
-#: hierarchy to embed it in a saved policy.
-ALLOWED_DEFERRED = {("deid_core.spec", "deid_core.hierarchy")}
-
-
 def test_deid_core_modules_import_each_other_without_cycles():
     assert_acyclic(module_imports("deid_core", deferred=False), "import-time")
-    graph = module_imports("deid_core")
-    for src, dst in ALLOWED_DEFERRED:
-        graph[src].discard(dst)
-    assert_acyclic(graph, "module")
+    assert_acyclic(module_imports("deid_core"), "module")
 
 
 def test_deid_core_subpackages_are_layered():
@@ -173,8 +165,7 @@ def test_deid_core_subpackages_are_layered():
         return ".".join(module.split(".")[:2])
     graph: dict[str, set[str]] = {}
     for src, deps in module_imports("deid_core").items():
-        graph.setdefault(unit(src), set()).update(unit(d) for d in deps if unit(d) != unit(src)
-                                                  and (src, d) not in ALLOWED_DEFERRED)
+        graph.setdefault(unit(src), set()).update(unit(d) for d in deps if unit(d) != unit(src))
     assert {"deid_core.risk", "deid_core.metric", "deid_core.transform", "deid_core.algorithm",
             "deid_core.cli"} <= set(graph)
     assert_acyclic(graph, "package")

@@ -28,7 +28,7 @@ def safe_harbor_risk(df: pd.DataFrame, pop: pd.DataFrame | None, spec: Spec, per
                      blocks: Sequence[Sequence[str]] | None = None) -> float:
     """Benitez, Loukides & Malin 2010 §2.1: the threshold = the normalized population risk of the Safe Harbor
     release of the same data (over persons with ``persons``, row -> person index, as the search counts).
-    With ``blocks`` (an adversary who knows m of the QIs, :mod:`deid_core.risk.known`) the largest risk over
+    With ``blocks`` (an adversary who knows m of the QIs, :mod:`deid_core.risk.known_subsets`) the largest risk over
     the blocks, each on its QIs that Safe Harbor keeps."""
     out, pop_out, kept = safe_harbor_release(df, pop, spec)
     views = [kept] if blocks is None else [[q for q in b if q in kept] for b in blocks]

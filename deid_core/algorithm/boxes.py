@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import DeidInputError
-from ..risk.classes import ec_sizes_of
+from ..risk.equivalence_classes import ec_sizes_of
 from .result import SearchResult
 
 

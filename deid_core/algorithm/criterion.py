@@ -21,7 +21,7 @@ from ..errors import DeidInputError
 from ..longitudinal.persons import person_class_size
 from ..metric.missingness import missing_mask
 from ..risk.attack import THRESHOLD_TOLERANCE, attack_probabilities, k_for_threshold, meets
-from ..risk.classes import ec_sizes_of
+from ..risk.equivalence_classes import ec_sizes_of
 from ..spec import ReleaseSpec
 
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..longitudinal.persons import person_class_size, persons_to_suppress
 from ..metric.levels import NodeLoss
-from ..risk.classes import pack_keys, sizes_from_keys
+from ..risk.equivalence_classes import pack_keys, sizes_from_keys
 from ..risk.encoding import EncodedTable
 from ..spec import Spec
 from ..transform.policy import Policy, full_domain_policy

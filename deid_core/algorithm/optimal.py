@@ -14,12 +14,12 @@ import pandas as pd
 from ..errors import DeidInputError
 from ..longitudinal.persons import person_index
 from ..risk.encoding import encode_table
-from ..risk.known import KnownQIs
+from ..risk.known_subsets import KnownQIs
 from ..spec import Spec
 from ..transform.policy import Policy
 from .criterion import Criterion, reassess
 from .full_domain import FullDomainProblem, full_domain_release_policy
-from .known import KnownFullDomainProblem, reassess_known
+from .known_subsets_search import KnownFullDomainProblem, reassess_known
 from .ola import search_ola
 from .result import SearchResult, progress_bar
 
@@ -55,7 +55,7 @@ class OptimalRelease(SearchedRelease):
     policy: Policy | None
     #: row -> person index of the searched frame when ``[longitudinal]`` is set (classes in persons)
     persons: np.ndarray | None = None
-    #: the adversary knows m of the QIs: the criterion holds on every block (:mod:`deid_core.algorithm.known`)
+    #: the adversary knows m of the QIs: the criterion holds on every block (:mod:`deid_core.algorithm.known_subsets_search`)
     known: KnownQIs | None = None
 
     def apply(self, frame: pd.DataFrame) -> pd.DataFrame:
@@ -92,7 +92,7 @@ def optimal_release(frame: pd.DataFrame, spec: Spec, *, threshold: float | None 
     risk. At most ``max_suppression`` of the records may be suppressed; ``loss`` is ``"nue"`` or
     ``"geometric"``; ``top`` policies are reported; ``progress`` shows a bar on stderr after 2 s.
     ``known``: the adversary knows m of the QIs, the criterion must hold on every block of its covering
-    design, without suppression (:class:`~deid_core.algorithm.known.KnownFullDomainProblem`).
+    design, without suppression (:class:`~deid_core.algorithm.known_subsets_search.KnownFullDomainProblem`).
     """
     if top < 1:
         raise DeidInputError(f"top must be a positive integer, got {top}")

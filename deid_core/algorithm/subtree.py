@@ -12,8 +12,8 @@ import pandas as pd
 
 from ..hierarchy import Hierarchy
 from ..risk.encoding import EncodedTable
-from ..longitudinal.classes import person_classes
-from ..risk.classes import Classes
+from ..longitudinal.person_classes import person_classes
+from ..risk.equivalence_classes import Classes
 from ..risk.population import release_classes
 from ..spec import Spec
 from ..transform.policy import Policy
@@ -113,7 +113,7 @@ def population_risk(cl: Classes, gamma: float, persons: np.ndarray | None = None
 
     With ``persons`` (row -> person index, ``[longitudinal]``) D is the set of persons: each person takes the
     class of their record with the fewest distinct persons, f counted in persons
-    (:func:`deid_core.longitudinal.classes.person_classes`, as ``deid assess`` counts them; El Emam &
+    (:func:`deid_core.longitudinal.person_classes.person_classes`, as ``deid assess`` counts them; El Emam &
     Arbuckle, ch. 4).
     """
     if persons is not None:

@@ -12,7 +12,7 @@ from pathlib import Path
 from .longitudinal import (add_attack_options, assess_attack, check_attack_options, complete_knowledge_summary,
                            longitudinal_of, prior_reports, repeated_id_warnings)
 from .masking import KEY_HELP, add_reversal_option, owner_key, sealed_reversal
-from .known import add_known_options, known_of
+from .known_options import add_known_options, known_of
 from .options import INPUT_HELP, accepted_columns, add_accept, add_input_spec, guard_outputs, parse_levels
 
 

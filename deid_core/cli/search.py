@@ -15,7 +15,7 @@ import pandas as pd
 from ..errors import DeidInputError
 from ..spec import Spec
 from ..transform.policy import Policy
-from .known import add_known_options, known_of
+from .known_options import add_known_options, known_of
 from .options import accepted_columns, add_accept, add_input_spec, guard_outputs
 
 SEARCH_METHODS = ("bps", "directed", "ola", "partition", "boxes", "lola")
@@ -79,7 +79,7 @@ def run_subtree(args: argparse.Namespace, spec: Spec, df: pd.DataFrame,
     """``--method bps|directed``: every reported policy is re-assessed from scratch; with ``[longitudinal]``
     the risk (and the Safe Harbor threshold) is over persons (docs/longitudinal.md)."""
     from ..algorithm.baseline import safe_harbor_risk
-    from ..algorithm.known import KnownSubtreeProblem
+    from ..algorithm.known_subsets_search import KnownSubtreeProblem
     from ..algorithm.subtree import SubtreeProblem, search_subtree, verify_subtree
     from ..longitudinal.persons import person_index
     from ..risk import encode_table, validate_population

@@ -13,7 +13,7 @@ formulas (:func:`entropy_terms`).
 * :mod:`.numeric` — mean, SD and correlations before/after;
 * :mod:`.levels` — the loss of lattice nodes used by the searches.
 """
-from .classes import average_class_size, discernibility
+from .class_loss import average_class_size, discernibility
 from .entropy import entropy_terms, frequencies, non_uniform_entropy
 from .geometric import geometric_loss, leaf_shares
 from .levels import LOSSES, NodeLoss

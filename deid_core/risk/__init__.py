@@ -11,7 +11,7 @@
 """
 from .attack import (PR_BREACH, THRESHOLD_TABLE, THRESHOLD_TOLERANCE, attack_assessment, attack_probabilities,
                      conditional_threshold, k_for_threshold, release_conditional_threshold, meets, overall_risk, pr_acquaintance)
-from .classes import Classes, ec_sizes_of, match_any_sizes, pack_keys, sizes_from_keys
+from .equivalence_classes import Classes, ec_sizes_of, match_any_sizes, pack_keys, sizes_from_keys
 from .encoding import EncodedTable, encode_table
 from .measures import instance_disclosure, journalist, marketer, population_risk, prosecutor
 from .population import EncodedPopulation, population_risk_of_release, release_class_sizes, validate_population

@@ -33,7 +33,7 @@ from ..errors import DeidInputError
 from ..hierarchy import Hierarchy, build_hierarchy, distinct_values, flat_hierarchy
 from ..io import require_records
 from ..spec import MISSING_CHOICES, Spec
-from .classes import Classes, match_any_sizes, pack_keys, sizes_from_keys
+from .equivalence_classes import Classes, match_any_sizes, pack_keys, sizes_from_keys
 from .population import EncodedPopulation, validate_population
 from .summary import summarize
 

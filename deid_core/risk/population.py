@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import DeidInputError
-from .classes import Classes
+from .equivalence_classes import Classes
 
 
 @dataclass

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .classes import Classes
+from .equivalence_classes import Classes
 from .measures import instance_disclosure, journalist, marketer, population_risk, prosecutor
 
 

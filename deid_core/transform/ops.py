@@ -21,7 +21,7 @@ from ..errors import DeidInputError
 from ..hierarchy import build_hierarchy, distinct_values
 from ..longitudinal.persons import person_codes, persons_to_suppress
 from ..metric.missingness import missing_mask
-from ..risk.classes import class_index
+from ..risk.equivalence_classes import class_index
 from ..spec import SUPPRESSED, HierarchySpec
 from .dates import step_columns as date_step_columns
 

@@ -14,6 +14,7 @@ from typing import Any, Callable, Mapping, Sequence
 import pandas as pd
 
 from ..errors import DeidInputError
+from ..hierarchy import portable
 from ..spec import HierarchySpec
 from .dates import step_columns as date_step_columns
 from .ops import MASKING_OPS, OPS
@@ -148,7 +149,7 @@ def full_domain_policy(hierarchies: Mapping[str, HierarchySpec], levels: Mapping
     With ``person`` (``[longitudinal]``) the suppression is of whole persons whose class holds fewer than k
     distinct persons (:func:`deid_core.transform.ops.suppression_mask`), and the direct identifiers (the
     person column among them) are dropped last, after the suppression has used the person column.
-    Small CSV hierarchies are embedded (:meth:`HierarchySpec.portable`), so the policy re-applies anywhere.
+    Small CSV hierarchies are embedded (:func:`deid_core.hierarchy.portable`), so the policy re-applies anywhere.
     """
     steps: list[dict] = []
     if drop and person is None:
@@ -160,7 +161,7 @@ def full_domain_policy(hierarchies: Mapping[str, HierarchySpec], levels: Mapping
                     raise DeidInputError(f"level {lvl} for {col!r}, which has no hierarchy (only 0 or 1 = '*')")
                 steps.append({"op": "generalize", "column": col, "hierarchy": {"builder": "flat"}, "level": 1})
             else:
-                steps.append({"op": "generalize", "column": col, "hierarchy": hierarchies[col].portable().to_dict(),
+                steps.append({"op": "generalize", "column": col, "hierarchy": portable(hierarchies[col]).to_dict(),
                               "level": int(lvl)})
     if suppress_k and suppress_k > 1:
         steps.append({"op": "suppress_records", "columns": list(qis or levels), "k": int(suppress_k),

@@ -8,6 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from deid_core.cli import main
+from deid_core.hierarchy import portable
 from deid_core.io import read_table
 from deid_core.spec import HierarchySpec
 from deid_core.transform import Policy
@@ -45,7 +46,7 @@ def test_saved_policy_reapplies_after_its_folder_is_moved(tmp_path):
 def test_large_hierarchies_are_referenced_relative_to_the_policy(tmp_path):
     folder = _folder(tmp_path)
     csv = HierarchySpec.from_dict("race", {"csv": "hierarchies/race.csv"}, folder)
-    assert csv.portable(max_rows=2) is csv                                # too large to embed: kept as a file
+    assert portable(csv, max_rows=2) is csv                                # too large to embed: kept as a file
     policy = Policy([{"op": "generalize", "column": "race", "hierarchy": csv.to_dict(), "level": 1}])
     policy.save(folder / "policy.json")
     assert json.loads((folder / "policy.json").read_text())["steps"][0]["hierarchy"]["csv"] == "hierarchies/race.csv"

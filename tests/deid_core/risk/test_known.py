@@ -16,7 +16,7 @@ import pytest
 from deid_core.algorithm import optimal_release
 from deid_core.assess import assess, assess_known
 from deid_core.io import read_table
-from deid_core.risk.known import known_qis
+from deid_core.risk.known_subsets import known_qis
 from deid_core.spec import load_spec
 from deid_testdata import ADULT, ADULT_QIS
 

@@ -12,7 +12,7 @@ from hypothesis import given, settings, strategies as st
 from scipy.stats import ks_2samp
 
 from deid_core.errors import DeidInputError
-from deid_core.risk.classes import class_index
+from deid_core.risk.equivalence_classes import class_index
 from deid_core.spec import SUPPRESSED
 from deid_core.transform import Policy
 from deid_core.transform.fpe import fpe_decrypt, fpe_encrypt, luhn_digit, luhn_valid, ssn_valid

@@ -1,6 +1,6 @@
 """Searches against an adversary who knows m of the n quasi-identifiers: the risk of a node or policy is
 the largest over the blocks of a covering design (El Emam & Arbuckle, *Anonymizing Health Data*, ch. 7,
-"Covering Designs"; :mod:`deid_core.risk.known`; docs/subsampling.md).
+"Covering Designs"; :mod:`deid_core.risk.known_subsets`; docs/subsampling.md).
 
 * :class:`KnownFullDomainProblem` — OLA (``deid search --method ola --known M``): a node is acceptable
   when every block meets the criterion without suppression. Suppression is not offered: the records a
@@ -19,9 +19,9 @@ import numpy as np
 import pandas as pd
 
 from ..longitudinal.persons import person_class_size
-from ..risk.classes import pack_keys, sizes_from_keys
+from ..risk.equivalence_classes import pack_keys, sizes_from_keys
 from ..risk.encoding import EncodedTable
-from ..risk.known import KnownQIs, restrict
+from ..risk.known_subsets import KnownQIs, restrict
 from .criterion import Criterion, reassess
 from .full_domain import FullDomainProblem, NodeResult
 from .lattice import Node

@@ -8,7 +8,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from ..risk.classes import ec_sizes_of
+from ..risk.equivalence_classes import ec_sizes_of
 from .missingness import missing_mask
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
 from ..errors import DeidInputError
-from .classes import Classes
+from .equivalence_classes import Classes
 from .covering import CoveringDesign, covering_design
 from .encoding import EncodedTable
 from .population import EncodedPopulation

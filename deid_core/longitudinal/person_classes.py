@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..risk.classes import Classes
+from ..risk.equivalence_classes import Classes
 from ._codes import factorize
 
 

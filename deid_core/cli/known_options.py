@@ -8,7 +8,7 @@ import math
 import sys
 
 from ..errors import DeidInputError
-from ..risk.known import KnownQIs, known_qis
+from ..risk.known_subsets import KnownQIs, known_qis
 from ..spec import Spec
 
 #: Candidate block/subset pairs beyond which building the design may take more than ~2 s (announced).

@@ -1,0 +1,314 @@
+"""The page of a five-step report (``deid assess --html``, ``party link-release``): a
+:func:`~deid_core.report.five_steps.build_report` dict as a :class:`~deid_core.report.document.Document`.
+A caller adds sections of its own through ``preface`` (placed before step 1: what the data went through
+before they were de-identified, e.g. a linkage) without this module knowing what they say."""
+from __future__ import annotations
+
+import json
+from typing import Any, Mapping, Sequence
+
+from ..errors import DeidInputError
+from ..spec import SUPPRESSED
+from .columns import EXAMPLE_MIN_RECORDS
+from .document import Change, Document, Figure, Mark, Paragraph, Preformatted, Section, Strong, Table, Verdict
+from .five_steps import SOURCES
+from .render import fmt, names, pct, render
+
+#: Measures in words, in the order the tables show them; "a.b" reads summary[a][b].
+MEASURES = [
+    ("persons", "Persons (longitudinal data: class sizes below count persons)"),
+    ("records", "Records"),
+    ("suppressed_persons", "Persons suppressed (all their records)"),
+    ("suppressed_records", "Records suppressed"),
+    ("fully_missing_records", "Records with every quasi-identifier missing"),
+    ("equivalence_classes", "Equivalence classes (records alike on the quasi-identifiers)"),
+    ("k_min", "Smallest equivalence class (k)"),
+    ("prosecutor.max", "Prosecutor risk, maximum"),
+    ("prosecutor.average", "Prosecutor risk, average"),
+    ("prosecutor.strict_average", "Prosecutor risk, strict average"),
+    ("journalist.max", "Journalist risk, maximum"),
+    ("journalist.average", "Journalist risk, average"),
+    ("marketer", "Marketer risk"),
+    ("population_risk.normalized", "Population risk (normalized)"),
+    ("instance_disclosure.max_r", "Instance disclosure risk, maximum"),
+    ("instance_disclosure.R", "Instance disclosure risk, average"),
+]
+
+ATTACK_NAMES = {"T1": "T1 deliberate attempt (data recipient)", "T2": "T2 inadvertent recognition of an acquaintance",
+                "T3": "T3 data breach", "T4": "T4 public release (demonstration attack)"}
+
+#: Captions of the plots of :func:`deid_core.report.figures.plots`.
+CAPTIONS = {"ec_histogram": "Records by the size of their equivalence class; dashed: the k the threshold needs",
+            "risk_per_record": "Risk per record, highest first, against the threshold"}
+
+
+def _get(summary: Mapping[str, Any], key: str) -> Any:
+    value: Any = summary
+    for part in key.split("."):
+        if not isinstance(value, Mapping) or part not in value:
+            return None
+        value = value[part]
+    return value
+
+
+def section_identifiers(s: Mapping[str, Any]) -> Section:
+    ids = s["1_identifiers"]
+    return Section("1. Direct identifiers and quasi-identifiers", [
+        Paragraph(f"Direct identifiers: {names(ids['direct'])}. {ids['why']['direct']}"),
+        Paragraph(f"Quasi-identifiers: {names(ids['quasi'])}. {ids['why']['quasi']}"),
+        Paragraph(f"Sensitive (analytic) columns: {names(ids['sensitive'])}; other columns: {names(ids['other'])}. "
+                  "They are released as they are unless the policy says otherwise."),
+    ])
+
+
+def section_threshold(s: Mapping[str, Any]) -> Section:
+    t = s["2_threshold"]
+    rows = [[ATTACK_NAMES.get(a, a), "maximum risk" if v["metric"] == "max" else "average risk",
+             f"{v['range'][0]} to {v['range'][1]}"] for a, v in t["threshold_table"].items()]
+    return Section("2. The threshold", [
+        Paragraph(f"This is a {t['release_type']} release. {t['why']} The threshold is {t['threshold']}: every "
+                  f"equivalence class must hold at least k = {t['k_equivalent']} {t.get('k_unit', 'records')} for "
+                  "the risk measured on them to stay at or under it."),
+        Table(["attack", "risk metric", "threshold range"], rows),
+    ])
+
+
+def _attack_table(attacks: Mapping[str, Any]) -> Table:
+    return Table(["attack", "Pr(T)", "Pr(re-id | T)", "Pr(re-id, T)", "threshold"],
+                 [[ATTACK_NAMES.get(t, t), v["pr_t"], v["pr_reid_given_t"], v["pr_reid"], Mark(v["meets_threshold"])]
+                  for t, v in attacks.items()], numeric=(1, 2, 3))
+
+
+def section_attacks(s: Mapping[str, Any]) -> Section:
+    before = s["5_evidence"]["attack_before"]
+    return Section("3. The risk, measured under the plausible attacks", [
+        Paragraph("The risk of re-identification under an attack T is Pr(re-id, T) = Pr(T) × Pr(re-id | T): the "
+                  "chance the attack happens times the chance it succeeds, which is 1 / the size of a record's "
+                  "equivalence class. Before de-identification:"),
+        _attack_table(before["attacks"]),
+        Paragraph(f"Before de-identification the data {'meet' if before['meets_threshold'] else 'do not meet'} the "
+                  f"threshold {s['2_threshold']['threshold']} (overall risk {fmt(before['overall_risk'])})."),
+    ])
+
+
+def _fate_rows(fates: Sequence[Mapping[str, Any]]) -> list[list[Any]]:
+    rows = []
+    for f in fates:
+        ex = f.get("example")
+        level = f"{f['level_from']} → {f['level_to']} of {f['height']}" if "level_to" in f else "—"
+        rows.append([Strong(f["column"]), f["role_text"], f["text"], level,
+                     Change(ex["before"], ex["after"]) if ex else "—", f.get("cells_suppressed", "—")])
+    return rows
+
+
+def section_transformation(s: Mapping[str, Any]) -> Section:
+    tr = s["4_transformation"]
+    fates = tr.get("columns") or []
+    if not fates:
+        return Section("4. What was done", [
+            Paragraph("Policy steps: " + "; ".join(st.get("text", st["op"]) for st in tr.get("steps", [])) + ".")])
+    dropped = [f["column"] for f in fates if f.get("fate") == "dropped"]
+    generalized = [f"{f['column']} ({f['generalized_from']} → {f['generalized_to']})" for f in fates
+                   if "generalized_to" in f]
+    sentence = f"Dropped: {names(dropped)}. Generalized: {names(generalized)}. "
+    k, persons, n = tr.get("suppression_k"), tr.get("persons_suppressed"), tr["records_suppressed"]
+    if k and persons is not None:
+        sentence += (f"Persons with a record in an equivalence class of fewer than k = {k} persons have all "
+                     f"their records suppressed (their quasi-identifiers replaced by {SUPPRESSED}); here "
+                     f"{persons:,} person{'s' if persons != 1 else ''}, {n:,} record{'s' if n != 1 else ''}.")
+    else:
+        sentence += (f"Records in equivalence classes smaller than k = {k} are suppressed (their "
+                     f"quasi-identifiers replaced by {SUPPRESSED}); here {n:,} record"
+                     f"{'s' if n != 1 else ''}." if k else "No record was suppressed.")
+    return Section("4. What was done", [
+        Paragraph(sentence),
+        Table(["column", "role", "what happened", "hierarchy level", "example before → after", "cells suppressed"],
+              _fate_rows(fates), numeric=(5,)),
+        Paragraph("Examples are the most frequent changed value of a column; an original value held by fewer than "
+                  f"{EXAMPLE_MIN_RECORDS} records is not shown, and direct identifiers and masked columns never show "
+                  "one.", style="small"),
+    ])
+
+
+def _risk_table(before: Mapping[str, Any], after: Mapping[str, Any]) -> Table:
+    rows = []
+    for key, name in MEASURES:
+        b, a = _get(before, key), _get(after, key)
+        if (key == "suppressed_records" or (key == "suppressed_persons" and a is not None)) and b is None:
+            b = 0
+        if b is None and a is None:
+            continue
+        rows.append([name, b, a])
+    return Table(["measure", "before", "released"], rows, numeric=(1, 2))
+
+
+def _before_after(measure: Mapping[str, Any], part: str = "") -> str:
+    """``before → after`` of a loss measure (of its ``part`` when the measure has several)."""
+    before, after = measure.get("before"), measure.get("after")
+    if part:
+        before, after = (before or {}).get(part), (after or {}).get(part)
+    return f"{fmt(before)} → {fmt(after)}"
+
+
+def section_evidence(s: Mapping[str, Any], images: Mapping[str, str]) -> Section:
+    ev, t = s["5_evidence"], s["2_threshold"]
+    ok = ev["meets_threshold"]
+    loss = ev["information_loss"]
+    nue = loss.get("non_uniform_entropy", {})
+    loss_rows = [
+        ["Non-uniform entropy lost (share of the maximum)", f"{nue.get('percent', 0):.2f} %"],
+        ["Records with a missing or suppressed quasi-identifier", _before_after(loss.get("missingness", {}), "record")],
+        ["Cells missing or suppressed (quasi-identifiers)", _before_after(loss.get("missingness", {}), "cell")],
+        ["Discernibility (Σ class size²)", _before_after(loss.get("discernibility", {}))],
+        ["Average equivalence class size", _before_after(loss.get("average_class_size", {}))],
+        ["Precision (1 = nothing generalized)", fmt(loss.get("precision", {}).get("precision"))],
+    ]
+    lost = [Table(["measure", "value"], loss_rows)]
+    per = ev.get("loss_per_column") or []
+    if per:
+        lost.append(Table(["quasi-identifier", "distinct values before → after", "cells suppressed",
+                           "non-uniform entropy lost", "precision"],
+                          [[r["column"], "dropped" if r["dropped"] else
+                            f"{fmt(r['distinct_before'])} → {fmt(r['distinct_after'])}",
+                            r["cells_suppressed"], f"{r['entropy_percent']:.2f} %", r["precision"]] for r in per],
+                          numeric=(2, 3, 4)))
+    numeric = (loss.get("numeric") or {}).get("columns") or {}
+    if numeric:
+        lost.append(Table(["numeric column", "mean before", "mean after", "SD before", "SD after",
+                           "correlation before/after"],
+                          [[c, v["mean_before"], v["mean_after"], v["sd_before"], v["sd_after"],
+                            v["corr_before_after"]] for c, v in numeric.items()], numeric=(1, 2, 3, 4, 5)))
+    blocks: list[Any] = [
+        Verdict(ok, f"The released data {'meet' if ok else 'do NOT meet'} the threshold {t['threshold']}: "
+                    f"overall risk {fmt(ev['overall_risk'])} (before: {fmt(ev['overall_risk_before'])})."),
+        Section("Risk before and after", [_risk_table(ev["risk_before"], ev["risk_after"]),
+                                          Paragraph("Released data under each plausible attack:"),
+                                          _attack_table(ev["attack_after"]["attacks"])]),
+        Section("Information loss", lost),
+    ]
+    if images:
+        blocks.append(Section("Plots", [Figure(data, CAPTIONS.get(name, name)) for name, data in images.items()]))
+    a, b = ev["reassess_between"]
+    blocks.append(Paragraph(f"Re-assess between {a} and {b} (every 18 to 24 months), or earlier if quasi-identifiers "
+                            "are added or changed, the recipients change, or the data come from a different "
+                            "population."))
+    return Section("5. Re-assessment of the release", blocks)
+
+
+def _operation_text(op: Mapping[str, Any]) -> tuple[str, str]:
+    """(what, result) of one earlier ``deid truncate``/``deid codes`` report, in words."""
+    if "removed_claims" in op:
+        how = (f"claims per person top-coded at the {op.get('percentile')}th percentile ({op.get('cutoff')} claims)"
+               if op.get("method") == "percentile" else
+               f"every bin of {op.get('width', 5)} claims per person holds at least k = {op.get('k')} persons")
+        return (f"Long tail truncated: {how}",
+                f"{op['removed_claims']:,} of {op['claims']:,} claims removed ({pct(op['removed_claims_proportion'])})"
+                f", from {op['removed_persons']:,} of {op['persons']:,} persons")
+    if op.get("operation") == "suppress":
+        return (f"Codes in {op.get('code')} suppressed where a code group is held by fewer than k = {op.get('k')} "
+                "persons in its class", f"{op['suppressed_rows']:,} rows of {op['suppressed_persons']:,} persons "
+                f"({op['groups_below_k']:,} code groups)")
+    if op.get("operation") == "shuffle":
+        return (f"Codes in {op.get('code')} shuffled among the persons of each class and code group "
+                f"(level {op.get('group_level')} of the code hierarchy)",
+                f"{op['rows_changed']:,} of {op['events']:,} rows now hold a different code "
+                f"({op['groups']:,} groups); every group keeps its codes and their counts")
+    return ("Earlier step", json.dumps(op, default=str)[:200])
+
+
+def section_longitudinal(lg: Mapping[str, Any]) -> Section:
+    epp = lg["events_per_person"]
+    rp, rr = lg["risk_persons"], lg["risk_rows"]
+    blocks: list[Any] = [
+        Paragraph(f"The table holds {lg['events']:,} events (rows) of {lg['persons']:,} persons, identified by the "
+                  f"column {lg['person']} (removed from the release). A person has {epp['min']:,} to {epp['max']:,} "
+                  f"events (median {fmt(epp['median'])}). Every class size in this report counts distinct persons: "
+                  "three identical claims of one patient are a class of one person, whose risk is 1, not 1/3."),
+        Paragraph(f"Values fixed per person (level 1, always assumed known to an adversary): {names(lg['level1'])}. "
+                  f"Values of each event (level 2): {names(lg['level2'])}."),
+        Table(["released data counted by", "smallest class", "maximum risk", "average risk"],
+              [["persons (used in this report)", rp.get("k_min"), rp.get("max"), rp.get("average")],
+               ["rows (would understate the risk)", rr.get("k_min"), rr.get("max"), rr.get("average")]],
+              numeric=(1, 2, 3)),
+    ]
+    att = lg.get("attack")
+    if att:
+        power, res = att["adversary_power"], att["attack"]
+        p_max = power["p_max"]
+        if power.get("fixed"):
+            blocks.append(Paragraph(f"Adversary power: the adversary is assumed to know {p_max} value(s) of each "
+                                    "event column for every person."))
+        else:
+            by = power["by_qi"]
+            rows = [[p] + [by[h]["distribution"].get(str(p), 0) for h in by] for p in range(1, p_max + 1)]
+            blocks += [Paragraph(f"Adversary power: how many values of each event column an adversary is assumed to "
+                                 f"know about a person, at most {p_max}. It grows with the person's number of events "
+                                 "and falls when their values vary little (the book's formula with the Simpson "
+                                 "variability). Persons by power:"),
+                       Table(["values known"] + [f"persons ({h})" for h in by], rows,
+                             numeric=tuple(range(1, len(by) + 1)))]
+        lo, hi = res["ci95"]
+        thr = res["threshold"]
+        how = ("every possible combination of known values of every person was tried" if res["exact"] else
+               f"{res['iterations']:,} attacks were simulated on persons drawn at random (seed {res['seed']})")
+        blocks += [
+            Paragraph("Simulated attack: the adversary knows a person's level-1 values and as many of their event "
+                      "values as their power allows, looks for released persons whose events contain all of them, "
+                      f"and picks one of those at random. {how[0].upper() + how[1:]}."),
+            Table(["result", "value"],
+                  [["average chance of a correct re-identification", pct(res["average"])],
+                   ["95 % confidence interval", f"{pct(lo)} to {pct(hi)}" if not res["exact"] else "exact"],
+                   [f"persons above the threshold {thr}", pct(res["high_risk_persons"])],
+                   ["simulated attack, average against the threshold", Mark(res["average"] <= thr)]]),
+            Paragraph("Two measures, two adversaries: step 5 below counts, per person, the persons who share one of "
+                      "their events (level-1 and level-2 values of one row: an adversary who knows one event), and "
+                      "gives the verdict on the threshold; the simulated attack above assumes an adversary who knows "
+                      "several events, all of which must be found in the same released person (the measure of the "
+                      "Heritage Health Prize release). They can disagree; the release decision should say which one "
+                      "it relies on."),
+        ]
+    else:
+        blocks.append(Paragraph("No simulated attack was run (deid assess --attack runs one)."))
+    ops = lg.get("operations") or []
+    if ops:
+        blocks.append(Section("Done before this assessment", [Table(["step", "result"],
+                                                                    [_operation_text(o) for o in ops])]))
+    return Section("Longitudinal data: one person, many rows", blocks)
+
+
+def section_policy(s: Mapping[str, Any]) -> Section:
+    tr = s["4_transformation"]
+    re_ = tr.get("reapply") or {}
+    command = re_.get("command", "deid apply --input NEXT.csv --policy POLICY.json --out RELEASE.csv")
+    where = re_.get("policy_file")
+    return Section("The policy to re-apply", [
+        Paragraph("Next year's data of the same kind can be released the same way: the same generalizations give the "
+                  "same risk on a stable population, which this report's re-assessment confirms or refutes."
+                  + (f" The policy is saved as {where}." if where else " Save the JSON below as POLICY.json.")),
+        Preformatted(command, style="cmd"),
+        Preformatted(json.dumps(tr["policy"], indent=2, default=str)),
+    ])
+
+
+def assessment_document(report: Mapping[str, Any], images: Mapping[str, str] | None = None, *,
+                        preface: Sequence[Section] = ()) -> Document:
+    """The page of a :func:`~deid_core.report.five_steps.build_report` dict: ``preface`` sections (the
+    caller's own, e.g. how the data were linked), then the five steps (with the longitudinal part when the
+    data have one), the policy to re-apply and the sources. ``images`` are :func:`~deid_core.report.figures.plots`."""
+    if not isinstance(report, Mapping) or "steps" not in report:
+        raise DeidInputError("render_html needs a report dict from build_report")
+    s = report["steps"]
+    sections = [*preface, section_identifiers(s), section_threshold(s)]
+    if report.get("longitudinal"):
+        sections.append(section_longitudinal(report["longitudinal"]))
+    sections += [section_attacks(s), section_transformation(s), section_evidence(s, images or {}), section_policy(s)]
+    meta = (f"Input: {report.get('input', '')} — generated {report.get('generated', '')}. The method follows "
+            "El Emam & Arbuckle's five steps (sources at the end).")
+    return Document(report.get("title", "De-identification report"), meta, sections,
+                    list((report.get("sources") or SOURCES).values()))
+
+
+def render_html(report: Mapping[str, Any], images: Mapping[str, str] | None = None, *,
+                preface: Sequence[Section] = ()) -> str:
+    """A self-contained, offline HTML page for a :func:`build_report` dict (plots as PNG data URIs)."""
+    return render(assessment_document(report, images, preface=preface))

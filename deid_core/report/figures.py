@@ -1,0 +1,83 @@
+"""The plots of report pages, drawn with matplotlib (Agg) as base64 PNGs: records by equivalence class size
+and risk per record before and after a release, and the policies a search found (risk against loss)."""
+from __future__ import annotations
+
+import base64
+import io
+from typing import Any
+
+import numpy as np
+
+from ..assess import Assessment
+
+
+def png(fig: Any) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
+    return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def plots(a: Assessment, before: Assessment | None = None) -> dict[str, str]:
+    """Records by class size (before and after) and per-record risk as base64 PNGs (matplotlib Agg)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out = {}
+    fig, ax = plt.subplots(figsize=(6, 3.2))
+    sizes = a.ec_sizes if len(a.ec_sizes) else np.array([0])
+    prior = (before.ec_sizes if before is not None else None)
+    top = max(sizes.max(), prior.max() if prior is not None and len(prior) else 0, 2)
+    bins = np.unique(np.round(np.logspace(0, np.log10(top), 30)))
+    if prior is not None and len(prior):
+        ax.hist(prior, bins=bins, weights=prior, color="#bbbbbb", label="before")
+    ax.hist(sizes, bins=bins, weights=sizes, color="#4472c4", alpha=0.85, label="released")
+    ax.set_xscale("log")
+    ax.set_xlabel("size of the record's equivalence class")
+    ax.set_ylabel("records")
+    ax.axvline(a.attack["k_equivalent"], color="#c00000", ls="--", label=f"k = {a.attack['k_equivalent']}")
+    ax.legend()
+    out["ec_histogram"] = png(fig)
+    plt.close(fig)
+    fig, ax = plt.subplots(figsize=(6, 3.2))
+    for col, color in (("prosecutor", "#4472c4"), ("journalist", "#ed7d31"), ("instance_disclosure", "#70ad47")):
+        if col in a.per_record:
+            r = np.sort(a.per_record[col].dropna().to_numpy())[::-1]
+            ax.plot(np.arange(1, len(r) + 1), r, label=f"{col.replace('_', ' ')} (released)", color=color)
+    if before is not None and "prosecutor" in before.per_record:
+        r = np.sort(before.per_record["prosecutor"].dropna().to_numpy())[::-1]
+        ax.plot(np.arange(1, len(r) + 1), r, label="prosecutor (before)", color="#999999", ls=":")
+    ax.axhline(a.spec.release.threshold, color="#c00000", ls="--", label="threshold")
+    ax.set_xscale("log")
+    ax.set_xlabel("records (sorted by risk)")
+    ax.set_ylabel("risk per record")
+    ax.legend(fontsize=8)
+    out["risk_per_record"] = png(fig)
+    plt.close(fig)
+    return out
+
+
+
+def search_plot(result: dict) -> str:
+    """Risk vs information loss of the policies a search found, best one marked; base64 PNG."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    pols = result.get("policies", [])
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    if pols:
+        loss = np.array([p["information_loss"] for p in pols], dtype=float)
+        risk = np.array([p["risk"] for p in pols], dtype=float)
+        ax.scatter(loss, risk, s=18, color="#4472c4", label=f"{len(pols)} policies")
+        ax.scatter(loss[:1], risk[:1], s=60, facecolors="none", edgecolors="#c00000", label="best")
+    thr = result.get("threshold", (result.get("criterion") or {}).get("threshold"))
+    if thr:
+        ax.axhline(thr, color="#c00000", ls="--", label="threshold")
+    ax.set_xlabel(f"information loss ({result.get('loss', '')})")
+    ax.set_ylabel("risk")
+    ax.set_title(f"deid search --method {result.get('method', '')}")
+    ax.legend(fontsize=8)
+    out = png(fig)
+    plt.close(fig)
+    return out
