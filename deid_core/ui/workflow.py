@@ -207,7 +207,6 @@ def risk_loss_plot(result: dict) -> str:
 def _node_release(job: SearchJob, index: int) -> tuple[pd.DataFrame, Policy]:
     """The release and policy of candidate ``index``: the best one exactly as ``deid search --apply-best``
     writes it; another OLA node through the same release policy, re-assessed and checked for identifiers."""
-    from ..algorithm.criterion import reassess
     from ..algorithm.full_domain import full_domain_release_policy
 
     spec, table, result = job.spec, job.table, job.result
