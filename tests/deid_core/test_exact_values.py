@@ -161,7 +161,9 @@ def check_safe_harbor(tmp: Path, src: Path, rows, fmt: str, cli) -> None:
     spec = spec_file(tmp / "sh.toml", {"id": "direct", "zip": "quasi", "note": "sensitive", "code": "other"},
                      {"zip": "zip"})
     out = output_path(tmp, "sh", fmt)
-    cli("safe-harbor", "--input", str(src), "--spec", str(spec), "--out", str(out), "--reference-year", "2024")
+    cli("safe-harbor", "--input", str(src), "--spec", str(spec), "--out", str(out), "--reference-year", "2024",
+        "--report", str(tmp / "sh.json"),
+        *(f"--accept-column={c}:random test values" for c in ("note", "code")))
     got = read_command_output(out, fmt)
     assert got[0] == ["zip", "note", "code"]
     assert column(got, "note") == [r[2] or "" for r in rows] and column(got, "code") == [r[3] for r in rows]
