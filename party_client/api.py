@@ -26,12 +26,12 @@ from party_client.matching.normalize import FIELD_TYPES
 from party_client.matching.rules import Rules
 from party_client.matching.rules_file import load_rules
 from party_client.matching.keys import QuerierKeys, exact_holder_keys, exact_querier_keys
-from party_client.protocol.engine import HolderData, QueryOptions
+from party_client.protocol.engines.interface import HolderData, QueryOptions
 from party_client.protocol.holder import Holder, HolderOptions
 from party_client.protocol.querier import HolderTimeout, Querier, QueryOutcome
 from party_client.protocol.wire import MODE_NAMES
 from party_client.sessions_state import SessionState, SessionStates, fingerprint
-from party_client.tables import read_table, require_columns, require_records
+from party_client.files import read_table, require_columns, require_records
 from party_client.transport import (FIRST_CONTACT_SECONDS, RETRY_WINDOW_SECONDS, Connection, ConnectionProblem,
                                     KeyHolderRefusal, register)
 from proto import linkage_pb2 as pb

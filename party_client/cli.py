@@ -79,7 +79,7 @@ def _key_source(args) -> None:
 
 
 def _finish(result, out: str, report_file: str | None) -> int:
-    from party_client.tables import write_table
+    from party_client.files import write_table
     write_table(result.frame, out)
     if report_file:
         with open(report_file, "w") as sink:
@@ -93,7 +93,7 @@ def _finish(result, out: str, report_file: str | None) -> int:
 
 
 def cmd_query(args) -> int:
-    from party_client.tables import check_output
+    from party_client.files import check_output
     check_output(args.out, args.input)
     party = _party(args)
     common = dict(id_type=args.id_type, key_bits=args.key_bits, fast_blinding=args.fast_blinding,
@@ -135,7 +135,7 @@ def cmd_link_release(args) -> int:
 
 def cmd_dedup_many(args) -> int:
     from party_client.release import dedup_many
-    from party_client.tables import check_output, write_table
+    from party_client.files import check_output, write_table
     _key_source(args)
     check_output(args.out, args.input)
     output, report = dedup_many(_party(args), _columns(args.registries), args.input, id_column=args.id_column,
@@ -150,7 +150,7 @@ def cmd_estimate(args) -> int:
     """Fellegi-Sunter m and u by EM on the querier's own table; no key holder involved."""
     import math
     from party_client.matching.estimate import estimate_rules, rules_text
-    from party_client.tables import check_output, read_table, require_records, write_text
+    from party_client.files import check_output, read_table, require_records, write_text
     check_output(args.out, args.rules, args.input, suffixes=(".toml",), kind="a .toml")
     frame = read_table(args.input)
     require_records(frame, args.input)

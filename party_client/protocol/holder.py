@@ -1,6 +1,6 @@
 """The holder's driver (docs/protocol.md, "The blinded comparison"): fetch the
 sealed query, check it against the session and its own keys, let the round's
-engine (:mod:`party_client.protocol.engines`) plan the comparison units, order
+engine (:mod:`party_client.protocol.engines.choice`) plan the comparison units, order
 its rows by a permutation fixed per session from a local secret (a resumed
 holder resends identical batches), compare every unit through the scheme with a
 fresh blinding factor each (:func:`compare_units`, on the process's GIL-free
@@ -31,8 +31,8 @@ from party_client.crypto.seal import SessionCipher, open_records
 from party_client.errors import PartyError
 from party_client.identity import PartyDir
 from party_client.progress import bar
-from party_client.protocol.engine import HolderContext, HolderData, ReceivedQuery, RoundPlan
-from party_client.protocol.engines import engine_for
+from party_client.protocol.engines.interface import HolderContext, HolderData, ReceivedQuery, RoundPlan
+from party_client.protocol.engines.choice import engine_for
 from party_client.protocol.wire import (MODE_NAMES, attachment_cipher, message_context, note_cipher,
                                         party_key, read_query, session_scheme)
 from party_client.transport import Connection, ConnectionProblem, KeyHolderRefusal
