@@ -31,8 +31,8 @@ from party_client.crypto.seal import SessionCipher, open_records
 from party_client.errors import PartyError
 from party_client.identity import PartyDir
 from party_client.progress import bar
-from party_client.protocol.engines.interface import HolderContext, HolderData, ReceivedQuery, RoundPlan
 from party_client.protocol.engines.choice import engine_for
+from party_client.protocol.engines.interface import HolderContext, HolderData, ReceivedQuery, RoundPlan
 from party_client.protocol.wire import (MODE_NAMES, attachment_cipher, message_context, note_cipher,
                                         party_key, read_query, session_scheme)
 from party_client.transport import Connection, ConnectionProblem, KeyHolderRefusal

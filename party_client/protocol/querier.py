@@ -19,8 +19,8 @@ from party_client.errors import PartyError
 from party_client.identity import PartyDir
 from party_client.matching.keys import QuerierKeys
 from party_client.progress import bar
-from party_client.protocol.engines.interface import PreparedQuery, Progress, QueryOptions
 from party_client.protocol.engines.choice import engine_for
+from party_client.protocol.engines.interface import PreparedQuery, Progress, QueryOptions
 from party_client.protocol.wire import (MODES, attachment_cipher, message_context, note_cipher, party_key,
                                         query_records, session_scheme)
 from party_client.sessions_state import SessionState
