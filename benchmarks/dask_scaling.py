@@ -32,7 +32,7 @@ from common.distributed import Cluster
 from common.schemes import get_scheme
 from common.schemes.pool import worker_pool
 from party_client.crypto.cuckoo import EXPANSION, HASH_FUNCTIONS, padded_size
-from party_client.protocol.holder import compare_units
+from party_client.protocol.batches import compare_units
 
 # (scheme, key bits, total comparisons, batch sizes): batches span ~10 ms to ~1 s of work
 PLANS = {"paillier": (1536, (16, 64, 256)), "ec": (8192, (64, 256, 1024, 2048))}

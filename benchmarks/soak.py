@@ -87,7 +87,7 @@ def lookup_worker(party, holder: str, ids: list[str], present: set[str], buckets
     """Single-record lookups until the deadline, in this worker's own lookup sessions."""
     from party_client.api import assemble
     from party_client.matching.keys import exact_querier_keys
-    from party_client.protocol.engine import QueryOptions
+    from party_client.protocol.engines.interface import QueryOptions
     from party_client.protocol.querier import Querier
     from party_client.waiting import Notice
     rng = random.Random(seed)

@@ -10,7 +10,6 @@ and holds.
 """
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,17 +20,17 @@ from common.distributed import CONNECT_SECONDS, Cluster
 from common.schemes import DEFAULT_SCHEME, SCHEME_NAMES, parse_scheme_list, scheme_name
 from party_client.errors import PartyError
 from party_client.identity import PartyDir
-from party_client.lookups import BucketPlan, LookupSession, LookupState, plan_buckets
+from party_client.lookups import BucketPlan, LookupState, lookup_report, plan_buckets, run_lookup
 from party_client.matching.normalize import FIELD_TYPES
 from party_client.matching.rules import Rules
 from party_client.matching.rules_file import load_rules
 from party_client.matching.keys import QuerierKeys, exact_holder_keys, exact_querier_keys
-from party_client.protocol.engine import HolderData, QueryOptions
+from party_client.protocol.engines.interface import HolderData, QueryOptions
 from party_client.protocol.holder import Holder, HolderOptions
 from party_client.protocol.querier import HolderTimeout, Querier, QueryOutcome
 from party_client.protocol.wire import MODE_NAMES
 from party_client.sessions_state import SessionState, SessionStates, fingerprint
-from party_client.tables import read_table, require_columns, require_records
+from party_client.files import read_table, require_columns, require_records
 from party_client.transport import (FIRST_CONTACT_SECONDS, RETRY_WINDOW_SECONDS, Connection, ConnectionProblem,
                                     KeyHolderRefusal, register)
 from proto import linkage_pb2 as pb
@@ -269,7 +268,6 @@ class Party:
         """Look a few records up in a large holder through risk-bounded buckets."""
         plan: BucketPlan = plan_buckets(population, max_risk, buckets)
         options = self._options(key_bits, fast_blinding, timeout, scheme)
-        key_bits = options.key_bits
         options.lookup_buckets = plan.buckets
         frame, keys = self._prepare(data, id_column, id_type, None, matched_column, "querier")
         values = keys.tables[0].values
@@ -278,47 +276,15 @@ class Party:
         state = LookupState(self.dir)
         try:
             with self.connect() as connection:
-                querier = Querier(connection, self.dir)
-                saved = state.reusable(holder, plan.buckets, key_bits, options.scheme)
-                session = None
-                if saved is not None:
-                    try:
-                        session = connection.call("GetSession", pb.SessionRef(session_id=saved.session_id))
-                    except KeyHolderRefusal:
-                        session = None
-
-                def fresh() -> tuple[pb.SessionInfo, LookupSession]:
-                    opened = querier.open_session("lookup", holder, options, ttl=session_ttl, keys=keys)
-                    kept = LookupSession(opened.session_id, os.urandom(32), plan.buckets, key_bits,
-                                         opened.expires_at, options.scheme)
-                    state.save(holder, kept)
-                    return opened, kept
-                if session is None or session.status != pb.OPEN:
-                    session, saved = fresh()
-                try:
-                    outcome = querier.run(session, keys, options, lookup_secret=saved.secret)
-                except KeyHolderRefusal as refusal:
-                    # K's round cap per session: the query was not relayed; continue in a fresh session
-                    # (a new secret: the ledger below warns if the holder could intersect buckets).
-                    if refusal.code != "RESOURCE_EXHAUSTED" or not session.rounds or connection.call(
-                            "GetSession", pb.SessionRef(session_id=session.session_id)).rounds != session.rounds:
-                        raise
-                    querier.close(session.session_id)
-                    session, saved = fresh()
-                    outcome = querier.run(session, keys, options, lookup_secret=saved.secret)
+                session, outcome = run_lookup(Querier(connection, self.dir), state, holder, plan, keys, options,
+                                              session_ttl)
             combined = state.record(values, session.session_id, plan.buckets, population)
         finally:
             state.close()
         result = assemble(frame, keys, outcome, matched_column, with_payload=False)
         report = self._report("lookup", holder, session, outcome, result, matched_column)
         report["matched_records"] = matched_records(keys, outcome)
-        worst = max(combined, default=0.0)
-        report.update(population=population, buckets=plan.buckets, risk=round(plan.risk, 6),
-                      max_risk=max_risk, combined_risk_max=round(worst, 6), session_rounds=session.rounds + 1)
-        if worst > max_risk:
-            report["warning"] = (f"{sum(r > max_risk for r in combined)} identifier(s) were looked up in "
-                                 f"several sessions; the holder could intersect their buckets "
-                                 f"(combined risk {worst:.4f} > {max_risk})")
+        report.update(lookup_report(plan, combined, session))
         return LinkResult(result, report)
 
     # -- holder -----------------------------------------------------------------

@@ -210,7 +210,7 @@ def run_fuzzy_step(registry: Party, cohort: Party, paths: dict[str, Path], folde
     same rules applied in plaintext give the check."""
     from party_client.matching.quality import plaintext_pairs
     from party_client.matching.rules_file import load_rules
-    from party_client.tables import read_table, write_table
+    from party_client.files import read_table, write_table
     rules = write_fuzzy_rules(folder)
     stop = threading.Event()
     served: list[dict] = []
@@ -333,7 +333,7 @@ def run_demo(out: str | None = None, rows: int = 300, force: bool = False) -> in
         fuzzy = run_fuzzy_step(registry, cohort, paths, folder)
         phase(7, "checking every result against plaintext; reading the key holder's audit log")
 
-        from party_client.tables import read_table
+        from party_client.files import read_table
         registry_ids = set(read_table(paths["registry"])["hcn"])
         hospital_ids = set(read_table(paths["hospital"])["hcn"].str.replace("-", ""))
         expected = len(hospital_ids & registry_ids)

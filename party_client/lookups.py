@@ -7,13 +7,16 @@ validity window so that repeated lookups of one person land in the same
 bucket; across sessions (different secrets) the holder could intersect
 buckets, so the querier keeps a ledger of keyed tags (HMAC with its local
 secret: the ledger holds no identifier) and warns when the combined risk of
-one identifier passes the threshold.
+one identifier passes the threshold.  :func:`run_lookup` runs a lookup round in
+the holder's reusable session (or a fresh one) and :func:`lookup_report` says
+what it revealed.
 """
 from __future__ import annotations
 
 import hashlib
 import hmac
 import json
+import os
 import sqlite3
 import time
 from dataclasses import dataclass
@@ -22,6 +25,11 @@ from pathlib import Path
 from deid_core.risk.buckets import combined_bucket_risk, hashed_bucket_risk, max_buckets
 from party_client.errors import PartyError
 from party_client.identity import PartyDir, write_secret
+from party_client.matching.keys import QuerierKeys
+from party_client.protocol.engines.interface import QueryOptions
+from party_client.protocol.querier import Querier, QueryOutcome
+from party_client.transport import KeyHolderRefusal
+from proto import linkage_pb2 as pb
 
 REUSE_MARGIN_SECONDS = 600.0
 
@@ -114,3 +122,52 @@ class LookupState:
             counts = [row[0] for row in self._db.execute("SELECT buckets FROM looked_up WHERE tag = ?", (tag,))]
             risks.append(combined_bucket_risk(population, counts))
         return risks
+
+
+def run_lookup(querier: Querier, state: LookupState, holder: str, plan: BucketPlan, keys: QuerierKeys,
+               options: QueryOptions, session_ttl: float) -> tuple[pb.SessionInfo, QueryOutcome]:
+    """One lookup round, in the holder's saved lookup session while K keeps it open (same secret: a
+    person looked up again lands in the same bucket), else in a fresh one (``session_ttl`` seconds);
+    returns the session and what the round found."""
+    connection = querier.connection
+    saved = state.reusable(holder, plan.buckets, options.key_bits, options.scheme)
+    session = None
+    if saved is not None:
+        try:
+            session = connection.call("GetSession", pb.SessionRef(session_id=saved.session_id))
+        except KeyHolderRefusal:
+            session = None
+
+    def fresh() -> tuple[pb.SessionInfo, LookupSession]:
+        opened = querier.open_session("lookup", holder, options, ttl=session_ttl, keys=keys)
+        kept = LookupSession(opened.session_id, os.urandom(32), plan.buckets, options.key_bits,
+                             opened.expires_at, options.scheme)
+        state.save(holder, kept)
+        return opened, kept
+    if session is None or session.status != pb.OPEN:
+        session, saved = fresh()
+    try:
+        outcome = querier.run(session, keys, options, lookup_secret=saved.secret)
+    except KeyHolderRefusal as refusal:
+        # K's round cap per session: the query was not relayed; continue in a fresh session
+        # (a new secret: the ledger warns if the holder could intersect buckets, :func:`lookup_report`).
+        if refusal.code != "RESOURCE_EXHAUSTED" or not session.rounds or connection.call(
+                "GetSession", pb.SessionRef(session_id=session.session_id)).rounds != session.rounds:
+            raise
+        querier.close(session.session_id)
+        session, saved = fresh()
+        outcome = querier.run(session, keys, options, lookup_secret=saved.secret)
+    return session, outcome
+
+
+def lookup_report(plan: BucketPlan, combined: list[float], session: pb.SessionInfo) -> dict:
+    """What a lookup revealed: the bucket plan's risk, the worst combined risk over the ledger
+    (:meth:`LookupState.record`), and a warning when it passes the threshold."""
+    worst = max(combined, default=0.0)
+    report = dict(population=plan.population, buckets=plan.buckets, risk=round(plan.risk, 6),
+                  max_risk=plan.max_risk, combined_risk_max=round(worst, 6), session_rounds=session.rounds + 1)
+    if worst > plan.max_risk:
+        report["warning"] = (f"{sum(r > plan.max_risk for r in combined)} identifier(s) were looked up in "
+                             f"several sessions; the holder could intersect their buckets "
+                             f"(combined risk {worst:.4f} > {plan.max_risk})")
+    return report

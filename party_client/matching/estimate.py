@@ -46,7 +46,7 @@ from party_client.errors import PartyError
 from party_client.matching.fields import MISSING, date_numbers, integer_codes, pair_agreement
 from party_client.matching.rules import Rules
 from party_client.matching.rules_file import load_rules
-from party_client.tables import read_table
+from party_client.files import read_table
 
 PROBABILITY_FLOOR = 1e-6            # u and m are kept in [1e-6, 1 - 1e-6]
 U_SAMPLE_PAIRS = 200_000            # random pairs for the u of NDI dates

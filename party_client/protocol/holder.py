@@ -1,13 +1,12 @@
 """The holder's driver (docs/protocol.md, "The blinded comparison"): fetch the
 sealed query, check it against the session and its own keys, let the round's
-engine (:mod:`party_client.protocol.engines`) plan the comparison units, order
+engine (:mod:`party_client.protocol.engines.choice`) plan the comparison units, order
 its rows by a permutation fixed per session from a local secret (a resumed
-holder resends identical batches), compare every unit through the scheme with a
-fresh blinding factor each (:func:`compare_units`, on the process's GIL-free
-thread pool, or as tasks on the holder's Dask cluster, :mod:`common.distributed`),
-attach to every row a sealed attachment (positions + released values, padded to
-one length) and stream the batches to K.  H never learns
-what matched.  Rounds are served in lanes so a lookup never waits behind a join.
+holder resends identical batches), cut them into batches compared through the
+scheme with a fresh blinding factor each, every row with a sealed attachment
+(:mod:`party_client.protocol.batches`), computed on the process's GIL-free thread
+pool or the holder's Dask cluster (:mod:`party_client.protocol.scheduling`), and
+stream the batches to K.  H never learns what matched.  Rounds are served in lanes so a lookup never waits behind a join.
 """
 from __future__ import annotations
 
@@ -17,10 +16,9 @@ import logging
 import os
 import threading
 import time
-from collections import deque
-from concurrent.futures import Future, ThreadPoolExecutor, TimeoutError as FutureTimeout, wait
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field as dataclass_field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 import numpy as np
 
@@ -31,16 +29,17 @@ from party_client.crypto.seal import SessionCipher, open_records
 from party_client.errors import PartyError
 from party_client.identity import PartyDir
 from party_client.progress import bar
-from party_client.protocol.engine import HolderContext, HolderData, ReceivedQuery, RoundPlan
-from party_client.protocol.engines import engine_for
+from party_client.protocol.batches import BatchBuilder, Blinding, cut_batches, negotiate_blinding
+from party_client.protocol.engines.choice import engine_for
+from party_client.protocol.engines.interface import HolderContext, HolderData, ReceivedQuery, RoundPlan
 from party_client.protocol.wire import (MODE_NAMES, attachment_cipher, message_context, note_cipher,
                                         party_key, read_query, session_scheme)
+from party_client.protocol.scheduling import BatchScheduler, Inline
 from party_client.transport import Connection, ConnectionProblem, KeyHolderRefusal
 from proto import linkage_pb2 as pb
 
 log = logging.getLogger("party")
 BUSY_POLL_SECONDS = 1.0     # a busy holder checks for new rounds this often
-STOP_POLL_SECONDS = 0.25    # a round waiting for a batch checks whether the holder is stopping this often
 STOP_SECONDS = 2.0          # interrupted: the rounds in flight get this long to stop, then are left behind
 
 
@@ -53,23 +52,6 @@ class HolderOptions:
     batch_rows: int = 256
     progress: bool | None = None
     cluster: Any = None              # a common.distributed.Cluster: comparisons run on the holder's Dask workers
-
-
-def compare_units(scheme_name: str, public: bytes, query: bytes, positions: Sequence[int],
-                  encodings: Sequence[bytes], fast: bool) -> bytes:
-    """The blinded comparisons ``E(r_i (X_{positions[i]} - Y_i))`` of one batch, concatenated: a pure
-    function of its arguments (docs/protocol.md, "The blinded comparison")."""
-    return get_scheme(scheme_name).compare(public, query, positions, encodings, fast)
-
-
-class _Inline:
-    """An executor that runs each task at once in the caller's thread (a lookup's few batches)."""
-
-    @staticmethod
-    def submit(function: Callable, *args) -> Future:
-        future: Future = Future()
-        future.set_result(function(*args))
-        return future
 
 
 class Holder:
@@ -162,9 +144,9 @@ class Holder:
             while running:                           # stopped: let the rounds in flight end
                 wait(list(running))
                 reap()
-        except BaseException:                        # Ctrl-C or a lost key holder: rounds in flight stop at
-            self._stopping.set()                     # their next check (STOP_POLL_SECONDS); K keeps the batches
-            for lane in lanes.values():              # it has.  One stuck in a call (a frozen Dask scheduler,
+        except BaseException:                        # Ctrl-C or a lost key holder: rounds in flight stop at their
+            self._stopping.set()                     # next check (scheduling.STOP_POLL_SECONDS); K keeps the
+            for lane in lanes.values():              # batches it has.  One stuck in a call (a frozen Dask scheduler,
                 lane.shutdown(wait=False, cancel_futures=True)   # a slow K) is left behind after STOP_SECONDS.
             _, left = wait(list(running), timeout=STOP_SECONDS)
             if left:
@@ -238,98 +220,51 @@ class Holder:
         """Names a holder row within a session (blocked rules: the same row found by several passes)."""
         return hmac.digest(self.party.local_secret, f"row/{session_id}/{row}".encode(), hashlib.sha256)[:16]
 
-    def _await(self, future: Any, window: deque, session_id: str, round_: int) -> Any:
-        """The result of ``future`` (a pool future or a Dask :class:`common.distributed.Task`); a stopping
-        holder stops waiting within :data:`STOP_POLL_SECONDS` and releases the batches in ``window``."""
-        while True:
-            if self._stopping.is_set():
-                for _, pending, _ in window:
-                    pending.cancel()
-                raise ConnectionProblem(f"holder stopped while serving session {session_id} round {round_}; "
-                                        "the key holder keeps the batches it has")
-            try:
-                return future.result(timeout=STOP_POLL_SECONDS)
-            except FutureTimeout:
-                continue
-
     def _compare(self, item: pb.WorkItem, header: pb.QueryHeader, ciphertexts: bytes, plan: RoundPlan) -> dict:
+        """Compare the round's batches (those K lacks), send each as it is ready, then finish the round."""
         session = item.session
-        units = plan.units
-        secret = header.session_secret
         scheme_name = session_scheme(session)
-        fast = header.request_fast_blinding and self.options.allow_fast_blinding
-        refused = ("the holder does not allow fast blinding; full blinding was used"
-                   if header.request_fast_blinding and not fast else "")
-        if header.request_fast_blinding and not get_scheme(scheme_name).has_fast_blinding:
-            fast, refused = False, (f"the {scheme_name} scheme has no fast blinding (its full blinding costs "
-                                    "the same); full blinding was used")
+        blinding = negotiate_blinding(header.request_fast_blinding, self.options.allow_fast_blinding, scheme_name)
         releasing = session.mode == pb.JOIN and self.data.payloads is not None   # dedup, lookup: no payload
-        release_columns = self.data.release_columns if releasing else []
-        cipher = attachment_cipher(secret, session.session_id, item.round)
-        blocked = plan.segments is not None
-        positions_bound = max((len(c) for _, c in units), default=1) * 5 + 4 + (18 if blocked else 0)
-        width = SessionCipher.padded_width((self.data.longest_payload if releasing else 0) + positions_bound)
-
-        def unit_lists(chunk: list[tuple[int, list[tuple[int, bytes]]]]) -> tuple[list[int], list[bytes]]:
-            return ([p for _, comparisons in chunk for p, _ in comparisons],
-                    [x for _, comparisons in chunk for _, x in comparisons])
-
-        def batch(seq: int, chunk: list[tuple[int, list[tuple[int, bytes]]]],
-                  rule: pb.PairRule | None, out: bytes | None = None) -> pb.ComparisonBatch:
-            if out is None:
-                out = compare_units(scheme_name, session.modulus, ciphertexts, *unit_lists(chunk), fast)
-            counts, attachments = [], []
-            for row, comparisons in chunk:
-                counts.append(len(comparisons))
-                attachment = pb.RowAttachment(positions=[p for p, _ in comparisons],
-                                              values=self.data.payloads[row] if releasing else [],
-                                              row_tag=self._row_tag(session.session_id, row) if blocked else b"")
-                attachments.append(cipher.seal(attachment.SerializeToString(), width))
-            return pb.ComparisonBatch(session_id=session.session_id, round=item.round, seq=seq,
-                                      ciphertexts=out, row_comparisons=counts, attachments=attachments,
-                                      rule=rule)
-
-        # Batches are the unit of parallel work: small inputs get small batches so every core helps.
-        size = max(16, min(self.options.batch_rows, -(-len(units) // (4 * (os.cpu_count() or 2)))))
-        segments = plan.segments if blocked else [(0, len(units), None)]      # a batch never spans two passes
-        chunks = [(units[i:min(i + size, end)], rule) for start, end, rule in segments for i in range(start, end, size)]
+        builder = BatchBuilder(session.session_id, item.round, scheme_name, session.modulus, ciphertexts, blinding,
+                               attachment_cipher(header.session_secret, session.session_id, item.round), plan.units,
+                               payloads=self.data.payloads if releasing else None,
+                               longest_payload=self.data.longest_payload,
+                               row_tag=None if plan.segments is None else
+                               (lambda row: self._row_tag(session.session_id, row)))
+        batches = cut_batches(plan, self.options.batch_rows)
         skip = set(item.received_seqs)
-        todo = [(seq, chunk, rule) for seq, (chunk, rule) in enumerate(chunks) if seq not in skip]
+        todo = [batch for batch in batches if batch[0] not in skip]
         started = time.perf_counter()
         # Lookups (a few rows) compare in their own lane thread, never queued behind a join's batches.
-        pool = _Inline() if session.mode == pb.LOOKUP else worker_pool()
-        cluster = self.options.cluster if session.mode != pb.LOOKUP else None
-        shared = cluster.scatter(ciphertexts) if cluster is not None and todo else None   # once per round
-
-        def start(seq: int, chunk: list, rule: pb.PairRule | None) -> tuple[int, Any, tuple | None]:
-            """Start one batch: on the pool (the whole message), or its comparisons on the cluster."""
-            if cluster is None:
-                return len(chunk), pool.submit(batch, seq, chunk, rule), None
-            return (len(chunk), cluster.submit(compare_units, scheme_name, session.modulus, shared, *unit_lists(chunk),
-                                               fast), (seq, chunk, rule))
-        depth = 2 * (cluster.threads() if cluster is not None else (os.cpu_count() or 2))
+        lookup = session.mode == pb.LOOKUP
+        scheduler = BatchScheduler(builder, Inline() if lookup else worker_pool(),
+                                   None if lookup else self.options.cluster, self._stopping,
+                                   f"session {session.session_id} round {item.round}")
         comparisons = 0
-        with bar(sum(len(c) for _, c, _ in todo), f"{self.party.name}: compare", self.options.progress,
+        with bar(sum(len(chunk) for _, chunk, _ in todo), f"{self.party.name}: compare", self.options.progress,
                  unit="row") as progress:
-            window: deque = deque()
-            pending = iter(todo)
-            for seq, chunk, rule in pending:
-                window.append(start(seq, chunk, rule))
-                if len(window) >= depth:
-                    break
-            while window:
-                rows, future, arguments = window[0]
-                out = self._await(future, window, session.session_id, item.round)
-                window.popleft()
-                message = out if arguments is None else batch(*arguments, out=out)
+            for rows, message in scheduler.messages(todo):
                 self.connection.call("SubmitComparisons", message, timeout=600)
                 comparisons += sum(message.row_comparisons)
                 progress.update(rows)
-                following = next(pending, None)
-                if following is not None:
-                    window.append(start(*following))
-        note = pb.HolderNote(release_columns=release_columns, blinding="fast" if fast else "full",
-                             refused_fast_blinding=refused)
+        self._finish(item, header.session_secret, blinding, self.data.release_columns if releasing else [],
+                     len(batches))
+        elapsed = time.perf_counter() - started
+        log.info("session %s round %d: %d rows compared (%d comparisons) in %.1f s", session.session_id,
+                 item.round, len(plan.units), comparisons, elapsed)
+        served = {"session_id": session.session_id, "round": item.round, "rows": len(plan.units),
+                  "comparisons": comparisons, "blinding": blinding.name, "seconds": round(elapsed, 3)}
+        if plan.segments is not None:
+            served["candidate_pairs"] = plan.pass_pairs          # per pass
+        return served
+
+    def _finish(self, item: pb.WorkItem, secret: bytes, blinding: Blinding, release_columns: list[str],
+                batches: int) -> None:
+        """Acknowledge the query and finish the round with the holder's sealed note."""
+        session = item.session
+        note = pb.HolderNote(release_columns=release_columns, blinding=blinding.name,
+                             refused_fast_blinding=blinding.refused)
         sealed_note = note_cipher(secret, session.session_id, item.round).seal(
             note.SerializeToString(), SessionCipher.padded_width(len(note.SerializeToString())))
         # Acknowledge (K deletes the spooled query) before finishing: once the round is finished the
@@ -340,12 +275,4 @@ class Holder:
             if refusal.code != "FAILED_PRECONDITION":
                 raise
         self.connection.call("FinishRound", pb.FinishRoundRequest(
-            session_id=session.session_id, round=item.round, batches=len(chunks), holder_note=sealed_note))
-        elapsed = time.perf_counter() - started
-        log.info("session %s round %d: %d rows compared (%d comparisons) in %.1f s", session.session_id,
-                 item.round, len(units), comparisons, elapsed)
-        served = {"session_id": session.session_id, "round": item.round, "rows": len(units),
-                  "comparisons": comparisons, "blinding": "fast" if fast else "full", "seconds": round(elapsed, 3)}
-        if blocked:
-            served["candidate_pairs"] = plan.pass_pairs          # per pass
-        return served
+            session_id=session.session_id, round=item.round, batches=batches, holder_note=sealed_note))

@@ -1,6 +1,6 @@
 """The querier's driver (docs/protocol.md, "Session"): open a session (K issues a
 fresh key pair of the comparison scheme), prepare the round with its engine
-(:mod:`party_client.protocol.engines`), encrypt the encodings through the
+(:mod:`party_client.protocol.engines.choice`), encrypt the encodings through the
 scheme, seal the query to the holder, relay it, wait for the round, then open
 the attachments of the matching rows.  A re-run after a crash resumes a round
 whose query was already relayed.
@@ -19,8 +19,8 @@ from party_client.errors import PartyError
 from party_client.identity import PartyDir
 from party_client.matching.keys import QuerierKeys
 from party_client.progress import bar
-from party_client.protocol.engine import PreparedQuery, Progress, QueryOptions
-from party_client.protocol.engines import engine_for
+from party_client.protocol.engines.choice import engine_for
+from party_client.protocol.engines.interface import PreparedQuery, Progress, QueryOptions
 from party_client.protocol.wire import (MODES, attachment_cipher, message_context, note_cipher, party_key,
                                         query_records, session_scheme)
 from party_client.sessions_state import SessionState

@@ -16,7 +16,7 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PublicKey
 from common.schemes import DEFAULT_SCHEME, Scheme
 from common.schemes.pool import worker_pool
 from party_client.crypto.seal import SessionCipher
-from party_client.protocol.engine import CIPHERTEXTS_PER_RECORD, PreparedQuery, ReceivedQuery
+from party_client.protocol.engines.interface import CIPHERTEXTS_PER_RECORD, PreparedQuery, ReceivedQuery
 from party_client.transport import Connection
 from proto import linkage_pb2 as pb
 

@@ -22,7 +22,7 @@ from deid_core.report import plots
 from party_client.errors import PartyError
 from party_client.matching.rules import Rules
 from party_client.matching.rules_file import load_rules
-from party_client.tables import check_output, read_table, write_table
+from party_client.files import check_output, read_table, write_table
 
 from .deidentification import METHODS, DeidentifiedRelease, applied_policy, deidentify
 from .linkage import LinkageSummary, linkage_prose, linkage_section

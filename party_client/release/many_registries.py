@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from party_client.errors import PartyError
-from party_client.tables import read_table
+from party_client.files import read_table
 
 
 def dedup_many(party, registries: list[str], data, *, id_column: str | None = None, rules=None,

@@ -25,7 +25,7 @@ from deid_core.cli import main
 from deid_core.io import read_table, write_table
 from deid_core.spec import SUPPRESSED
 from deid_core.transform.safe_harbor import RESTRICTED_ZIP3_2000, zip3
-from party_client import tables as party_tables
+from party_client import files as party_files
 
 from deid_testdata import REPO
 FORMATS = (",", ";", "\t", "parquet")
@@ -128,10 +128,10 @@ def test_read_write_round_trip_deid_core(tmp_path_factory, rows, fmt):
 def test_read_write_round_trip_party_client(tmp_path_factory, rows, fmt):
     tmp = tmp_path_factory.mktemp("party")
     src = write_input(rows, tmp / "in.csv", fmt)
-    frame = party_tables.read_table(src)
+    frame = party_files.read_table(src)
     assert frame.values.tolist() == as_text(rows)  # party tables: the empty string is the missing value
     out = output_path(tmp, "out", fmt)
-    party_tables.write_table(frame, out)
+    party_files.write_table(frame, out)
     assert read_command_output(out, fmt) == [list(COLUMNS)] + as_text(rows)
 
 

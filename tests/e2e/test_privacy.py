@@ -215,18 +215,18 @@ def test_fresh_r_for_every_comparison_and_padded_table_sizes(fresh_keyholder, tm
 
     Scheme-neutral: every comparison the holder sends is distinct, and comparing the same pairs
     again gives different bytes in every comparison (a fresh r each time, none derived from the pair)."""
-    import party_client.protocol.holder as holder_module
+    import party_client.protocol.batches as batches_module
     server = fresh_keyholder()
     (qdir, _), (hdir, hname) = make_party(server, tmp_path), make_party(server, tmp_path)
     calls, lock = [], threading.Lock()
-    original = holder_module.compare_units
+    original = batches_module.compare_units
 
     def recording(scheme_name, public, query, positions, encodings, fast):
         out = original(scheme_name, public, query, positions, encodings, fast)
         with lock:
             calls.append((scheme_name, public, query, list(positions), list(encodings), fast, out))
         return out
-    monkeypatch.setattr(holder_module, "compare_units", recording)
+    monkeypatch.setattr(batches_module, "compare_units", recording)
     holder_frame = pd.DataFrame({"id": [f"{i:08d}" for i in range(60)]})
     stop = threading.Event()
     serving = Party(hdir, progress=False).holder(holder_frame, "id", [])

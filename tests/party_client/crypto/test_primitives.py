@@ -103,9 +103,9 @@ def test_padded_sizes_are_public_steps():
 def test_every_table_slot_holds_a_ciphertext(keypair):
     """All bins filled: empty bins hold E(random), indistinguishable in size and range."""
     from party_client.matching.keys import exact_querier_keys
-    from party_client.protocol.engine import QueryOptions
+    from party_client.protocol.engines.interface import QueryOptions
     from party_client.protocol.querier import encrypt_slots
-    from party_client.protocol.tables import prepare_tables
+    from party_client.protocol.engines.key_tables import prepare_tables
     public, private = keypair
     keys = exact_querier_keys(pd.Series([f"{i:09d}" for i in range(50)]), "identifier")
     identity = lambda phase, total: (lambda items: items)  # noqa: E731

@@ -23,8 +23,8 @@ from party_client.errors import PartyError
 from party_client.matching.blocking import candidate_pairs, holder_pass_blocks
 from party_client.matching.keys import QuerierKeys
 from party_client.progress import tqdm_rows
-from party_client.protocol.engine import (CIPHERTEXTS_PER_RECORD, HolderContext, Matches, PreparedQuery, Progress,
-                                          QueryOptions, ReceivedQuery, Results, RoundPlan)
+from party_client.protocol.engines.interface import (CIPHERTEXTS_PER_RECORD, HolderContext, Matches, PreparedQuery,
+                                                     Progress, QueryOptions, ReceivedQuery, Results, RoundPlan)
 from proto import linkage_pb2 as pb
 
 

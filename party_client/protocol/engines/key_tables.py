@@ -1,4 +1,5 @@
-"""The cuckoo-table engine: exact identifiers and the terms of fuzzy rules without blocking.
+"""The key-table engine: exact identifiers and the terms of fuzzy rules without blocking, each key table
+sent as a padded cuckoo table.
 
 docs/protocol.md, "Exact matching at scale" (after Pinkas, Schneider & Zohner,
 "Scalable private set intersection based on OT extension", ACM TOPS 2018, and
@@ -24,8 +25,8 @@ from party_client.crypto.encoding import SECRET_BYTES, bin_positions, encode_to
 from party_client.errors import PartyError
 from party_client.matching.keys import QuerierKeys
 from party_client.progress import tqdm_rows
-from party_client.protocol.engine import (CIPHERTEXTS_PER_RECORD, HolderContext, Matches, PreparedQuery, Progress,
-                                          QueryOptions, ReceivedQuery, Results, RoundPlan)
+from party_client.protocol.engines.interface import (CIPHERTEXTS_PER_RECORD, HolderContext, Matches, PreparedQuery,
+                                                     Progress, QueryOptions, ReceivedQuery, Results, RoundPlan)
 from proto import linkage_pb2 as pb
 
 log = logging.getLogger("party")
@@ -75,7 +76,7 @@ def table_matches(prepared: PreparedQuery, results: Results) -> Matches:
     return matches
 
 
-class TablesEngine:
+class KeyTablesEngine:
     """Padded cuckoo tables, one per key table."""
 
     def declared(self, keys: QuerierKeys, options: QueryOptions) -> int:

@@ -1,13 +1,13 @@
 """The comparison engines by session mode and rule: the one place a round's engine is chosen."""
 from __future__ import annotations
 
-from party_client.protocol.blocked import BlockedEngine
-from party_client.protocol.engine import Engine
-from party_client.protocol.lookup import LookupEngine
-from party_client.protocol.tables import TablesEngine
+from party_client.protocol.engines.blocked import BlockedEngine
+from party_client.protocol.engines.interface import Engine
+from party_client.protocol.engines.key_tables import KeyTablesEngine
+from party_client.protocol.engines.lookup import LookupEngine
 from proto import linkage_pb2 as pb
 
-_TABLES, _LOOKUP, _BLOCKED = TablesEngine(), LookupEngine(), BlockedEngine()
+_TABLES, _LOOKUP, _BLOCKED = KeyTablesEngine(), LookupEngine(), BlockedEngine()
 
 # (session mode, the rule has blocking passes) -> engine
 ENGINES: dict[tuple[int, bool], Engine] = {

@@ -16,9 +16,10 @@ from party_client.crypto.encoding import bucket, encode_to
 from party_client.errors import PartyError
 from party_client.matching.keys import QuerierKeys
 from party_client.progress import bar
-from party_client.protocol.engine import (CIPHERTEXTS_PER_RECORD, HolderContext, HolderData, Matches, PreparedQuery,
-                                          Progress, QueryOptions, ReceivedQuery, Results, RoundPlan)
-from party_client.protocol.tables import table_matches
+from party_client.protocol.engines.interface import (CIPHERTEXTS_PER_RECORD, HolderContext, HolderData, Matches,
+                                                     PreparedQuery, Progress, QueryOptions, ReceivedQuery, Results,
+                                                     RoundPlan)
+from party_client.protocol.engines.key_tables import table_matches
 from proto import linkage_pb2 as pb
 
 LOOKUP_DECLARED = 1 << 16

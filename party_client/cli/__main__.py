@@ -1,0 +1,6 @@
+"""``python -m party_client.cli``."""
+import sys
+
+from party_client.cli.main import main
+
+sys.exit(main())

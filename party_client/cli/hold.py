@@ -1,0 +1,77 @@
+"""``party hold``: serve the queries addressed to this party, from its table (docs/protocol.md,
+"The blinded comparison")."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from common.distributed import Cluster, add_timeout_option
+from common.schemes import SCHEME_NAMES, parse_scheme_list
+from party_client.cli.options import columns, connected, key_source, party
+
+
+def cmd_hold(args) -> int:
+    holder = party(args)
+    key_source(args)
+    def waiting() -> None:
+        print(f"party: waiting for queries from the key holder at {holder.keyholder} (polls of "
+              f"{args.poll_seconds:g} s); Ctrl-C to stop", file=sys.stderr, flush=True)
+
+    def served_one(summary: dict) -> None:
+        print(json.dumps(summary, default=str), flush=True)
+    cluster = Cluster.at(args.dask, allow_plaintext=True, timeout=args.dask_timeout) if args.dask else None
+    try:                                      # (connected before reading the table)
+        served = holder.hold(args.input, args.id_column, columns(args.release_columns), once=args.once,
+                             poll_seconds=args.poll_seconds, id_type=args.id_type, rules=args.rules,
+                             allow_fast_blinding=args.allow_fast_blinding,
+                             allowed_queriers=columns(args.allow_querier) or None, schemes=args.schemes,
+                             on_ready=None if args.once else waiting, on_served=None if args.once else served_one,
+                             concurrency=args.concurrency, dask_client=cluster and cluster.client,
+                             dask_timeout=args.dask_timeout)
+    finally:                                  # Ctrl-C included: the scheduler drops our pending tasks
+        if cluster is not None:
+            cluster.close()
+    print(f"served {len(served)} round(s)")
+    if args.once:                             # polling printed each round as it was served
+        for summary in served:
+            print(json.dumps(summary, default=str))
+    return 0
+
+
+def _scheme_list(text: str) -> tuple[str, ...]:
+    try:
+        return parse_scheme_list(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    hold = connected(commands.add_parser(
+        "hold", help="serve queries addressed to this party",
+        description="Serve the queries other parties address to this party, from your table.\n"
+                    "Without --once it polls the key holder until Ctrl-C and prints one JSON line per round."))
+    hold.add_argument("--input", required=True, help="your table (CSV or Parquet)")
+    hold.add_argument("--id-column", help="exact matching on this column")
+    hold.add_argument("--rules", help="fuzzy matching with this rules file (TOML), instead of --id-column")
+    hold.add_argument("--id-type", default="identifier", help="how ids are normalized: identifier or name")
+    hold.add_argument("--release-columns", help="comma-separated columns released to a joining querier")
+    hold.add_argument("--once", action="store_true", help="serve what is pending, then exit")
+    hold.add_argument("--poll-seconds", type=float, default=20.0,
+                      help="how long each poll waits at the key holder for new queries")
+    hold.add_argument("--allow-fast-blinding", action="store_true",
+                      help="honour a querier's request for 128-bit blinding (16x faster; a querier "
+                           "colluding with the key holder could then test guesses of non-matching ids)")
+    hold.add_argument("--schemes", type=_scheme_list, default=",".join(SCHEME_NAMES),
+                      help=f"comparison schemes this holder serves, comma-separated (default: "
+                           f"{','.join(SCHEME_NAMES)}); a round of another scheme is refused")
+    hold.add_argument("--allow-querier", help="comma-separated querier names (default: any)")
+    hold.add_argument("--concurrency", type=int, default=os.cpu_count() or 1, metavar="N",
+                      help="rounds served at once, one per core by default; lookups get a lane of their own "
+                           "of the same width, so they never wait behind a join")
+    hold.add_argument("--dask", metavar="SCHEDULER_ADDRESS",
+                      help="run the comparisons on this Dask cluster (tls://HOST:PORT, or tcp:// on loopback; "
+                           'TLS files from Dask\'s config; needs pip install "securelink-deid[dask]")')
+    add_timeout_option(hold)
+    hold.set_defaults(run=cmd_hold)

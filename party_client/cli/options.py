@@ -1,0 +1,52 @@
+"""Options and checks the ``party`` commands share: the key-holder connection, the matching key
+source, the comparison scheme."""
+from __future__ import annotations
+
+import argparse
+
+from common.cli import UsageError
+from common.schemes import DEFAULT_SCHEME, SCHEME_NAMES
+from party_client.transport import FIRST_CONTACT_SECONDS, RETRY_WINDOW_SECONDS
+
+
+def columns(text: str | None) -> list[str]:
+    """A comma-separated list of names (empty items dropped)."""
+    return [c.strip() for c in text.split(",") if c.strip()] if text else []
+
+
+def party(args: argparse.Namespace):
+    """The :class:`party_client.api.Party` of a connected command's options."""
+    from party_client.api import Party
+    return Party(args.dir, keyholder=args.keyholder, insecure=args.insecure, tls_dir=args.tls_dir,
+                 progress=None if not args.quiet else False, retry_window=args.retry_window,
+                 connect_timeout=args.connect_timeout)
+
+
+def connected(sub: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The options of every command that talks to the key holder."""
+    sub.add_argument("--dir", required=True, help="party directory (party init)")
+    sub.add_argument("--keyholder", help="HOST:PORT (default: the address used at registration)")
+    sub.add_argument("--insecure", action="store_true", default=None,
+                     help="plaintext to a loopback key holder (remembered from `party register`)")
+    sub.add_argument("--tls-dir", help="ca.pem, client.pem, client.key (default PARTYDIR/tls)")
+    sub.add_argument("--quiet", action="store_true", help="no progress bars")
+    sub.add_argument("--retry-window", type=float, default=RETRY_WINDOW_SECONDS, metavar="SECONDS",
+                     help="survive key-holder outages this long, counted from the last contact (default 600)")
+    sub.add_argument("--connect-timeout", type=float, default=FIRST_CONTACT_SECONDS, metavar="SECONDS",
+                     help="give up on a key holder never reached after this long (default 30)")
+    return sub
+
+
+def key_source(args: argparse.Namespace) -> None:
+    """Exactly one of ``--id-column`` (exact matching) and ``--rules`` (fuzzy matching)."""
+    if (args.id_column is None) == (getattr(args, "rules", None) is None):
+        raise UsageError(f"party {args.command}: give exactly one of --id-column and --rules")
+
+
+def scheme_options(sub: argparse.ArgumentParser) -> None:
+    """``--scheme`` and ``--key-bits`` of every querying command."""
+    sub.add_argument("--scheme", choices=SCHEME_NAMES, default=DEFAULT_SCHEME,
+                     help="comparison scheme: paillier (default) or ec (exponential ElGamal on Ed25519, "
+                          "much faster; docs/protocol.md, \"Comparison schemes\")")
+    sub.add_argument("--key-bits", type=int, default=None,
+                     help="Paillier modulus: 2048 (default) or 3072; ec: 256 (its only size)")

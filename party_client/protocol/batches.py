@@ -1,0 +1,110 @@
+"""The holder's comparison batches (docs/protocol.md, "The blinded comparison"): the blinding a round
+uses, the batches its comparison units are cut into, and each batch's message: the blinded comparisons
+(:func:`compare_units`, a pure function run on the holder's thread pool or a Dask worker) and one sealed
+attachment per row (positions + released values, padded to one length).  No I/O: the holder's driver
+sends the messages.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+from common.schemes import get_scheme
+from party_client.crypto.seal import SessionCipher
+from party_client.protocol.engines.interface import RoundPlan, Unit
+from proto import linkage_pb2 as pb
+
+Batch = tuple[int, list[Unit], "pb.PairRule | None"]     # (seq, the batch's units, blocked: the pass's pair rule)
+
+
+def compare_units(scheme_name: str, public: bytes, query: bytes, positions: Sequence[int],
+                  encodings: Sequence[bytes], fast: bool) -> bytes:
+    """The blinded comparisons ``E(r_i (X_{positions[i]} - Y_i))`` of one batch, concatenated: a pure
+    function of its arguments (docs/protocol.md, "The blinded comparison")."""
+    return get_scheme(scheme_name).compare(public, query, positions, encodings, fast)
+
+
+@dataclass(frozen=True)
+class Blinding:
+    """The blinding a round uses, and why a querier's request for fast blinding was not honoured."""
+
+    fast: bool
+    refused: str = ""
+
+    @property
+    def name(self) -> str:
+        return "fast" if self.fast else "full"
+
+
+def negotiate_blinding(requested: bool, allowed: bool, scheme_name: str) -> Blinding:
+    """Fast (128-bit) blinding only when the querier asks, the holder allows it and the scheme has it."""
+    if not requested:
+        return Blinding(False)
+    if not get_scheme(scheme_name).has_fast_blinding:
+        return Blinding(False, f"the {scheme_name} scheme has no fast blinding (its full blinding costs the same); "
+                               "full blinding was used")
+    if not allowed:
+        return Blinding(False, "the holder does not allow fast blinding; full blinding was used")
+    return Blinding(True)
+
+
+def cut_batches(plan: RoundPlan, batch_rows: int) -> list[Batch]:
+    """The round's units cut into numbered batches of at most ``batch_rows`` rows; a batch never spans
+    two passes of a blocked rule."""
+    units = plan.units
+    # Batches are the unit of parallel work: small inputs get small batches so every core helps.
+    size = max(16, min(batch_rows, -(-len(units) // (4 * (os.cpu_count() or 2)))))
+    segments = plan.segments if plan.segments is not None else [(0, len(units), None)]
+    chunks = [(units[i:min(i + size, end)], rule) for start, end, rule in segments for i in range(start, end, size)]
+    return [(seq, chunk, rule) for seq, (chunk, rule) in enumerate(chunks)]
+
+
+class BatchBuilder:
+    """Builds the messages of one round's batches.
+
+    ``payloads`` (per holder row, the released values; None: nothing released) and ``row_tag`` (blocked
+    rules: names a row found by several passes; None otherwise) fill the attachments, all sealed with
+    ``cipher`` to one width, the longest a row of this round can need.
+    """
+
+    def __init__(self, session_id: str, round_: int, scheme_name: str, public: bytes, query: bytes,
+                 blinding: Blinding, cipher: SessionCipher, units: list[Unit],
+                 payloads: list[list[str]] | None = None, longest_payload: int = 0,
+                 row_tag: Callable[[int], bytes] | None = None) -> None:
+        self.session_id, self.round, self.scheme_name = session_id, round_, scheme_name
+        self.public, self.query, self.fast = public, query, blinding.fast
+        self.cipher, self.payloads, self.row_tag = cipher, payloads, row_tag
+        positions_bound = max((len(c) for _, c in units), default=1) * 5 + 4 + (18 if row_tag is not None else 0)
+        self.width = SessionCipher.padded_width((longest_payload if payloads is not None else 0) + positions_bound)
+
+    @staticmethod
+    def unit_lists(chunk: list[Unit]) -> tuple[list[int], list[bytes]]:
+        """The query positions and the holder's encodings of a batch's comparisons, in order."""
+        return ([p for _, comparisons in chunk for p, _ in comparisons],
+                [x for _, comparisons in chunk for _, x in comparisons])
+
+    def comparisons(self, chunk: list[Unit], query: object | None = None) -> tuple:
+        """The arguments of :func:`compare_units` for a batch (``query``: the query as shared with a cluster)."""
+        return (self.scheme_name, self.public, self.query if query is None else query, *self.unit_lists(chunk),
+                self.fast)
+
+    def submit(self, cluster: Any, chunk: list[Unit], shared: Any) -> Any:
+        """A batch's comparisons as a task on a :class:`common.distributed.Cluster` (``shared``: the query
+        scattered there once per round); :meth:`build` makes the message of its result."""
+        return cluster.submit(compare_units, *self.comparisons(chunk, shared))
+
+    def build(self, seq: int, chunk: list[Unit], rule: pb.PairRule | None,
+              out: bytes | None = None) -> pb.ComparisonBatch:
+        """The batch's message; its comparisons ``out`` are computed here unless given."""
+        if out is None:
+            out = compare_units(*self.comparisons(chunk))
+        counts, attachments = [], []
+        for row, comparisons in chunk:
+            counts.append(len(comparisons))
+            attachment = pb.RowAttachment(positions=[p for p, _ in comparisons],
+                                          values=self.payloads[row] if self.payloads is not None else [],
+                                          row_tag=self.row_tag(row) if self.row_tag is not None else b"")
+            attachments.append(self.cipher.seal(attachment.SerializeToString(), self.width))
+        return pb.ComparisonBatch(session_id=self.session_id, round=self.round, seq=seq, ciphertexts=out,
+                                  row_comparisons=counts, attachments=attachments, rule=rule)

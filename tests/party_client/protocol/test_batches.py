@@ -1,0 +1,35 @@
+"""The holder's batches: which blinding a round uses, and how its units are cut into batches."""
+from __future__ import annotations
+
+import pytest
+
+from party_client.protocol.batches import cut_batches, negotiate_blinding
+from party_client.protocol.engines.interface import RoundPlan
+from proto import linkage_pb2 as pb
+
+
+@pytest.mark.parametrize("requested, allowed, scheme, fast, refused", [
+    (False, True, "paillier", False, ""),
+    (True, True, "paillier", True, ""),
+    (True, False, "paillier", False, "the holder does not allow fast blinding"),
+    (True, True, "ec", False, "the ec scheme has no fast blinding"),
+    (True, False, "ec", False, "the ec scheme has no fast blinding"),
+])
+def test_fast_blinding_only_when_asked_allowed_and_offered(requested, allowed, scheme, fast, refused):
+    blinding = negotiate_blinding(requested, allowed, scheme)
+    assert blinding.fast == fast and blinding.name == ("fast" if fast else "full")
+    assert blinding.refused.startswith(refused) and bool(blinding.refused) == bool(refused)
+
+
+def test_batches_cover_every_unit_in_order_and_never_span_two_passes():
+    units = [(row, [(row % 7, b"x")]) for row in range(1000)]
+    rules = [pb.PairRule(group_sizes=[1]), pb.PairRule(group_sizes=[2])]
+    plan = RoundPlan(units, segments=[(0, 300, rules[0]), (300, 1000, rules[1])])
+    batches = cut_batches(plan, batch_rows=64)
+    assert [seq for seq, _, _ in batches] == list(range(len(batches)))
+    assert [unit for _, chunk, _ in batches for unit in chunk] == units
+    assert all(len(chunk) <= 64 for _, chunk, _ in batches)
+    first = [chunk for _, chunk, rule in batches if rule == rules[0]]
+    assert sum(len(chunk) for chunk in first) == 300 and all(row < 300 for chunk in first for row, _ in chunk)
+    unblocked = cut_batches(RoundPlan(units[:10]), batch_rows=64)
+    assert [(seq, len(chunk), rule) for seq, chunk, rule in unblocked] == [(0, 10, None)]
