@@ -26,7 +26,9 @@ from grpc_reflection.v1alpha import reflection
 from keyholder import validation
 from common.net import is_loopback
 from keyholder.errors import ServiceError
-from keyholder.sessions import PENDING, KeyHolder, PairRule
+from keyholder.core import KeyHolder
+from keyholder.pair_rule import PairRule
+from keyholder.states import PENDING
 from keyholder.store import Message, Round, Session
 from proto import linkage_pb2 as pb
 from proto import linkage_pb2_grpc as pb_grpc

@@ -14,10 +14,10 @@ from typing import Any, Callable
 from common.schemes import get_scheme, scheme_name
 from keyholder.errors import ServiceError
 from keyholder.limits import Limits
+from keyholder.states import MODES
 
 ID_PATTERN = re.compile(r"^[0-9a-f]{32}$")          # uuid4().hex
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-MODES = {1: "join", 2: "dedup", 3: "lookup"}
 KINDS = ("query",)
 MAX_SEQ = 1 << 24                                     # batches per round
 MAX_REASON_CHARS = 1000

@@ -1,4 +1,4 @@
-"""The key holder's session state machine, driven in process (no server): ``keyholder.sessions.KeyHolder``.
+"""The key holder's session state machine, driven in process (no server): ``keyholder.core.KeyHolder``.
 
 docs/protocol.md: K opens a session with a fresh key, relays the querier's query to the holder,
 zero-tests the holder's comparison batches, hands matching rows' attachments to the querier only,
@@ -15,7 +15,9 @@ import pytest
 
 from keyholder.errors import ServiceError
 from keyholder.limits import Limits
-from keyholder.sessions import ABORTED, CLOSED, DONE, EXPIRED, OPEN, PENDING, KeyHolder, PairRule
+from keyholder.core import KeyHolder
+from keyholder.pair_rule import PairRule
+from keyholder.states import ABORTED, CLOSED, DONE, EXPIRED, OPEN, PENDING
 from linkhelpers import blinded_comparisons
 
 JOIN = 1
