@@ -286,7 +286,7 @@ class KeyHolder:
             private = self._keys.get(session.id)
             if private is None:
                 private = self.vault.unwrap(session.id, session.wrapped_key)
-                self.scheme_of(session).check_key(session.modulus, private)
+                self.scheme_of(session).check_key(session.public_key, private)
                 self._keys[session.id] = private
             return private
 
@@ -392,7 +392,7 @@ class KeyHolder:
         total = sum(row_comparisons)
         private = self._private_key(session)
         scheme = self.scheme_of(session)
-        width = scheme.ciphertext_width(session.modulus)
+        width = scheme.ciphertext_width(session.public_key)
         if len(ciphertexts) != total * width:
             raise ServiceError("INVALID_ARGUMENT",
                                f"expected {total} ciphertexts of {width} bytes")
@@ -402,7 +402,7 @@ class KeyHolder:
         if seq in self.store.batch_seqs(session_id, round_no):
             return total, True
         try:  # validated before the batch may fix the round's attachment length
-            zeros = self.zero_test(scheme.name, session.modulus, private, ciphertexts)
+            zeros = self.zero_test(scheme.name, session.public_key, private, ciphertexts)
         except InvalidCiphertext as error:
             raise ServiceError("INVALID_ARGUMENT", str(error)) from None
         fixed = self.store.fix_attachment_bytes(session_id, round_no, length)

@@ -44,7 +44,7 @@ GRPC_OPTIONS = [("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
 
 def session_info(session: Session) -> pb.SessionInfo:
     return pb.SessionInfo(session_id=session.id, mode=session.mode, querier=session.querier,
-                          holder=session.holder, key_bits=session.key_bits, modulus=session.modulus,
+                          holder=session.holder, key_bits=session.key_bits, public_key=session.public_key,
                           status=session.status, created_at=session.created_at,
                           expires_at=session.expires_at, rounds=session.rounds,
                           max_query_bytes=session.max_query_bytes, scheme=session.scheme)

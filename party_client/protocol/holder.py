@@ -194,7 +194,7 @@ class Holder:
         try:
             records = open_records(chunks, self.party.private_key, party_key(self.connection, item.querier),
                                    message_context(session.session_id, "query"))
-            query, ciphertexts = read_query(records, get_scheme(session_scheme(session)), session.modulus)
+            query, ciphertexts = read_query(records, get_scheme(session_scheme(session)), session.public_key)
             plan = self._plan(session, query)
         except (ValueError, PartyError) as error:
             return self._abort(item, f"malformed query: {error}")
@@ -219,7 +219,7 @@ class Holder:
         if header.key_spec != keys.spec or ([t.name for t in header.tables] != keys.names and not header.passes):
             return (f"the parties' matching keys differ (querier: {header.key_spec}, holder: {keys.spec}); "
                     "field names, encoders, rule and blocking must agree")
-        context = HolderContext(session.session_id, self.data, get_scheme(session_scheme(session)).encoding_bytes(session.modulus),
+        context = HolderContext(session.session_id, self.data, get_scheme(session_scheme(session)).encoding_bytes(session.public_key),
                                 self._shuffle, self._rank, self.options.progress)
         return engine_for(session.mode, bool(header.passes)).plan(context, query)
 
@@ -277,7 +277,7 @@ class Holder:
         def batch(seq: int, chunk: list[tuple[int, list[tuple[int, bytes]]]],
                   rule: pb.PairRule | None, out: bytes | None = None) -> pb.ComparisonBatch:
             if out is None:
-                out = compare_units(scheme_name, session.modulus, ciphertexts, *unit_lists(chunk), fast)
+                out = compare_units(scheme_name, session.public_key, ciphertexts, *unit_lists(chunk), fast)
             counts, attachments = [], []
             for row, comparisons in chunk:
                 counts.append(len(comparisons))
@@ -305,7 +305,7 @@ class Holder:
             """Start one batch: on the pool (the whole message), or its comparisons on the cluster."""
             if cluster is None:
                 return len(chunk), pool.submit(batch, seq, chunk, rule), None
-            return (len(chunk), cluster.submit(compare_units, scheme_name, session.modulus, shared, *unit_lists(chunk),
+            return (len(chunk), cluster.submit(compare_units, scheme_name, session.public_key, shared, *unit_lists(chunk),
                                                fast), (seq, chunk, rule))
         depth = 2 * (cluster.threads() if cluster is not None else (os.cpu_count() or 2))
         comparisons = 0

@@ -172,7 +172,7 @@ class Querier:
         progress = self._progress(options)
         holder_key = party_key(self.connection, session.holder)
         engine = engine_for(session.mode, keys.blocked is not None)
-        prepared, encodings = engine.prepare(keys, options, scheme.encoding_bytes(session.modulus), lookup_secret,
+        prepared, encodings = engine.prepare(keys, options, scheme.encoding_bytes(session.public_key), lookup_secret,
                                              progress)
         prepared.header.mode = session.mode
         prepared.header.key_bits = session.key_bits
@@ -180,7 +180,7 @@ class Querier:
         prepared.encryptions = len(encodings)
         timings["encode"] = time.perf_counter() - started
         mark = time.perf_counter()
-        ciphertexts = encrypt_slots(scheme_name, session.modulus, encodings, progress)
+        ciphertexts = encrypt_slots(scheme_name, session.public_key, encodings, progress)
         timings["encrypt"] = time.perf_counter() - mark
         mark = time.perf_counter()
         context = message_context(session.session_id, "query")

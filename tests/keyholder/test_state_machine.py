@@ -36,7 +36,7 @@ def holder(tmp_path: Path):
 
 def comparisons(session, zero: list[bool]) -> bytes:
     """Blinded comparisons of the session's scheme with ``X = Y`` exactly where ``zero`` says so."""
-    return blinded_comparisons(session.scheme, session.modulus, zero)
+    return blinded_comparisons(session.scheme, session.public_key, zero)
 
 
 def refused(code: str, call, *args, **kwargs) -> str:
@@ -263,7 +263,7 @@ def test_each_scheme_has_its_key_size_query_size_and_offer(tmp_path: Path) -> No
         core.register(name, secrets.token_bytes(32), None, None)
     try:
         ec = core.open_session("querier", JOIN, "holder", 0, 0, query_ciphertexts=1000, scheme="ec")
-        assert (ec.scheme, ec.key_bits, len(ec.modulus)) == ("ec", 256, 32)
+        assert (ec.scheme, ec.key_bits, len(ec.public_key)) == ("ec", 256, 32)
         assert ec.max_query_bytes == int(1000 * 64 * LIMITS.query_margin + LIMITS.query_overhead)
         default = core.open_session("querier", JOIN, "holder", BITS, 0)
         assert core.store.get_session(default.id).scheme == "paillier"
