@@ -10,7 +10,6 @@ and holds.
 """
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +18,7 @@ import pandas as pd
 
 from common.distributed import CONNECT_SECONDS, Cluster
 from common.schemes import DEFAULT_SCHEME, SCHEME_NAMES, parse_scheme_list, scheme_name
+from party_client.crypto.encoding import new_session_secret
 from party_client.errors import PartyError
 from party_client.identity import PartyDir
 from party_client.lookups import BucketPlan, LookupSession, LookupState, plan_buckets
@@ -289,7 +289,7 @@ class Party:
 
                 def fresh() -> tuple[pb.SessionInfo, LookupSession]:
                     opened = querier.open_session("lookup", holder, options, ttl=session_ttl, keys=keys)
-                    kept = LookupSession(opened.session_id, os.urandom(32), plan.buckets, key_bits,
+                    kept = LookupSession(opened.session_id, new_session_secret(), plan.buckets, key_bits,
                                          opened.expires_at, options.scheme)
                     state.save(holder, kept)
                     return opened, kept
