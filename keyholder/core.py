@@ -19,8 +19,8 @@ import uuid
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
-from common.schemes import SCHEME_NAMES, InvalidCiphertext, Scheme, get_scheme, scheme_name
-from keyholder.cluster import ZeroTest, zero_test
+from common.schemes import InvalidCiphertext, Scheme, all_schemes, get_scheme
+from keyholder.cluster import ZeroTest, local_zero_test
 from keyholder.errors import ServiceError
 from keyholder.limits import Limits
 from keyholder.pair_rule import PairRule
@@ -51,7 +51,7 @@ class KeyHolder:
     """
 
     def __init__(self, data_dir: Path, passphrase: bytes, limits: Limits = Limits(),
-                 schemes: tuple[str, ...] = SCHEME_NAMES) -> None:
+                 schemes: tuple[Scheme, ...] | None = None) -> None:
         os.umask(0o077)                      # the store, its WAL/SHM files and the spool: owner only
         self.data_dir = Path(data_dir)
         self.data_dir.mkdir(parents=True, exist_ok=True)
@@ -70,8 +70,8 @@ class KeyHolder:
             self.store.set_meta("vault_check", self.vault.check_value())
         elif not self.vault.verify(check):
             raise ValueError("the passphrase does not open this data directory's keys")
-        self.schemes = tuple(scheme_name(name) for name in schemes)     # offered to new sessions
-        self.zero_test: ZeroTest = zero_test       # keyholder serve --dask: cluster_zero_test
+        self.schemes = all_schemes() if schemes is None else tuple(schemes)     # offered to new sessions
+        self.zero_test: ZeroTest = local_zero_test       # keyholder serve --dask: cluster_zero_test
         self._keys: dict[str, bytes] = {}          # session id -> private key bytes (unwrapped, in memory)
         self._keys_lock = threading.Lock()
         self._listeners: list[Callable[[], None]] = []
@@ -176,21 +176,19 @@ class KeyHolder:
 
     @staticmethod
     def scheme_of(session: Session) -> Scheme:
+        """The scheme of a stored session (the store keeps its name)."""
         return get_scheme(session.scheme)
 
     def open_session(self, querier: str, mode: int, holder: str, key_bits: int,
-                     ttl_seconds: float, query_ciphertexts: int = 0, scheme: str = "") -> Session:
-        """A new session of ``scheme`` (empty: the default) with a fresh key pair.
+                     ttl_seconds: float, query_ciphertexts: int = 0, scheme: Scheme | None = None) -> Session:
+        """A new session of ``scheme`` (``None``: the default) with a fresh key pair.
 
         Mode, key size for the scheme and ttl range were checked by :mod:`keyholder.validation`."""
-        try:
-            name = scheme_name(scheme)
-        except ValueError as error:
-            raise ServiceError("INVALID_ARGUMENT", str(error)) from None
-        if name not in self.schemes:
+        arithmetic = get_scheme() if scheme is None else scheme
+        name = arithmetic.name
+        if arithmetic not in self.schemes:
             raise ServiceError("FAILED_PRECONDITION", f"this key holder does not offer the {name} scheme "
-                                                      f"(it offers: {', '.join(self.schemes)})")
-        arithmetic = get_scheme(name)
+                                                      f"(it offers: {', '.join(s.name for s in self.schemes)})")
         self.party(holder)
         if holder == querier:
             raise ServiceError("INVALID_ARGUMENT", "a party cannot open a session with itself")
@@ -402,7 +400,7 @@ class KeyHolder:
         if seq in self.store.batch_seqs(session_id, round_no):
             return total, True
         try:  # validated before the batch may fix the round's attachment length
-            zeros = self.zero_test(scheme.name, session.public_key, private, ciphertexts)
+            zeros = self.zero_test(scheme, session.public_key, private, ciphertexts)
         except InvalidCiphertext as error:
             raise ServiceError("INVALID_ARGUMENT", str(error)) from None
         fixed = self.store.fix_attachment_bytes(session_id, round_no, length)

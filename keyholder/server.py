@@ -204,7 +204,7 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
     async def OpenSession(self, request, context):
         return session_info(await self._run(context, "OpenSession", request, lambda party: self.core.open_session(
             party, request.mode, request.holder, request.key_bits, request.ttl_seconds,
-            request.query_ciphertexts, request.scheme)))
+            request.query_ciphertexts, validation.scheme(request.scheme))))
 
     async def GetSession(self, request, context):
         return session_info(await self._run(context, "GetSession", request,

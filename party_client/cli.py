@@ -14,7 +14,7 @@ import sys
 
 from common.cli import INTERRUPTED, Expected, OneLineParser, UsageError, exit_now, run
 from common.distributed import Cluster, ClusterLost, DaskUnavailable, add_timeout_option
-from common.schemes import DEFAULT_SCHEME, SCHEME_NAMES, parse_scheme_list
+from common.schemes import DEFAULT_SCHEME, SCHEME_NAMES, Scheme, parse_scheme_list
 from party_client.errors import PartyError
 from party_client.transport import FIRST_CONTACT_SECONDS, RETRY_WINDOW_SECONDS, KeyHolderUnavailable
 
@@ -217,7 +217,7 @@ QUERY_EPILOG = ("join or dedup? Both find the same matches. join brings back the
                 "row, for when you need to know the overlap and not the holder's data.")
 
 
-def _scheme_list(text: str) -> tuple[str, ...]:
+def _scheme_list(text: str) -> tuple[Scheme, ...]:
     try:
         return parse_scheme_list(text)
     except ValueError as error:

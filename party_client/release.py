@@ -128,9 +128,6 @@ def _applied_policy(spec: deid_core.Spec, method_info: dict) -> deid_core.Policy
     return replace(policy, steps=policy.steps + ([{"op": "drop", "columns": rest}] if rest else []))
 
 
-SCHEME_TITLES = {"paillier": "Paillier", "ec": "exponential ElGamal on Ed25519"}
-
-
 def _linkage_table(linkage: dict) -> dict:
     """The linkage section of the report: the rows of its table, a sentence, and what each party learned."""
     seconds = linkage.get("seconds") or {}
@@ -139,7 +136,7 @@ def _linkage_table(linkage: dict) -> dict:
     table = {
         "querier (ran the join, wrote this report)": querier, "holder": holder,
         "key holder": "K: registers parties, relays sealed messages, decides which blinded comparisons are zero",
-        "scheme": f"{SCHEME_TITLES.get(linkage.get('scheme') or 'paillier', linkage.get('scheme'))}, "
+        "scheme": f"{linkage['scheme'].title}, "
                   f"{linkage.get('key_bits')}-bit keys, {linkage.get('blinding')} blinding",
         "mode": linkage.get("mode"), "matching": linkage.get("matching"), "blocking": linkage.get("blocking"),
         "querier's records": linkage.get("records"), "matched records": linkage.get("matched_records"),
@@ -182,7 +179,7 @@ def _release_report(joined: pd.DataFrame, output: pd.DataFrame, assessment, spec
                                     policy=_applied_policy(spec, method_info),
                                     reapply={"command": command, "policy_file": str(policy_file)})
     report["title"] = "Linked release: de-identification report"
-    report["linkage"] = dict(linkage, **_linkage_table(linkage))
+    report["linkage"] = dict(linkage, scheme=linkage["scheme"].name, **_linkage_table(linkage))
     return report, before
 
 

@@ -247,6 +247,7 @@ class PaillierScheme(Scheme):
     """Paillier behind the :class:`Scheme` interface: bytes in, bytes out."""
 
     name = "paillier"
+    title = "Paillier"
     has_fast_blinding = True
 
     def generate_key(self, bits: int) -> KeyPair:

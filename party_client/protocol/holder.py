@@ -24,7 +24,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from common.schemes import SCHEME_NAMES, get_scheme
+from common.schemes import Scheme, all_schemes, get_scheme
 from common.schemes.pool import release_gil, worker_pool
 from party_client.crypto.encoding import SECRET_BYTES
 from party_client.crypto.seal import SessionCipher, open_records
@@ -34,7 +34,7 @@ from party_client.progress import bar
 from party_client.protocol.engine import HolderContext, HolderData, ReceivedQuery, RoundPlan
 from party_client.protocol.engines import engine_for
 from party_client.protocol.wire import (MODE_NAMES, attachment_cipher, message_context, note_cipher,
-                                        party_key, read_query, session_scheme)
+                                        known_scheme, party_key, read_query, session_scheme)
 from party_client.transport import Connection, ConnectionProblem, KeyHolderRefusal
 from proto import linkage_pb2 as pb
 
@@ -49,7 +49,7 @@ class HolderOptions:
     release_columns: list[str] = dataclass_field(default_factory=list)
     allow_fast_blinding: bool = False
     allowed_queriers: list[str] | None = None
-    schemes: tuple[str, ...] = SCHEME_NAMES      # comparison schemes this holder serves
+    schemes: tuple[Scheme, ...] = dataclass_field(default_factory=all_schemes)   # comparison schemes served
     batch_rows: int = 256
     progress: bool | None = None
     cluster: Any = None              # a common.distributed.Cluster: comparisons run on the holder's Dask workers
@@ -186,23 +186,24 @@ class Holder:
         session = item.session
         if self.options.allowed_queriers is not None and item.querier not in self.options.allowed_queriers:
             return self._abort(item, f"querier '{item.querier}' is not on the holder's allow-list")
-        if session_scheme(session) not in self.options.schemes:
-            return self._abort(item, f"the holder does not serve the {session_scheme(session)} scheme "
-                                     f"(it serves: {', '.join(self.options.schemes)})")
+        scheme = known_scheme(session)
+        if scheme not in self.options.schemes:
+            return self._abort(item, f"the holder does not serve the {scheme or session.scheme} scheme "
+                                     f"(it serves: {', '.join(s.name for s in self.options.schemes)})")
         chunks = self.connection.stream("GetMessage", pb.MessageRef(message_id=item.message_id),
                                         split=lambda message: [message.data], length=len)
         try:
             records = open_records(chunks, self.party.private_key, party_key(self.connection, item.querier),
                                    message_context(session.session_id, "query"))
-            query, ciphertexts = read_query(records, get_scheme(session_scheme(session)), session.public_key)
-            plan = self._plan(session, query)
+            query, ciphertexts = read_query(records, scheme, session.public_key)
+            plan = self._plan(session, query, scheme)
         except (ValueError, PartyError) as error:
             return self._abort(item, f"malformed query: {error}")
         if isinstance(plan, str):
             return self._abort(item, plan)
         return self._compare(item, query.header, ciphertexts, plan)
 
-    def _plan(self, session: pb.SessionInfo, query: ReceivedQuery) -> RoundPlan | str:
+    def _plan(self, session: pb.SessionInfo, query: ReceivedQuery, scheme: Scheme) -> RoundPlan | str:
         """The comparison units (row, [(query position, the row's encoding)]) or a refusal reason.
 
         A row without a key is still compared (against random positions with a random value), so K
@@ -211,15 +212,15 @@ class Holder:
         header, keys = query.header, self.data.keys
         if header.mode != session.mode or header.key_bits != session.key_bits:
             return "the query does not match the session (mode or key size)"
-        if session_scheme(header) != session_scheme(session):
-            return (f"the query's comparison scheme ({session_scheme(header)}) is not the session's "
-                    f"({session_scheme(session)})")
+        named = known_scheme(header)
+        if named is not scheme:
+            return f"the query's comparison scheme ({named or header.scheme}) is not the session's ({scheme})"
         if len(header.session_secret) != SECRET_BYTES:
             return "bad session secret"
         if header.key_spec != keys.spec or ([t.name for t in header.tables] != keys.names and not header.passes):
             return (f"the parties' matching keys differ (querier: {header.key_spec}, holder: {keys.spec}); "
                     "field names, encoders, rule and blocking must agree")
-        context = HolderContext(session.session_id, self.data, get_scheme(session_scheme(session)).encoding_bytes(session.public_key),
+        context = HolderContext(session.session_id, self.data, scheme, scheme.encoding_bytes(session.public_key),
                                 self._shuffle, self._rank, self.options.progress)
         return engine_for(session.mode, bool(header.passes)).plan(context, query)
 
@@ -256,12 +257,12 @@ class Holder:
         session = item.session
         units = plan.units
         secret = header.session_secret
-        scheme_name = session_scheme(session)
+        scheme = session_scheme(session)
         fast = header.request_fast_blinding and self.options.allow_fast_blinding
         refused = ("the holder does not allow fast blinding; full blinding was used"
                    if header.request_fast_blinding and not fast else "")
-        if header.request_fast_blinding and not get_scheme(scheme_name).has_fast_blinding:
-            fast, refused = False, (f"the {scheme_name} scheme has no fast blinding (its full blinding costs "
+        if header.request_fast_blinding and not scheme.has_fast_blinding:
+            fast, refused = False, (f"the {scheme.name} scheme has no fast blinding (its full blinding costs "
                                     "the same); full blinding was used")
         releasing = session.mode == pb.JOIN and self.data.payloads is not None   # dedup, lookup: no payload
         release_columns = self.data.release_columns if releasing else []
@@ -277,7 +278,7 @@ class Holder:
         def batch(seq: int, chunk: list[tuple[int, list[tuple[int, bytes]]]],
                   rule: pb.PairRule | None, out: bytes | None = None) -> pb.ComparisonBatch:
             if out is None:
-                out = compare_units(scheme_name, session.public_key, ciphertexts, *unit_lists(chunk), fast)
+                out = compare_units(scheme.name, session.public_key, ciphertexts, *unit_lists(chunk), fast)
             counts, attachments = [], []
             for row, comparisons in chunk:
                 counts.append(len(comparisons))
@@ -305,7 +306,7 @@ class Holder:
             """Start one batch: on the pool (the whole message), or its comparisons on the cluster."""
             if cluster is None:
                 return len(chunk), pool.submit(batch, seq, chunk, rule), None
-            return (len(chunk), cluster.submit(compare_units, scheme_name, session.public_key, shared, *unit_lists(chunk),
+            return (len(chunk), cluster.submit(compare_units, scheme.name, session.public_key, shared, *unit_lists(chunk),
                                                fast), (seq, chunk, rule))
         depth = 2 * (cluster.threads() if cluster is not None else (os.cpu_count() or 2))
         comparisons = 0

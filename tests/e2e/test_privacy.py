@@ -201,7 +201,7 @@ def test_audit_log_records_counts_only(fresh_keyholder, tmp_path, scheme):
     finally:
         stop.set()
         thread.join(timeout=30)
-    assert result.frame["matched"].sum() == 10 and result.report["scheme"] == scheme
+    assert result.frame["matched"].sum() == 10 and result.report["scheme"].name == scheme
     audit = subprocess.run([sys.executable, "-m", "keyholder.cli", "audit", "--data-dir",
                             str(server.data_dir)], capture_output=True, text=True).stdout
     assert "finish_round" in audit and "matched_rows=10" in audit and f"scheme={scheme}" in audit
