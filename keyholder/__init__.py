@@ -1,1 +1,1 @@
-"""Key-holder gRPC service: Paillier keys per session, sealed relay, zero tests."""
+"""Key-holder gRPC service: a fresh key pair of the comparison scheme per session, sealed relay, zero tests."""

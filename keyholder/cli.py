@@ -27,7 +27,7 @@ from common.schemes import SCHEME_NAMES, parse_scheme_list
 from keyholder import pki
 from keyholder.server import TlsFiles, check_listen, start
 from keyholder.limits import add_limit_options, limits_from_args
-from keyholder.sessions import KeyHolder
+from keyholder.core import KeyHolder
 
 log = logging.getLogger("keyholder")
 PASSPHRASE_ENV = "KEYHOLDER_PASSPHRASE"

@@ -13,17 +13,22 @@ import threading
 from typing import Callable
 
 from common.distributed import Cluster, ClusterLost
-from common.schemes import InvalidCiphertext, get_scheme
+from common.schemes import InvalidCiphertext, Scheme, get_scheme
 
-#: (scheme name, public key, private key, comparisons) -> per comparison, whether it encrypts zero
-ZeroTest = Callable[[str, bytes, bytes, bytes], "list[bool]"]
+#: (scheme, public key, private key, comparisons) -> per comparison, whether it encrypts zero
+ZeroTest = Callable[[Scheme, bytes, bytes, bytes], "list[bool]"]
 
 log = logging.getLogger("keyholder")
 MIN_PIECE = 64          # comparisons per task at least (a task's overhead is ~1-2 ms)
 
 
+def local_zero_test(scheme: Scheme, public: bytes, private: bytes, comparisons: bytes) -> list[bool]:
+    """The scheme's zero test of one batch in K's own process."""
+    return scheme.zero_test(public, private, comparisons)
+
+
 def zero_test(scheme_name: str, public: bytes, private: bytes, comparisons: bytes) -> list[bool]:
-    """The scheme's zero test of one batch: the function a worker runs, and the local path."""
+    """The zero test of one piece as a Dask task: the scheme crosses to the worker by its name."""
     return get_scheme(scheme_name).zero_test(public, private, comparisons)
 
 
@@ -52,33 +57,33 @@ class _ClusterZeroTest:
         log.warning("%s; zero tests run locally until the Dask client reconnects (Dask tries for up to %.0f s, "
                     "--dask-timeout, then gives up and every batch stays local)", reason, self.cluster.timeout)
 
-    def __call__(self, scheme_name: str, public: bytes, private: bytes, comparisons: bytes) -> list[bool]:
-        width = get_scheme(scheme_name).ciphertext_width(public)
+    def __call__(self, scheme: Scheme, public: bytes, private: bytes, comparisons: bytes) -> list[bool]:
+        width = scheme.ciphertext_width(public)
         count = len(comparisons) // width
         if count < self.min_comparisons or len(comparisons) % width:
-            return zero_test(scheme_name, public, private, comparisons)
+            return local_zero_test(scheme, public, private, comparisons)
         if not self.cluster.available():
             self._fall_back(f"the Dask scheduler at {self.cluster.address} is unreachable "
                             f"(client {self.cluster.client.status})")
-            return zero_test(scheme_name, public, private, comparisons)
+            return local_zero_test(scheme, public, private, comparisons)
         if self.local:
             with self._lock:
                 self.local = False
             log.warning("the Dask scheduler at %s is back: large batches are zero-tested on it again",
                         self.cluster.address)
         try:
-            return _on_cluster(self.cluster, scheme_name, public, private, comparisons, width, count)
+            return _on_cluster(self.cluster, scheme, public, private, comparisons, width, count)
         except ClusterLost as error:
             if not self.cluster.closed:          # closed: K is stopping, nothing to report
                 self._fall_back(str(error))
-            return zero_test(scheme_name, public, private, comparisons)
+            return local_zero_test(scheme, public, private, comparisons)
 
 
-def _on_cluster(cluster: Cluster, scheme_name: str, public: bytes, private: bytes, comparisons: bytes,
+def _on_cluster(cluster: Cluster, scheme: Scheme, public: bytes, private: bytes, comparisons: bytes,
                 width: int, count: int) -> list[bool]:
     step = max(MIN_PIECE, -(-count // (2 * cluster.threads())))
     starts = range(0, count, step)
-    tasks = [cluster.submit(zero_test, scheme_name, public, private,
+    tasks = [cluster.submit(zero_test, scheme.name, public, private,
                             comparisons[s * width:min(s + step, count) * width]) for s in starts]
     results: list[bool] = []
     for start, task in zip(starts, tasks):

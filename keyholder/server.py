@@ -26,7 +26,9 @@ from grpc_reflection.v1alpha import reflection
 from keyholder import validation
 from common.net import is_loopback
 from keyholder.errors import ServiceError
-from keyholder.sessions import PENDING, KeyHolder, PairRule
+from keyholder.core import KeyHolder
+from keyholder.pair_rule import PairRule
+from keyholder.states import PENDING
 from keyholder.store import Message, Round, Session
 from proto import linkage_pb2 as pb
 from proto import linkage_pb2_grpc as pb_grpc
@@ -42,7 +44,7 @@ GRPC_OPTIONS = [("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
 
 def session_info(session: Session) -> pb.SessionInfo:
     return pb.SessionInfo(session_id=session.id, mode=session.mode, querier=session.querier,
-                          holder=session.holder, key_bits=session.key_bits, modulus=session.modulus,
+                          holder=session.holder, key_bits=session.key_bits, public_key=session.public_key,
                           status=session.status, created_at=session.created_at,
                           expires_at=session.expires_at, rounds=session.rounds,
                           max_query_bytes=session.max_query_bytes, scheme=session.scheme)
@@ -202,7 +204,7 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
     async def OpenSession(self, request, context):
         return session_info(await self._run(context, "OpenSession", request, lambda party: self.core.open_session(
             party, request.mode, request.holder, request.key_bits, request.ttl_seconds,
-            request.query_ciphertexts, request.scheme)))
+            request.query_ciphertexts, validation.scheme(request.scheme))))
 
     async def GetSession(self, request, context):
         return session_info(await self._run(context, "GetSession", request,

@@ -71,7 +71,7 @@ class Session:
     querier: str
     holder: str
     key_bits: int
-    modulus: bytes
+    public_key: bytes                 # the scheme's public key (stored in the column ``modulus``)
     wrapped_key: bytes | None
     status: int
     created_at: float
@@ -188,7 +188,7 @@ class Store:
                        "status, created_at, expires_at, max_query_bytes, active_at, scheme) "
                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                        (session.id, session.mode, session.querier, session.holder, session.key_bits,
-                        session.modulus, session.wrapped_key, session.status, session.created_at,
+                        session.public_key, session.wrapped_key, session.status, session.created_at,
                         session.expires_at, session.max_query_bytes, session.created_at, session.scheme))
 
     def get_session(self, session_id: str) -> Session | None:

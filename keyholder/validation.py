@@ -11,13 +11,13 @@ import math
 import re
 from typing import Any, Callable
 
-from common.schemes import get_scheme, scheme_name
+from common.schemes import Scheme, get_scheme
 from keyholder.errors import ServiceError
 from keyholder.limits import Limits
+from keyholder.states import MODES
 
 ID_PATTERN = re.compile(r"^[0-9a-f]{32}$")          # uuid4().hex
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-MODES = {1: "join", 2: "dedup", 3: "lookup"}
 KINDS = ("query",)
 MAX_SEQ = 1 << 24                                     # batches per round
 MAX_REASON_CHARS = 1000
@@ -52,20 +52,20 @@ def round_no(value: int, limits: Limits) -> None:
         raise invalid(f"round must be from 1 to {limits.max_rounds}")
 
 
-def scheme(value: str) -> str:
-    """The named comparison scheme (empty: the default); INVALID_ARGUMENT naming the known ones."""
+def scheme(value: str) -> Scheme:
+    """The comparison scheme a request names (empty: the default); INVALID_ARGUMENT naming the known ones."""
     try:
-        return scheme_name(value)
+        return get_scheme(value)
     except ValueError as error:
         raise invalid(str(error)) from None
 
 
-def key_bits(value: int, limits: Limits, scheme_used: str = "") -> None:
+def key_bits(value: int, limits: Limits, scheme_used: Scheme) -> None:
     """A session's key size: a fixed-group scheme takes 0 or its one size, Paillier a modulus in range."""
-    fixed = get_scheme(scheme(scheme_used)).fixed_key_bits
+    fixed = scheme_used.fixed_key_bits
     if fixed is not None:
         if value not in (0, fixed):
-            raise invalid(f"key size {value} not allowed with the {scheme(scheme_used)} scheme: "
+            raise invalid(f"key size {value} not allowed with the {scheme_used.name} scheme: "
                           f"use {fixed} or 0 (its group is fixed)")
         return
     if value and (value < limits.min_key_bits or value > limits.max_key_bits or value % 256):
@@ -87,7 +87,7 @@ def _open_session(r, limits: Limits) -> None:
     if r.mode not in MODES:
         raise invalid("mode must be join, dedup or lookup")
     name(r.holder, "holder")
-    key_bits(r.key_bits, limits, r.scheme)
+    key_bits(r.key_bits, limits, scheme(r.scheme))
     if r.ttl_seconds > limits.max_ttl:
         raise invalid(f"ttl_seconds must be at most {int(limits.max_ttl)} (0: the default)")
     if r.query_ciphertexts > MAX_QUERY_CIPHERTEXTS:

@@ -6,10 +6,7 @@ says the key is destroyed when the session ends.
 """
 from __future__ import annotations
 
-import os
-
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-from cryptography.hazmat.primitives.kdf.scrypt import Scrypt
+from common.aead import Aead, AuthenticationFailed, passphrase_key
 
 
 class KeyVault:
@@ -25,24 +22,22 @@ class KeyVault:
     def __init__(self, passphrase: bytes, salt: bytes) -> None:
         if not passphrase:
             raise ValueError("empty passphrase")
-        key = Scrypt(salt=salt, length=32, n=2 ** 15, r=8, p=1).derive(passphrase)
-        self._aead = AESGCM(key)
+        self._aead = Aead(passphrase_key(passphrase, salt))
 
     def wrap(self, session_id: str, private: bytes) -> bytes:
         """Seal a session's private key bytes, bound to its session id."""
-        nonce = os.urandom(12)
-        return nonce + self._aead.encrypt(nonce, private, session_id.encode())
+        return self._aead.seal(private, session_id.encode())
 
     def unwrap(self, session_id: str, blob: bytes) -> bytes:
-        """The private key bytes sealed by :meth:`wrap` for this session (raises on any other blob)."""
-        return self._aead.decrypt(blob[:12], blob[12:], session_id.encode())
+        """The private key bytes sealed by :meth:`wrap` for this session
+        (:class:`common.aead.AuthenticationFailed` on any other blob)."""
+        return self._aead.open(blob, session_id.encode(), f"the private key of session {session_id}")
 
     def check_value(self) -> bytes:
-        nonce = os.urandom(12)
-        return nonce + self._aead.encrypt(nonce, self.CHECK, b"check")
+        return self._aead.seal(self.CHECK, b"check")
 
     def verify(self, check: bytes) -> bool:
         try:
-            return self._aead.decrypt(check[:12], check[12:], b"check") == self.CHECK
-        except Exception:
+            return self._aead.open(check, b"check") == self.CHECK
+        except AuthenticationFailed:
             return False

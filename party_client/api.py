@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from common.distributed import CONNECT_SECONDS, Cluster
-from common.schemes import DEFAULT_SCHEME, SCHEME_NAMES, parse_scheme_list, scheme_name
+from common.schemes import SCHEME_NAMES, Scheme, get_scheme, parse_scheme_list
 from party_client.errors import PartyError
 from party_client.identity import PartyDir
 from party_client.lookups import BucketPlan, LookupState, lookup_report, plan_buckets, run_lookup
@@ -28,7 +28,7 @@ from party_client.matching.keys import QuerierKeys, exact_holder_keys, exact_que
 from party_client.protocol.engines.interface import HolderData, QueryOptions
 from party_client.protocol.holder import Holder, HolderOptions
 from party_client.protocol.querier import HolderTimeout, Querier, QueryOutcome
-from party_client.protocol.wire import MODE_NAMES
+from party_client.protocol.wire import MODE_NAMES, session_scheme
 from party_client.sessions_state import SessionState, SessionStates, fingerprint
 from party_client.files import read_table, require_columns, require_records
 from party_client.transport import (FIRST_CONTACT_SECONDS, RETRY_WINDOW_SECONDS, Connection, ConnectionProblem,
@@ -130,12 +130,15 @@ class Party:
             return register(self.dir, connection).fingerprint
 
     # -- querier ----------------------------------------------------------------
-    def _options(self, key_bits: int | None, fast_blinding: bool, timeout: float, scheme: str) -> QueryOptions:
-        """The query's options; ``key_bits`` None (0) is the scheme's default size."""
-        try:
-            scheme = scheme_name(scheme)
-        except ValueError as error:
-            raise PartyError(str(error)) from None
+    def _options(self, key_bits: int | None, fast_blinding: bool, timeout: float,
+                 scheme: str | Scheme | None) -> QueryOptions:
+        """The query's options; ``key_bits`` None (0) is the scheme's default size; ``scheme`` a
+        :class:`Scheme` or its name (empty or None: the default)."""
+        if not isinstance(scheme, Scheme):
+            try:
+                scheme = get_scheme(scheme)
+            except ValueError as error:
+                raise PartyError(str(error)) from None
         return QueryOptions(key_bits=key_bits or 0, fast_blinding=fast_blinding, timeout=timeout, scheme=scheme,
                             progress=self.progress)
 
@@ -161,12 +164,13 @@ class Party:
     def _query(self, mode: str, holder: str, data, id_column: str | None, *, rules=None,
                id_type: str = "identifier", key_bits: int | None = None, fast_blinding: bool = False,
                timeout: float = 3600.0, matched_column: str = "matched",
-               term_column: str | None = None, one_to_one: bool = False, scheme: str = DEFAULT_SCHEME) -> LinkResult:
+               term_column: str | None = None, one_to_one: bool = False,
+               scheme: str | Scheme | None = None) -> LinkResult:
         options = self._options(key_bits, fast_blinding, timeout, scheme)
         frame, keys = self._prepare(data, id_column, id_type, rules, matched_column, "querier")
         states = SessionStates(self.dir)
         signature = fingerprint(mode, holder, self.keyholder, data, id_column, id_type, rules, options.key_bits,
-                                fast_blinding, options.cuckoo, options.scheme)
+                                fast_blinding, options.cuckoo, options.scheme.name)
         with self.connect() as connection:
             querier = Querier(connection, self.dir)
             session, state = self._resume(querier, states, signature)
@@ -249,7 +253,7 @@ class Party:
     def _report(self, mode: str, holder: str, session, outcome: QueryOutcome, result: pd.DataFrame,
                 matched_column: str) -> dict:
         return {"mode": mode, "querier": self.name, "holder": holder, "session_id": session.session_id,
-                "scheme": session.scheme or DEFAULT_SCHEME, "key_bits": session.key_bits, "blinding": outcome.blinding,
+                "scheme": session_scheme(session), "key_bits": session.key_bits, "blinding": outcome.blinding,
                 "release_columns": outcome.release_columns, "output_rows": int(len(result)),
                 "matched_output_rows": int(result[matched_column].sum()), "note": outcome.note, **outcome.facts}
 
@@ -264,7 +268,7 @@ class Party:
     def lookup(self, holder: str, data, id_column: str, population: int, *, max_risk: float = 0.05,
                buckets: int | None = None, id_type: str = "identifier", key_bits: int | None = None,
                fast_blinding: bool = False, timeout: float = 3600.0, session_ttl: float = 24 * 3600.0,
-               matched_column: str = "matched", scheme: str = DEFAULT_SCHEME) -> LinkResult:
+               matched_column: str = "matched", scheme: str | Scheme | None = None) -> LinkResult:
         """Look a few records up in a large holder through risk-bounded buckets."""
         plan: BucketPlan = plan_buckets(population, max_risk, buckets)
         options = self._options(key_bits, fast_blinding, timeout, scheme)
@@ -291,14 +295,15 @@ class Party:
     def holder(self, data, id_column: str | None = None, release_columns: list[str] | None = None, *,
                rules=None, id_type: str = "identifier", allow_fast_blinding: bool = False,
                allowed_queriers: list[str] | None = None, connection: Connection | None = None,
-               schemes: str | tuple[str, ...] = SCHEME_NAMES, dask_client=None,
+               schemes: str | tuple[str | Scheme, ...] = SCHEME_NAMES, dask_client=None,
                dask_timeout: float = CONNECT_SECONDS) -> Holder:
         """A holder ready to serve (``serve(once=...)``), keys computed once; it refuses rounds of a
-        comparison scheme not in ``schemes`` (names, or a comma-separated string); with a
+        comparison scheme not in ``schemes`` (schemes or names, or a comma-separated string); with a
         ``distributed.Client`` its comparison batches run on that Dask cluster (a call to its
         scheduler waits at most ``dask_timeout`` seconds)."""
         try:
-            schemes = parse_scheme_list(schemes if isinstance(schemes, str) else ",".join(schemes))
+            if isinstance(schemes, str) or not all(isinstance(s, Scheme) for s in schemes):
+                schemes = parse_scheme_list(schemes if isinstance(schemes, str) else ",".join(map(str, schemes)))
         except ValueError as error:
             raise PartyError(str(error)) from None
         frame, keys = self._prepare(data, id_column, id_type, rules, "", "holder")

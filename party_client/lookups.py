@@ -16,13 +16,14 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import os
 import sqlite3
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field as dataclass_field
 from pathlib import Path
 
+from common.schemes import Scheme, get_scheme
 from deid_core.risk.buckets import combined_bucket_risk, hashed_bucket_risk, max_buckets
+from party_client.crypto.encoding import new_session_secret
 from party_client.errors import PartyError
 from party_client.identity import PartyDir, write_secret
 from party_client.matching.keys import QuerierKeys
@@ -67,7 +68,7 @@ class LookupSession:
     buckets: int
     key_bits: int                      # as asked (0: the scheme's default)
     expires_at: float
-    scheme: str = "paillier"
+    scheme: Scheme = dataclass_field(default_factory=get_scheme)     # kept in its file by name
 
 
 class LookupState:
@@ -87,14 +88,16 @@ class LookupState:
     def _path(self, holder: str) -> Path:
         return self.folder / f"{holder}.session.json"
 
-    def reusable(self, holder: str, buckets: int, key_bits: int, scheme: str) -> LookupSession | None:
+    def reusable(self, holder: str, buckets: int, key_bits: int, scheme: Scheme) -> LookupSession | None:
         path = self._path(holder)
         if not path.exists():
             return None
         state = json.loads(path.read_text())
+        if state.get("scheme", "") not in ("", scheme.name):      # another (perhaps unknown) scheme: not reused
+            return None
         session = LookupSession(state["session_id"], bytes.fromhex(state["secret"]), state["buckets"],
-                                state["key_bits"], state["expires_at"], state.get("scheme", "paillier"))
-        if (session.buckets != buckets or session.key_bits != key_bits or session.scheme != scheme
+                                state["key_bits"], state["expires_at"], get_scheme(state.get("scheme")))
+        if (session.buckets != buckets or session.key_bits != key_bits or session.scheme is not scheme
                 or session.expires_at - time.time() < REUSE_MARGIN_SECONDS):
             return None
         return session
@@ -102,7 +105,7 @@ class LookupState:
     def save(self, holder: str, session: LookupSession) -> None:
         write_secret(self._path(holder), json.dumps({
             "session_id": session.session_id, "secret": session.secret.hex(), "buckets": session.buckets,
-            "key_bits": session.key_bits, "expires_at": session.expires_at, "scheme": session.scheme}).encode())
+            "key_bits": session.key_bits, "expires_at": session.expires_at, "scheme": session.scheme.name}).encode())
 
     def forget(self, holder: str) -> None:
         self._path(holder).unlink(missing_ok=True)
@@ -140,7 +143,7 @@ def run_lookup(querier: Querier, state: LookupState, holder: str, plan: BucketPl
 
     def fresh() -> tuple[pb.SessionInfo, LookupSession]:
         opened = querier.open_session("lookup", holder, options, ttl=session_ttl, keys=keys)
-        kept = LookupSession(opened.session_id, os.urandom(32), plan.buckets, options.key_bits,
+        kept = LookupSession(opened.session_id, new_session_secret(), plan.buckets, options.key_bits,
                              opened.expires_at, options.scheme)
         state.save(holder, kept)
         return opened, kept

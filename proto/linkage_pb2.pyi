@@ -93,13 +93,13 @@ class OpenSessionRequest(_message.Message):
     def __init__(self, mode: _Optional[_Union[Mode, str]] = ..., holder: _Optional[str] = ..., key_bits: _Optional[int] = ..., ttl_seconds: _Optional[int] = ..., query_ciphertexts: _Optional[int] = ..., scheme: _Optional[str] = ...) -> None: ...
 
 class SessionInfo(_message.Message):
-    __slots__ = ("session_id", "mode", "querier", "holder", "key_bits", "modulus", "status", "created_at", "expires_at", "rounds", "max_query_bytes", "scheme")
+    __slots__ = ("session_id", "mode", "querier", "holder", "key_bits", "public_key", "status", "created_at", "expires_at", "rounds", "max_query_bytes", "scheme")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     MODE_FIELD_NUMBER: _ClassVar[int]
     QUERIER_FIELD_NUMBER: _ClassVar[int]
     HOLDER_FIELD_NUMBER: _ClassVar[int]
     KEY_BITS_FIELD_NUMBER: _ClassVar[int]
-    MODULUS_FIELD_NUMBER: _ClassVar[int]
+    PUBLIC_KEY_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
     CREATED_AT_FIELD_NUMBER: _ClassVar[int]
     EXPIRES_AT_FIELD_NUMBER: _ClassVar[int]
@@ -111,14 +111,14 @@ class SessionInfo(_message.Message):
     querier: str
     holder: str
     key_bits: int
-    modulus: bytes
+    public_key: bytes
     status: SessionStatus
     created_at: float
     expires_at: float
     rounds: int
     max_query_bytes: int
     scheme: str
-    def __init__(self, session_id: _Optional[str] = ..., mode: _Optional[_Union[Mode, str]] = ..., querier: _Optional[str] = ..., holder: _Optional[str] = ..., key_bits: _Optional[int] = ..., modulus: _Optional[bytes] = ..., status: _Optional[_Union[SessionStatus, str]] = ..., created_at: _Optional[float] = ..., expires_at: _Optional[float] = ..., rounds: _Optional[int] = ..., max_query_bytes: _Optional[int] = ..., scheme: _Optional[str] = ...) -> None: ...
+    def __init__(self, session_id: _Optional[str] = ..., mode: _Optional[_Union[Mode, str]] = ..., querier: _Optional[str] = ..., holder: _Optional[str] = ..., key_bits: _Optional[int] = ..., public_key: _Optional[bytes] = ..., status: _Optional[_Union[SessionStatus, str]] = ..., created_at: _Optional[float] = ..., expires_at: _Optional[float] = ..., rounds: _Optional[int] = ..., max_query_bytes: _Optional[int] = ..., scheme: _Optional[str] = ...) -> None: ...
 
 class SessionRef(_message.Message):
     __slots__ = ("session_id",)

@@ -1,4 +1,10 @@
-"""Comparison schemes behind one interface (:class:`Scheme`); :func:`get_scheme` names them.
+"""Comparison schemes behind one interface (:class:`Scheme`), in a registry keyed by name.
+
+:func:`get_scheme` is the one place a scheme's name becomes its object, and the one place an empty
+name means :data:`DEFAULT_SCHEME`.  Inside a process, options, contexts and reports carry the
+:class:`Scheme` object; its name (``scheme.name``) crosses only process boundaries: the proto's
+``scheme`` fields, task arguments of worker processes and Dask, command-line flags and files.
+A new scheme is one implementation of :class:`Scheme` plus one line in :data:`_IMPLEMENTATIONS`.
 
 The implementations are imported on first use (they import :mod:`common.schemes.base`, so a
 top-level import here would be circular) and each is built once per process.
@@ -10,8 +16,8 @@ import threading
 
 from common.schemes.base import InvalidCiphertext, KeyPair, Scheme
 
-__all__ = ["InvalidCiphertext", "KeyPair", "Scheme", "get_scheme", "SCHEME_NAMES", "DEFAULT_SCHEME",
-           "scheme_name", "parse_scheme_list"]
+__all__ = ["InvalidCiphertext", "KeyPair", "Scheme", "get_scheme", "all_schemes", "SCHEME_NAMES",
+           "DEFAULT_SCHEME", "parse_scheme_list"]
 
 # name -> "module:class" of its implementation
 _IMPLEMENTATIONS: dict[str, str] = {
@@ -24,8 +30,10 @@ _SCHEMES: dict[str, Scheme] = {}
 _LOCK = threading.Lock()
 
 
-def get_scheme(name: str) -> Scheme:
-    """The scheme called ``name``; ``ValueError`` naming the known schemes otherwise."""
+def get_scheme(name: str | None = None) -> Scheme:
+    """The scheme called ``name``; empty (or ``None``) is :data:`DEFAULT_SCHEME`; ``ValueError``
+    naming the known schemes for any other name."""
+    name = name or DEFAULT_SCHEME
     if name not in _IMPLEMENTATIONS:
         raise ValueError(f"unknown comparison scheme {name!r} (known: {', '.join(SCHEME_NAMES)})")
     with _LOCK:
@@ -36,19 +44,14 @@ def get_scheme(name: str) -> Scheme:
         return scheme
 
 
-def scheme_name(name: str | None) -> str:
-    """The scheme a request names: empty means :data:`DEFAULT_SCHEME`; ``ValueError`` for an unknown name."""
-    name = name or DEFAULT_SCHEME
-    if name not in _IMPLEMENTATIONS:
-        raise ValueError(f"unknown comparison scheme {name!r} (known: {', '.join(SCHEME_NAMES)})")
-    return name
+def all_schemes() -> tuple[Scheme, ...]:
+    """Every known scheme, in registry order (what a key holder offers and a holder serves by default)."""
+    return tuple(get_scheme(name) for name in SCHEME_NAMES)
 
 
-def parse_scheme_list(text: str) -> tuple[str, ...]:
+def parse_scheme_list(text: str) -> tuple[Scheme, ...]:
     """A comma-separated list of scheme names (``--schemes paillier,ec``), each known, at least one."""
     names = tuple(dict.fromkeys(part.strip() for part in text.split(",") if part.strip()))
     if not names:
         raise ValueError(f"name at least one comparison scheme (known: {', '.join(SCHEME_NAMES)})")
-    for name in names:
-        scheme_name(name)
-    return names
+    return tuple(get_scheme(name) for name in names)

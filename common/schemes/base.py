@@ -41,12 +41,21 @@ class KeyPair:
 class Scheme(ABC):
     """One comparison scheme: key generation and zero test (K), encryption (Q), blinded comparison (H)."""
 
+    #: the scheme's name on the wire, on command lines and in files (``paillier``, ``ec``)
     name: str = ""
+    #: what a report calls it
+    title: str = ""
     #: whether :meth:`compare` has a cheaper short-``r`` variant (``fast_blinding``); a holder records
     #: "full" blinding for a scheme without one, whatever the querier asked.
     has_fast_blinding: bool = False
     #: the one size parameter of a scheme whose group is fixed (``None``: the key size is chosen per session)
     fixed_key_bits: int | None = None
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __repr__(self) -> str:
+        return f"<{self.title} comparison scheme {self.name!r}>"
 
     # -- key holder ------------------------------------------------------------------------------
     @abstractmethod

@@ -163,6 +163,7 @@ class EcScheme(Scheme):
     """Exponential ElGamal on Ed25519's prime-order subgroup (see the module docstring)."""
 
     name = "ec"
+    title = "exponential ElGamal on Ed25519"
     fixed_key_bits = _KEY_BITS
 
     # -- key holder ------------------------------------------------------------------------------

@@ -1,11 +1,12 @@
 """The Paillier comparison scheme (Paillier, "Public-Key Cryptosystems Based on
-Composite Degree Residuosity Classes", EUROCRYPT 1999), the one implementation
-used by the key holder K, the querier Q and the holder H.  Raw gmpy2 integers on
+Composite Degree Residuosity Classes", EUROCRYPT 1999): one of the comparison
+schemes behind :class:`common.schemes.Scheme`, used by the key holder K, the
+querier Q and the holder H (the default of a session that names none).  Raw gmpy2 integers on
 the hot paths; ``phe`` generates the session keys and holds the public key (its
 object API and float encoding are not used for identifiers: the encoding leaks
 an exponent and costs time).
 
-Keys.  The public key is the modulus ``n`` big-endian (what ``SessionInfo.modulus``
+Keys.  The public key is the modulus ``n`` big-endian (what ``SessionInfo.public_key``
 carries); the private key is ``p || q``, each of one fixed width.
 
 Encryption (Q).  ``E(m) = (1 + m n) * h^a mod n^2`` with the fixed-base
@@ -246,6 +247,7 @@ class PaillierScheme(Scheme):
     """Paillier behind the :class:`Scheme` interface: bytes in, bytes out."""
 
     name = "paillier"
+    title = "Paillier"
     has_fast_blinding = True
 
     def generate_key(self, bits: int) -> KeyPair:

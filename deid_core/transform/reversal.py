@@ -19,16 +19,13 @@ import zlib
 from typing import Mapping, Sequence
 
 import pandas as pd
-from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-from cryptography.hazmat.primitives.kdf.scrypt import Scrypt
+
+from common.aead import NONCE_BYTES, SALT_BYTES, TAG_BYTES, Aead, AuthenticationFailed, passphrase_key
 
 from ..errors import DeidInputError
 from .keys import check_key
 
 MAGIC = b"DEIDREV1"
-SALT_BYTES, NONCE_BYTES = 16, 12
-SCRYPT_N, SCRYPT_R, SCRYPT_P = 2 ** 15, 8, 1
 
 
 def record(ctx: dict, column: str, originals: Sequence[str], pseudonyms: Sequence[str]) -> None:
@@ -50,8 +47,8 @@ def record_series(ctx: dict, column: str, before: pd.Series, after: pd.Series) -
     record(ctx, column, pairs["o"].tolist(), pairs["p"].tolist())
 
 
-def _kdf(key: bytes, salt: bytes) -> bytes:
-    return Scrypt(salt=salt, length=32, n=SCRYPT_N, r=SCRYPT_R, p=SCRYPT_P).derive(check_key(key))
+def _cipher(key: bytes, salt: bytes) -> Aead:
+    return Aead(passphrase_key(check_key(key), salt))
 
 
 def seal(table: Mapping[str, Mapping[str, set[str] | Sequence[str]]], key: bytes) -> bytes:
@@ -59,20 +56,19 @@ def seal(table: Mapping[str, Mapping[str, set[str] | Sequence[str]]], key: bytes
     plain = {"format": "deid_core.reversal", "version": 1,
              "columns": {c: {p: sorted(o) for p, o in sorted(pairs.items())} for c, pairs in table.items()}}
     salt, nonce = os.urandom(SALT_BYTES), os.urandom(NONCE_BYTES)
-    header = MAGIC + salt + nonce
     body = zlib.compress(json.dumps(plain, ensure_ascii=False, separators=(",", ":")).encode(), 6)
-    return header + AESGCM(_kdf(key, salt)).encrypt(nonce, body, header)
+    return MAGIC + salt + _cipher(key, salt).seal(body, MAGIC + salt + nonce, nonce=nonce)
 
 
 def open_sealed(blob: bytes, key: bytes) -> dict[str, dict[str, list[str]]]:
     """``{column: {pseudonym: [originals]}}`` of a sealed table; a wrong key or an altered file is refused."""
     head = len(MAGIC) + SALT_BYTES + NONCE_BYTES
-    if len(blob) <= head + 16 or not blob.startswith(MAGIC):
+    if len(blob) <= head + TAG_BYTES or not blob.startswith(MAGIC):
         raise DeidInputError("not a sealed reversal table (written by deid apply --reversal-out)")
-    salt, nonce = blob[len(MAGIC):len(MAGIC) + SALT_BYTES], blob[len(MAGIC) + SALT_BYTES:head]
+    salt = blob[len(MAGIC):len(MAGIC) + SALT_BYTES]
     try:
-        body = AESGCM(_kdf(key, salt)).decrypt(nonce, blob[head:], blob[:head])
-    except InvalidTag:
+        body = _cipher(key, salt).open(blob[len(MAGIC) + SALT_BYTES:], blob[:head])
+    except AuthenticationFailed:
         raise DeidInputError("the reversal table does not open with this key (wrong key, or the file was altered)"
                              ) from None
     plain = json.loads(zlib.decompress(body))

@@ -8,7 +8,7 @@ import os
 import sys
 
 from common.distributed import Cluster, add_timeout_option
-from common.schemes import SCHEME_NAMES, parse_scheme_list
+from common.schemes import SCHEME_NAMES, Scheme, parse_scheme_list
 from party_client.cli.options import columns, connected, key_source, party
 
 
@@ -40,7 +40,7 @@ def cmd_hold(args) -> int:
     return 0
 
 
-def _scheme_list(text: str) -> tuple[str, ...]:
+def _scheme_list(text: str) -> tuple[Scheme, ...]:
     try:
         return parse_scheme_list(text)
     except ValueError as error:

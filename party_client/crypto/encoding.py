@@ -13,10 +13,18 @@ values it zero-tests nor the positions it sees.
 """
 from __future__ import annotations
 
+import os
+
 from cryptography.hazmat.primitives import hashes, hmac
 from cryptography.hazmat.primitives.kdf.hkdf import HKDFExpand
 
 SECRET_BYTES = 32
+
+
+def new_session_secret() -> bytes:
+    """A fresh uniform 256-bit session secret ``s`` (the querier draws one per query, blocking plan or
+    lookup session; only the querier and the holder ever hold it)."""
+    return os.urandom(SECRET_BYTES)
 
 
 def encoding_bytes(modulus_bits: int) -> int:

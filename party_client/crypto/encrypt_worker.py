@@ -20,7 +20,7 @@ import sys
 import tempfile
 from typing import BinaryIO, Sequence
 
-from common.schemes import get_scheme
+from common.schemes import Scheme, get_scheme
 
 MIN_ITEMS_FOR_WORKERS = 20_000
 BATCH_ITEMS = 1024
@@ -54,11 +54,11 @@ def serve(source: BinaryIO, sink: BinaryIO) -> int:
     return 0
 
 
-def encrypt_in_worker(scheme_name: str, public: bytes, encodings: Sequence[bytes | None],
+def encrypt_in_worker(scheme: Scheme, public: bytes, encodings: Sequence[bytes | None],
                       width: int) -> "WorkerJob":
     """Start a worker process on ``encodings`` (each ``width`` bytes, or None); ``result()`` returns
-    the ciphertexts."""
-    name = scheme_name.encode("ascii")
+    the ciphertexts.  The scheme crosses to the worker by its name."""
+    name = scheme.name.encode("ascii")
     payload = bytearray(len(name).to_bytes(2, "big") + name + len(public).to_bytes(8, "big") + public
                         + width.to_bytes(4, "big"))
     zero = bytes(width)
@@ -74,7 +74,7 @@ def encrypt_in_worker(scheme_name: str, public: bytes, encodings: Sequence[bytes
     process = subprocess.Popen([sys.executable, "-m", "party_client.crypto.encrypt_worker"], stdin=source,
                                stdout=sink, stderr=subprocess.DEVNULL)
     source.close()
-    return WorkerJob(process, sink, get_scheme(scheme_name).ciphertext_width(public), len(encodings))
+    return WorkerJob(process, sink, scheme.ciphertext_width(public), len(encodings))
 
 
 class WorkerJob:

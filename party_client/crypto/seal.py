@@ -12,15 +12,14 @@ AES-256-GCM key derived from the session secret ``s`` that only Q and H hold.
 """
 from __future__ import annotations
 
-import os
 import struct
 from typing import Iterable, Iterator
 
-from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF, HKDFExpand
+
+from common.aead import NONCE_BYTES, Aead, AuthenticationFailed
 
 MAGIC = b"SLS1"
 HEADER_BYTES = len(MAGIC) + 32
@@ -37,14 +36,15 @@ def public_bytes(key: X25519PublicKey) -> bytes:
 
 
 def _message_key(ephemeral_shared: bytes, static_shared: bytes, context: bytes, ephemeral: bytes,
-                 sender: bytes, recipient: bytes) -> AESGCM:
+                 sender: bytes, recipient: bytes) -> Aead:
     info = b"securelink seal v1" + context + ephemeral + sender + recipient
     key = HKDF(hashes.SHA256(), 32, salt=None, info=info).derive(ephemeral_shared + static_shared)
-    return AESGCM(key)
+    return Aead(key)
 
 
 def _nonce(index: int) -> bytes:
-    return index.to_bytes(12, "big")
+    """A record's nonce: its index (one message key per sealed message, so never reused)."""
+    return index.to_bytes(NONCE_BYTES, "big")
 
 
 def _aad(context: bytes, index: int, last: bool) -> bytes:
@@ -66,7 +66,7 @@ def seal_records(records: Iterable[bytes], sender: X25519PrivateKey, recipient: 
     index = 0
     while current is not None:
         following = next(iterator, None)
-        sealed = aead.encrypt(_nonce(index), current, _aad(context, index, following is None))
+        sealed = aead.encrypt_at(_nonce(index), current, _aad(context, index, following is None))
         yield LENGTH.pack(len(sealed)) + sealed
         current, index = following, index + 1
 
@@ -113,8 +113,8 @@ def open_records(chunks: Iterable[bytes], recipient: X25519PrivateKey, sender: X
             raise SealError("sealed message is truncated")
         for last in (False, True):
             try:
-                plain = aead.decrypt(_nonce(index), sealed, _aad(context, index, last))
-            except InvalidTag:
+                plain = aead.decrypt_at(_nonce(index), sealed, _aad(context, index, last))
+            except AuthenticationFailed:
                 continue
             finished = last
             break
@@ -131,7 +131,7 @@ class SessionCipher:
 
     def __init__(self, secret: bytes, session_id: str, round_no: int, purpose: bytes) -> None:
         info = b"securelink session v1 " + purpose + b" " + session_id.encode() + b" " + str(round_no).encode()
-        self._aead = AESGCM(HKDFExpand(hashes.SHA256(), 32, info).derive(secret))
+        self._aead = Aead(HKDFExpand(hashes.SHA256(), 32, info).derive(secret))
 
     @staticmethod
     def padded_width(longest: int) -> int:
@@ -142,13 +142,12 @@ class SessionCipher:
         if len(content) + LENGTH.size > width:
             raise ValueError("content longer than the padded width")
         plain = LENGTH.pack(len(content)) + content + bytes(width - len(content) - LENGTH.size)
-        nonce = os.urandom(12)
-        return nonce + self._aead.encrypt(nonce, plain, None)
+        return self._aead.seal(plain)
 
     def open(self, blob: bytes) -> bytes:
         try:
-            plain = self._aead.decrypt(blob[:12], blob[12:], None)
-        except InvalidTag:
+            plain = self._aead.open(blob)
+        except AuthenticationFailed:
             raise SealError("an attachment failed authentication") from None
         (length,) = LENGTH.unpack(plain[:LENGTH.size])
         return plain[LENGTH.size:LENGTH.size + length]

@@ -26,7 +26,6 @@ its own key.
 """
 from __future__ import annotations
 
-import os
 import secrets
 from dataclasses import dataclass
 
@@ -34,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from deid_core.risk.buckets import disclosed_key_risk, keyed_bucket_risk
-from party_client.crypto.encoding import SECRET_BYTES, block_prf
+from party_client.crypto.encoding import block_prf, new_session_secret
 from party_client.errors import PartyError
 from party_client.matching.keys import BlockedHolder, PlannedPass
 
@@ -85,7 +84,7 @@ def plan_passes(passes: list[BlockingPass], block_keys: list[pd.Series], policy:
                 records: int) -> tuple[bytes, list[PlannedPass]]:
     """The querier's passes (``block_keys``: each pass's clear key per record, '' missing) under a fresh
     session secret, each risk-checked before anything is sent."""
-    secret = os.urandom(SECRET_BYTES)
+    secret = new_session_secret()
     if policy.population is not None and policy.population < records:
         raise PartyError(f"[risk] population {policy.population} is smaller than the input's {records} records")
     planned = []

@@ -34,7 +34,7 @@ class PairGroup:
 
 @dataclass(frozen=True)
 class PairLayout:
-    """What is compared per candidate pair and how K combines it (``keyholder.sessions.PairRule``).
+    """What is compared per candidate pair and how K combines it (``keyholder.pair_rule.PairRule``).
 
     ``terms``: one group per rule term, the rule is "any group"; ``fields``: one group per
     component, the rule's terms over them.

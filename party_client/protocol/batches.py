@@ -10,7 +10,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from common.schemes import get_scheme
+from common.schemes import Scheme, get_scheme
 from party_client.crypto.seal import SessionCipher
 from party_client.protocol.engines.interface import RoundPlan, Unit
 from proto import linkage_pb2 as pb
@@ -21,7 +21,8 @@ Batch = tuple[int, list[Unit], "pb.PairRule | None"]     # (seq, the batch's uni
 def compare_units(scheme_name: str, public: bytes, query: bytes, positions: Sequence[int],
                   encodings: Sequence[bytes], fast: bool) -> bytes:
     """The blinded comparisons ``E(r_i (X_{positions[i]} - Y_i))`` of one batch, concatenated: a pure
-    function of its arguments (docs/protocol.md, "The blinded comparison")."""
+    function of its arguments (docs/protocol.md, "The blinded comparison"); the scheme by its name, since
+    this may run in a Dask worker's process."""
     return get_scheme(scheme_name).compare(public, query, positions, encodings, fast)
 
 
@@ -37,12 +38,12 @@ class Blinding:
         return "fast" if self.fast else "full"
 
 
-def negotiate_blinding(requested: bool, allowed: bool, scheme_name: str) -> Blinding:
+def negotiate_blinding(requested: bool, allowed: bool, scheme: Scheme) -> Blinding:
     """Fast (128-bit) blinding only when the querier asks, the holder allows it and the scheme has it."""
     if not requested:
         return Blinding(False)
-    if not get_scheme(scheme_name).has_fast_blinding:
-        return Blinding(False, f"the {scheme_name} scheme has no fast blinding (its full blinding costs the same); "
+    if not scheme.has_fast_blinding:
+        return Blinding(False, f"the {scheme.name} scheme has no fast blinding (its full blinding costs the same); "
                                "full blinding was used")
     if not allowed:
         return Blinding(False, "the holder does not allow fast blinding; full blinding was used")
@@ -68,11 +69,11 @@ class BatchBuilder:
     ``cipher`` to one width, the longest a row of this round can need.
     """
 
-    def __init__(self, session_id: str, round_: int, scheme_name: str, public: bytes, query: bytes,
+    def __init__(self, session_id: str, round_: int, scheme: Scheme, public: bytes, query: bytes,
                  blinding: Blinding, cipher: SessionCipher, units: list[Unit],
                  payloads: list[list[str]] | None = None, longest_payload: int = 0,
                  row_tag: Callable[[int], bytes] | None = None) -> None:
-        self.session_id, self.round, self.scheme_name = session_id, round_, scheme_name
+        self.session_id, self.round, self.scheme = session_id, round_, scheme
         self.public, self.query, self.fast = public, query, blinding.fast
         self.cipher, self.payloads, self.row_tag = cipher, payloads, row_tag
         positions_bound = max((len(c) for _, c in units), default=1) * 5 + 4 + (18 if row_tag is not None else 0)
@@ -86,7 +87,7 @@ class BatchBuilder:
 
     def comparisons(self, chunk: list[Unit], query: object | None = None) -> tuple:
         """The arguments of :func:`compare_units` for a batch (``query``: the query as shared with a cluster)."""
-        return (self.scheme_name, self.public, self.query if query is None else query, *self.unit_lists(chunk),
+        return (self.scheme.name, self.public, self.query if query is None else query, *self.unit_lists(chunk),
                 self.fast)
 
     def submit(self, cluster: Any, chunk: list[Unit], shared: Any) -> Any:

@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from common.schemes import SCHEME_NAMES, get_scheme
+from common.schemes import Scheme, all_schemes
 from common.schemes.pool import release_gil, worker_pool
 from party_client.crypto.encoding import SECRET_BYTES
 from party_client.crypto.seal import SessionCipher, open_records
@@ -33,7 +33,7 @@ from party_client.protocol.batches import BatchBuilder, Blinding, cut_batches, n
 from party_client.protocol.engines.choice import engine_for
 from party_client.protocol.engines.interface import HolderContext, HolderData, ReceivedQuery, RoundPlan
 from party_client.protocol.wire import (MODE_NAMES, attachment_cipher, message_context, note_cipher,
-                                        party_key, read_query, session_scheme)
+                                        known_scheme, party_key, read_query, session_scheme)
 from party_client.protocol.scheduling import BatchScheduler, Inline
 from party_client.transport import Connection, ConnectionProblem, KeyHolderRefusal
 from proto import linkage_pb2 as pb
@@ -48,7 +48,7 @@ class HolderOptions:
     release_columns: list[str] = dataclass_field(default_factory=list)
     allow_fast_blinding: bool = False
     allowed_queriers: list[str] | None = None
-    schemes: tuple[str, ...] = SCHEME_NAMES      # comparison schemes this holder serves
+    schemes: tuple[Scheme, ...] = dataclass_field(default_factory=all_schemes)   # comparison schemes served
     batch_rows: int = 256
     progress: bool | None = None
     cluster: Any = None              # a common.distributed.Cluster: comparisons run on the holder's Dask workers
@@ -168,23 +168,24 @@ class Holder:
         session = item.session
         if self.options.allowed_queriers is not None and item.querier not in self.options.allowed_queriers:
             return self._abort(item, f"querier '{item.querier}' is not on the holder's allow-list")
-        if session_scheme(session) not in self.options.schemes:
-            return self._abort(item, f"the holder does not serve the {session_scheme(session)} scheme "
-                                     f"(it serves: {', '.join(self.options.schemes)})")
+        scheme = known_scheme(session)
+        if scheme not in self.options.schemes:
+            return self._abort(item, f"the holder does not serve the {scheme or session.scheme} scheme "
+                                     f"(it serves: {', '.join(s.name for s in self.options.schemes)})")
         chunks = self.connection.stream("GetMessage", pb.MessageRef(message_id=item.message_id),
                                         split=lambda message: [message.data], length=len)
         try:
             records = open_records(chunks, self.party.private_key, party_key(self.connection, item.querier),
                                    message_context(session.session_id, "query"))
-            query, ciphertexts = read_query(records, get_scheme(session_scheme(session)), session.modulus)
-            plan = self._plan(session, query)
+            query, ciphertexts = read_query(records, scheme, session.public_key)
+            plan = self._plan(session, query, scheme)
         except (ValueError, PartyError) as error:
             return self._abort(item, f"malformed query: {error}")
         if isinstance(plan, str):
             return self._abort(item, plan)
         return self._compare(item, query.header, ciphertexts, plan)
 
-    def _plan(self, session: pb.SessionInfo, query: ReceivedQuery) -> RoundPlan | str:
+    def _plan(self, session: pb.SessionInfo, query: ReceivedQuery, scheme: Scheme) -> RoundPlan | str:
         """The comparison units (row, [(query position, the row's encoding)]) or a refusal reason.
 
         A row without a key is still compared (against random positions with a random value), so K
@@ -193,15 +194,15 @@ class Holder:
         header, keys = query.header, self.data.keys
         if header.mode != session.mode or header.key_bits != session.key_bits:
             return "the query does not match the session (mode or key size)"
-        if session_scheme(header) != session_scheme(session):
-            return (f"the query's comparison scheme ({session_scheme(header)}) is not the session's "
-                    f"({session_scheme(session)})")
+        named = known_scheme(header)
+        if named is not scheme:
+            return f"the query's comparison scheme ({named or header.scheme}) is not the session's ({scheme})"
         if len(header.session_secret) != SECRET_BYTES:
             return "bad session secret"
         if header.key_spec != keys.spec or ([t.name for t in header.tables] != keys.names and not header.passes):
             return (f"the parties' matching keys differ (querier: {header.key_spec}, holder: {keys.spec}); "
                     "field names, encoders, rule and blocking must agree")
-        context = HolderContext(session.session_id, self.data, get_scheme(session_scheme(session)).encoding_bytes(session.modulus),
+        context = HolderContext(session.session_id, self.data, scheme, scheme.encoding_bytes(session.public_key),
                                 self._shuffle, self._rank, self.options.progress)
         return engine_for(session.mode, bool(header.passes)).plan(context, query)
 
@@ -223,10 +224,10 @@ class Holder:
     def _compare(self, item: pb.WorkItem, header: pb.QueryHeader, ciphertexts: bytes, plan: RoundPlan) -> dict:
         """Compare the round's batches (those K lacks), send each as it is ready, then finish the round."""
         session = item.session
-        scheme_name = session_scheme(session)
-        blinding = negotiate_blinding(header.request_fast_blinding, self.options.allow_fast_blinding, scheme_name)
+        scheme = session_scheme(session)
+        blinding = negotiate_blinding(header.request_fast_blinding, self.options.allow_fast_blinding, scheme)
         releasing = session.mode == pb.JOIN and self.data.payloads is not None   # dedup, lookup: no payload
-        builder = BatchBuilder(session.session_id, item.round, scheme_name, session.modulus, ciphertexts, blinding,
+        builder = BatchBuilder(session.session_id, item.round, scheme, session.public_key, ciphertexts, blinding,
                                attachment_cipher(header.session_secret, session.session_id, item.round), plan.units,
                                payloads=self.data.payloads if releasing else None,
                                longest_payload=self.data.longest_payload,

@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from common.schemes import get_scheme
+from common.schemes import Scheme
 from party_client.crypto.encrypt_worker import MIN_ITEMS_FOR_WORKERS, encrypt_in_worker
 from party_client.crypto.seal import seal_records
 from party_client.errors import PartyError
@@ -54,21 +54,20 @@ def declared_ciphertexts(mode: str, keys: QuerierKeys, options: QueryOptions) ->
     return engine_for(MODES[mode], keys.blocked is not None).declared(keys, options)
 
 
-def encrypt_slots(scheme_name: str, public: bytes, encodings: list[bytes | None], progress: Progress) -> list[bytes]:
+def encrypt_slots(scheme: Scheme, public: bytes, encodings: list[bytes | None], progress: Progress) -> list[bytes]:
     """Encrypt every slot through the scheme: real keys as ``E(X)``, padding as ``E(random)``.
 
     Large tables are shared with worker processes (raw bytes over pipes, see
     :mod:`party_client.crypto.encrypt_worker`): gmpy2 holds the GIL for the comb's multiplications, so
     threads do not help.
     """
-    scheme = get_scheme(scheme_name)
     width = scheme.ciphertext_width(public)
     cores = os.cpu_count() or 1
     jobs, mine = [], encodings
     if cores > 1 and len(encodings) >= MIN_ITEMS_FOR_WORKERS:
         share = -(-len(encodings) // cores)
         mine = encodings[:share]
-        jobs = [encrypt_in_worker(scheme_name, public, encodings[i:i + share], scheme.encoding_bytes(public))
+        jobs = [encrypt_in_worker(scheme, public, encodings[i:i + share], scheme.encoding_bytes(public))
                 for i in range(share, len(encodings), share)]
     ciphertexts: list[bytes] = []
     batch: list[bytes | None] = []
@@ -112,7 +111,7 @@ class Querier:
         return self.connection.call("OpenSession", pb.OpenSessionRequest(
             mode=MODES[mode], holder=holder, key_bits=options.key_bits, ttl_seconds=int(ttl),
             query_ciphertexts=declared_ciphertexts(mode, keys, options) if keys is not None else 0,
-            scheme=options.scheme))
+            scheme=options.scheme.name))
 
     def run(self, session: pb.SessionInfo, keys: QuerierKeys, options: QueryOptions,
             lookup_secret: bytes | None = None, state: SessionState | None = None,
@@ -167,20 +166,19 @@ class Querier:
                save: Callable[[SessionState], None]) -> tuple[PreparedQuery, int]:
         """Prepare, encrypt and seal the query, keep the state, relay it; returns the round it opened."""
         started = time.perf_counter()
-        scheme_name = session_scheme(session)
-        scheme = get_scheme(scheme_name)
+        scheme = session_scheme(session)
         progress = self._progress(options)
         holder_key = party_key(self.connection, session.holder)
         engine = engine_for(session.mode, keys.blocked is not None)
-        prepared, encodings = engine.prepare(keys, options, scheme.encoding_bytes(session.modulus), lookup_secret,
+        prepared, encodings = engine.prepare(keys, options, scheme.encoding_bytes(session.public_key), lookup_secret,
                                              progress)
         prepared.header.mode = session.mode
         prepared.header.key_bits = session.key_bits
-        prepared.header.scheme = scheme_name
+        prepared.header.scheme = scheme.name
         prepared.encryptions = len(encodings)
         timings["encode"] = time.perf_counter() - started
         mark = time.perf_counter()
-        ciphertexts = encrypt_slots(scheme_name, session.modulus, encodings, progress)
+        ciphertexts = encrypt_slots(scheme, session.public_key, encodings, progress)
         timings["encrypt"] = time.perf_counter() - mark
         mark = time.perf_counter()
         context = message_context(session.session_id, "query")

@@ -13,7 +13,7 @@ from typing import Iterable, Iterator
 
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PublicKey
 
-from common.schemes import DEFAULT_SCHEME, Scheme
+from common.schemes import Scheme, get_scheme
 from common.schemes.pool import worker_pool
 from party_client.crypto.seal import SessionCipher
 from party_client.protocol.engines.interface import CIPHERTEXTS_PER_RECORD, PreparedQuery, ReceivedQuery
@@ -24,9 +24,18 @@ MODES = {"join": pb.JOIN, "dedup": pb.DEDUP, "lookup": pb.LOOKUP}
 MODE_NAMES = {value: name for name, value in MODES.items()}
 
 
-def session_scheme(session: pb.SessionInfo | pb.QueryHeader) -> str:
-    """The comparison scheme a session (or a query's header) names; an empty field is the default."""
-    return session.scheme or DEFAULT_SCHEME
+def session_scheme(session: pb.SessionInfo | pb.QueryHeader) -> Scheme:
+    """The comparison scheme a session (or a query's header) names (:func:`common.schemes.get_scheme`:
+    an empty field is the default); ``ValueError`` for a name this party does not know."""
+    return get_scheme(session.scheme)
+
+
+def known_scheme(session: pb.SessionInfo | pb.QueryHeader) -> Scheme | None:
+    """:func:`session_scheme`, or ``None`` for a scheme this party does not know (a round to refuse)."""
+    try:
+        return session_scheme(session)
+    except ValueError:
+        return None
 
 
 def message_context(session_id: str, kind: str) -> bytes:

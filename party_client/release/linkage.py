@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Mapping
 
+from common.schemes import Scheme
 from deid_core.report import Paragraph, Section, Table
 
-SCHEME_TITLES = {"paillier": "Paillier", "ec": "exponential ElGamal on Ed25519"}
 #: How a linked release blocks: it does not (every holder row is compared, tables padded).
 NO_BLOCKING = "none: every holder row is compared with padded tables, nothing travels in the clear"
 
@@ -21,7 +21,7 @@ class LinkageSummary:
     querier: str | None
     holder: str | None
     session_id: str | None
-    scheme: str | None
+    scheme: Scheme
     key_bits: int | None
     blinding: str | None
     records: int | None
@@ -42,7 +42,8 @@ class LinkageSummary:
         return cls(**{f.name: report.get(f.name) for f in fields(cls) if f.name not in own}, matching=matching)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The summary for the JSON report (the scheme by its name)."""
+        return dict(asdict(self), scheme=self.scheme.name)
 
 
 def linkage_prose(link: LinkageSummary) -> dict[str, Any]:
@@ -52,7 +53,7 @@ def linkage_prose(link: LinkageSummary) -> dict[str, Any]:
     table = {
         "querier (ran the join, wrote this report)": link.querier, "holder": link.holder,
         "key holder": "K: registers parties, relays sealed messages, decides which blinded comparisons are zero",
-        "scheme": f"{SCHEME_TITLES.get(link.scheme or 'paillier', link.scheme)}, "
+        "scheme": f"{link.scheme.title}, "
                   f"{link.key_bits}-bit keys, {link.blinding} blinding",
         "mode": link.mode, "matching": link.matching, "blocking": link.blocking,
         "querier's records": link.records, "matched records": link.matched_records,

@@ -174,7 +174,7 @@ def test_service_errors_carry_status_and_message(fresh_keyholder, tmp_path):
     assert code == grpc.StatusCode.PERMISSION_DENIED                         # wrong role
     message = q.PutMessage(iter([pb.MessageChunk(header=header, data=b"sealed")]), metadata=qmeta)
     width = 2 * TEST_KEY_BITS // 8
-    n = int.from_bytes(session.modulus, "big")
+    n = int.from_bytes(session.public_key, "big")
     for bad in (0, n * n, n * n + 1):
         batch = pb.ComparisonBatch(session_id=session.session_id, round=message.round, seq=0,
                                    ciphertexts=(bad % (1 << (8 * width))).to_bytes(width, "big"),

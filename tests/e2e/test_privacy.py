@@ -97,7 +97,7 @@ def test_only_the_holder_submits_and_only_the_querier_sees_results(keyholder, tm
     h, hmeta = stub_for(keyholder, hdir)
     other, ometa = stub_for(keyholder, odir)
     batch = pb.ComparisonBatch(session_id=session_id, round=round_no, seq=0,
-                               ciphertexts=blinded_comparisons(scheme, session.modulus, [True, False]),
+                               ciphertexts=blinded_comparisons(scheme, session.public_key, [True, False]),
                                row_comparisons=[1, 1], attachments=[b"a" * 48, b"b" * 48])
 
     def denied(call, code=grpc.StatusCode.PERMISSION_DENIED):
@@ -160,7 +160,7 @@ def test_pair_rule_forwards_final_matches_only(keyholder, tmp_path, scheme):
             "5" "555" "0",      # g2: term 1
             "0" "000" "0",      # everything: both terms
             "5" "550" "5"]      # only g1
-    blob = blinded_comparisons(scheme, session.modulus, [c == "0" for row in rows for c in row])
+    blob = blinded_comparisons(scheme, session.public_key, [c == "0" for row in rows for c in row])
     width = len(blob) // len("".join(rows))
     attachments = [bytes([65 + i]) * 48 for i in range(len(rows))]
 
@@ -201,7 +201,7 @@ def test_audit_log_records_counts_only(fresh_keyholder, tmp_path, scheme):
     finally:
         stop.set()
         thread.join(timeout=30)
-    assert result.frame["matched"].sum() == 10 and result.report["scheme"] == scheme
+    assert result.frame["matched"].sum() == 10 and result.report["scheme"].name == scheme
     audit = subprocess.run([sys.executable, "-m", "keyholder.cli", "audit", "--data-dir",
                             str(server.data_dir)], capture_output=True, text=True).stdout
     assert "finish_round" in audit and "matched_rows=10" in audit and f"scheme={scheme}" in audit
@@ -280,7 +280,7 @@ def test_ec_key_holder_refuses_invalid_small_order_and_identity_points(keyholder
     (qdir, _), (hdir, hname) = make_party(keyholder, tmp_path), make_party(keyholder, tmp_path)
     session_id, round_no, session = _pending_round(keyholder, qdir, hname, "ec")
     h, hmeta = stub_for(keyholder, hdir)
-    good = blinded_comparisons("ec", session.modulus, [False, True])
+    good = blinded_comparisons("ec", session.public_key, [False, True])
     cases = {"first point: not on the curve": NOT_ON_CURVE + good[32:],
              "first point: small-order point": SMALL_ORDER + good[32:],
              "first point: identity point": IDENTITY + good[32:],

@@ -176,7 +176,7 @@ def test_an_unknown_scheme_or_a_key_size_it_does_not_have_is_refused(service):
         assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT and expected in caught.value.details()
     session = service.stub.OpenSession(pb.OpenSessionRequest(mode=pb.JOIN, holder="fh", scheme="ec"),
                                        metadata=service.meta("fq"), timeout=5)
-    assert (session.scheme, session.key_bits, len(session.modulus)) == ("ec", 256, 32)
+    assert (session.scheme, session.key_bits, len(session.public_key)) == ("ec", 256, 32)
     service.stub.CloseSession(pb.SessionRef(session_id=session.session_id), metadata=service.meta("fq"), timeout=5)
 
 

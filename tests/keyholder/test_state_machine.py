@@ -1,4 +1,4 @@
-"""The key holder's session state machine, driven in process (no server): ``keyholder.sessions.KeyHolder``.
+"""The key holder's session state machine, driven in process (no server): ``keyholder.core.KeyHolder``.
 
 docs/protocol.md: K opens a session with a fresh key, relays the querier's query to the holder,
 zero-tests the holder's comparison batches, hands matching rows' attachments to the querier only,
@@ -13,9 +13,13 @@ from pathlib import Path
 
 import pytest
 
+from common.schemes import get_scheme
+from keyholder import validation
 from keyholder.errors import ServiceError
 from keyholder.limits import Limits
-from keyholder.sessions import ABORTED, CLOSED, DONE, EXPIRED, OPEN, PENDING, KeyHolder, PairRule
+from keyholder.core import KeyHolder
+from keyholder.pair_rule import PairRule
+from keyholder.states import ABORTED, CLOSED, DONE, EXPIRED, OPEN, PENDING
 from linkhelpers import blinded_comparisons
 
 JOIN = 1
@@ -34,7 +38,7 @@ def holder(tmp_path: Path):
 
 def comparisons(session, zero: list[bool]) -> bytes:
     """Blinded comparisons of the session's scheme with ``X = Y`` exactly where ``zero`` says so."""
-    return blinded_comparisons(session.scheme, session.modulus, zero)
+    return blinded_comparisons(session.scheme, session.public_key, zero)
 
 
 def refused(code: str, call, *args, **kwargs) -> str:
@@ -50,14 +54,14 @@ def bits(scheme: str) -> int:
 
 
 def open_with_query(core: KeyHolder, query: bytes = b"sealed query", scheme: str = "paillier") -> tuple[object, object]:
-    session = core.open_session("querier", JOIN, "holder", bits(scheme), 0, scheme=scheme)
+    session = core.open_session("querier", JOIN, "holder", bits(scheme), 0, scheme=get_scheme(scheme))
     message = core.put_message("querier", session.id, "query", "holder", [query[:5], query[5:]])
     return session, message
 
 
 @pytest.mark.parametrize("scheme", ["paillier", "ec"])
 def test_a_session_from_open_to_close(holder: KeyHolder, scheme: str) -> None:
-    session = holder.open_session("querier", JOIN, "holder", bits(scheme), 0, scheme=scheme)
+    session = holder.open_session("querier", JOIN, "holder", bits(scheme), 0, scheme=get_scheme(scheme))
     assert (session.status, session.key_bits, session.querier, session.holder, session.scheme) == \
         (OPEN, bits(scheme), "querier", "holder", scheme)
     assert holder.store.get_session(session.id).wrapped_key                 # the private key, wrapped at rest
@@ -205,7 +209,7 @@ def test_quotas_on_sessions_rounds_and_query_size(holder: KeyHolder) -> None:
 @pytest.mark.parametrize("scheme", ["paillier", "ec"])
 def test_an_expired_session_loses_its_key(holder: KeyHolder, scheme: str) -> None:
     session, _ = open_with_query(holder, scheme=scheme)
-    short = holder.open_session("querier", JOIN, "holder", bits(scheme), 0.3, scheme=scheme)
+    short = holder.open_session("querier", JOIN, "holder", bits(scheme), 0.3, scheme=get_scheme(scheme))
     holder.put_message("querier", short.id, "query", "holder", [b"query"])
     time.sleep(0.4)
     assert [s.id for s, _, _ in holder.list_work("holder")] == [session.id]
@@ -260,19 +264,18 @@ def test_each_scheme_has_its_key_size_query_size_and_offer(tmp_path: Path) -> No
     for name in ("querier", "holder"):
         core.register(name, secrets.token_bytes(32), None, None)
     try:
-        ec = core.open_session("querier", JOIN, "holder", 0, 0, query_ciphertexts=1000, scheme="ec")
-        assert (ec.scheme, ec.key_bits, len(ec.modulus)) == ("ec", 256, 32)
+        ec = core.open_session("querier", JOIN, "holder", 0, 0, query_ciphertexts=1000, scheme=get_scheme("ec"))
+        assert (ec.scheme, ec.key_bits, len(ec.public_key)) == ("ec", 256, 32)
         assert ec.max_query_bytes == int(1000 * 64 * LIMITS.query_margin + LIMITS.query_overhead)
         default = core.open_session("querier", JOIN, "holder", BITS, 0)
         assert core.store.get_session(default.id).scheme == "paillier"
-        assert "'rsa'" in refused("INVALID_ARGUMENT", core.open_session, "querier", JOIN, "holder", 0, 0,
-                                  scheme="rsa")
+        assert "'rsa'" in refused("INVALID_ARGUMENT", validation.scheme, "rsa")   # the name of a request
     finally:
         core.close()
-    only = KeyHolder(tmp_path / "k", b"passphrase", LIMITS, schemes=("ec",))
+    only = KeyHolder(tmp_path / "k", b"passphrase", LIMITS, schemes=(get_scheme("ec"),))
     try:
         message = refused("FAILED_PRECONDITION", only.open_session, "querier", JOIN, "holder", BITS, 0,
-                          scheme="paillier")
+                          scheme=get_scheme("paillier"))
         assert "paillier" in message and "offers: ec" in message
         assert only.store.get_session(ec.id).scheme == "ec"
     finally:

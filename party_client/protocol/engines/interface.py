@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterable, Iterator, Protocol
 import numpy as np
 import pandas as pd
 
-from common.schemes import DEFAULT_SCHEME
+from common.schemes import Scheme, get_scheme
 from party_client.crypto.cuckoo import CuckooParams
 from party_client.matching.keys import HolderKeys, QuerierKeys
 from proto import linkage_pb2 as pb
@@ -36,7 +36,7 @@ Matches = list[tuple[list[tuple[int, int]], list]]              # ([(table, key 
 @dataclass
 class QueryOptions:
     key_bits: int = 0                   # 0: the scheme's default size (Paillier: 2048 bits)
-    scheme: str = DEFAULT_SCHEME
+    scheme: Scheme = dataclass_field(default_factory=get_scheme)     # the default scheme unless named
     fast_blinding: bool = False
     timeout: float = 3600.0
     cuckoo: CuckooParams = dataclass_field(default_factory=CuckooParams)
@@ -150,6 +150,7 @@ class HolderContext:
 
     session_id: str
     data: HolderData
+    scheme: Scheme
     encoding_length: int
     shuffle: Callable[[str, np.ndarray], list[int]]      # a permutation, fixed per (session, purpose)
     rank: Callable[[str], Callable[[int], bytes]]        # a sort key of rows, fixed per session

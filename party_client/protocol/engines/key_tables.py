@@ -21,7 +21,7 @@ import secrets
 import numpy as np
 
 from party_client.crypto.cuckoo import EMPTY, CuckooFailure, bin_count, padded_size, place
-from party_client.crypto.encoding import SECRET_BYTES, bin_positions, encode_to
+from party_client.crypto.encoding import bin_positions, encode_to, new_session_secret
 from party_client.errors import PartyError
 from party_client.matching.keys import QuerierKeys
 from party_client.progress import tqdm_rows
@@ -38,7 +38,7 @@ def prepare_tables(keys: QuerierKeys, options: QueryOptions, length: int,
     """Encode every table's keys under a fresh ``s`` and cuckoo-place them (one table per term)."""
     params = options.cuckoo
     for _ in range(CUCKOO_ATTEMPTS):
-        secret = os.urandom(SECRET_BYTES)
+        secret = new_session_secret()
         specs, slots, encoded = [], [], []
         try:
             for t, table in enumerate(keys.tables):

@@ -17,6 +17,7 @@ from phe import paillier
 
 from deid_core.risk.buckets import combined_bucket_risk, hashed_bucket_risk, max_buckets
 from common.schemes import InvalidCiphertext as CiphertextError
+from common.schemes import get_scheme
 from common.schemes.paillier import (Encryptor, PublicKey, SessionKey, ZeroTester, blinded_comparison,
                                      blinding_factor, book_literal_comparison, negated_generator_power)
 from keyholder.vault import KeyVault
@@ -111,7 +112,7 @@ def test_every_table_slot_holds_a_ciphertext(keypair):
     identity = lambda phase, total: (lambda items: items)  # noqa: E731
     prepared, encodings = prepare_tables(keys, QueryOptions(), encoding_bytes(public.n.bit_length()), identity)
     key = PublicKey(public.n)
-    ciphertexts = encrypt_slots("paillier", key.modulus_bytes(), encodings, identity)
+    ciphertexts = encrypt_slots(get_scheme("paillier"), key.modulus_bytes(), encodings, identity)
     assert len(ciphertexts) == prepared.header.tables[0].bins == len(prepared.slots)
     assert {len(c) for c in ciphertexts} == {key.width}
     assert sum(slot is not None for slot in prepared.slots) == 50
@@ -286,7 +287,7 @@ def test_encryption_worker_process_speaks_raw_bytes(keypair):
     key = PublicKey(public.n)
     width = encoding_bytes(key.bits)
     items = [os.urandom(width) if i % 4 else None for i in range(40)]
-    ciphertexts = encrypt_in_worker("paillier", key.modulus_bytes(), items, width).result()
+    ciphertexts = encrypt_in_worker(get_scheme("paillier"), key.modulus_bytes(), items, width).result()
     assert len(ciphertexts) == 40 and {len(c) for c in ciphertexts} == {key.width}
     for x, blob in zip(items, ciphertexts):
         value = private.raw_decrypt(int.from_bytes(blob, "big"))

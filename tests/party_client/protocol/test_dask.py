@@ -384,6 +384,6 @@ def test_ec_join_on_the_cluster_equals_the_local_one(shared):
     (local, _), (on_cluster, cluster_tasks) = _locally_and_on_cluster(
         shared, querier, holder, dict(id_column="health_no", release_columns=RELEASE),
         dict(id_column="hcn", key_bits=key_bits_for("ec"), scheme="ec"))
-    assert on_cluster.report["scheme"] == "ec"
+    assert on_cluster.report["scheme"].name == "ec"
     assert canonical(on_cluster.frame) == canonical(local.frame) == canonical(plaintext_join(querier, holder, RELEASE))
     assert {"compare_units", "zero_test"} <= cluster_tasks

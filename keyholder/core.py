@@ -1,4 +1,4 @@
-"""What the key holder does, as plain methods the gRPC servicer delegates to.
+"""The key holder itself (:class:`KeyHolder`): what it does, as plain methods the gRPC servicer delegates to.
 
 Roles and what K may learn follow docs/protocol.md: K registers parties, issues a
 fresh key pair of the comparison scheme (:mod:`common.schemes`) per session,
@@ -11,54 +11,29 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import math
 import os
 import secrets
 import threading
 import time
 import uuid
-from collections import deque
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
-from common.schemes import SCHEME_NAMES, InvalidCiphertext, Scheme, get_scheme, scheme_name
-from keyholder.cluster import ZeroTest, zero_test
-from keyholder.vault import KeyVault
+from common.schemes import InvalidCiphertext, Scheme, all_schemes, get_scheme
+from keyholder.cluster import ZeroTest, local_zero_test
 from keyholder.errors import ServiceError
 from keyholder.limits import Limits
+from keyholder.pair_rule import PairRule
+from keyholder.states import ABORTED, CLOSED, DONE, EXPIRED, MODES, OPEN, PENDING
 from keyholder.store import STORE_FILE, Message, Round, Session, Store
-from keyholder.validation import MODES
+from keyholder.throttle import FailureThrottle
+from keyholder.uploads import Upload
+from keyholder.vault import KeyVault
 
 log = logging.getLogger("keyholder")
 
-# Enum values of proto/linkage.proto, kept as ints so that this module stays
-# free of gRPC; the servicer converts.
-OPEN, CLOSED, EXPIRED = 1, 2, 3
-PENDING, DONE, ABORTED = 1, 2, 3
 CHUNK_BYTES = 1 << 20
 ACTIVITY_RESOLUTION = 5.0               # s between writes of a session's last activity
-
-
-@dataclass(frozen=True)
-class PairRule:
-    """How a blocked fuzzy round's row (a candidate pair) matches: a DNF over comparison groups.
-
-    The row's comparisons form consecutive groups of ``group_sizes``; a group agrees when any of
-    its comparisons is zero; the row matches when all groups of some term agree (docs/protocol.md,
-    "K evaluates the match rule on the per-field agreement bits").
-    """
-
-    group_sizes: tuple[int, ...]
-    terms: tuple[tuple[int, ...], ...]
-
-    def fired(self, zeros: list[bool]) -> list[int]:
-        """Indices of the terms that hold for one row's zero-test results."""
-        agrees, start = [], 0
-        for size in self.group_sizes:
-            agrees.append(any(zeros[start:start + size]))
-            start += size
-        return [t for t, term in enumerate(self.terms) if all(agrees[g] for g in term)]
 
 
 def token_digest(token: str) -> str:
@@ -69,91 +44,6 @@ def fingerprint(public_key: bytes) -> str:
     return hashlib.sha256(public_key).hexdigest()
 
 
-class FailureThrottle:
-    """Failed authentications per peer address: above ``limit`` within ``window`` seconds the
-    address is refused without checking until the oldest failure ages out (OWASP Authentication
-    Cheat Sheet, "Protect against automated attacks")."""
-
-    MAX_PEERS = 10_000
-
-    def __init__(self, limit: int, window: float) -> None:
-        self.limit, self.window = limit, window
-        self._failures: dict[str, deque[float]] = {}
-        self._lock = threading.Lock()
-
-    def _recent(self, peer: str, now: float) -> deque[float]:
-        times = self._failures.setdefault(peer, deque())
-        while times and times[0] <= now - self.window:
-            times.popleft()
-        return times
-
-    def check(self, peer: str | None) -> None:
-        if peer is None:
-            return
-        now = time.monotonic()
-        with self._lock:
-            times = self._recent(peer, now)
-            if len(times) >= self.limit:
-                wait = max(1, math.ceil(times[0] + self.window - now))
-                raise ServiceError("RESOURCE_EXHAUSTED", f"too many failed authentications from this "
-                                                         f"address: retry in {wait} s")
-            if not times:
-                self._failures.pop(peer, None)
-
-    def failed(self, peer: str | None) -> None:
-        if peer is None:
-            return
-        with self._lock:
-            if len(self._failures) >= self.MAX_PEERS and peer not in self._failures:
-                self._failures.pop(next(iter(self._failures)))
-            self._recent(peer, time.monotonic()).append(time.monotonic())
-
-
-class Upload:
-    """One query being spooled: written to a ``.partial`` file, renamed when complete."""
-
-    def __init__(self, core: "KeyHolder", session: Session, sender: str, limit: int, why: str) -> None:
-        self.core, self.session, self.sender = core, session, sender
-        self.limit, self.why = limit, why
-        folder = core.spool / session.id
-        folder.mkdir(exist_ok=True)
-        self.id = uuid.uuid4().hex
-        self.final = folder / f"{self.id}.sealed"
-        self.partial = folder / f"{self.id}.partial"
-        self.size = 0
-        self._out = open(self.partial, "wb")
-
-    def write(self, data: bytes) -> None:
-        self.size += len(data)
-        if self.size > self.limit:
-            raise ServiceError("RESOURCE_EXHAUSTED", f"message larger than {self.limit} bytes ({self.why})")
-        self._out.write(data)
-
-    def commit(self) -> Message:
-        try:
-            self._out.flush()
-            os.fsync(self._out.fileno())
-            self._out.close()
-            if self.size == 0:
-                raise ServiceError("INVALID_ARGUMENT", "empty message")
-            self.core.session(self.sender, self.session.id)          # still open
-            self.core.check_rounds(self.session.id)
-            os.replace(self.partial, self.final)
-        finally:
-            self.abort()
-        message = self.core.store.add_message(
-            Message(self.id, self.session.id, "query", self.sender, self.session.holder, self.size,
-                    str(self.final), None), open_round=True, pending=PENDING)
-        self.core.store.audit(self.sender, "relay_query", self.session.id, message.round, count=self.size)
-        self.core.changed()
-        return message
-
-    def abort(self) -> None:
-        if not self._out.closed:
-            self._out.close()
-        self.partial.unlink(missing_ok=True)
-
-
 class KeyHolder:
     """The key holder's state machine over its SQLite store and disk spool.
 
@@ -161,7 +51,7 @@ class KeyHolder:
     """
 
     def __init__(self, data_dir: Path, passphrase: bytes, limits: Limits = Limits(),
-                 schemes: tuple[str, ...] = SCHEME_NAMES) -> None:
+                 schemes: tuple[Scheme, ...] | None = None) -> None:
         os.umask(0o077)                      # the store, its WAL/SHM files and the spool: owner only
         self.data_dir = Path(data_dir)
         self.data_dir.mkdir(parents=True, exist_ok=True)
@@ -180,8 +70,8 @@ class KeyHolder:
             self.store.set_meta("vault_check", self.vault.check_value())
         elif not self.vault.verify(check):
             raise ValueError("the passphrase does not open this data directory's keys")
-        self.schemes = tuple(scheme_name(name) for name in schemes)     # offered to new sessions
-        self.zero_test: ZeroTest = zero_test       # keyholder serve --dask: cluster_zero_test
+        self.schemes = all_schemes() if schemes is None else tuple(schemes)     # offered to new sessions
+        self.zero_test: ZeroTest = local_zero_test       # keyholder serve --dask: cluster_zero_test
         self._keys: dict[str, bytes] = {}          # session id -> private key bytes (unwrapped, in memory)
         self._keys_lock = threading.Lock()
         self._listeners: list[Callable[[], None]] = []
@@ -286,21 +176,19 @@ class KeyHolder:
 
     @staticmethod
     def scheme_of(session: Session) -> Scheme:
+        """The scheme of a stored session (the store keeps its name)."""
         return get_scheme(session.scheme)
 
     def open_session(self, querier: str, mode: int, holder: str, key_bits: int,
-                     ttl_seconds: float, query_ciphertexts: int = 0, scheme: str = "") -> Session:
-        """A new session of ``scheme`` (empty: the default) with a fresh key pair.
+                     ttl_seconds: float, query_ciphertexts: int = 0, scheme: Scheme | None = None) -> Session:
+        """A new session of ``scheme`` (``None``: the default) with a fresh key pair.
 
         Mode, key size for the scheme and ttl range were checked by :mod:`keyholder.validation`."""
-        try:
-            name = scheme_name(scheme)
-        except ValueError as error:
-            raise ServiceError("INVALID_ARGUMENT", str(error)) from None
-        if name not in self.schemes:
+        arithmetic = get_scheme() if scheme is None else scheme
+        name = arithmetic.name
+        if arithmetic not in self.schemes:
             raise ServiceError("FAILED_PRECONDITION", f"this key holder does not offer the {name} scheme "
-                                                      f"(it offers: {', '.join(self.schemes)})")
-        arithmetic = get_scheme(name)
+                                                      f"(it offers: {', '.join(s.name for s in self.schemes)})")
         self.party(holder)
         if holder == querier:
             raise ServiceError("INVALID_ARGUMENT", "a party cannot open a session with itself")
@@ -396,7 +284,7 @@ class KeyHolder:
             private = self._keys.get(session.id)
             if private is None:
                 private = self.vault.unwrap(session.id, session.wrapped_key)
-                self.scheme_of(session).check_key(session.modulus, private)
+                self.scheme_of(session).check_key(session.public_key, private)
                 self._keys[session.id] = private
             return private
 
@@ -502,7 +390,7 @@ class KeyHolder:
         total = sum(row_comparisons)
         private = self._private_key(session)
         scheme = self.scheme_of(session)
-        width = scheme.ciphertext_width(session.modulus)
+        width = scheme.ciphertext_width(session.public_key)
         if len(ciphertexts) != total * width:
             raise ServiceError("INVALID_ARGUMENT",
                                f"expected {total} ciphertexts of {width} bytes")
@@ -512,7 +400,7 @@ class KeyHolder:
         if seq in self.store.batch_seqs(session_id, round_no):
             return total, True
         try:  # validated before the batch may fix the round's attachment length
-            zeros = self.zero_test(scheme.name, session.modulus, private, ciphertexts)
+            zeros = self.zero_test(scheme, session.public_key, private, ciphertexts)
         except InvalidCiphertext as error:
             raise ServiceError("INVALID_ARGUMENT", str(error)) from None
         fixed = self.store.fix_attachment_bytes(session_id, round_no, length)
