@@ -57,6 +57,17 @@ class Scheme(ABC):
     def __repr__(self) -> str:
         return f"<{self.title} comparison scheme {self.name!r}>"
 
+    # One object per scheme and process: a copy is the scheme itself, and a pickle holds only the name.
+    def __copy__(self) -> "Scheme":
+        return self
+
+    def __deepcopy__(self, memo: dict) -> "Scheme":
+        return self
+
+    def __reduce__(self) -> tuple:
+        from common.schemes import get_scheme
+        return get_scheme, (self.name,)
+
     # -- key holder ------------------------------------------------------------------------------
     @abstractmethod
     def generate_key(self, bits: int) -> KeyPair:

@@ -27,3 +27,12 @@ def test_a_scheme_list_flag_gives_scheme_objects():
     for bad in ("", " , ", "ec,rsa"):
         with pytest.raises(ValueError):
             parse_scheme_list(bad)
+
+
+@pytest.mark.parametrize("name", SCHEME_NAMES)
+def test_a_scheme_is_one_object_per_process_under_copy_and_pickle(name):
+    import copy
+    import pickle
+    scheme = get_scheme(name)
+    assert copy.copy(scheme) is scheme and copy.deepcopy({"s": scheme})["s"] is scheme
+    assert pickle.loads(pickle.dumps(scheme)) is scheme and len(pickle.dumps(scheme)) < 100
