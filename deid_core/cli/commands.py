@@ -104,7 +104,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
     from ..io import read_table, require_records, write_bytes, write_json, write_table
     from ..transform import Policy
 
-    guard_outputs([args.input, args.policy, args.key_file], [args.out, args.report, args.reversal_out])
+    guard_outputs([args.input, args.policy, args.key_file], [args.out, args.report, args.reversal_out, args.policy_out])
     accepted = accepted_columns(args, args.report)
     policy = Policy.load(args.policy)
     key = owner_key(args.key_file, required=bool(args.reversal_out))
@@ -118,6 +118,8 @@ def cmd_apply(args: argparse.Namespace) -> int:
     write_table(out, args.out)
     if sealed is not None:
         write_bytes(sealed, args.reversal_out)
+    if args.policy_out:
+        policy.with_key_checks(ctx.get("key_checks", {})).save(args.policy_out)
     if args.report:
         counts = {k: ctx[k] for k in ("suppressed_records", "suppressed_persons", "dominant") if k in ctx}
         write_json({"policy": str(args.policy), "column_fates": fates, "identifier_check": check,
@@ -170,6 +172,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     ap.add_argument("--out", required=True, help="the released table (CSV or .parquet)")
     ap.add_argument("--key-file", help=KEY_HELP)
     add_reversal_option(ap)
+    ap.add_argument("--policy-out", help="write the policy as applied: each fpe step records the check value of "
+                                         "the key (deid reverse --policy needs it to refuse a wrong key)")
     ap.add_argument("--report", help="JSON: each column's fate, the identifier check and accepted columns")
     add_accept(ap)
     ap.set_defaults(run=cmd_apply)

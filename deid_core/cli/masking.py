@@ -55,7 +55,7 @@ def cmd_reverse(args: argparse.Namespace) -> int:
 
     from ..io import read_table, write_table
     from ..transform import Policy
-    from ..transform.fpe import fpe_decrypt, step_domain
+    from ..transform.fpe import check_step_key, fpe_decrypt, step_domain
     from ..transform.reversal import lookup, open_sealed
     from .options import guard_outputs
 
@@ -75,6 +75,11 @@ def cmd_reverse(args: argparse.Namespace) -> int:
         fpe = next((s for s in Policy.load(args.policy).steps if s["op"] == "fpe" and s.get("column") == args.column),
                    None)
     if fpe is not None:
+        if "key_check" not in fpe:
+            raise DeidInputError(f"the fpe step of {args.column!r} in {args.policy!r} records no key_check, so a wrong "
+                                 "key would give plausible but false identities: use the policy written by "
+                                 "deid apply --policy-out")
+        check_step_key(fpe, key)
         out = pd.DataFrame({"pseudonym": values,
                             "original": fpe_decrypt(values, key, str(fpe.get("format", "digits")), step_domain(fpe))})
     elif args.table:

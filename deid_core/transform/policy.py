@@ -57,6 +57,14 @@ class Policy:
         return Policy(self.steps, self.description, self.version, dict(fates), default,
                       self.safe_harbor if safe_harbor is None else safe_harbor)
 
+    def with_key_checks(self, checks: Mapping[str, str]) -> "Policy":
+        """This policy with each ``fpe`` step recording the check value of the key that masked its column
+        (``checks``: column -> value, from :meth:`apply`'s context), so that a wrong key is refused when
+        the column is decrypted or masked again (docs/masking.md)."""
+        steps = [{**st, "key_check": checks[st["column"]]} if st.get("op") == "fpe" and st.get("column") in checks
+                 else st for st in self.steps]
+        return Policy(steps, self.description, self.version, dict(self.columns), self.default, self.safe_harbor)
+
     def step_columns(self) -> dict[str, str]:
         """Columns the steps name -> fate they imply (``direct`` dropped, ``masked``, else ``quasi``)."""
         out: dict[str, str] = {}

@@ -51,8 +51,9 @@ def test_apply_seals_the_reversal_table_and_reverse_opens_it(tmp_path, monkeypat
     data, policy, key = _files(tmp_path)
     before = hashlib.sha256(data.read_bytes()).hexdigest()
     out, sealed, report = tmp_path / "release.csv", tmp_path / "reversal.sealed", tmp_path / "report.json"
+    applied = tmp_path / "applied.json"
     p = run("apply", "--input", str(data), "--policy", str(policy), "--out", str(out), "--key-file", str(key),
-            "--reversal-out", str(sealed), "--report", str(report))
+            "--reversal-out", str(sealed), "--report", str(report), "--policy-out", str(applied))
     assert p.returncode == 0, p.stderr
     assert hashlib.sha256(data.read_bytes()).hexdigest() == before
     orig = pd.read_csv(data, dtype=str)
@@ -81,8 +82,8 @@ def test_apply_seals_the_reversal_table_and_reverse_opens_it(tmp_path, monkeypat
     got = pd.read_csv(back, dtype=str)
     pairs = set(zip(rel["first"], orig["first"]))
     assert set(zip(got["pseudonym"], got["original"])) >= pairs
-    # ... and FPE columns with the key alone (no table): the policy says how they were encrypted
-    assert main(["reverse", "--policy", str(policy), "--column", "ssn", "--input", str(out), "--out", str(back)]) == 0
+    # ... and FPE columns with the key alone (no table): the applied policy says how they were encrypted
+    assert main(["reverse", "--policy", str(applied), "--column", "ssn", "--input", str(out), "--out", str(back)]) == 0
     got = pd.read_csv(back, dtype=str)
     assert dict(zip(got["pseudonym"], got["original"])) == dict(zip(rel["ssn"], orig["ssn"]))
 
