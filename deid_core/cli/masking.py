@@ -14,6 +14,8 @@ from pathlib import Path
 from ..errors import DeidInputError
 
 KEY_ENV = "DEID_KEY"
+#: The steps whose pseudonym -> original pairs go into the sealed reversal table (fpe decrypts with the key).
+REVERSIBLE_BY_TABLE = ("pseudonymize", "randomize", "names")
 KEY_HELP = (f"file holding the data owner's secret key (at least 16 bytes; default: the {KEY_ENV} environment "
             "variable); never written anywhere")
 

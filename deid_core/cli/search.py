@@ -6,6 +6,7 @@ re-assessing its release from scratch, and writes the results (nothing is writte
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 
@@ -16,11 +17,33 @@ from ..errors import DeidInputError
 from ..spec import Spec
 from ..transform.policy import Policy
 from .known import add_known_options, known_of
-from .options import accepted_columns, add_accept, add_input_spec, guard_outputs
+from .options import (AT_LEAST_1, PROBABILITY, SEED, SHARE, accepted_columns, add_accept, add_input_spec,
+                      guard_outputs, number, summary_line)
 
 SEARCH_METHODS = ("bps", "directed", "ola", "partition", "boxes", "lola")
 #: The searches whose risk can be the maximum over the blocks of a covering design (--known).
 KNOWN_METHODS = ("ola", "bps", "directed")
+#: option -> (the methods it applies to, its default): given to another method it is refused, not ignored.
+METHOD_OPTIONS: dict[str, tuple[tuple[str, ...], object]] = {
+    "population": (("bps", "directed", "partition"), None),
+    "threshold": (("ola", "bps", "directed", "lola"), None),
+    "iterations": (("bps", "directed", "lola"), None),
+    "sampling_fraction": (("lola",), 1.0),
+    "loss": (("ola", "lola"), "nue"),
+    "top": (("ola", "lola"), 10),
+    "min_population": (("partition",), 0.0),
+    "seed": (("bps", "directed", "lola"), 0),
+}
+
+
+def check_method_options(args: argparse.Namespace) -> None:
+    """Refuse an option the chosen method does not use (it would be ignored silently), then fill in defaults."""
+    for name, (methods, default) in METHOD_OPTIONS.items():
+        if getattr(args, name) is not None and args.method not in methods:
+            raise DeidInputError(f"--{name.replace('_', '-')} applies to --method {', '.join(methods)}, "
+                                 f"not {args.method}")
+        if getattr(args, name) is None:
+            setattr(args, name, default)
 
 
 def run_ola(args: argparse.Namespace, spec: Spec, df: pd.DataFrame) -> tuple[dict, pd.DataFrame | None]:
@@ -151,6 +174,7 @@ def run_search_command(args: argparse.Namespace) -> int:
     from ..spec import load_spec
 
     t0 = time.perf_counter()
+    check_method_options(args)
     spec = load_spec(args.spec)
     df = read_table(args.input, spec.missing_values)
     require_records(df, repr(args.input))
@@ -193,6 +217,9 @@ def run_search_command(args: argparse.Namespace) -> int:
         write_table(out, args.apply_best)
     if not result["policies"]:
         print("deid: warning: no policy meets the threshold", file=sys.stderr)
+    summary_line("search", [args.out, args.html, args.apply_best],
+                 f"--method {args.method}, {len(result['policies'])} policy(ies) meet the threshold"
+                 + ("" if "best_policy" in result else ", none to apply"))
     return 0
 
 
@@ -210,23 +237,23 @@ def register(sub: argparse._SubParsersAction) -> None:
                          "searches; partition, boxes: local recoding; lola: longitudinal OLA (needs [longitudinal])")
     se.add_argument("--population", help="CSV: QI columns at their most detailed level + count (bps, directed)")
     g = se.add_mutually_exclusive_group()
-    g.add_argument("--threshold", type=float, help="risk threshold in (0, 1] (default: [release] threshold; "
+    g.add_argument("--threshold", type=PROBABILITY, help="risk threshold in (0, 1] (default: [release] threshold; "
                    "bps/directed: the Safe Harbor policy's normalized population risk)")
-    g.add_argument("--k", type=int, help="k-anonymity (ola); minimum subset size (partition); lola: k = α·F, "
+    g.add_argument("--k", type=AT_LEAST_1, help="k-anonymity (ola); minimum subset size (partition); lola: k = α·F, "
                    "high risk when fewer than k persons match (threshold = sampling fraction / k)")
-    se.add_argument("--max-suppression", type=float, default=None,
+    se.add_argument("--max-suppression", type=SHARE, default=None,
                     help="share of records that may be suppressed (ola, default 0); lola: MaxSup, the share of "
                          "persons that may be high risk and suppressed (default 0.008, the HHP release's)")
-    se.add_argument("--iterations", type=int, default=None,
+    se.add_argument("--iterations", type=AT_LEAST_1, default=None,
                     help="policies to look for (bps, directed; default 100); lola: simulated-attack targets per "
                          "node (default 10000; at least the number of persons: every person once)")
-    se.add_argument("--sampling-fraction", type=float, default=1.0,
-                    help="lola: α, the share of the population in the data (risk of a match = α / matches)")
-    se.add_argument("--loss", default="nue", choices=("nue", "geometric"), help="information loss (ola)")
-    se.add_argument("--top", type=int, default=10, help="policies to report (ola)")
-    se.add_argument("--min-population", type=float, default=0.0,
+    se.add_argument("--sampling-fraction", type=PROBABILITY,
+                    help="lola: α, the share of the population in the data (risk of a match = α / matches; default 1)")
+    se.add_argument("--loss", choices=("nue", "geometric"), help="information loss (ola, lola; default nue)")
+    se.add_argument("--top", type=AT_LEAST_1, help="policies to report (ola, lola; default 10)")
+    se.add_argument("--min-population", type=number(0, math.inf, hi_open=True),
                     help="partition: also keep each side's population count at least this")
-    se.add_argument("--seed", type=int, default=0, help="random seed (bps, directed, lola)")
+    se.add_argument("--seed", type=SEED, help="random seed (bps, directed, lola)")
     add_known_options(se, "the search's risk (ola, bps, directed; ola without suppression)")
     se.add_argument("--out", required=True, help="RESULT.json")
     se.add_argument("--apply-best", help="write the data released under the best policy here")
