@@ -55,7 +55,7 @@ def cmd_reverse(args: argparse.Namespace) -> int:
     """Pseudonyms back to originals: FPE columns by decryption, the others through the sealed table."""
     import pandas as pd
 
-    from ..io import read_table, write_table
+    from ..io import read_table, require_records, write_table
     from ..transform import Policy
     from ..transform.fpe import check_step_key, fpe_decrypt, step_domain
     from ..transform.reversal import lookup, open_sealed
@@ -67,6 +67,7 @@ def cmd_reverse(args: argparse.Namespace) -> int:
     key = owner_key(args.key_file, required=True)
     if args.input:
         df = read_table(args.input)
+        require_records(df, repr(args.input))
         if args.column not in df.columns:
             raise DeidInputError(f"unknown column {args.column!r}: not in {args.input!r}")
         values = [str(v) for v in df[args.column].dropna().astype(str).unique()]
