@@ -245,11 +245,13 @@ def column_fates(source: pd.DataFrame, output: pd.DataFrame, spec: Spec, policy:
             continue
         before, after = _as_text(source[column]), _as_text(output[column])
         was, now = is_marker(source[column]), is_marker(output[column])
+        gone_before = was | source[column].isna().to_numpy()  # a marker read back from a file is missing
         suppressed = now & ~was
         changed = (before.to_numpy() != after.to_numpy()) & ~suppressed
         generalize = [a for a in actions if a["op"] == "generalize"]
         fate.update(
             actions=actions, cells_changed=int(changed.sum()), cells_suppressed=int(suppressed.sum()),
+            cells_missing_before=int(gone_before.sum()),
             distinct_before=int(before[~was].nunique()), distinct_after=int(after[~now].nunique()),
         )
         if generalize:
@@ -258,12 +260,17 @@ def column_fates(source: pd.DataFrame, output: pd.DataFrame, spec: Spec, policy:
         masked = any(a["op"] in MASKING_OPS for a in actions)
         if changed.any() and role != "direct" and not masked:
             fate["example"] = release_example(before[changed], after[changed], before.value_counts())
-        if not actions and not changed.any() and not suppressed.any():
+        if not actions and not changed.any() and not now.any() and not gone_before.any():
             fate.update(fate="kept", text="Kept as it is.")
         else:
-            words = [a["text"] for a in actions if a["op"] != "suppress_records"] or ["changed"]
+            words = [a["text"] for a in actions if a["op"] != "suppress_records"] or (["changed"] if changed.any()
+                                                                                        or suppressed.any() else [])
+            words = words or ["kept as it is"]
             if suppressed.any():
                 words.append(f"{int(suppressed.sum())} cell{'s' if suppressed.sum() != 1 else ''} suppressed")
+            if gone_before.any():
+                words.append(f"{int(gone_before.sum()):,} of {len(was):,} cells already missing or suppressed in the "
+                             "input (an earlier deid codes or deid truncate suppresses cells)")
             fate.update(fate="masked" if masked else ("generalized" if generalize else "transformed"),
                         text="; ".join(words)[:1].upper() + "; ".join(words)[1:] + ".")
         fates.append(fate)
@@ -429,8 +436,9 @@ def plots(a: Assessment, before: Assessment | None = None) -> dict[str, str]:
         ax.hist(prior, bins=bins, weights=prior, color="#bbbbbb", label="before")
     ax.hist(sizes, bins=bins, weights=sizes, color="#4472c4", alpha=0.85, label="released")
     ax.set_xscale("log")
-    ax.set_xlabel("size of the record's equivalence class")
-    ax.set_ylabel("records")
+    unit = "persons" if a.person_index is not None else "records"  # [longitudinal]: classes count persons
+    ax.set_xlabel(f"size of the equivalence class ({unit} in it)")
+    ax.set_ylabel(unit)
     ax.axvline(a.attack["k_equivalent"], color="#c00000", ls="--", label=f"k = {a.attack['k_equivalent']}")
     ax.legend()
     out["ec_histogram"] = _png(fig)
@@ -445,8 +453,8 @@ def plots(a: Assessment, before: Assessment | None = None) -> dict[str, str]:
         ax.plot(np.arange(1, len(r) + 1), r, label="prosecutor (before)", color="#999999", ls=":")
     ax.axhline(a.spec.release.threshold, color="#c00000", ls="--", label="threshold")
     ax.set_xscale("log")
-    ax.set_xlabel("records (sorted by risk)")
-    ax.set_ylabel("risk per record")
+    ax.set_xlabel(f"{unit} (sorted by risk)")
+    ax.set_ylabel(f"risk per {unit[:-1]}")
     ax.legend(fontsize=8)
     out["risk_per_record"] = _png(fig)
     plt.close(fig)
@@ -595,7 +603,7 @@ def _section_transformation(s: dict) -> list[str]:
                          f"{'s' if n != 1 else ''}." if k else "No record was suppressed.")
         parts += [_p(sentence),
                   _table(["column", "role", "what happened", "hierarchy level", "example before → after",
-                          "cells suppressed"], _fate_rows(fates), numeric=(5,)),
+                          "cells suppressed by this release"], _fate_rows(fates), numeric=(5,)),
                   "<p class='small'>Examples are the most frequent changed value of a column; an original value "
                   f"held by fewer than {EXAMPLE_MIN_RECORDS} records is not shown, and direct identifiers and "
                   "masked columns never show one.</p>"]
@@ -648,7 +656,7 @@ def _section_evidence(s: dict, images: Mapping[str, str]) -> list[str]:
     ]
     per = ev.get("loss_per_column") or []
     if per:
-        parts.append(_table(["quasi-identifier", "distinct values before → after", "cells suppressed",
+        parts.append(_table(["quasi-identifier", "distinct values before → after", "cells suppressed by this release",
                              "non-uniform entropy lost", "precision"],
                             [[r["column"], "dropped" if r["dropped"] else
                               f"{_fmt(r['distinct_before'])} → {_fmt(r['distinct_after'])}",
@@ -780,6 +788,11 @@ def _section_policy(s: dict) -> list[str]:
     re_ = tr.get("reapply") or {}
     command = re_.get("command", "deid apply --input NEXT.csv --policy POLICY.json --out RELEASE.csv")
     where = re_.get("policy_file")
+    if not s["5_evidence"]["meets_threshold"]:  # a failing release is never offered for re-application
+        return ["<h2>The policy</h2>",
+                _p("This release does NOT meet its threshold: the policy below is not to be re-applied as it is. "
+                   "Generalize or suppress more (deid search finds a policy that meets it), then assess again."),
+                f"<pre>{html.escape(json.dumps(tr['policy'], indent=2, default=str))}</pre>"]
     return [
         "<h2>The policy to re-apply</h2>",
         _p("Next year's data of the same kind can be released the same way: the same generalizations give the "

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from pathlib import Path
 
 from ..errors import DeidInputError
@@ -59,7 +58,7 @@ def cmd_reverse(args: argparse.Namespace) -> int:
     from ..transform import Policy
     from ..transform.fpe import check_step_key, fpe_decrypt, step_domain
     from ..transform.reversal import lookup, open_sealed
-    from .options import guard_outputs
+    from .options import guard_outputs, summary_line
 
     guard_outputs([args.table, args.policy, args.input, args.key_file], [args.out])
     if bool(args.value) == bool(args.input):
@@ -96,8 +95,8 @@ def cmd_reverse(args: argparse.Namespace) -> int:
                              "column was masked by an fpe step")
     write_table(out, args.out)
     missing = int(out["original"].isna().sum())
-    print(f"deid reverse: {len(values)} pseudonym(s), {len(values) - missing} found"
-          + (f", {missing} not in the table" if missing else ""), file=sys.stderr)
+    summary_line("reverse", [args.out], f"{len(values)} pseudonym(s), {len(values) - missing} found"
+                 + (f", {missing} not in the table" if missing else ""))
     return 0
 
 

@@ -12,7 +12,7 @@ import sys
 import time
 
 from ..errors import DeidInputError
-from .options import AT_LEAST_1, PROBABILITY, SEED, SHARE, add_input_spec, guard_outputs
+from .options import AT_LEAST_1, PROBABILITY, SEED, SHARE, add_input_spec, guard_outputs, summary_line
 
 
 def default_threshold(spec) -> float:
@@ -94,6 +94,8 @@ def cmd_subsample(args: argparse.Namespace) -> int:
               f"of {sub.n_units:,} {sub.units} ({report['sample_records']:,} records); journalist {measure} risk "
               f"{report['risk']:.4g} against {threshold:g}{how}")
     if fraction is None:
+        summary_line("subsample", [args.report], f"no fraction down to {args.step:g} meets the threshold "
+                     f"{threshold:g} (journalist {measure}): no sample written")
         print(f"deid: warning: no fraction down to {args.step} meets the threshold {threshold:g} "
               f"(journalist {measure}); nothing written but the report", file=sys.stderr)
     elif report["sample_units"] < MIN_POWERED_UNITS:

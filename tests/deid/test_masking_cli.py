@@ -76,7 +76,7 @@ def test_apply_seals_the_reversal_table_and_reverse_opens_it(tmp_path, monkeypat
                  "--out", str(back), "--key-file", str(key)]) == 0
     got = pd.read_csv(back, dtype=str, keep_default_na=False)
     assert got.values.tolist() == [[rel["pid"][3], "PATIENT-00003"], ["nope", ""]]
-    assert "1 not in the table" in capsys.readouterr().err
+    assert "1 not in the table" in capsys.readouterr().out
     monkeypatch.setenv("DEID_KEY", KEY)  # the key from the environment
     assert main(["reverse", "--table", str(sealed), "--column", "first", "--input", str(out), "--out", str(back)]) == 0
     got = pd.read_csv(back, dtype=str)

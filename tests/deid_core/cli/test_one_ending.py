@@ -41,6 +41,13 @@ def files(tmp_path_factory) -> dict[str, Path]:
     (d / "policy.json").write_text(json.dumps({"format": "deid_core.policy", "steps": [
         {"op": "drop", "columns": ["pid"]}], "columns": {"sex": "quasi", "yob": "quasi", "dx": "quasi"},
         "default": None}))
+    (d / "owner.key").write_text("the data owner's secret masking key")
+    (d / "mask.json").write_text(json.dumps({"format": "deid_core.policy", "steps": [
+        {"op": "pseudonymize", "column": "pid"}], "columns": {"sex": "quasi", "yob": "quasi", "dx": "quasi"},
+        "default": None}))
+    assert main(["apply", "--input", str(d / "claims.csv"), "--policy", str(d / "mask.json"), "--out",
+                 str(d / "ap_masked.csv"), "--key-file", str(d / "owner.key"), "--reversal-out",
+                 str(d / "rev.sealed")]) == 0
     return {"d": d, "claims": d / "claims.csv", "spec": d / "spec.toml", "cross": d / "cross.toml",
             "policy": d / "policy.json"}
 
@@ -64,6 +71,8 @@ def _commands(f: dict[str, Path]) -> dict[str, list]:
                     "--out", d / "u.json"],
         "geo": ["geo", "--areas", GEO / "areas.csv", "--input", GEO / "claims.csv", "--column", "zip",
                 "--threshold", "0.0001", "--out", d / "g.csv", "--report", d / "g.json"],
+        "reverse": ["reverse", "--table", d / "rev.sealed", "--column", "pid", "--input", d / "ap_masked.csv",
+                    "--out", d / "back.csv", "--key-file", d / "owner.key"],
         "geoproxy": ["geoproxy", "--areas", GEO / "areas.csv", "--input", GEO / "claims.csv", "--home", "zip",
                      "--provider-area", "provider_zip", "--person", "person", "--provider", "provider",
                      "--out", d / "gp.json"],
@@ -71,11 +80,17 @@ def _commands(f: dict[str, Path]) -> dict[str, list]:
 
 
 @pytest.mark.parametrize("command", ["assess", "apply", "safe-harbor", "search", "attack", "truncate", "codes",
-                                     "subsample", "utility", "geo", "geoproxy"])
+                                     "subsample", "utility", "geo", "geoproxy", "reverse"])
 def test_every_command_ends_with_one_summary_line(files, capsys, command):
     # the defect: truncate, codes, assess, attack, geoproxy and search printed nothing on success
     capsys.readouterr()
     argv = [str(a) for a in _commands(files)[command]]
+    if command == "subsample":  # also when no fraction meets the threshold: one line saying so
+        nothing = ["subsample", "--input", str(files["claims"]), "--spec", str(files["cross"]), "--find-fraction",
+                   "--threshold", "0.0001", "--draws", "2", "--report", str(files["d"] / "none.json")]
+        assert main(nothing) == 0
+        lines = capsys.readouterr().out.splitlines()
+        assert len(lines) == 1 and "no fraction" in lines[0] and "no sample written" in lines[0], lines
     assert main(argv) == 0, capsys.readouterr().err
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"deid {command}: "), lines
