@@ -130,6 +130,11 @@ def cmd_apply(args: argparse.Namespace) -> int:
     check = check_release(out, fates, safe_harbor=policy.is_safe_harbor(), accepted=accepted,
                           masked=[c for c, f in fates.items() if f == "masked"])
     warning = destruction_check("apply", "records", int(ctx.get("suppressed_records", 0)), len(df), args.force)
+    unchecked = [st["column"] for st in policy.steps if st["op"] == "fpe" and "key_check" not in st]
+    if unchecked and not args.policy_out:
+        ctx.setdefault("warnings", []).append(
+            f"the fpe step(s) of {', '.join(map(repr, unchecked))} record no key check: deid reverse needs the "
+            "policy that --policy-out writes (it refuses a wrong key)")
     sealed = sealed_reversal(args, ctx, key)
     write_table(out, args.out)
     if sealed is not None:

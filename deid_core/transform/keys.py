@@ -1,7 +1,13 @@
 """The data owner's masking key (El Emam & Arbuckle, *Anonymizing Health Data*, ch. 11: the salt of a keyed
 hash and the key of format-preserving encryption "must be kept in a safe place"; docs/masking.md, "The
-owner's key"). Every keyed step checks it here and derives its own key from it."""
+owner's key"). Every keyed step checks it here and derives its own key from it; its key check value lets a
+policy refuse a wrong key (docs/masking.md, "A wrong key never yields an identity")."""
 from __future__ import annotations
+
+from hmac import compare_digest
+
+from cryptography.hazmat.primitives import hashes, hmac
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from ..errors import DeidInputError
 
@@ -24,9 +30,6 @@ KEY_CHECK_INFO = b"deid_core key check v1"
 
 def key_check_value(key: bytes | None) -> str:
     """The hex key check value of the owner's key, recorded in every ``fpe`` step a policy masks with it."""
-    from cryptography.hazmat.primitives import hashes, hmac
-    from cryptography.hazmat.primitives.kdf.hkdf import HKDF
-
     derived = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=KEY_CHECK_INFO).derive(check_key(key))
     mac = hmac.HMAC(derived, hashes.SHA256())
     mac.update(b"the key that masked this column")
@@ -35,7 +38,5 @@ def key_check_value(key: bytes | None) -> str:
 
 def verify_key_check(key: bytes | None, expected: object, what: str) -> None:
     """Refuse a key whose check value is not ``expected`` (``what`` names the step in the message)."""
-    import hmac as _hmac
-
-    if not isinstance(expected, str) or not _hmac.compare_digest(key_check_value(key), expected):
+    if not isinstance(expected, str) or not compare_digest(key_check_value(key), expected):
         raise DeidInputError(f"{what}: the key is not the one that masked it (key_check differs); nothing written")
