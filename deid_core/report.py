@@ -421,7 +421,8 @@ def _png(fig: Any) -> str:
 
 
 def plots(a: Assessment, before: Assessment | None = None) -> dict[str, str]:
-    """Records by class size (before and after) and per-record risk as base64 PNGs (matplotlib Agg)."""
+    """Records (persons with [longitudinal]) by class size, before and after, and the risk per record (per person)
+    as base64 PNGs (matplotlib Agg)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

@@ -55,3 +55,25 @@ def test_codes_suppressed_before_the_assessment_show_on_the_page(tmp_path, capsy
     assert main(["assess", "--input", str(coded), "--spec", str(spec), "--levels", "dx=2", "--out",
                  str(tmp_path / "c.json"), "--html", str(page)]) == 0
     assert f"{gone:,} of 240 cells already missing or suppressed in the input" in page.read_text()
+
+
+def test_plot_axes_count_persons_for_longitudinal_data(tmp_path, monkeypatch):
+    # the defect: the axes said "records" where the numbers were persons. The labels the real plots set are
+    # recorded on their way to matplotlib.
+    from matplotlib.axes import Axes
+
+    from deid_core.assess import assess
+    from deid_core.io import read_table
+    from deid_core.report import plots
+    from deid_core.spec import load_spec
+
+    labels: list[str] = []
+    for name in ("set_xlabel", "set_ylabel"):
+        original = getattr(Axes, name)
+        monkeypatch.setattr(Axes, name, lambda self, text, *a, _o=original, **k: (labels.append(text),
+                                                                                  _o(self, text, *a, **k))[1])
+    data, spec = _claims(tmp_path)
+    a = assess(read_table(data), load_spec(spec), levels={"dx": 2})
+    plots(a)
+    assert "persons" in labels and "persons (sorted by risk)" in labels and "risk per person" in labels
+    assert not any("record" in label for label in labels), labels
