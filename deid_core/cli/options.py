@@ -60,11 +60,11 @@ SHARE = number(0, 1)
 WARN_SHARE, REFUSE_SHARE = 0.05, 0.50
 
 
-def add_force(p: argparse.ArgumentParser) -> None:
+def add_force(p: argparse.ArgumentParser, help: str | None = None) -> None:
     """``--force``: release even when more than half of a column's cells or of the records would go."""
     p.add_argument("--force", action="store_true",
-                   help=f"write the output even when it suppresses or removes more than {REFUSE_SHARE * 100:g} %% of "
-                        "a column's cells or of the records (refused otherwise)")
+                   help=help or f"write the output even when it suppresses or removes more than {REFUSE_SHARE * 100:g} "
+                                "%% of a column's cells or of the records (refused otherwise)")
 
 
 def destruction_check(command: str, what: str, removed: int, total: int, force: bool) -> str | None:

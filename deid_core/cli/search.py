@@ -17,7 +17,7 @@ from ..errors import DeidInputError
 from ..spec import Spec
 from ..transform.policy import Policy
 from .known import add_known_options, known_of
-from .options import (AT_LEAST_1, PROBABILITY, SEED, SHARE, accepted_columns, add_accept, add_input_spec,
+from .options import (AT_LEAST_1, PROBABILITY, SEED, SHARE, accepted_columns, add_accept, add_force, add_input_spec,
                       guard_outputs, number, summary_line)
 
 SEARCH_METHODS = ("bps", "directed", "ola", "partition", "boxes", "lola")
@@ -38,6 +38,8 @@ METHOD_OPTIONS: dict[str, tuple[tuple[str, ...], object]] = {
 
 def check_method_options(args: argparse.Namespace) -> None:
     """Refuse an option the chosen method does not use (it would be ignored silently), then fill in defaults."""
+    if args.force and args.method != "lola":
+        raise DeidInputError(f"--force applies to --method lola (with --apply-best), not {args.method}")
     for name, (methods, default) in METHOD_OPTIONS.items():
         if getattr(args, name) is not None and args.method not in methods:
             raise DeidInputError(f"--{name.replace('_', '-')} applies to --method {', '.join(methods)}, "
@@ -91,9 +93,12 @@ def run_lola(args: argparse.Namespace, spec: Spec, df: pd.DataFrame) -> tuple[di
                 print("deid search: re-assessing the release by a fresh attack", file=sys.stderr, flush=True)
             check = found.reassess(out, df)
             result["best_reassessed"] = check
-            if not check["meets"]:
-                print("deid: warning: after suppressing the high-risk persons, the re-assessed high-risk "
-                      f"proportion is {check['high_risk_proportion']:.4f} (> MaxSup)", file=sys.stderr)
+            if not check["meets"]:  # a release above its criterion is not written unless asked for
+                said = ("after suppressing the high-risk persons, the re-assessed high-risk proportion is "
+                        f"{check['high_risk_proportion']:.4f}, above MaxSup {found.criterion.max_suppression:g}")
+                if not args.force:
+                    raise DeidInputError(f"{said}: nothing written (more --iterations, another --seed, or --force)")
+                print(f"deid: warning: {said}", file=sys.stderr)
     return result, out
 
 
@@ -259,4 +264,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     se.add_argument("--apply-best", help="write the data released under the best policy here")
     se.add_argument("--html", help="self-contained HTML page with a risk vs information loss plot of the policies")
     add_accept(se)
+    add_force(se, "lola --apply-best: write the release even when its re-assessment by a fresh attack finds more "
+                  "high-risk persons than MaxSup (refused otherwise)")
     se.set_defaults(run=cmd_search)
