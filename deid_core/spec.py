@@ -66,6 +66,7 @@ class HierarchySpec:
             builder = "csv"
         if builder not in BUILDERS:
             raise DeidInputError(f"hierarchy of {column!r}: unknown builder {builder!r} (expected one of {', '.join(BUILDERS)})")
+        _check_builder_params(column, builder, raw)
         if builder == "csv" and "rows" in raw:
             rows = raw["rows"]
             if (not isinstance(rows, list) or not rows
@@ -80,6 +81,57 @@ class HierarchySpec:
                 path = base_dir / path
             raw["csv"] = str(path.resolve())
         return cls(builder, raw)
+
+
+def _positive_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0
+
+
+def _finite(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+#: builder -> {parameter: (check, what it must be)}: any other key, or a value failing its check, is refused.
+BUILDER_PARAMS: dict[str, dict[str, tuple[Any, str]]] = {
+    "csv": {"csv": (lambda v: isinstance(v, str) and v != "", "a file path"),
+            "rows": (lambda v: isinstance(v, list), "a list of rows"),
+            "source": (lambda v: isinstance(v, str), "a file name")},
+    "interval": {"widths": (lambda v: isinstance(v, list) and v and all(_positive_number(w) for w in v),
+                            "a non-empty list of positive numbers"),
+                 "top_code": (_finite, "a number"), "bottom_code": (_finite, "a number")},
+    "dates": {"levels": (lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v), "a list of level names")},
+    "prefix": {"levels": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1, "an integer >= 1")},
+    "icd": {}, "atc": {}, "flat": {},
+}
+
+
+def _check_builder_params(column: str, builder: str, params: Mapping[str, Any]) -> None:
+    """Refuse an unknown parameter of a hierarchy builder, or one of the wrong type, naming column and key."""
+    known = BUILDER_PARAMS[builder]
+    for key, value in params.items():
+        if key not in known:
+            raise DeidInputError(f"hierarchy of {column!r}: unknown key {key!r} for builder {builder!r} (it takes "
+                                 f"{', '.join(known) or 'no parameters'})")
+        check, what = known[key]
+        if not check(value):
+            raise DeidInputError(f"hierarchy of {column!r}: {key} = {value!r:.60} must be {what}")
+
+
+def _check_section(raw: Mapping[str, Any], section: str, keys: Iterable[str]) -> dict:
+    """A spec section as a dict, refused when it is not a table or has a key outside ``keys``."""
+    value = raw.get(section)
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise DeidInputError(f"[{section}] must be a table")
+    unknown = sorted(k for k in value if k not in keys)
+    if unknown:
+        raise DeidInputError(f"[{section}] unknown key(s): {', '.join(unknown)}")
+    return dict(value)
+
+
+#: The sections of a spec; any other is refused (a misspelt [relase] would silently use the defaults).
+SECTIONS = ("columns", "types", "hierarchies", "release", "risk", "data", "transform", "longitudinal")
 
 
 @dataclass(frozen=True)
@@ -255,13 +307,22 @@ def _longitudinal(raw: Any, columns: Mapping[str, str]) -> LongitudinalSpec | No
 
 def parse_spec(raw: Mapping[str, Any], base_dir: Path | None = None) -> Spec:
     """Build a validated :class:`Spec` from a parsed TOML mapping."""
+    unknown = sorted(k for k in raw if k not in SECTIONS)
+    if unknown:
+        raise DeidInputError(f"spec: unknown section [{unknown[0]}] (sections: {', '.join(SECTIONS)})")
     columns, rest = _columns(raw.get("columns"))
+    types = raw.get("types") or {}
+    if not isinstance(types, Mapping) or not all(isinstance(t, str) for t in types.values()):
+        raise DeidInputError("[types] must map a column to a type name (a string)")
+    if not isinstance(raw.get("hierarchies") or {}, Mapping):
+        raise DeidInputError("[hierarchies] must be a table")
     for section in ("types", "hierarchies"):
         for col in raw.get(section, {}) or {}:
             if col not in columns:
                 raise DeidInputError(f"unknown column {col!r} in [{section}]: not declared in [columns]")
     hierarchies = {c: HierarchySpec.from_dict(c, h, base_dir) for c, h in (raw.get("hierarchies") or {}).items()}
-    rel = dict(raw.get("release") or {})
+    rel = _check_section(raw, "release", ("type", "threshold", "pr_attempt", "prevalence", "friends",
+                                           "friends_divisor", "strict_cut"))
     rtype = rel.pop("type", "non-public")
     if rtype not in RELEASE_TYPES:
         raise DeidInputError(f"[release] type {rtype!r} must be one of {', '.join(RELEASE_TYPES)}")
@@ -274,19 +335,20 @@ def parse_spec(raw: Mapping[str, Any], base_dir: Path | None = None) -> Spec:
         friends_divisor=_number("release", "friends_divisor", rel.pop("friends_divisor", 2)),
         strict_cut=_probability("release", "strict_cut", rel.pop("strict_cut", 0.33)),
     )
-    rel.pop("pr_attempt", None), rel.pop("prevalence", None)
-    if rel:
-        raise DeidInputError(f"[release] unknown key(s): {', '.join(sorted(rel))}")
-    risk = dict(raw.get("risk") or {})
+    risk = _check_section(raw, "risk", ("missing", "gamma"))
     missing = risk.get("missing", "own_class")
     if missing not in MISSING_CHOICES:
         raise DeidInputError(f"[risk] missing must be one of {', '.join(MISSING_CHOICES)}, got {missing!r}")
     gamma = _number("risk", "gamma", risk.get("gamma", 1.0))
     if gamma <= 0:
         raise DeidInputError("[risk] gamma must be positive")
-    data = raw.get("data") or {}
-    missing_values = tuple(str(v) for v in data.get("missing_values", [""]))
-    tr = raw.get("transform") or {}
+    data = _check_section(raw, "data", ("missing_values",))
+    if not isinstance(data.get("missing_values", []), list) or not all(isinstance(v, str) for v in data.get("missing_values", [])):
+        raise DeidInputError("[data] missing_values must be a list of strings")
+    missing_values = tuple(data.get("missing_values", [""]))
+    tr = _check_section(raw, "transform", ("levels", "record_suppression"))
+    if not isinstance(tr.get("levels") or {}, Mapping) or not isinstance(tr.get("record_suppression", False), bool):
+        raise DeidInputError("[transform] levels must be a table and record_suppression true or false")
     levels = dict(tr.get("levels") or {})
     for col, lvl in levels.items():
         if col not in columns or columns[col] != "quasi":

@@ -1,7 +1,8 @@
 """Telling the user what a wait is for and how long it may last (no silent waits).
 
-A wait says nothing for its first ~2 s, then prints one line and another every ~10 s
-(stderr, through tqdm so progress bars stay intact; with a timestamp when stderr is not a terminal).
+A wait says nothing for its first ~2 s, then prints one line, and again after 10 s, 30 s and 1 min,
+then every 5 min (a 10-minute wait: 5 lines, not 60); each notice is one stderr line, through tqdm so
+progress bars stay intact, with a timestamp when stderr is not a terminal.
 """
 from __future__ import annotations
 
@@ -12,7 +13,10 @@ from typing import Callable
 from tqdm import tqdm
 
 FIRST_AFTER = 2.0
-EVERY = 10.0
+#: The gaps between a wait's notices: the n-th repeat comes BACKOFF[n] s after the previous (the last repeats).
+BACKOFF = (10.0, 30.0, 60.0, 300.0)
+#: How often a long poll returns to check on the wait (the notices themselves follow :data:`BACKOFF`).
+EVERY = BACKOFF[0]
 
 
 def human_seconds(seconds: float) -> str:
@@ -31,22 +35,26 @@ def stderr_line(text: str) -> None:
 
 
 class Notice:
-    """Throttled wait messages per topic: the first once the wait has lasted ``first_after`` s, then every ``every`` s."""
+    """Wait messages per topic: the first once the wait has lasted ``first_after`` s, then after each gap of
+    ``backoff`` in turn, the last gap repeating."""
 
     def __init__(self, sink: Callable[[str], None] | None = None, first_after: float = FIRST_AFTER,
-                 every: float = EVERY, clock: Callable[[], float] = time.monotonic) -> None:
+                 backoff: tuple[float, ...] = BACKOFF, clock: Callable[[], float] = time.monotonic) -> None:
         self.sink = sink or stderr_line
-        self.first_after, self.every, self.clock = first_after, every, clock
-        self._said: dict[str, float] = {}
+        self.first_after, self.backoff, self.clock = first_after, tuple(backoff), clock
+        self._said: dict[str, tuple[float, int]] = {}  # topic -> (last notice, notices of this wait)
 
     def say(self, topic: str, since: float, text: str | Callable[[], str]) -> None:
         now = self.clock()
         if now - since < self.first_after:
             return
-        last = self._said.get(topic)
-        if last is not None and last >= since and now - last < self.every:
-            return
-        self._said[topic] = now
+        last, count = self._said.get(topic, (None, 0))
+        if last is not None and last >= since:  # the same wait: the next gap of the backoff
+            if now - last < self.backoff[min(count - 1, len(self.backoff) - 1)]:
+                return
+        else:
+            count = 0
+        self._said[topic] = (now, count + 1)
         self.sink(text() if callable(text) else text)
 
     def now(self, text: str) -> None:

@@ -20,7 +20,7 @@ import pandas as pd
 from ..errors import DeidInputError
 from ..longitudinal.persons import person_class_size
 from ..metric.missingness import missing_mask
-from ..risk.attack import THRESHOLD_TOLERANCE, attack_probabilities, k_for_threshold, meets
+from ..risk.attack import attack_probabilities, k_for_threshold, meets
 from ..risk.equivalence_classes import ec_sizes_of
 from ..spec import ReleaseSpec
 
@@ -80,7 +80,7 @@ class Criterion:
         supp = np.concatenate([[0], np.cumsum(recs)[:-1]])
         inv_left = (recs / s)[::-1].cumsum()[::-1]  # Σ 1/f over records in classes of size ≥ s
         risk = inv_left / np.maximum(len(f) - supp, 1)
-        ok = np.flatnonzero(risk <= self.threshold * (1 + THRESHOLD_TOLERANCE) + 1e-15)  # risk.meets
+        ok = np.flatnonzero(meets(risk, self.threshold))
         if not len(ok):
             return int(s[-1]) + 1, int(len(f)), 0.0
         i = int(ok[0])

@@ -11,9 +11,11 @@ from pathlib import Path
 
 from .longitudinal import (add_attack_options, assess_attack, check_attack_options, complete_knowledge_summary,
                            longitudinal_of, prior_reports, repeated_id_warnings)
-from .masking import KEY_HELP, add_reversal_option, owner_key, sealed_reversal
+from ..errors import DeidInputError
+from .masking import KEY_HELP, REVERSIBLE_BY_TABLE, add_reversal_option, owner_key, sealed_reversal
 from .known_options import add_known_options, known_of
-from .options import INPUT_HELP, accepted_columns, add_accept, add_input_spec, guard_outputs, parse_levels
+from .options import (INPUT_HELP, accepted_columns, add_accept, add_force, add_input_spec, destruction_check, guard_outputs,
+                      integer, parse_levels, summary_line)
 
 
 def cmd_assess(args: argparse.Namespace) -> int:
@@ -63,6 +65,8 @@ def cmd_assess(args: argparse.Namespace) -> int:
         from ..detect import check_release
         result["identifier_check"] = check_release(a.output, fates, safe_harbor=False, accepted=accepted)
         result["accepted_columns"] = result["identifier_check"]["accepted_columns"]
+    warning = destruction_check("assess", "records", int(a.summary.get("suppressed_records", 0)), len(df),
+                                args.force) if releases else None
     result["seconds"] = round(time.perf_counter() - t0, 4)
     html = render_html(result["report"], plots(a)) if args.html else None
     write_json(result, args.out)
@@ -74,8 +78,13 @@ def cmd_assess(args: argparse.Namespace) -> int:
         a.policy.with_fates(fates, spec.rest, False).save(args.policy_out)
     if args.per_record:
         write_table(a.per_record, args.per_record)
-    for w in warnings:
+    for w in [*warnings, *([warning] if warning else [])]:
         print(f"deid: warning: {w}", file=sys.stderr)
+    t = a.spec.release.threshold
+    summary_line("assess", [args.out, args.html, args.output, args.policy_out, args.per_record],
+                 f"{len(df):,} records, {int(a.summary.get('suppressed_records', 0)):,} suppressed; overall risk "
+                 f"{a.attack['overall_risk']:.4f} {'meets' if a.attack['meets_threshold'] else 'does NOT meet'} "
+                 f"the threshold {t:g}")
     return 0
 
 
@@ -96,6 +105,8 @@ def cmd_safe_harbor(args: argparse.Namespace) -> int:
         policy.save(args.policy_out)
     if args.report:
         write_json(info, args.report)
+    summary_line("safe-harbor", [args.out, args.policy_out, args.report],
+                 f"{len(out):,} records, {len(out.columns)} column(s) released of {len(df.columns)}")
     return 0
 
 
@@ -104,9 +115,13 @@ def cmd_apply(args: argparse.Namespace) -> int:
     from ..io import read_table, require_records, write_bytes, write_json, write_table
     from ..transform import Policy
 
-    guard_outputs([args.input, args.policy, args.key_file], [args.out, args.report, args.reversal_out])
+    guard_outputs([args.input, args.policy, args.key_file], [args.out, args.report, args.reversal_out, args.policy_out])
     accepted = accepted_columns(args, args.report)
     policy = Policy.load(args.policy)
+    if args.reversal_out and not any(st["op"] in REVERSIBLE_BY_TABLE for st in policy.steps):
+        raise DeidInputError(f"--reversal-out: the policy has no {', '.join(REVERSIBLE_BY_TABLE)} step, so there is "
+                             "nothing to put in a reversal table (an fpe column is reversed with the key and "
+                             "the policy deid apply --policy-out writes)")
     key = owner_key(args.key_file, required=bool(args.reversal_out))
     df = read_table(args.input)
     require_records(df, repr(args.input))
@@ -114,17 +129,28 @@ def cmd_apply(args: argparse.Namespace) -> int:
     out, ctx = policy.apply(df, key=key, reversal=bool(args.reversal_out))
     check = check_release(out, fates, safe_harbor=policy.is_safe_harbor(), accepted=accepted,
                           masked=[c for c, f in fates.items() if f == "masked"])
+    warning = destruction_check("apply", "records", int(ctx.get("suppressed_records", 0)), len(df), args.force)
+    unchecked = [st["column"] for st in policy.steps if st["op"] == "fpe" and "key_check" not in st]
+    if unchecked and not args.policy_out:
+        ctx.setdefault("warnings", []).append(
+            f"the fpe step(s) of {', '.join(map(repr, unchecked))} record no key check: deid reverse needs the "
+            "policy that --policy-out writes (it refuses a wrong key)")
     sealed = sealed_reversal(args, ctx, key)
     write_table(out, args.out)
     if sealed is not None:
         write_bytes(sealed, args.reversal_out)
+    if args.policy_out:
+        policy.with_key_checks(ctx.get("key_checks", {})).save(args.policy_out)
     if args.report:
         counts = {k: ctx[k] for k in ("suppressed_records", "suppressed_persons", "dominant") if k in ctx}
         write_json({"policy": str(args.policy), "column_fates": fates, "identifier_check": check,
                     "accepted_columns": check["accepted_columns"], **counts, "warnings": ctx.get("warnings", [])},
                    args.report)
-    for w in ctx.get("warnings", []):
+    for w in [*ctx.get("warnings", []), *([warning] if warning else [])]:
         print(f"deid: warning: {w}", file=sys.stderr)
+    summary_line("apply", [args.out, args.reversal_out, args.policy_out, args.report],
+                 f"{len(out):,} records, {len(out.columns)} column(s) released of {len(df.columns)}, "
+                 f"{int(ctx.get('suppressed_records', 0)):,} records suppressed")
     return 0
 
 
@@ -152,6 +178,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="[longitudinal]: the --report of an earlier deid truncate or deid codes run on this data, "
                         "described in the report (repeatable)")
     add_known_options(a, "the report's \"known\" risk")
+    add_force(a)
     a.add_argument("--numeric", help="comma-separated numeric columns for before/after mean, SD, correlation")
     add_accept(a)
     a.set_defaults(run=cmd_assess)
@@ -161,7 +188,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--out", required=True, help="the released table (CSV or .parquet)")
     s.add_argument("--policy-out", help="write the re-appliable policy JSON here")
     s.add_argument("--report", help="JSON: which columns were recognized as which Safe Harbor kind")
-    s.add_argument("--reference-year", type=int, help="year for the age >= 90 birth-year rule (default: this year)")
+    s.add_argument("--reference-year", type=integer(1, 9999), help="year for the age >= 90 birth-year rule (default: this year)")
     add_accept(s)
     s.set_defaults(run=cmd_safe_harbor)
     ap = sub.add_parser("apply", help="re-apply a saved policy to a new batch")
@@ -170,6 +197,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     ap.add_argument("--out", required=True, help="the released table (CSV or .parquet)")
     ap.add_argument("--key-file", help=KEY_HELP)
     add_reversal_option(ap)
+    ap.add_argument("--policy-out", help="write the policy as applied: each fpe step records the check value of "
+                                         "the key (deid reverse --policy needs it to refuse a wrong key)")
     ap.add_argument("--report", help="JSON: each column's fate, the identifier check and accepted columns")
+    add_force(ap)
     add_accept(ap)
     ap.set_defaults(run=cmd_apply)

@@ -13,7 +13,7 @@ import time
 import pandas as pd
 
 from ..errors import DeidInputError
-from .options import guard_outputs
+from .options import AT_LEAST_0, AT_LEAST_1, PROBABILITY, SEED, guard_outputs, summary_line
 
 #: Seconds between progress lines of a long clustering (no silent waits).
 PROGRESS_EVERY = 2.0
@@ -134,6 +134,9 @@ def cmd_geoproxy(args: argparse.Namespace) -> int:
     write_json({"input": str(args.input), "areas": str(args.areas), "home": args.home,
                 "provider_area": args.provider_area, "results": results,
                 "seconds": round(time.perf_counter() - t0, 4)}, args.out)
+    summary_line("geoproxy", [args.out], "; ".join(
+        f"{'no boundary' if r['within_prefix'] == 0 else 'within prefixes of ' + str(r['within_prefix'])}: "
+        f"{r['units']:,} {r['level']}s, average risk {r['average_risk']:.4f}, max {r['max_risk']:.4f}" for r in results))
     return 0
 
 
@@ -150,18 +153,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--input", required=True, help="the table whose area column is released (read as exact text)")
     g.add_argument("--column", required=True, help="the column of area codes (e.g. zip)")
     risk = g.add_mutually_exclusive_group(required=True)
-    risk.add_argument("--threshold", type=float,
+    risk.add_argument("--threshold", type=PROBABILITY,
                       help="maximum risk: every cluster holds at least k = 1/threshold people (0.09 -> 11)")
-    risk.add_argument("--k", type=int, help="people every cluster must hold (instead of --threshold)")
+    risk.add_argument("--k", type=AT_LEAST_1, help="people every cluster must hold (instead of --threshold)")
     g.add_argument("--out", required=True, help="the table with the column released (CSV or .parquet)")
     g.add_argument("--release", default="random", choices=RELEASES,
                    help="random: a random area of the record's cluster (the book's); cluster: the cluster id")
-    g.add_argument("--seed", type=int, default=0, help="random seed (release random)")
+    g.add_argument("--seed", type=SEED, default=0, help="random seed (release random)")
     g.add_argument("--person", help="person id column: one draw per person and cluster, so all records of a "
                                     "person show the same area (release random)")
-    g.add_argument("--within-prefix", type=int, metavar="N",
+    g.add_argument("--within-prefix", type=AT_LEAST_0, metavar="N",
                    help="never cluster across the first N characters of the ids (e.g. 3-digit ZIP)")
-    g.add_argument("--knn", type=int, default=DEFAULT_KNN,
+    g.add_argument("--knn", type=AT_LEAST_1, default=DEFAULT_KNN,
                    help="neighbours per area when the area table has no neighbors column")
     g.add_argument("--report", help="JSON: clusters, risk, release, shift distances")
     g.add_argument("--hierarchy-out", metavar="FILE",
@@ -181,9 +184,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="patient: all records of a person together; record: each record alone")
     p.add_argument("--variant", default="providers", choices=VARIANTS,
                    help="what one vote is: a claim, a visit, a distinct provider (the book's), a provider area")
-    p.add_argument("--neighbors", type=int, default=DEFAULT_NEIGHBORS,
+    p.add_argument("--neighbors", type=AT_LEAST_1, default=DEFAULT_NEIGHBORS,
                    help="nearest areas that get points (n - rank) around each provider area")
-    p.add_argument("--within-prefix", type=int, action="append", metavar="N",
+    p.add_argument("--within-prefix", type=AT_LEAST_0, action="append", metavar="N",
                    help="the adversary knows the first N characters of the home area (repeatable; 0 = none)")
     p.add_argument("--out", required=True, help="JSON: average geoproxy risk and rank shares per boundary")
     p.set_defaults(run=cmd_geoproxy)

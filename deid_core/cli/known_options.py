@@ -10,6 +10,7 @@ import sys
 from ..errors import DeidInputError
 from ..risk.known_subsets import KnownQIs, known_qis
 from ..spec import Spec
+from .options import AT_LEAST_1, number
 
 #: Candidate block/subset pairs beyond which building the design may take more than ~2 s (announced).
 SLOW_WORK = 3_000_000
@@ -17,13 +18,13 @@ SLOW_WORK = 3_000_000
 
 def add_known_options(p: argparse.ArgumentParser, what: str) -> None:
     """Add ``--known``, ``--block`` and ``--design-seconds`` to a ``deid`` subcommand."""
-    p.add_argument("--known", type=int, metavar="M",
+    p.add_argument("--known", type=AT_LEAST_1, metavar="M",
                    help=f"the adversary knows any M of the n quasi-identifiers: {what} is the largest over the "
                         "blocks of a covering design C(n, K, M)")
-    p.add_argument("--block", type=int, metavar="K",
+    p.add_argument("--block", type=AT_LEAST_1, metavar="K",
                    help="--known: block size of the covering design (default M: every M-subset, exact; larger "
                         "blocks are fewer to measure but over-estimate the risk)")
-    p.add_argument("--design-seconds", type=float, default=0.0, metavar="S",
+    p.add_argument("--design-seconds", type=number(0, 86_400), default=0.0, metavar="S",
                    help="--known: spend up to S seconds of local search shrinking the greedy covering design "
                         "(fewer blocks to measure; default 0)")
 

@@ -15,7 +15,8 @@ import pandas as pd
 
 from ..errors import DeidInputError
 from ..spec import LongitudinalSpec, Spec
-from .options import SPEC_HELP, add_input_spec, guard_outputs
+from .options import (AT_LEAST_0, AT_LEAST_1, PROBABILITY, SEED, SPEC_HELP, add_force, add_input_spec, destruction_check,
+                      guard_outputs, number, summary_line)
 
 CODE_BUILDERS = ("icd", "atc", "prefix")
 
@@ -62,14 +63,14 @@ def check_attack_options(args: argparse.Namespace) -> None:
 
 def add_attack_options(p: argparse.ArgumentParser, power_help: str) -> None:
     """Options shared by ``deid attack`` and ``deid assess --attack``."""
-    p.add_argument("--power", type=int, help=power_help)
+    p.add_argument("--power", type=AT_LEAST_1, help=power_help)
     p.add_argument("--power-model", default="simpson", choices=("simpson", "none", "fixed"),
                    help="per-person power: simpson = the book's formula with the Simpson variability of the "
                         "person's values; none = by number of events only; fixed = everyone knows --power values")
     p.add_argument("--scale", default="max", choices=("max", "mean+2sd"),
                    help="the n/v that gets the full power: the largest (the formula as printed) or mean + 2 SD")
-    p.add_argument("--iterations", type=int, default=10_000, help="simulated attacks (targets drawn at random)")
-    p.add_argument("--seed", type=int, default=0, help="random seed of the simulated attack")
+    p.add_argument("--iterations", type=AT_LEAST_1, default=10_000, help="simulated attacks (targets drawn at random)")
+    p.add_argument("--seed", type=SEED, default=0, help="random seed of the simulated attack")
     p.add_argument("--exact", action="store_true",
                    help="enumerate every combination of every person instead of sampling (small data only)")
 
@@ -172,6 +173,9 @@ def cmd_attack(args: argparse.Namespace) -> int:
     out = {"input": str(args.input), "background": args.background, "original": args.original,
            "events": len(released), **att.summary(), "seconds": round(time.perf_counter() - t0, 4)}
     write_json(out, args.out)
+    r = att.result
+    summary_line("attack", [args.out], f"{r.persons:,} persons, high-risk share {r.high_risk_proportion:.4f} "
+                 f"(risk above {threshold:g}), average risk {r.average_risk:.4f}")
     return 0
 
 
@@ -188,14 +192,19 @@ def cmd_truncate(args: argparse.Namespace) -> int:
     k = args.k if args.k is not None else k_for_threshold(spec.release.threshold)
     t = truncate_claims(df, person=lg.person, level2=list(lg.level2), k=k, width=args.width, method=args.method,
                         percentile=args.percentile, seed=args.seed)
+    warning = destruction_check("truncate", "claims", t.removed_claims, t.claims, args.force)
     report = {"input": str(args.input), "method": args.method, "k": k if args.method == "bins" else None,
               "width": args.width, "percentile": args.percentile if args.method == "percentile" else None,
               "seed": args.seed, **t.summary()}
     write_table(t.frame, args.out)
     write_json(report, args.report)
+    if warning:
+        print(f"deid: warning: {warning}", file=sys.stderr)
     if t.unmet_bins:
         print(f"deid: warning: bin {', '.join(t.unmet_bins)} still holds fewer than k = {k} persons "
               "(the lowest bin cannot move down)", file=sys.stderr)
+    summary_line("truncate", [args.out, args.report], f"{t.removed_claims:,} of {t.claims:,} claims removed "
+                 f"({t.removed_claims / t.claims:.1%}), {t.removed_persons:,} of {t.persons:,} persons lost claims")
     return 0
 
 
@@ -236,6 +245,9 @@ def cmd_codes(args: argparse.Namespace) -> int:
     lg = longitudinal_of(spec, "codes")
     df = read_longitudinal(args.input, spec, lg)
     code = _code_column(args, spec, lg)
+    if code == lg.person or code in lg.level1:
+        raise DeidInputError(f"--code {code!r} is a per-person column ({'the person' if code == lg.person else 'level-1'}"
+                             "): deid codes acts on a level-2 (per-event) code column such as a diagnosis")
     for c in [code, *(args.connected or []), *(args.nesting or [])]:
         if c not in df.columns:
             raise DeidInputError(f"column {c!r} is not in the input {args.input!r}")
@@ -257,7 +269,10 @@ def cmd_codes(args: argparse.Namespace) -> int:
                            group=None if group is None else "\x00group", connected=connected)
         out = s.frame
         report.update({"operation": "suppress", "k": k, **s.summary()})
+        warning = destruction_check("codes", f"codes of {code!r}", s.suppressed_rows, int(df[code].notna().sum()),
+                                    args.force)
     else:
+        warning = None
         keys = classes + ([code] if group is None else ["\x00group"])
         out = shuffle_codes(work, code=code, keys=keys, connected=connected, seed=args.seed)
         changed = int((out[code].astype(object).to_numpy() != df[code].astype(object).to_numpy()).sum())
@@ -267,6 +282,13 @@ def cmd_codes(args: argparse.Namespace) -> int:
     write_table(out, args.out)
     if args.report:
         write_json(report, args.report)
+    if warning:
+        print(f"deid: warning: {warning}", file=sys.stderr)
+    if args.suppress:
+        figure = f"{report['suppressed_rows']:,} of {int(df[code].notna().sum()):,} codes of {code!r} suppressed (k = {report['k']})"
+    else:
+        figure = f"{report['rows_changed']:,} of {len(df):,} codes of {code!r} changed by the shuffle"
+    summary_line("codes", [args.out, args.report], figure)
     return 0
 
 
@@ -281,22 +303,23 @@ def register(sub: argparse._SubParsersAction) -> None:
                                        "the adversary knows original values and matches their released form")
     add_attack_options(at, "p_max, the most level-2 values an adversary knows (default: [longitudinal] "
                            "adversary_power)")
-    at.add_argument("--threshold", type=float, help="risk above which a person is high risk (default: [release] "
+    at.add_argument("--threshold", type=PROBABILITY, help="risk above which a person is high risk (default: [release] "
                                                     "threshold)")
     at.add_argument("--out", required=True, help="result JSON")
     at.set_defaults(run=cmd_attack)
 
     tr = sub.add_parser("truncate", help="remove claims from the long tail of claims per person")
     add_input_spec(tr, "; needs [longitudinal]")
-    tr.add_argument("--k", type=int, help="persons each bin of claim counts must hold (bins; default: "
+    tr.add_argument("--k", type=AT_LEAST_1, help="persons each bin of claim counts must hold (bins; default: "
                                           "1/[release] threshold)")
     tr.add_argument("--method", default="bins", choices=("bins", "percentile"),
                     help="bins: move persons of small bins down; percentile: top-code the claim count")
-    tr.add_argument("--percentile", type=float, default=95.0, help="percentile to top-code at (percentile)")
-    tr.add_argument("--width", type=int, default=5, help="width of the claim-count bins")
-    tr.add_argument("--seed", type=int, default=0, help="random seed (new counts within a bin)")
+    tr.add_argument("--percentile", type=number(0, 100, lo_open=True), default=95.0, help="percentile to top-code at (percentile)")
+    tr.add_argument("--width", type=AT_LEAST_1, default=5, help="width of the claim-count bins")
+    tr.add_argument("--seed", type=SEED, default=0, help="random seed (new counts within a bin)")
     tr.add_argument("--out", required=True, help="the table with the removed claims left out (CSV or .parquet)")
     tr.add_argument("--report", required=True, help="JSON: claims and persons removed, bins before and after")
+    add_force(tr)
     tr.set_defaults(run=cmd_truncate)
 
     co = sub.add_parser("codes", help="suppress or shuffle medical codes held by few persons")
@@ -306,15 +329,16 @@ def register(sub: argparse._SubParsersAction) -> None:
                                                            "in its class")
     g.add_argument("--shuffle", action="store_true", help="shuffle the codes within each class and code group")
     co.add_argument("--code", help="the code column (default: the level-2 QI with an icd/atc/prefix hierarchy)")
-    co.add_argument("--group-level", type=int,
+    co.add_argument("--group-level", type=AT_LEAST_0,
                     help="level of the code's hierarchy that forms the code group, 0 = the code itself "
                          "(default: 0 with --suppress, 1 with --shuffle)")
     co.add_argument("--nesting", action="append", metavar="COL",
                     help="a level-2 column the classes are nested in, e.g. place of care (repeatable)")
     co.add_argument("--connected", action="append", metavar="COL",
                     help="a column that goes with the code, e.g. its description (repeatable)")
-    co.add_argument("--k", type=int, help="persons a code group needs (suppress; default: 1/[release] threshold)")
-    co.add_argument("--seed", type=int, default=0, help="random seed (shuffle)")
+    co.add_argument("--k", type=AT_LEAST_1, help="persons a code group needs (suppress; default: 1/[release] threshold)")
+    co.add_argument("--seed", type=SEED, default=0, help="random seed (shuffle)")
     co.add_argument("--out", required=True, help="the table with codes suppressed or shuffled (CSV or .parquet)")
     co.add_argument("--report", help="JSON: what was suppressed or shuffled")
+    add_force(co)
     co.set_defaults(run=cmd_codes)

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from pathlib import Path
 
 from ..errors import DeidInputError
 
 KEY_ENV = "DEID_KEY"
+#: The steps whose pseudonym -> original pairs go into the sealed reversal table (fpe decrypts with the key).
+REVERSIBLE_BY_TABLE = ("pseudonymize", "randomize", "names")
 KEY_HELP = (f"file holding the data owner's secret key (at least 16 bytes; default: the {KEY_ENV} environment "
             "variable); never written anywhere")
 
@@ -53,11 +54,11 @@ def cmd_reverse(args: argparse.Namespace) -> int:
     """Pseudonyms back to originals: FPE columns by decryption, the others through the sealed table."""
     import pandas as pd
 
-    from ..io import read_table, write_table
+    from ..io import read_table, require_records, write_table
     from ..transform import Policy
-    from ..transform.fpe import fpe_decrypt, step_domain
+    from ..transform.fpe import check_step_key, fpe_decrypt, step_domain
     from ..transform.reversal import lookup, open_sealed
-    from .options import guard_outputs
+    from .options import guard_outputs, summary_line
 
     guard_outputs([args.table, args.policy, args.input, args.key_file], [args.out])
     if bool(args.value) == bool(args.input):
@@ -65,6 +66,7 @@ def cmd_reverse(args: argparse.Namespace) -> int:
     key = owner_key(args.key_file, required=True)
     if args.input:
         df = read_table(args.input)
+        require_records(df, repr(args.input))
         if args.column not in df.columns:
             raise DeidInputError(f"unknown column {args.column!r}: not in {args.input!r}")
         values = [str(v) for v in df[args.column].dropna().astype(str).unique()]
@@ -75,6 +77,11 @@ def cmd_reverse(args: argparse.Namespace) -> int:
         fpe = next((s for s in Policy.load(args.policy).steps if s["op"] == "fpe" and s.get("column") == args.column),
                    None)
     if fpe is not None:
+        if "key_check" not in fpe:
+            raise DeidInputError(f"the fpe step of {args.column!r} in {args.policy!r} records no key_check, so a wrong "
+                                 "key would give plausible but false identities: use the policy written by "
+                                 "deid apply --policy-out")
+        check_step_key(fpe, key)
         out = pd.DataFrame({"pseudonym": values,
                             "original": fpe_decrypt(values, key, str(fpe.get("format", "digits")), step_domain(fpe))})
     elif args.table:
@@ -88,8 +95,8 @@ def cmd_reverse(args: argparse.Namespace) -> int:
                              "column was masked by an fpe step")
     write_table(out, args.out)
     missing = int(out["original"].isna().sum())
-    print(f"deid reverse: {len(values)} pseudonym(s), {len(values) - missing} found"
-          + (f", {missing} not in the table" if missing else ""), file=sys.stderr)
+    summary_line("reverse", [args.out], f"{len(values)} pseudonym(s), {len(values) - missing} found"
+                 + (f", {missing} not in the table" if missing else ""))
     return 0
 
 

@@ -2,14 +2,88 @@
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 from ..detect import parse_accepted
 from ..errors import DeidInputError
 
 INPUT_HELP = "the table to de-identify (CSV or Parquet; at least one record)"
 SPEC_HELP = "spec (TOML): column roles, hierarchies, release type and threshold"
+
+
+#: The largest seed: numpy's and pandas' generators take seeds below 2^32.
+MAX_SEED = 2 ** 32 - 1
+
+
+def integer(lo: int, hi: int | None = None) -> Callable[[str], int]:
+    """An argparse type: an integer in [lo, hi], else one line saying what is expected (no traceback later)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or value < lo or (hi is not None and value > hi):
+            raise argparse.ArgumentTypeError(f"must be an integer {'>= ' + str(lo) if hi is None else f'from {lo} to {hi}'}"
+                                             f", got {text!r}")
+        return value
+    return parse
+
+
+def number(lo: float, hi: float, lo_open: bool = False, hi_open: bool = False) -> Callable[[str], float]:
+    """An argparse type: a finite number in the interval between lo and hi (open at an end when asked)."""
+    shown = f"{'(' if lo_open else '['}{lo:g}, {hi:g}{')' if hi_open else ']'}"
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not (math.isfinite(value) and (value > lo if lo_open else value >= lo)
+                and (value < hi if hi_open else value <= hi)):
+            raise argparse.ArgumentTypeError(f"{text} is outside {shown}" if math.isfinite(value)
+                                             else f"expected a number in {shown}, got {text!r}")
+        return value
+    return parse
+
+
+SEED = integer(0, MAX_SEED)
+AT_LEAST_1 = integer(1)
+AT_LEAST_0 = integer(0)
+PROBABILITY = number(0, 1, lo_open=True)
+SHARE = number(0, 1)
+
+
+#: Above this share of a column's cells or of the records removed, a command warns; above
+#: :data:`REFUSE_SHARE` it refuses without ``--force`` (docs/deid.md, "No silent destruction").
+WARN_SHARE, REFUSE_SHARE = 0.05, 0.50
+
+
+def add_force(p: argparse.ArgumentParser, help: str | None = None) -> None:
+    """``--force``: release even when more than half of a column's cells or of the records would go."""
+    p.add_argument("--force", action="store_true",
+                   help=help or f"write the output even when it suppresses or removes more than {REFUSE_SHARE * 100:g} "
+                                "%% of a column's cells or of the records (refused otherwise)")
+
+
+def destruction_check(command: str, what: str, removed: int, total: int, force: bool) -> str | None:
+    """The warning line when ``removed`` of ``total`` (``what``: "codes of 'dx'", "records") is above
+    :data:`WARN_SHARE` (None at or below it); refused above :data:`REFUSE_SHARE` unless ``force``."""
+    share = removed / total if total else 0.0
+    if share <= WARN_SHARE:
+        return None
+    said = f"deid {command} {{}} {removed:,} of {total:,} {what} ({share:.1%})"
+    if share > REFUSE_SHARE and not force:
+        raise DeidInputError(said.format("would suppress or remove") + f", more than {REFUSE_SHARE:.0%}: nothing "
+                             "written (pass --force to write it anyway)")
+    return said.format("suppressed or removed") + f", more than {WARN_SHARE:.0%}"
+
+
+def summary_line(command: str, written: Sequence[str | None], figures: str) -> None:
+    """The one line every ``deid`` command prints on success (stdout): the files written, the key figures."""
+    files = " and ".join(str(w) for w in written if w) or "nothing written"
+    print(f"deid {command}: {files}: {figures}")
 
 
 def parse_levels(text: str | None) -> dict[str, int]:

@@ -6,6 +6,7 @@ re-assessing its release from scratch, and writes the results (nothing is writte
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 
@@ -16,11 +17,35 @@ from ..errors import DeidInputError
 from ..spec import Spec
 from ..transform.policy import Policy
 from .known_options import add_known_options, known_of
-from .options import accepted_columns, add_accept, add_input_spec, guard_outputs
+from .options import (AT_LEAST_1, PROBABILITY, SEED, SHARE, accepted_columns, add_accept, add_force, add_input_spec,
+                      guard_outputs, number, summary_line)
 
 SEARCH_METHODS = ("bps", "directed", "ola", "partition", "boxes", "lola")
 #: The searches whose risk can be the maximum over the blocks of a covering design (--known).
 KNOWN_METHODS = ("ola", "bps", "directed")
+#: option -> (the methods it applies to, its default): given to another method it is refused, not ignored.
+METHOD_OPTIONS: dict[str, tuple[tuple[str, ...], object]] = {
+    "population": (("bps", "directed", "partition"), None),
+    "threshold": (("ola", "bps", "directed", "lola"), None),
+    "iterations": (("bps", "directed", "lola"), None),
+    "sampling_fraction": (("lola",), 1.0),
+    "loss": (("ola", "lola"), "nue"),
+    "top": (("ola", "lola"), 10),
+    "min_population": (("partition",), 0.0),
+    "seed": (("bps", "directed", "lola"), 0),
+}
+
+
+def check_method_options(args: argparse.Namespace) -> None:
+    """Refuse an option the chosen method does not use (it would be ignored silently), then fill in defaults."""
+    if args.force and args.method != "lola":
+        raise DeidInputError(f"--force applies to --method lola (with --apply-best), not {args.method}")
+    for name, (methods, default) in METHOD_OPTIONS.items():
+        if getattr(args, name) is not None and args.method not in methods:
+            raise DeidInputError(f"--{name.replace('_', '-')} applies to --method {', '.join(methods)}, "
+                                 f"not {args.method}")
+        if getattr(args, name) is None:
+            setattr(args, name, default)
 
 
 def run_ola(args: argparse.Namespace, spec: Spec, df: pd.DataFrame) -> tuple[dict, pd.DataFrame | None]:
@@ -68,9 +93,12 @@ def run_lola(args: argparse.Namespace, spec: Spec, df: pd.DataFrame) -> tuple[di
                 print("deid search: re-assessing the release by a fresh attack", file=sys.stderr, flush=True)
             check = found.reassess(out, df)
             result["best_reassessed"] = check
-            if not check["meets"]:
-                print("deid: warning: after suppressing the high-risk persons, the re-assessed high-risk "
-                      f"proportion is {check['high_risk_proportion']:.4f} (> MaxSup)", file=sys.stderr)
+            if not check["meets"]:  # a release above its criterion is not written unless asked for
+                said = ("after suppressing the high-risk persons, the re-assessed high-risk proportion is "
+                        f"{check['high_risk_proportion']:.4f}, above MaxSup {found.criterion.max_suppression:g}")
+                if not args.force:
+                    raise DeidInputError(f"{said}: nothing written (more --iterations, another --seed, or --force)")
+                print(f"deid: warning: {said}", file=sys.stderr)
     return result, out
 
 
@@ -151,6 +179,7 @@ def search_release(args: argparse.Namespace, spec: Spec, df: pd.DataFrame) -> tu
     is written; the workbench (``deid ui``) calls it with options parsed by the same parser."""
     from ..io import read_table
 
+    check_method_options(args)
     spec.check_columns(df.columns)
     accepted = accepted_columns(args, args.out)
     fates = spec.fates(df.columns) if args.apply_best or args.policy_out or spec.rest is not None else None
@@ -207,6 +236,9 @@ def run_search_command(args: argparse.Namespace) -> int:
         Policy.from_dict(result["best_policy"]).save(args.policy_out)
     if not result["policies"]:
         print("deid: warning: no policy meets the threshold", file=sys.stderr)
+    summary_line("search", [args.out, args.html, args.apply_best],
+                 f"--method {args.method}, {len(result['policies'])} policy(ies) meet the threshold"
+                 + ("" if "best_policy" in result else ", none to apply"))
     return 0
 
 
@@ -234,23 +266,23 @@ def register(sub: argparse._SubParsersAction) -> None:
                          "searches; partition, boxes: local recoding; lola: longitudinal OLA (needs [longitudinal])")
     se.add_argument("--population", help="CSV: QI columns at their most detailed level + count (bps, directed)")
     g = se.add_mutually_exclusive_group()
-    g.add_argument("--threshold", type=float, help="risk threshold in (0, 1] (default: [release] threshold; "
+    g.add_argument("--threshold", type=PROBABILITY, help="risk threshold in (0, 1] (default: [release] threshold; "
                    "bps/directed: the Safe Harbor policy's normalized population risk)")
-    g.add_argument("--k", type=int, help="k-anonymity (ola); minimum subset size (partition); lola: k = α·F, "
+    g.add_argument("--k", type=AT_LEAST_1, help="k-anonymity (ola); minimum subset size (partition); lola: k = α·F, "
                    "high risk when fewer than k persons match (threshold = sampling fraction / k)")
-    se.add_argument("--max-suppression", type=float, default=None,
+    se.add_argument("--max-suppression", type=SHARE, default=None,
                     help="share of records that may be suppressed (ola, default 0); lola: MaxSup, the share of "
                          "persons that may be high risk and suppressed (default 0.008, the HHP release's)")
-    se.add_argument("--iterations", type=int, default=None,
+    se.add_argument("--iterations", type=AT_LEAST_1, default=None,
                     help="policies to look for (bps, directed; default 100); lola: simulated-attack targets per "
                          "node (default 10000; at least the number of persons: every person once)")
-    se.add_argument("--sampling-fraction", type=float, default=1.0,
-                    help="lola: α, the share of the population in the data (risk of a match = α / matches)")
-    se.add_argument("--loss", default="nue", choices=("nue", "geometric"), help="information loss (ola)")
-    se.add_argument("--top", type=int, default=10, help="policies to report (ola)")
-    se.add_argument("--min-population", type=float, default=0.0,
+    se.add_argument("--sampling-fraction", type=PROBABILITY,
+                    help="lola: α, the share of the population in the data (risk of a match = α / matches; default 1)")
+    se.add_argument("--loss", choices=("nue", "geometric"), help="information loss (ola, lola; default nue)")
+    se.add_argument("--top", type=AT_LEAST_1, help="policies to report (ola, lola; default 10)")
+    se.add_argument("--min-population", type=number(0, math.inf, hi_open=True),
                     help="partition: also keep each side's population count at least this")
-    se.add_argument("--seed", type=int, default=0, help="random seed (bps, directed, lola)")
+    se.add_argument("--seed", type=SEED, help="random seed (bps, directed, lola)")
     add_known_options(se, "the search's risk (ola, bps, directed; ola without suppression)")
     se.add_argument("--out", required=True, help="RESULT.json")
     se.add_argument("--apply-best", help="write the data released under the best policy here")
@@ -258,4 +290,6 @@ def register(sub: argparse._SubParsersAction) -> None:
                                          "best_policy in --out)")
     se.add_argument("--html", help="self-contained HTML page with a risk vs information loss plot of the policies")
     add_accept(se)
+    add_force(se, "lola --apply-best: write the release even when its re-assessment by a fresh attack finds more "
+                  "high-risk persons than MaxSup (refused otherwise)")
     se.set_defaults(run=cmd_search)

@@ -12,7 +12,7 @@ import sys
 import time
 
 from ..errors import DeidInputError
-from .options import add_input_spec, guard_outputs
+from .options import AT_LEAST_1, PROBABILITY, SEED, SHARE, add_input_spec, guard_outputs, summary_line
 
 
 def default_threshold(spec) -> float:
@@ -94,6 +94,8 @@ def cmd_subsample(args: argparse.Namespace) -> int:
               f"of {sub.n_units:,} {sub.units} ({report['sample_records']:,} records); journalist {measure} risk "
               f"{report['risk']:.4g} against {threshold:g}{how}")
     if fraction is None:
+        summary_line("subsample", [args.report], f"no fraction down to {args.step:g} meets the threshold "
+                     f"{threshold:g} (journalist {measure}): no sample written")
         print(f"deid: warning: no fraction down to {args.step} meets the threshold {threshold:g} "
               f"(journalist {measure}); nothing written but the report", file=sys.stderr)
     elif report["sample_units"] < MIN_POWERED_UNITS:
@@ -110,19 +112,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("subsample", help="draw a random sample (persons with [longitudinal]) and measure its "
                                          "journalist risk against the full data")
     add_input_spec(p)
-    p.add_argument("--fraction", type=float, help="sampling fraction in (0, 1]: floor(N x fraction) units")
+    p.add_argument("--fraction", type=PROBABILITY, help="sampling fraction in (0, 1]: floor(N x fraction) units")
     p.add_argument("--find-fraction", action="store_true",
                    help="search the largest fraction (on a grid of --step) that meets --threshold over --draws draws")
-    p.add_argument("--threshold", type=float,
+    p.add_argument("--threshold", type=PROBABILITY,
                    help="on the journalist risk (default: [release] threshold / the largest Pr(attack))")
     p.add_argument("--measure", choices=("max", "average"),
                    help="journalist max or average risk (default: max for a public release, else average)")
-    p.add_argument("--draws", type=int, default=100, help="--find-fraction: draws per probed fraction (default 100)")
-    p.add_argument("--quantile", type=float, default=0.95,
+    p.add_argument("--draws", type=AT_LEAST_1, default=100, help="--find-fraction: draws per probed fraction (default 100)")
+    p.add_argument("--quantile", type=SHARE, default=0.95,
                    help="--find-fraction: a fraction meets the threshold when this quantile of the risk over "
                         "the draws does (default 0.95; 0.5: the median)")
-    p.add_argument("--step", type=float, default=0.01, help="--find-fraction: grid of fractions (default 0.01)")
-    p.add_argument("--seed", type=int, default=0, help="random seed (draw 0 is the sample written)")
+    p.add_argument("--step", type=PROBABILITY, default=0.01, help="--find-fraction: grid of fractions (default 0.01)")
+    p.add_argument("--seed", type=SEED, default=0, help="random seed (draw 0 is the sample written)")
     p.add_argument("--out", help="the sample (CSV or .parquet; every column of the input, its rows in input order)")
     p.add_argument("--report", help="JSON: sizes, rounding, the sample's and the full data's risk, the search")
     p.set_defaults(run=cmd_subsample)

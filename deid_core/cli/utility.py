@@ -32,6 +32,11 @@ def cmd_utility(args: argparse.Namespace) -> int:
     shared = [c for c in original.columns if c in released.columns and spec.columns.get(c) != "direct"]
     if args.numeric is not None:
         numeric = [c.strip() for c in args.numeric.split(",") if c.strip()]
+        from ..metric.utility import numbers
+        for c in numeric:  # a column with no number in it would give an empty table, not an analysis
+            if c in original.columns and not numbers(original, [c])[c].notna().any():
+                raise DeidInputError(f"--numeric {c!r}: none of its values in {args.original!r} is a number "
+                                     "(name it in --categorical)")
     else:
         numeric = numeric_columns(original, shared)
     categorical = ([c.strip() for c in args.categorical.split(",") if c.strip()] if args.categorical is not None

@@ -122,7 +122,8 @@ def section_transformation(s: Mapping[str, Any]) -> Section:
                      f"{'s' if n != 1 else ''}." if k else "No record was suppressed.")
     return Section("4. What was done", [
         Paragraph(sentence),
-        Table(["column", "role", "what happened", "hierarchy level", "example before → after", "cells suppressed"],
+        Table(["column", "role", "what happened", "hierarchy level", "example before → after",
+               "cells suppressed by this release"],
               _fate_rows(fates), numeric=(5,)),
         Paragraph("Examples are the most frequent changed value of a column; an original value held by fewer than "
                   f"{EXAMPLE_MIN_RECORDS} records is not shown, and direct identifiers and masked columns never show "
@@ -166,7 +167,7 @@ def section_evidence(s: Mapping[str, Any], images: Mapping[str, str]) -> Section
     lost = [Table(["measure", "value"], loss_rows)]
     per = ev.get("loss_per_column") or []
     if per:
-        lost.append(Table(["quasi-identifier", "distinct values before → after", "cells suppressed",
+        lost.append(Table(["quasi-identifier", "distinct values before → after", "cells suppressed by this release",
                            "non-uniform entropy lost", "precision"],
                           [[r["column"], "dropped" if r["dropped"] else
                             f"{fmt(r['distinct_before'])} → {fmt(r['distinct_after'])}",
@@ -281,6 +282,12 @@ def section_policy(s: Mapping[str, Any]) -> Section:
     re_ = tr.get("reapply") or {}
     command = re_.get("command", "deid apply --input NEXT.csv --policy POLICY.json --out RELEASE.csv")
     where = re_.get("policy_file")
+    if not s["5_evidence"]["meets_threshold"]:  # a failing release is never offered for re-application
+        return Section("The policy", [
+            Paragraph("This release does NOT meet its threshold: the policy below is not to be re-applied as it is. "
+                      "Generalize or suppress more (deid search finds a policy that meets it), then assess again."),
+            Preformatted(json.dumps(tr["policy"], indent=2, default=str)),
+        ])
     return Section("The policy to re-apply", [
         Paragraph("Next year's data of the same kind can be released the same way: the same generalizations give the "
                   "same risk on a stable population, which this report's re-assessment confirms or refutes."

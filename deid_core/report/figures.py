@@ -18,7 +18,8 @@ def png(fig: Any) -> str:
 
 
 def plots(a: Assessment, before: Assessment | None = None) -> dict[str, str]:
-    """Records by class size (before and after) and per-record risk as base64 PNGs (matplotlib Agg)."""
+    """Records (persons with [longitudinal]) by class size, before and after, and the risk per record (per person)
+    as base64 PNGs (matplotlib Agg)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -33,8 +34,9 @@ def plots(a: Assessment, before: Assessment | None = None) -> dict[str, str]:
         ax.hist(prior, bins=bins, weights=prior, color="#bbbbbb", label="before")
     ax.hist(sizes, bins=bins, weights=sizes, color="#4472c4", alpha=0.85, label="released")
     ax.set_xscale("log")
-    ax.set_xlabel("size of the record's equivalence class")
-    ax.set_ylabel("records")
+    unit = "persons" if a.person_index is not None else "records"  # [longitudinal]: classes count persons
+    ax.set_xlabel(f"size of the equivalence class ({unit} in it)")
+    ax.set_ylabel(unit)
     ax.axvline(a.attack["k_equivalent"], color="#c00000", ls="--", label=f"k = {a.attack['k_equivalent']}")
     ax.legend()
     out["ec_histogram"] = png(fig)
@@ -49,8 +51,8 @@ def plots(a: Assessment, before: Assessment | None = None) -> dict[str, str]:
         ax.plot(np.arange(1, len(r) + 1), r, label="prosecutor (before)", color="#999999", ls=":")
     ax.axhline(a.spec.release.threshold, color="#c00000", ls="--", label="threshold")
     ax.set_xscale("log")
-    ax.set_xlabel("records (sorted by risk)")
-    ax.set_ylabel("risk per record")
+    ax.set_xlabel(f"{unit} (sorted by risk)")
+    ax.set_ylabel(f"risk per {unit[:-1]}")
     ax.legend(fontsize=8)
     out["risk_per_record"] = png(fig)
     plt.close(fig)

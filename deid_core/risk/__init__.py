@@ -9,7 +9,7 @@
 * :mod:`.covering` — covering designs C(v, k, t) and the Schönheim bound; :mod:`.known` — the risk when the
   adversary knows m of the n QIs, the largest over a design's blocks (imported on use).
 """
-from .attack import (PR_BREACH, THRESHOLD_TABLE, THRESHOLD_TOLERANCE, attack_assessment, attack_probabilities,
+from .attack import (PR_BREACH, THRESHOLD_TABLE, attack_assessment, attack_probabilities,
                      conditional_threshold, k_for_threshold, release_conditional_threshold, meets, overall_risk, pr_acquaintance)
 from .equivalence_classes import Classes, ec_sizes_of, match_any_sizes, pack_keys, sizes_from_keys
 from .encoding import EncodedTable, encode_table
@@ -18,7 +18,7 @@ from .population import EncodedPopulation, population_risk_of_release, release_c
 from .summary import per_record, summarize
 
 __all__ = [
-    "PR_BREACH", "THRESHOLD_TABLE", "THRESHOLD_TOLERANCE", "attack_assessment", "attack_probabilities",
+    "PR_BREACH", "THRESHOLD_TABLE", "attack_assessment", "attack_probabilities",
     "conditional_threshold", "k_for_threshold", "release_conditional_threshold", "meets", "overall_risk", "pr_acquaintance", "Classes", "ec_sizes_of",
     "match_any_sizes", "pack_keys", "sizes_from_keys", "EncodedTable", "encode_table", "instance_disclosure",
     "journalist", "marketer", "population_risk", "prosecutor", "EncodedPopulation", "population_risk_of_release",

@@ -40,27 +40,21 @@ def conditional_threshold(threshold: float, pr_t: float) -> float:
     return min(1.0, threshold / pr_t)
 
 
-#: Relative tolerance of threshold comparisons (see :func:`meets`).
-THRESHOLD_TOLERANCE = 0.015
+#: Threshold comparisons allow only floating-point rounding (an absolute 1e-15, a hundred units in the
+#: last place of a risk near 0.05), never a share of the threshold: a risk above it does not meet it.
+FLOAT_SLACK = 1e-15
 
 
 def meets(risk: float, threshold: float) -> bool:
-    """``risk ≤ threshold × (1 + 0.015)``.
-
-    Thresholds are quoted to two digits and the book treats 1/11 = 0.0909 as
-    meeting 0.09 and 1/3 as meeting 0.33 (El Emam & Arbuckle, ch. 2, "Probability Metrics" and "Risk Thresholds"); a 1.5 %
-    relative tolerance encodes exactly that, while 1/19 = 0.0526 still fails
-    0.05 (5 % over).
+    """``risk ≤ threshold``: the risk must be at or below the threshold (El Emam & Arbuckle, ch. 2, "Risk
+    Thresholds"). The book's thresholds 0.09 and 0.33 are 1/11 and 1/3 rounded down, so 1/11 = 0.0909
+    does not meet 0.09: a custodian who means k = 11 states the threshold 0.091 (docs/deid.md, "Measures").
     """
-    return risk <= threshold * (1.0 + THRESHOLD_TOLERANCE) + 1e-15
+    return risk <= threshold + FLOAT_SLACK
 
 
 def k_for_threshold(threshold: float) -> int:
-    """Smallest k with ``meets(1/k, threshold)`` = ⌈1/(1.015·t)⌉.
-
-    0.5→2, 0.33→3, 0.2→5, 0.1→10, 0.09→11, 0.05→20 — i.e. ⌈1/t⌉ except that
-    1/11 counts as meeting 0.09 and 1/3 as meeting 0.33.
-    """
+    """Smallest k with ``meets(1/k, threshold)`` = ⌈1/t⌉: 0.5→2, 0.33→4, 0.2→5, 0.1→10, 0.09→12, 0.05→20."""
     if not 0 < threshold <= 1:
         raise DeidInputError(f"threshold {threshold} is outside (0, 1]")
     k = max(1, math.floor(1 / threshold) - 1)

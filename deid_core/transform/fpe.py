@@ -30,7 +30,7 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from ..errors import DeidInputError
 from ..spec import SUPPRESSED
-from .keys import check_key
+from .keys import check_key, key_check_value, verify_key_check
 from .ops import map_categories
 
 FORMATS = ("digits", "ssn", "luhn")
@@ -120,11 +120,22 @@ def step_domain(step: Mapping[str, Any]) -> str:
     return str(step.get("domain") or step["column"])
 
 
+def check_step_key(step: Mapping[str, Any], key: bytes | None) -> None:
+    """Refuse ``key`` when the ``fpe`` step records the check value of another key (a pseudonym made or
+    decrypted under the wrong key is a plausible but false identifier)."""
+    if "key_check" in step:
+        verify_key_check(key, step["key_check"], f"fpe step of column {step.get('column')!r}")
+
+
 def op_fpe(df: pd.DataFrame, step: Mapping[str, Any], ctx: dict) -> pd.DataFrame:
-    """Policy step ``{"op": "fpe", "column": C, "format": "digits"|"ssn"|"luhn", "domain": D}``."""
+    """Policy step ``{"op": "fpe", "column": C, "format": "digits"|"ssn"|"luhn", "domain": D, "key_check": V}``:
+    a step recording ``key_check`` refuses another key; the check value of the key used goes to
+    ``ctx["key_checks"]`` (what ``deid apply --policy-out`` records)."""
     c = step.get("column")
     if c not in df.columns:
         raise DeidInputError(f"unknown column {c!r}: not in the input")
+    check_step_key(step, ctx.get("key"))
     fmt, domain = str(step.get("format", "digits")), step_domain(step)
     df[c] = map_categories(df[c], lambda cats: fpe_encrypt(cats, ctx.get("key"), fmt, domain))
+    ctx.setdefault("key_checks", {})[c] = key_check_value(ctx.get("key"))
     return df

@@ -18,6 +18,7 @@ from ..hierarchy import portable
 from ..spec import HierarchySpec
 from .dates import step_columns as date_step_columns
 from .ops import MASKING_OPS, OPS
+from .schema import check_policy, str_map
 
 
 def _map_hierarchy(step: dict, fn: Callable[[HierarchySpec], HierarchySpec], base_dir: Path | None = None) -> dict:
@@ -58,6 +59,14 @@ class Policy:
         return Policy(self.steps, self.description, self.version, dict(fates), default,
                       self.safe_harbor if safe_harbor is None else safe_harbor)
 
+    def with_key_checks(self, checks: Mapping[str, str]) -> "Policy":
+        """This policy with each ``fpe`` step recording the check value of the key that masked its column
+        (``checks``: column -> value, from :meth:`apply`'s context), so that a wrong key is refused when
+        the column is decrypted or masked again (docs/masking.md)."""
+        steps = [{**st, "key_check": checks[st["column"]]} if st.get("op") == "fpe" and st.get("column") in checks
+                 else st for st in self.steps]
+        return Policy(steps, self.description, self.version, dict(self.columns), self.default, self.safe_harbor)
+
     def step_columns(self) -> dict[str, str]:
         """Columns the steps name -> fate they imply (``direct`` dropped, ``masked``, else ``quasi``)."""
         out: dict[str, str] = {}
@@ -82,6 +91,14 @@ class Policy:
         return {c: steps[c] if steps.get(c) in ("direct", "masked") else self.columns.get(c) or steps.get(c) or default
                 for c in available}
 
+    def direct_columns(self, available: Sequence[str]) -> list[str]:
+        """The columns whose recorded fate (``columns`` or ``default = "drop"``) is to be dropped and no step
+        masks: removed after the steps, so a declared direct identifier never reaches the release."""
+        steps = self.step_columns()
+        return [c for c in available if steps.get(c) not in ("direct", "masked")
+                and (self.columns.get(c) == "direct" or (c not in self.columns and c not in steps
+                                                         and self.default == "drop"))]
+
     def is_safe_harbor(self) -> bool:
         """Recorded, or (older policies) inferred from Safe Harbor steps."""
         if self.safe_harbor is not None:
@@ -100,13 +117,9 @@ class Policy:
     def from_dict(cls, raw: Mapping[str, Any], base_dir: str | Path | None = None) -> "Policy":
         """Validate a policy; relative CSV hierarchy paths are resolved against ``base_dir`` (absolute ones,
         as older policies wrote them, are kept)."""
-        if not isinstance(raw, Mapping) or raw.get("format") != "deid_core.policy" or not isinstance(raw.get("steps"), list):
-            raise DeidInputError("not a deid_core policy (expected format = 'deid_core.policy' and a list of steps)")
-        for st in raw["steps"]:
-            if not isinstance(st, Mapping) or st.get("op") not in OPS:
-                raise DeidInputError(f"policy: unknown step {st!r:.80}")
+        check_policy(raw)
         columns = raw.get("columns") or {}
-        if not isinstance(columns, Mapping) or raw.get("default") not in (None, "drop", "other", "quasi"):
+        if not str_map(columns) or raw.get("default") not in (None, "drop", "other", "quasi"):
             raise DeidInputError("policy: 'columns' must map column -> role and 'default' be drop, other or quasi")
         steps = [dict(s) for s in raw["steps"]]
         if base_dir is not None:
@@ -132,10 +145,12 @@ class Policy:
         context's ``reversal`` holds the masking steps' pseudonym -> originals (:mod:`.reversal`). A step sees
         the steps after it in ``ctx["later"]``."""
         out = df.copy()
+        direct = self.direct_columns(list(df.columns))
         ctx: dict = {"key": key, "suppressed_records": 0, "warnings": [], **({"reversal": {}} if reversal else {})}
         for i, step in enumerate(self.steps):
             ctx["later"] = self.steps[i + 1:]
             out = OPS[step["op"]](out, step, ctx)
+        out = out.drop(columns=[c for c in direct if c in out.columns])
         ctx.pop("key", None)
         ctx.pop("later", None)
         return out, ctx

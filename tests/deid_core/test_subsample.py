@@ -175,7 +175,7 @@ def test_cli_find_fraction(adult_small, adult_spec_path, tmp_path):
     (["--fraction", "0"], "outside (0, 1]"),
     (["--fraction", "0.5", "--find-fraction"], "exactly one of"),
     ([], "exactly one of"),
-    (["--find-fraction", "--draws", "0"], "--draws must be at least 1"),
+    (["--find-fraction", "--draws", "0"], "--draws: must be an integer >= 1"),
     (["--find-fraction", "--threshold", "2"], "outside (0, 1]"),
     (["--fraction", "0.5", "--measure", "median"], "invalid choice"),
 ])

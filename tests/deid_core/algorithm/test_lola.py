@@ -181,7 +181,7 @@ def test_cli_lola_without_longitudinal_exits_2_with_one_line(tmp_path):
 
 
 @pytest.mark.parametrize("extra,msg", [
-    (["--iterations", "0"], "--iterations must be a positive integer"),
+    (["--iterations", "0"], "--iterations: must be an integer >= 1"),
     (["--sampling-fraction", "1.5"], "outside (0, 1]"),
     (["--max-suppression", "-0.1"], "outside [0, 1]"),
 ])

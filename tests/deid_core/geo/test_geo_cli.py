@@ -68,7 +68,7 @@ def test_geo_cluster_release_to_parquet(tmp_path):
 @pytest.mark.parametrize("case,args,message", [
     ("unknown zip", ["--column", "provider"], "not an id of the area table, e.g. 'D"),
     ("no column", ["--column", "postcode"], "column 'postcode' is not in the input"),
-    ("threshold", ["--column", "zip", "--threshold", "0"], "threshold 0.0 is outside (0, 1]"),
+    ("threshold", ["--column", "zip", "--threshold", "0"], "--threshold: 0 is outside (0, 1]"),
     ("boundary short", ["--column", "zip", "--k", "60000", "--within-prefix", "3"], "fewer than k = 60,000"),
     ("bad areas", ["--column", "zip", "--areas-bad"], "missing column(s) population"),
 ])

@@ -297,7 +297,7 @@ def test_attack_on_a_release_with_suppressed_records(files):
     # everything but los at the top: p1 (los 2, with p4) and p2 (los 3) stand out; p3, p5, p6 share los 1
     p = run("assess", "--input", files["claims"], "--spec", files["spec"], "--levels",
             "sex=1,birth_year=3,dx=4,drug=5", "--suppress", "--attack", "--exact", "--out", d / "s.json",
-            "--output", d / "sup.csv")
+            "--output", d / "sup.csv", "--force")  # 7 of 11 records suppressed, on purpose
     assert p.returncode == 0, p.stderr
     inline = json.loads((d / "s.json").read_text())["longitudinal"]["attack"]
     rel = pd.read_csv(d / "sup.csv", dtype=str, keep_default_na=False)
@@ -318,8 +318,9 @@ def test_assess_suppress_counts_persons_and_apply_repeats_it(files):
     before = sha(files["claims"])
     p = run("assess", "--input", files["claims"], "--spec", files["spec"], "--levels",
             "sex=1,birth_year=3,dx=4,drug=5", "--suppress", "--out", d / "s.json", "--output", d / "s.csv",
-            "--policy-out", d / "policy.json", "--html", d / "s.html")
+            "--policy-out", d / "policy.json", "--html", d / "s.html", "--force")  # 7 of 11 records, on purpose
     assert p.returncode == 0, p.stderr
+    assert "7 of 11 records (63.6%)" in p.stderr  # said, even when forced
     r = json.loads((d / "s.json").read_text())
     assert (r["suppressed_persons"], r["suppressed_records"], r["persons"], r["k_min"]) == (3, 7, 6, 3)
     tr = r["report"]["steps"]["4_transformation"]
@@ -331,6 +332,9 @@ def test_assess_suppress_counts_persons_and_apply_repeats_it(files):
     assert sorted(claims.loc[gone, "member_id"].unique()) == ["p1", "p2", "p4"] and "member_id" not in released
     p = run("apply", "--input", files["claims"], "--policy", d / "policy.json", "--out", d / "again.csv",
             "--report", d / "apply.json")
+    assert p.returncode == 2 and "7 of 11 records" in p.stderr and not (d / "again.csv").exists()
+    p = run("apply", "--input", files["claims"], "--policy", d / "policy.json", "--out", d / "again.csv",
+            "--report", d / "apply.json", "--force")
     assert p.returncode == 0, p.stderr
     assert (d / "again.csv").read_text() == (d / "s.csv").read_text()
     rep = json.loads((d / "apply.json").read_text())

@@ -68,13 +68,17 @@ def test_breach_constant():
     assert PR_BREACH == 0.27
 
 
-@pytest.mark.parametrize("t,k", [(0.5, 2), (0.33, 3), (0.2, 5), (0.1, 10), (0.09, 11), (0.05, 20)])
+@pytest.mark.parametrize("t,k", [(0.5, 2), (0.33, 4), (0.2, 5), (0.1, 10), (0.091, 11), (0.09, 12), (0.05, 20)])
 def test_threshold_to_k(t, k):
-    """El Emam & Arbuckle, ch. 2, Table 2-1, and docs/deid.md, "Measures": 0.2→5, 0.1→10, 0.09→11 (1/11 meets 0.09), 0.05→20."""
-    assert k_for_threshold(t) == k
+    """docs/deid.md, "Measures": a risk meets a threshold at or below it, so k = ⌈1/t⌉ (0.09 → 12: 1/11 = 0.0909
+    is above 0.09; the book's k = 11 is the threshold 0.091)."""
+    assert k_for_threshold(t) == k == math.ceil(1 / t)
     assert meets(1 / k, t)
     assert not meets(1 / (k - 1), t) if k > 1 else True
-    assert k == math.ceil(1 / t) or (t, k) in [(0.09, 11), (0.33, 3)]
+
+
+def test_no_tolerance_above_the_threshold():
+    assert not meets(1 / 11, 0.09) and not meets(0.0501, 0.05) and meets(0.05, 0.05) and meets(1 / 20, 0.05)
 
 
 def test_attack_model_public_and_non_public(liu2016_table):

@@ -51,8 +51,9 @@ def test_apply_seals_the_reversal_table_and_reverse_opens_it(tmp_path, monkeypat
     data, policy, key = _files(tmp_path)
     before = hashlib.sha256(data.read_bytes()).hexdigest()
     out, sealed, report = tmp_path / "release.csv", tmp_path / "reversal.sealed", tmp_path / "report.json"
+    applied = tmp_path / "applied.json"
     p = run("apply", "--input", str(data), "--policy", str(policy), "--out", str(out), "--key-file", str(key),
-            "--reversal-out", str(sealed), "--report", str(report))
+            "--reversal-out", str(sealed), "--report", str(report), "--policy-out", str(applied))
     assert p.returncode == 0, p.stderr
     assert hashlib.sha256(data.read_bytes()).hexdigest() == before
     orig = pd.read_csv(data, dtype=str)
@@ -75,14 +76,14 @@ def test_apply_seals_the_reversal_table_and_reverse_opens_it(tmp_path, monkeypat
                  "--out", str(back), "--key-file", str(key)]) == 0
     got = pd.read_csv(back, dtype=str, keep_default_na=False)
     assert got.values.tolist() == [[rel["pid"][3], "PATIENT-00003"], ["nope", ""]]
-    assert "1 not in the table" in capsys.readouterr().err
+    assert "1 not in the table" in capsys.readouterr().out
     monkeypatch.setenv("DEID_KEY", KEY)  # the key from the environment
     assert main(["reverse", "--table", str(sealed), "--column", "first", "--input", str(out), "--out", str(back)]) == 0
     got = pd.read_csv(back, dtype=str)
     pairs = set(zip(rel["first"], orig["first"]))
     assert set(zip(got["pseudonym"], got["original"])) >= pairs
-    # ... and FPE columns with the key alone (no table): the policy says how they were encrypted
-    assert main(["reverse", "--policy", str(policy), "--column", "ssn", "--input", str(out), "--out", str(back)]) == 0
+    # ... and FPE columns with the key alone (no table): the applied policy says how they were encrypted
+    assert main(["reverse", "--policy", str(applied), "--column", "ssn", "--input", str(out), "--out", str(back)]) == 0
     got = pd.read_csv(back, dtype=str)
     assert dict(zip(got["pseudonym"], got["original"])) == dict(zip(rel["ssn"], orig["ssn"]))
 

@@ -190,5 +190,5 @@ def test_policy_pseudonymize_step_reports_warning():
 
 
 def test_policy_rejects_unknown_step():
-    with pytest.raises(DeidInputError, match="unknown step"):
+    with pytest.raises(DeidInputError, match="unknown op"):
         Policy.from_dict({"format": "deid_core.policy", "steps": [{"op": "explode"}]})

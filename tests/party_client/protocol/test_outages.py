@@ -62,6 +62,22 @@ def test_wait_notices_are_throttled():
         clock.now = t
         notice.say("holder", 0.0, f"t={t}")
     assert lines == ["t=2.5", "t=13.0"]
+
+
+def test_wait_notices_back_off_to_every_five_minutes():
+    # the defect: a line every 10 s, 60 lines for a 10-minute wait. Now 10 s, 30 s, 1 min, then every 5 min
+    clock, lines = FakeClock(), []
+    notice = Notice(lines.append, clock=clock)
+    for t in range(0, 1801):
+        clock.now = float(t)
+        notice.say("holder", 0.0, str(t))
+    assert lines == ["2", "12", "42", "102", "402", "702", "1002", "1302", "1602"]
+    assert len([x for x in lines if int(x) <= 600]) == 5
+    clock.now = 2000.0
+    notice.say("holder", 1990.0, "new wait")  # a new wait starts the backoff again
+    clock.now = 2013.0
+    notice.say("holder", 1990.0, "new wait, 10 s on")
+    assert lines[-2:] == ["new wait", "new wait, 10 s on"]
     assert human_seconds(580) == "9 min 40 s" and human_seconds(3540) == "59 min" and human_seconds(28.4) == "28 s"
 
 
