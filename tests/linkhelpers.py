@@ -273,3 +273,11 @@ def stub_for(server, party_dir: Path):
     channel = server.channel(party_dir / "tls" if not server.insecure else None)
     token = (party_dir / "token").read_text().strip()
     return pb_grpc.KeyHolderStub(channel), [("authorization", f"Bearer {token}")]
+
+
+def refusal_line(stderr: str) -> str:
+    """The one error line of a refused party command: the last line, after only wait notices (a querier
+    says what it waits for while the holder has not served the round, one line per notice)."""
+    *notices, error = stderr.strip().splitlines()
+    assert all("waiting for" in line for line in notices), notices
+    return error

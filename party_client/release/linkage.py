@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Mapping
 
-from common.schemes import Scheme
+from common.schemes import Scheme, get_scheme
 from deid_core.report import Paragraph, Section, Table
 
 #: How a linked release blocks: it does not (every holder row is compared, tables padded).
@@ -38,8 +38,10 @@ class LinkageSummary:
     @classmethod
     def from_join(cls, report: Mapping[str, Any], *, matching: str) -> "LinkageSummary":
         """The summary of a join from the report :meth:`party_client.api.Party.join` returns."""
-        own = {"matching", "blocking", "linked_seconds"}
-        return cls(**{f.name: report.get(f.name) for f in fields(cls) if f.name not in own}, matching=matching)
+        own = {"matching", "blocking", "linked_seconds", "scheme"}
+        scheme = report.get("scheme")       # a Scheme from Party.join; a name (or none) from a file
+        return cls(**{f.name: report.get(f.name) for f in fields(cls) if f.name not in own}, matching=matching,
+                   scheme=scheme if isinstance(scheme, Scheme) else get_scheme(scheme))
 
     def to_dict(self) -> dict[str, Any]:
         """The summary for the JSON report (the scheme by its name)."""

@@ -32,7 +32,8 @@ def test_prose_and_section_say_what_each_party_learned():
     assert prose["table"]["scheme"] == "exponential ElGamal on Ed25519, 256-bit keys, full blinding"
     assert prose["table"]["time"] == "encode 0.1 s; total 0.5 s; link and release 1.25 s"
     assert "which of its 50 records matched (7)" in prose["learned"]["querier (hospital)"]["learned"]
-    assert linkage_prose(replace(link, scheme=None))["table"]["scheme"].startswith("Paillier")  # the default scheme
+    unnamed = LinkageSummary.from_join(dict(JOIN_REPORT, scheme=""), matching="rules")
+    assert linkage_prose(unnamed)["table"]["scheme"].startswith("Paillier")  # the default scheme
     section = linkage_section(prose)
     assert isinstance(section, Section) and section.title == "Linkage"
     assert isinstance(section.blocks[1], Table) and section.blocks[2].title == "What each party learned"
