@@ -1,13 +1,11 @@
-"""Unit tests of the primitive layer: normalization, keyed encodings, the
-cuckoo table, Paillier encryption and blinded comparisons, the zero test,
-sealing, and the lookup-bucket risk."""
+"""The parties' own primitives: normalization, keyed encodings, the padded cuckoo table, sealing, and
+the encryption worker process (the scheme's arithmetic is tested in tests/common/schemes/, the vault in
+tests/keyholder/, the bucket risk in tests/deid_core/risk/)."""
 from __future__ import annotations
 
-import math
 import os
 import random
 
-import numpy as np
 import pandas as pd
 import pytest
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
@@ -15,12 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from phe import paillier
 
-from deid_core.risk.buckets import combined_bucket_risk, hashed_bucket_risk, max_buckets
-from common.schemes import InvalidCiphertext as CiphertextError
 from common.schemes import get_scheme
-from common.schemes.paillier import (Encryptor, PublicKey, SessionKey, ZeroTester, blinded_comparison,
-                                     blinding_factor, book_literal_comparison, negated_generator_power)
-from keyholder.vault import KeyVault
+from common.schemes.paillier import (PublicKey)
 from party_client.crypto.cuckoo import EMPTY, CuckooFailure, CuckooParams, bin_count, padded_size, place
 from party_client.crypto.encoding import bin_positions, bucket, encode, encoding_bytes
 from party_client.matching.normalize import normalize_identifiers, normalize_names
@@ -122,97 +116,6 @@ def test_every_table_slot_holds_a_ciphertext(keypair):
             assert value == int.from_bytes(x, "big")
 
 
-# -- Paillier, blinded comparison, zero test ------------------------------------
-
-def test_fixed_base_encryption_decrypts(keypair):
-    public, private = keypair
-    encryptor = Encryptor(PublicKey(public.n))
-    for m in (0, 1, 12345, public.n - 1):
-        c = encryptor.encrypt(m)
-        assert private.raw_decrypt(int(c)) == m
-    assert encryptor.encrypt(7) != encryptor.encrypt(7)               # probabilistic
-
-
-def test_blinded_comparison_is_r_times_difference(keypair):
-    public, private = keypair
-    key = PublicKey(public.n)
-    encryptor = Encryptor(key)
-    x, y = 987654321, 123456789
-    c_x = encryptor.encrypt(x)
-    r = blinding_factor(key, fast=False)
-    assert private.raw_decrypt(int(blinded_comparison(key, c_x, negated_generator_power(key, x), r))) == 0
-    assert private.raw_decrypt(int(blinded_comparison(key, c_x, negated_generator_power(key, y), r))) \
-        == r * (x - y) % public.n
-    fast = blinding_factor(key, fast=True)
-    assert 1 <= fast < 2 ** 128
-    assert private.raw_decrypt(int(blinded_comparison(key, c_x, negated_generator_power(key, x), fast))) == 0
-
-
-def test_books_literal_formula_tests_x_equals_minus_y(keypair):
-    """B ch. 12 prints c = ((E(x) x E(y))^-1)^r: equal values do NOT give zero, x = -y does."""
-    public, private = keypair
-    key = PublicKey(public.n)
-    encryptor = Encryptor(key)
-    x = 5550001234
-    r = blinding_factor(key, fast=False)
-    literal_equal = book_literal_comparison(key, encryptor.encrypt(x), encryptor.encrypt(x), r)
-    assert private.raw_decrypt(int(literal_equal)) != 0
-    literal_negated = book_literal_comparison(key, encryptor.encrypt(x), encryptor.encrypt(public.n - x), r)
-    assert private.raw_decrypt(int(literal_negated)) == 0
-    ours = blinded_comparison(key, encryptor.encrypt(x), negated_generator_power(key, x), r)
-    assert private.raw_decrypt(int(ours)) == 0
-
-
-def test_fresh_r_per_comparison(keypair):
-    public, _ = keypair
-    key = PublicKey(public.n)
-    draws = {int(blinding_factor(key, fast=False)) for _ in range(200)}
-    assert len(draws) == 200 and all(1 <= r < public.n for r in draws)
-
-
-def test_zero_test_agrees_with_full_decryption(keypair):
-    public, private = keypair
-    key = PublicKey(public.n)
-    tester = ZeroTester(SessionKey(n=public.n, p=private.p, q=private.q))
-    encryptor = Encryptor(key)
-    values, expected = [], []
-    for i in range(120):
-        x = random.randrange(public.n)
-        y = x if i % 3 == 0 else random.randrange(public.n)
-        c = blinded_comparison(key, encryptor.encrypt(x), negated_generator_power(key, y),
-                               blinding_factor(key, fast=i % 2 == 0))
-        values.append(c)
-        expected.append(private.raw_decrypt(int(c)) == 0)
-    assert tester.test_many(values) == expected
-    assert [tester.is_zero(c) for c in values] == expected
-    assert sum(expected) == 40
-
-
-def test_zero_tester_rejects_values_outside_the_group(keypair):
-    public, private = keypair
-    tester = ZeroTester(SessionKey(n=public.n, p=private.p, q=private.q))
-    width = tester.width
-    for bad in (0, public.n * public.n, public.n * public.n + 5, private.p * 12345):
-        blob = (bad % (1 << (8 * width))).to_bytes(width, "big")
-        with pytest.raises(CiphertextError):
-            tester.parse(blob)
-    with pytest.raises(CiphertextError):
-        tester.parse(b"\x01" * (width - 1))
-
-
-def test_key_vault_round_trip_and_binding():
-    vault = KeyVault(b"correct horse", os.urandom(16))
-    public, private = paillier.generate_paillier_keypair(n_length=1024)
-    key = SessionKey(public.n, private.p, private.q)
-    blob = vault.wrap("session-a", key.private_bytes())
-    assert SessionKey.from_bytes(key.modulus_bytes(), vault.unwrap("session-a", blob)) == key
-    assert str(private.p).encode() not in blob and private.p.to_bytes(64, "big") not in blob
-    with pytest.raises(Exception):
-        vault.unwrap("session-b", blob)                                 # bound to its session
-    with pytest.raises(Exception):
-        KeyVault(b"wrong", os.urandom(16)).unwrap("session-a", blob)
-
-
 # -- sealing -------------------------------------------------------------------
 
 def _sealed(records, context=b"ctx"):
@@ -257,27 +160,6 @@ def test_session_cipher_pads_to_one_width():
     other = SessionCipher(os.urandom(32), "sid", 1, b"attachment")
     with pytest.raises(SealError):
         other.open(blobs[0])
-
-
-# -- lookup bucket risk ----------------------------------------------------------
-
-def test_bucket_risk_matches_simulation():
-    """Average over people of 1/(size of their bucket) equals the closed form."""
-    rng = np.random.default_rng(3)
-    for population, buckets in ((20_000, 1_000), (5_000, 2_000), (300, 100)):
-        sizes = np.bincount(rng.integers(0, buckets, population), minlength=buckets)
-        per_person = float(np.count_nonzero(sizes)) / population     # sum over people of 1/size
-        assert math.isclose(hashed_bucket_risk(population, buckets), per_person, rel_tol=0.05)
-
-
-def test_max_buckets_respects_threshold():
-    for population in (1, 10, 1000, 1_000_000, 10_000_000):
-        b = max_buckets(population, 0.05)
-        assert b >= 1
-        if b > 1:
-            assert hashed_bucket_risk(population, b) <= 0.05 < hashed_bucket_risk(population, b + 1)
-    assert max_buckets(1_000_000, 0.05) == pytest.approx(50_000, rel=0.01)
-    assert combined_bucket_risk(1_000_000, [50_000, 50_000]) > 0.9          # intersection re-identifies
 
 
 def test_encryption_worker_process_speaks_raw_bytes(keypair):
