@@ -19,7 +19,7 @@ from .options import INPUT_HELP, accepted_columns, add_accept, add_input_spec, g
 def cmd_assess(args: argparse.Namespace) -> int:
     from ..assess import assess
     from ..io import read_table, require_records, write_json, write_table, write_text
-    from ..report import build_report, plots, render_html
+    from ..report import build_report, original_assessment, plots, render_html
     from ..spec import load_spec
 
     guard_outputs([args.input, args.spec, args.population, *(args.prior_report or [])],
@@ -64,7 +64,10 @@ def cmd_assess(args: argparse.Namespace) -> int:
         result["identifier_check"] = check_release(a.output, fates, safe_harbor=False, accepted=accepted)
         result["accepted_columns"] = result["identifier_check"]["accepted_columns"]
     result["seconds"] = round(time.perf_counter() - t0, 4)
-    html = render_html(result["report"], plots(a)) if args.html else None
+    html = None
+    if args.html:  # the page also shows the m-of-n adversary and the original next to the release
+        page_report = {**result["report"], **({"known": result["known"]} if "known" in result else {})}
+        html = render_html(page_report, plots(a, original_assessment(df, spec, pop)))
     write_json(result, args.out)
     if html is not None:
         write_text(html, args.html)

@@ -9,7 +9,7 @@ from .assessment_page import assessment_document, render_html
 from .columns import (EXAMPLE_MIN_RECORDS, column_fates, describe_step, level_names, loss_per_column,
                       release_example, suppressed_records)
 from .document import Change, Document, Figure, Mark, Paragraph, Preformatted, Section, Strong, Table, Verdict
-from .figures import plots, search_plot
+from .figures import original_assessment, plots, search_plot
 from .five_steps import LONGITUDINAL_SOURCES, SOURCES, build_report, longitudinal_section
 from .render import CSS, fmt, pct, render
 from .search_page import render_search_html, search_document
@@ -18,5 +18,5 @@ from .utility_page import render_utility_html, utility_document
 __all__ = ["CSS", "Change", "Document", "EXAMPLE_MIN_RECORDS", "Figure", "LONGITUDINAL_SOURCES", "Mark",
            "Paragraph", "Preformatted", "SOURCES", "Section", "Strong", "Table", "Verdict", "assessment_document",
            "build_report", "column_fates", "describe_step", "fmt", "level_names", "longitudinal_section",
-           "loss_per_column", "pct", "plots", "release_example", "render", "render_html", "render_search_html",
+           "loss_per_column", "original_assessment", "pct", "plots", "release_example", "render", "render_html", "render_search_html",
            "render_utility_html", "search_document", "search_plot", "suppressed_records", "utility_document"]

@@ -158,11 +158,14 @@ def column_fates(source: pd.DataFrame, output: pd.DataFrame, spec: Spec, policy:
         before, after = _as_text(source[column]), _as_text(output[column])
         was, now = is_marker(source[column]), is_marker(output[column])
         suppressed = now & ~was
+        gone = was | source[column].isna().to_numpy()  # missing or suppressed in the input already
         changed = (before.to_numpy() != after.to_numpy()) & ~suppressed
         generalize = [a for a in actions if a["op"] == "generalize"]
         fate.update(
             actions=actions, cells_changed=int(changed.sum()), cells_suppressed=int(suppressed.sum()),
-            distinct_before=int(before[~was].nunique()), distinct_after=int(after[~now].nunique()),
+            cells_missing_before=int(gone.sum()),
+            distinct_before=int(before[~gone].nunique()),
+            distinct_after=int(after[~(now | output[column].isna().to_numpy())].nunique()),
         )
         if generalize:
             fate.update(level_from=0, level_to=generalize[-1]["level_to"], height=generalize[-1]["height"],
@@ -174,6 +177,11 @@ def column_fates(source: pd.DataFrame, output: pd.DataFrame, spec: Spec, policy:
             fate.update(fate="kept", text="Kept as it is.")
         else:
             words = [a["text"] for a in actions if a["op"] != "suppress_records"] or ["changed"]
+            if gone.all():  # e.g. every code suppressed by deid codes before: a generalization had nothing to do
+                words = ["nothing left to change: every cell was already missing or suppressed in the input"]
+            elif gone.any():
+                words.append(f"{int(gone.sum()):,} cell{'s' if gone.sum() != 1 else ''} already missing or "
+                             "suppressed in the input")
             if suppressed.any():
                 words.append(f"{int(suppressed.sum())} cell{'s' if suppressed.sum() != 1 else ''} suppressed")
             fate.update(fate="masked" if masked else ("generalized" if generalize else "transformed"),

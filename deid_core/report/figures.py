@@ -6,9 +6,14 @@ import base64
 import io
 from typing import Any
 
+from dataclasses import replace
+
 import numpy as np
+import pandas as pd
 
 from ..assess import Assessment
+from ..spec import Spec
+from .render import fmt
 
 
 def png(fig: Any) -> str:
@@ -17,12 +22,30 @@ def png(fig: Any) -> str:
     return base64.b64encode(buf.getvalue()).decode("ascii")
 
 
+def _plain_ticks(axis: Any) -> None:
+    """Ticks of a log axis as plain numbers (1, 10, 100; no 2×10⁰), at most 6, never overlapping."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    axis.set_major_locator(LogLocator(base=10, numticks=6))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}"))
+    axis.set_minor_formatter(NullFormatter())
+
+
+def original_assessment(df: pd.DataFrame, spec: Spec, population: pd.DataFrame | None = None) -> Assessment:
+    """The table as it came in, measured without any transformation: the "before" of the plots."""
+    from ..assess import assess
+
+    return assess(df, replace(spec, levels={}, record_suppression=False), population)
+
+
 def plots(a: Assessment, before: Assessment | None = None) -> dict[str, str]:
-    """Records by class size (before and after) and per-record risk as base64 PNGs (matplotlib Agg)."""
+    """Class sizes and risk per record (per person with ``[longitudinal]``) of the release, and of the
+    original when ``before`` is given, as base64 PNGs (matplotlib Agg)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    unit = "persons" if a.person_index is not None else "records"
     out = {}
     fig, ax = plt.subplots(figsize=(6, 3.2))
     sizes = a.ec_sizes if len(a.ec_sizes) else np.array([0])
@@ -30,13 +53,14 @@ def plots(a: Assessment, before: Assessment | None = None) -> dict[str, str]:
     top = max(sizes.max(), prior.max() if prior is not None and len(prior) else 0, 2)
     bins = np.unique(np.round(np.logspace(0, np.log10(top), 30)))
     if prior is not None and len(prior):
-        ax.hist(prior, bins=bins, weights=prior, color="#bbbbbb", label="before")
+        ax.hist(prior, bins=bins, weights=prior, color="#bbbbbb", label="original")
     ax.hist(sizes, bins=bins, weights=sizes, color="#4472c4", alpha=0.85, label="released")
     ax.set_xscale("log")
-    ax.set_xlabel("size of the record's equivalence class")
-    ax.set_ylabel("records")
+    _plain_ticks(ax.xaxis)
+    ax.set_xlabel(f"size of the equivalence class ({unit} alike on the quasi-identifiers)")
+    ax.set_ylabel(unit)
     ax.axvline(a.attack["k_equivalent"], color="#c00000", ls="--", label=f"k = {a.attack['k_equivalent']}")
-    ax.legend()
+    ax.legend(fontsize=8)
     out["ec_histogram"] = png(fig)
     plt.close(fig)
     fig, ax = plt.subplots(figsize=(6, 3.2))
@@ -46,16 +70,16 @@ def plots(a: Assessment, before: Assessment | None = None) -> dict[str, str]:
             ax.plot(np.arange(1, len(r) + 1), r, label=f"{col.replace('_', ' ')} (released)", color=color)
     if before is not None and "prosecutor" in before.per_record:
         r = np.sort(before.per_record["prosecutor"].dropna().to_numpy())[::-1]
-        ax.plot(np.arange(1, len(r) + 1), r, label="prosecutor (before)", color="#999999", ls=":")
-    ax.axhline(a.spec.release.threshold, color="#c00000", ls="--", label="threshold")
+        ax.plot(np.arange(1, len(r) + 1), r, label="prosecutor (original)", color="#999999", ls=":")
+    ax.axhline(a.spec.release.threshold, color="#c00000", ls="--", label=f"threshold {a.spec.release.threshold:g}")
     ax.set_xscale("log")
-    ax.set_xlabel("records (sorted by risk)")
-    ax.set_ylabel("risk per record")
+    _plain_ticks(ax.xaxis)
+    ax.set_xlabel(f"{unit} (sorted by risk, highest first)")
+    ax.set_ylabel(f"risk per {unit[:-1]}")
     ax.legend(fontsize=8)
     out["risk_per_record"] = png(fig)
     plt.close(fig)
     return out
-
 
 
 def search_plot(result: dict) -> str:
@@ -74,6 +98,11 @@ def search_plot(result: dict) -> str:
     thr = result.get("threshold", (result.get("criterion") or {}).get("threshold"))
     if thr:
         ax.axhline(thr, color="#c00000", ls="--", label="threshold")
+    from matplotlib.ticker import FuncFormatter, MaxNLocator
+
+    for axis in (ax.xaxis, ax.yaxis):  # at most 5 ticks of at most 4 significant digits: no overlap
+        axis.set_major_locator(MaxNLocator(5))
+        axis.set_major_formatter(FuncFormatter(lambda v, _: fmt(float(v))))
     ax.set_xlabel(f"information loss ({result.get('loss', '')})")
     ax.set_ylabel("risk")
     ax.set_title(f"deid search --method {result.get('method', '')}")

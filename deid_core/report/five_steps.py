@@ -23,6 +23,10 @@ from ..errors import DeidInputError
 from ..risk import THRESHOLD_TABLE, attack_assessment, k_for_threshold
 from ..transform import Policy
 from .columns import column_fates, describe_step, loss_per_column, suppressed_records
+from .operations import operation_column, operation_text, recipe
+
+#: How a saved policy is re-applied when the caller does not say.
+REAPPLY = "deid apply --input NEXT.csv --policy POLICY.json --out RELEASE.csv"
 
 BOOK = "El Emam & Arbuckle, Anonymizing Health Data (O'Reilly, 2013)"
 #: Where each part of the method is described (author and section; never a page or line).
@@ -105,6 +109,14 @@ def build_report(a: Assessment, input_name: str = "", today: _dt.date | None = N
     attack_before = before.attack if before is not None else attack_assessment(a.before, rel)
     qis = spec.quasi
     fates = column_fates(source, a.output, spec, policy) if source is not None else []
+    for op in operations:  # a column changed before this assessment says so first
+        for f in fates:
+            if f["column"] == operation_column(op):
+                what, result = operation_text(op)
+                f["earlier"] = f"{what}: {result}"
+                f["text"] = f"Before this release, {result}. Then: {f['text'][:1].lower()}{f['text'][1:]}"
+    lg = a.spec.longitudinal
+    earlier, commands = recipe(operations, (reapply or {}).get("command", REAPPLY), lg.level1 if lg else ())
     if before is not None and source is not None:
         kept = [q for q in qis if q in a.output.columns]
         levels = {f["column"]: f.get("level_to", 0) for f in fates if f["column"] in kept}
@@ -142,7 +154,9 @@ def build_report(a: Assessment, input_name: str = "", today: _dt.date | None = N
                                         else {"op": "generalize", "column": s["column"], "level": s["level"]}
                                         for s in policy.steps],
             "hierarchies": {q: h.to_dict() for q, h in a.spec.hierarchies.items()},
-            "missing_values": a.spec.missing, "policy": policy.to_dict(), "reapply": dict(reapply or {}),
+            "missing_values": a.spec.missing, "policy": policy.to_dict(),
+            "reapply": {**dict(reapply or {}), "commands": commands, "earlier_steps": [list(e) for e in earlier]},
+            "earlier_operations": [operation_text(op) for op in operations],
         },
         "5_evidence": {
             "risk_before": risk_before, "risk_after": risk_after,
