@@ -13,6 +13,7 @@ from .longitudinal import (add_attack_options, assess_attack, check_attack_optio
                            longitudinal_of, prior_reports, repeated_id_warnings)
 from .masking import KEY_HELP, add_reversal_option, owner_key, sealed_reversal
 from .known_options import add_known_options, known_of
+from ..errors import DeidInputError
 from .options import INPUT_HELP, accepted_columns, add_accept, add_input_spec, guard_outputs, parse_levels
 
 
@@ -104,10 +105,13 @@ def cmd_safe_harbor(args: argparse.Namespace) -> int:
 
 def cmd_apply(args: argparse.Namespace) -> int:
     from ..detect import check_release
-    from ..io import read_table, require_records, write_bytes, write_json, write_table
+    from ..io import read_table, require_records, write_bytes, write_json, write_table, write_text
     from ..transform import Policy
 
-    guard_outputs([args.input, args.policy, args.key_file], [args.out, args.report, args.reversal_out])
+    guard_outputs([args.input, args.policy, args.key_file, args.spec], [args.out, args.report, args.reversal_out,
+                                                                       args.html])
+    if args.html and not args.spec:
+        raise DeidInputError("--html needs --spec: the page judges the release against the spec's threshold")
     accepted = accepted_columns(args, args.report)
     policy = Policy.load(args.policy)
     key = owner_key(args.key_file, required=bool(args.reversal_out))
@@ -118,6 +122,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
     check = check_release(out, fates, safe_harbor=policy.is_safe_harbor(), accepted=accepted,
                           masked=[c for c, f in fates.items() if f == "masked"])
     sealed = sealed_reversal(args, ctx, key)
+    html = apply_page(args, df, out, policy) if args.html else None
     write_table(out, args.out)
     if sealed is not None:
         write_bytes(sealed, args.reversal_out)
@@ -126,9 +131,26 @@ def cmd_apply(args: argparse.Namespace) -> int:
         write_json({"policy": str(args.policy), "column_fates": fates, "identifier_check": check,
                     "accepted_columns": check["accepted_columns"], **counts, "warnings": ctx.get("warnings", [])},
                    args.report)
+    if html is not None:
+        write_text(html, args.html)
     for w in ctx.get("warnings", []):
         print(f"deid: warning: {w}", file=sys.stderr)
     return 0
+
+
+def apply_page(args: argparse.Namespace, df, out, policy) -> str:
+    """The five-step page of a ``deid apply`` release: input and release measured from scratch under --spec."""
+    from ..report import build_report, plots, reassess_release, render_html
+    from ..spec import load_spec
+
+    spec = load_spec(args.spec)
+    spec.check_columns(df.columns)
+    after, before = reassess_release(df, out, spec)
+    report = build_report(after, input_name=str(args.input), source=df, before=before, policy=policy,
+                          reapply={"command": f"deid apply --input NEXT.csv --policy {args.policy} --out RELEASE.csv",
+                                   "policy_file": str(args.policy)})
+    report["title"] = "Release by a saved policy: de-identification report"
+    return render_html(report, plots(after, before))
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -174,5 +196,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     ap.add_argument("--key-file", help=KEY_HELP)
     add_reversal_option(ap)
     ap.add_argument("--report", help="JSON: each column's fate, the identifier check and accepted columns")
+    ap.add_argument("--spec", help="spec (TOML) the release is judged against on the --html page (its threshold, "
+                                   "quasi-identifiers and [longitudinal])")
+    ap.add_argument("--html", help="self-contained HTML page (needs --spec): the verdict, what happened to each "
+                                   "column, risk before and after, the policy")
     add_accept(ap)
     ap.set_defaults(run=cmd_apply)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 import io
-from typing import Any
+from typing import Any, Sequence
 
 from dataclasses import replace
 
@@ -106,6 +106,77 @@ def search_plot(result: dict) -> str:
     ax.set_xlabel(f"information loss ({result.get('loss', '')})")
     ax.set_ylabel("risk")
     ax.set_title(f"deid search --method {result.get('method', '')}")
+    ax.legend(fontsize=8)
+    out = png(fig)
+    plt.close(fig)
+    return out
+
+
+def _pyplot():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def bars_before_after(labels: Sequence[str], before: Sequence[float], after: Sequence[float], *, xlabel: str,
+                      ylabel: str, k: float | None = None) -> str:
+    """Side-by-side bars of a count per category before and after a step (at most 30 categories, labels
+    turned when they would overlap), with the k every bar needs dashed; base64 PNG."""
+    plt = _pyplot()
+    labels, before, after = list(labels)[:30], list(before)[:30], list(after)[:30]
+    x = np.arange(len(labels))
+    fig, ax = plt.subplots(figsize=(6.4, 3.4))
+    ax.bar(x - 0.2, before, width=0.4, color="#bbbbbb", label="before")
+    ax.bar(x + 0.2, after, width=0.4, color="#4472c4", label="after")
+    if k is not None:
+        ax.axhline(k, color="#c00000", ls="--", label=f"k = {fmt(k)}")
+    ax.set_xticks(x)
+    ax.set_xticklabels(labels, rotation=45 if len(labels) > 6 else 0, ha="right" if len(labels) > 6 else "center",
+                       fontsize=8)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.legend(fontsize=8)
+    out = png(fig)
+    plt.close(fig)
+    return out
+
+
+def distribution_before_after(before: np.ndarray, after: np.ndarray, *, xlabel: str, ylabel: str,
+                              k: float | None = None, labels: tuple[str, str] = ("before", "after")) -> str:
+    """Histograms of a size (people per area, per cluster) before and after, log-scaled, k dashed."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6.4, 3.4))
+    top = max(float(np.max(before)) if len(before) else 1, float(np.max(after)) if len(after) else 1, 10)
+    low = max(min(float(np.min(before)) if len(before) else 1, float(np.min(after)) if len(after) else 1), 1)
+    bins = np.logspace(np.log10(low), np.log10(top), 25)
+    ax.hist(before, bins=bins, color="#bbbbbb", label=labels[0])
+    ax.hist(after, bins=bins, color="#4472c4", alpha=0.85, label=labels[1])
+    if k is not None:
+        ax.axvline(k, color="#c00000", ls="--", label=f"k = {fmt(k)}")
+    ax.set_xscale("log")
+    _plain_ticks(ax.xaxis)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.legend(fontsize=8)
+    out = png(fig)
+    plt.close(fig)
+    return out
+
+
+def probes_plot(probes: Sequence[dict], threshold: float, *, quantile: float, unit: str) -> str:
+    """``deid subsample --find-fraction``: the risk of each probed fraction (its quantile over the draws,
+    the median, the 5–95 % band) against the threshold; base64 PNG."""
+    plt = _pyplot()
+    pts = sorted(probes, key=lambda p: p["fraction"])
+    f = np.array([p["fraction"] for p in pts])
+    fig, ax = plt.subplots(figsize=(6.4, 3.4))
+    ax.fill_between(f, [p["p5"] for p in pts], [p["p95"] for p in pts], color="#c9d6ee", label="5–95 % of the draws")
+    ax.plot(f, [p["median"] for p in pts], color="#4472c4", marker="o", ms=3, label="median")
+    ax.plot(f, [p["quantile_risk"] for p in pts], color="#ed7d31", ls="-.", label=f"{fmt(quantile)} quantile")
+    ax.axhline(threshold, color="#c00000", ls="--", label=f"threshold {fmt(threshold)}")
+    ax.set_xlabel(f"sampling fraction (share of the {unit} drawn)")
+    ax.set_ylabel("journalist risk of the sample")
     ax.legend(fontsize=8)
     out = png(fig)
     plt.close(fig)

@@ -13,14 +13,16 @@ keys of its own to the dict (the JSON keeps them); the page is drawn by
 from __future__ import annotations
 
 import datetime as _dt
+from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
-from ..assess import Assessment, information_loss
+from ..assess import Assessment, assess, information_loss
 from ..errors import DeidInputError
 from ..risk import THRESHOLD_TABLE, attack_assessment, k_for_threshold
+from ..spec import Spec
 from ..transform import Policy
 from .columns import column_fates, describe_step, loss_per_column, suppressed_records
 from .operations import operation_column, operation_text, recipe
@@ -173,3 +175,22 @@ def build_report(a: Assessment, input_name: str = "", today: _dt.date | None = N
         report["longitudinal"] = longitudinal_section(a, attack, operations)
         report["sources"].update(LONGITUDINAL_SOURCES)
     return report
+
+
+def reassess_release(source: pd.DataFrame, output: pd.DataFrame, spec: Spec) -> tuple[Assessment, Assessment]:
+    """(the release, the original) of a release made elsewhere (``deid apply``), each measured from scratch
+    under ``spec``: the release on its own columns with no hierarchy (what a recipient holds), per person
+    with ``[longitudinal]`` (the person column put back from ``source``, rows in the same order)."""
+    rel = replace(spec, columns={c: r for c, r in spec.columns.items() if c in output.columns and r != "direct"},
+                  types={}, hierarchies={}, levels={}, record_suppression=False)
+    frame, lg = output, spec.longitudinal
+    if lg is not None:
+        if len(output) != len(source) or lg.person not in source.columns:
+            raise DeidInputError("the release does not keep the input's rows: cannot count persons")
+        frame = output.drop(columns=[lg.person], errors="ignore")
+        frame.insert(0, lg.person, source[lg.person].to_numpy())
+        rel = replace(rel, columns={lg.person: "direct", **rel.columns},
+                      longitudinal=replace(lg, level1=tuple(c for c in lg.level1 if c in output.columns),
+                                           level2=tuple(c for c in lg.level2 if c in output.columns)))
+    before = assess(source, replace(spec, levels={}, record_suppression=False))
+    return assess(frame, rel), before

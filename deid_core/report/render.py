@@ -22,7 +22,7 @@ thead th{background:#eef2fa}td.num{text-align:right;font-variant-numeric:tabular
 .verdict.neutral{background:#f4f4f4;border-color:#bbb;font-weight:600}
 p.flag{background:#fff4e0;border-left:4px solid #e69500;padding:.4em .8em;font-weight:600}
 pre{background:#f6f6f6;padding:1em;overflow:auto;font-size:.85em;max-height:30em}
-pre.cmd{white-space:pre-wrap;word-break:break-all;max-height:none}code{background:#f2f2f2;padding:0 .2em}.small{font-size:.85em;color:#555}
+pre.cmd{white-space:pre-wrap;overflow-wrap:anywhere;max-height:none}code{background:#f2f2f2;padding:0 .2em}.small{font-size:.85em;color:#555}
 figure{display:inline-block;margin:.5em 1em .5em 0}figcaption{font-size:.85em;color:#555}
 ol.sources li{margin-bottom:.3em}
 """

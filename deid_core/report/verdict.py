@@ -17,10 +17,11 @@ def recommended_range(release_type: str) -> tuple[float, float]:
 
 
 def threshold_note(threshold: float, release_type: str) -> Paragraph:
-    """Whether ``threshold`` is inside the recommended range; outside it, a flagged paragraph."""
-    low, high = recommended_range(release_type)
-    where = f"the recommended range {fmt(low)}–{fmt(high)} for a {release_type} release (El Emam & Arbuckle, ch. 2, " \
-            "Table 2-1)"
+    """Whether ``threshold`` is inside the recommended range; outside it, a flagged paragraph.
+    ``release_type`` ``"maximum"`` names the range of a maximum risk (T4) for a page without a spec."""
+    low, high = recommended_range("public" if release_type == "maximum" else release_type)
+    kind = "a maximum risk (T4)" if release_type == "maximum" else f"a {release_type} release"
+    where = f"the recommended range {fmt(low)}–{fmt(high)} for {kind} (El Emam & Arbuckle, ch. 2, Table 2-1)"
     if low <= threshold <= high:
         return Paragraph(f"The threshold {fmt(threshold)} is inside {where}.")
     if threshold > high:
