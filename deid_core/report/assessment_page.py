@@ -23,7 +23,7 @@ MEASURES = [
     ("suppressed_persons", "Persons suppressed (all their records)"),
     ("suppressed_records", "Records suppressed"),
     ("fully_missing_records", "Records with every quasi-identifier missing"),
-    ("equivalence_classes", "Equivalence classes (records alike on the quasi-identifiers)"),
+    ("equivalence_classes", "Equivalence classes ({unit} alike on the quasi-identifiers)"),
     ("k_min", "Smallest equivalence class (k)"),
     ("prosecutor.max", "Prosecutor risk, maximum"),
     ("prosecutor.average", "Prosecutor risk, average"),
@@ -40,7 +40,7 @@ ATTACK_NAMES = {"T1": "T1 deliberate attempt (data recipient)", "T2": "T2 inadve
                 "T3": "T3 data breach", "T4": "T4 public release (demonstration attack)"}
 
 #: Captions of the plots of :func:`deid_core.report.figures.plots`.
-CAPTIONS = {"ec_histogram": "{Unit} by the size of their equivalence class, original (grey) and released (blue); "
+CAPTIONS = {"ec_histogram": "{Unit} by the size of their equivalence class, original (outline) and released (blue); "
                             "dashed: the k the threshold needs",
             "risk_per_record": "Risk per {unit}, highest first, original (dotted) and released, against the threshold"}
 
@@ -136,7 +136,7 @@ def section_transformation(s: Mapping[str, Any]) -> Section:
     ])
 
 
-def _risk_table(before: Mapping[str, Any], after: Mapping[str, Any]) -> Table:
+def _risk_table(before: Mapping[str, Any], after: Mapping[str, Any], unit: str = "records") -> Table:
     rows = []
     for key, name in MEASURES:
         b, a = _get(before, key), _get(after, key)
@@ -144,7 +144,7 @@ def _risk_table(before: Mapping[str, Any], after: Mapping[str, Any]) -> Table:
             b = 0
         if b is None and a is None:
             continue
-        rows.append([name, b, a])
+        rows.append([name.replace("{unit}", unit), b, a])
     return Table(["measure", "before", "released"], rows, numeric=(1, 2))
 
 
@@ -163,8 +163,8 @@ def section_evidence(s: Mapping[str, Any], images: Mapping[str, str]) -> Section
     nue = loss.get("non_uniform_entropy", {})
     loss_rows = [
         ["Non-uniform entropy lost (share of the maximum)", f"{nue.get('percent', 0):.2f} %"],
-        ["Records with a missing or suppressed quasi-identifier", _before_after(loss.get("missingness", {}), "record")],
-        ["Cells missing or suppressed (quasi-identifiers)", _before_after(loss.get("missingness", {}), "cell")],
+        ["Share of records with a missing or suppressed quasi-identifier", _before_after(loss.get("missingness", {}), "record")],
+        ["Share of quasi-identifier cells missing or suppressed", _before_after(loss.get("missingness", {}), "cell")],
         ["Discernibility (Σ class size²)", _before_after(loss.get("discernibility", {}))],
         ["Average equivalence class size", _before_after(loss.get("average_class_size", {}))],
         ["Precision (1 = nothing generalized)", fmt(loss.get("precision", {}).get("precision"))],
@@ -187,7 +187,7 @@ def section_evidence(s: Mapping[str, Any], images: Mapping[str, str]) -> Section
     blocks: list[Any] = [
         Paragraph(meets_text(ok, "The released data", t["threshold"], f"overall risk {fmt(ev['overall_risk'])} "
                              f"(before: {fmt(ev['overall_risk_before'])})")),
-        Section("Risk before and after", [_risk_table(ev["risk_before"], ev["risk_after"]),
+        Section("Risk before and after", [_risk_table(ev["risk_before"], ev["risk_after"], t.get("k_unit", "records")),
                                           Paragraph("Released data under each plausible attack:"),
                                           _attack_table(ev["attack_after"]["attacks"])]),
         Section("Information loss", lost),

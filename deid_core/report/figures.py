@@ -26,7 +26,7 @@ def _plain_ticks(axis: Any) -> None:
     """Ticks of a log axis as plain numbers (1, 10, 100; no 2×10⁰), at most 6, never overlapping."""
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-    axis.set_major_locator(LogLocator(base=10, numticks=6))
+    axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0), numticks=12))
     axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}"))
     axis.set_minor_formatter(NullFormatter())
 
@@ -51,10 +51,11 @@ def plots(a: Assessment, before: Assessment | None = None) -> dict[str, str]:
     sizes = a.ec_sizes if len(a.ec_sizes) else np.array([0])
     prior = (before.ec_sizes if before is not None else None)
     top = max(sizes.max(), prior.max() if prior is not None and len(prior) else 0, 2)
-    bins = np.unique(np.round(np.logspace(0, np.log10(top), 30)))
-    if prior is not None and len(prior):
-        ax.hist(prior, bins=bins, weights=prior, color="#bbbbbb", label="original")
+    # one bar per size when sizes are small (1, 2, 3, ... apart), else 30 bins spread on the log scale
+    bins = np.arange(0.5, top + 1.5) if top <= 20 else np.unique(np.round(np.logspace(0, np.log10(top), 30)))
     ax.hist(sizes, bins=bins, weights=sizes, color="#4472c4", alpha=0.85, label="released")
+    if prior is not None and len(prior):  # an outline on top: visible where the release has the same sizes
+        ax.hist(prior, bins=bins, weights=prior, histtype="step", linewidth=2, color="#555555", label="original")
     ax.set_xscale("log")
     _plain_ticks(ax.xaxis)
     ax.set_xlabel(f"size of the equivalence class ({unit} alike on the quasi-identifiers)")
@@ -82,8 +83,9 @@ def plots(a: Assessment, before: Assessment | None = None) -> dict[str, str]:
     return out
 
 
-def search_plot(result: dict) -> str:
-    """Risk vs information loss of the policies a search found, best one marked; base64 PNG."""
+def search_plot(result: dict, threshold: float | None = None) -> str:
+    """Risk vs information loss of the policies a search found, best one marked, the threshold (the
+    result's, or ``threshold``) dashed; base64 PNG."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -95,7 +97,7 @@ def search_plot(result: dict) -> str:
         risk = np.array([p["risk"] for p in pols], dtype=float)
         ax.scatter(loss, risk, s=18, color="#4472c4", label=f"{len(pols)} policies")
         ax.scatter(loss[:1], risk[:1], s=60, facecolors="none", edgecolors="#c00000", label="best")
-    thr = result.get("threshold", (result.get("criterion") or {}).get("threshold"))
+    thr = threshold if threshold is not None else result.get("threshold", (result.get("criterion") or {}).get("threshold"))
     if thr:
         ax.axhline(thr, color="#c00000", ls="--", label="threshold")
     from matplotlib.ticker import FuncFormatter, MaxNLocator

@@ -43,6 +43,15 @@ CRITERION = [
 ]
 
 
+def _setting(key: str, value: Any) -> Any:
+    """A setting's value in words (loss measures by name, r_i as rᵢ)."""
+    if key == "loss":
+        return LOSSES.get(value, value)
+    if isinstance(value, str):
+        return value.replace("instance disclosure max r_i", "the largest instance-disclosure risk rᵢ of a subset")
+    return value
+
+
 def _threshold(result: Mapping[str, Any]) -> float | None:
     crit = result.get("criterion") or {}
     if result.get("threshold") is not None:
@@ -70,7 +79,7 @@ def policies_table(result: Mapping[str, Any], shown: int = 20) -> Table:
     """The policies found, best first: generalization, risk, loss and what was suppressed."""
     pols = list(result.get("policies") or [])[:shown]
     persons = any("suppressed_persons" in p for p in pols)
-    header = ["rank", "generalization (hierarchy level per column)", "risk", "information loss", "records suppressed"]
+    header = ["rank", "generalization", "risk", "information loss", "records suppressed"]
     header += ["persons suppressed"] if persons else []
     rows = []
     for i, p in enumerate(pols, start=1):
@@ -89,7 +98,15 @@ def search_document(result: Mapping[str, Any], release_type: str = "") -> Docume
     reassessed = result.get("best_reassessed") or {}
     ok = bool(pols) and reassessed.get("meets", True) is not False
     best = pols[0] if pols else {}
-    if ok:
+    if method == "partition":  # the criterion is a subset size; rᵢ is reported, not held to a threshold
+        smallest = (best.get("summary") or {}).get("min_subset")
+        k = result.get("min_size")
+        ok = bool(pols) and smallest is not None and smallest >= k
+        text = (f"The best partition {'meets' if ok else 'does NOT meet'} the minimum subset size k = {k}: its "
+                f"smallest subset holds {fmt(smallest)} records; the largest instance-disclosure risk rᵢ is "
+                f"{fmt(best.get('risk'))} (reported, not held to a threshold by this method).")
+        thr = None
+    elif ok:
         text = meets_text(True, "The best policy found makes the released data", thr, f"risk "
                           f"{fmt(best.get('reassessed_risk', best.get('risk')))}") if thr is not None else \
             "The search found a policy that meets its criterion."
@@ -108,8 +125,7 @@ def search_document(result: Mapping[str, Any], release_type: str = "") -> Docume
                               details=details)
     crit = result.get("criterion") or {}
     settings = [["method", METHODS.get(method, method)]]
-    settings += [[name, LOSSES.get(result[key], result[key]) if key == "loss" else result[key]]
-                 for key, name in SETTINGS if result.get(key) is not None]
+    settings += [[name, _setting(key, result[key])] for key, name in SETTINGS if result.get(key) is not None]
     blocks: list[Block] = [Table([], settings, row_header=True)]
     if crit:
         blocks += [Paragraph("The criterion a policy must meet:"),
@@ -124,8 +140,8 @@ def search_document(result: Mapping[str, Any], release_type: str = "") -> Docume
                  *([Paragraph("—: not counted for this policy (the search counts the suppressed records of the best "
                               "policy only).", style="small")]
                    if any(p.get("suppressed_records") is None for p in pols[:20]) else []),
-                 Figure(search_plot(dict(result)), "Risk against information loss of the policies found; the best "
-                                                   "circled, the threshold dashed")]
+                 Figure(search_plot(dict(result), threshold=thr), "Risk against information loss of the policies "
+                        "found; the best circled" + (", the threshold dashed" if thr is not None else ""))]
         if best.get("high_risk_proportion") is not None:
             found.append(Paragraph(f"Best policy: {pct(best['high_risk_proportion'])} of the persons at high risk in "
                                    "the simulated attack, suppressed on top of the generalization."))

@@ -39,12 +39,14 @@ def truncate_document(report: Mapping[str, Any], columns: Sequence[str], *, rele
     what, result = operation_text(report)
     if report.get("method") == "percentile":
         ok: bool | None = None
-        text = f"Claims per person top-coded at the {fmt(report.get('percentile'))}th percentile: {result}."
+        text = (f"Claims per person top-coded at the {fmt(report.get('percentile'))}th percentile, not judged "
+                f"against a threshold on its own: {result}.")
     else:
         ok = not unmet
-        text = (f"Every bin of {report.get('width')} claims per person holds at least k = {k} persons: {result}."
-                if ok else f"Bin {', '.join(unmet)} still holds fewer than k = {k} persons (the lowest bin cannot "
-                           f"move down): {result}.")
+        text = (f"The claims per person meet k = {k}: every bin of {report.get('width')} claims per person holds at "
+                f"least {k} persons; {result}." if ok else
+                f"The claims per person do NOT meet k = {k}: bin {', '.join(unmet)} still holds fewer than {k} "
+                f"persons (the lowest bin cannot move down); {result}.")
     removed = report.get("removed_claims", 0)
     rows = [[c, f"{removed:,} of {report.get('claims', 0):,} rows removed with the claims; the values of the rows "
                 "kept are unchanged"] for c in columns]
@@ -81,12 +83,15 @@ def codes_document(report: Mapping[str, Any], columns: Sequence[str], persons_be
     share = changed / events if events else 0.0
     details: list[Block] = [Paragraph(ASSESS_NEXT)]
     if suppress and events and changed >= events:
-        ok, text = False, (f"Every code of {code} was suppressed ({result}): nothing of the column is left to "
-                           "release or analyse.")
+        ok, text = False, (f"No code of {code} meets k = {report.get('k')}: every code was suppressed ({result}), "
+                           "nothing of the column is left to release or analyse.")
     elif suppress:
         ok = None if share > 0.5 else True
-        text = (f"Every code group of {code} left in the table is held by at least k = {report.get('k')} persons in "
-                f"its class: {result}.")
+        text = (f"The codes of {code} left in the table meet k = {report.get('k')}: every code group left is held "
+                f"by at least {report.get('k')} persons in its class; {result}.")
+        if ok is None:
+            text = (f"Most codes of {code} were suppressed to meet k = {report.get('k')}, not judged as a release on "
+                    f"its own: {result}.")
     if suppress:
         if share > 0.5:
             details.insert(0, Paragraph(f"Flag: {pct(share)} of the codes in {code} were suppressed: the column keeps "
