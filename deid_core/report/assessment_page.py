@@ -11,7 +11,6 @@ from ..spec import SUPPRESSED
 from .columns import EXAMPLE_MIN_RECORDS
 from .document import Change, Document, Figure, Mark, Paragraph, Section, Strong, Table
 from .five_steps import REAPPLY, SOURCES
-from .operations import operation_text
 from .policy_table import reapply_blocks
 from .render import fmt, names, pct, render
 from .verdict import meets_text, verdict_section
@@ -256,10 +255,9 @@ def section_longitudinal(lg: Mapping[str, Any]) -> Section:
         ]
     else:
         blocks.append(Paragraph("No simulated attack was run (deid assess --attack runs one)."))
-    ops = lg.get("operations") or []
-    if ops:
-        blocks.append(Section("Done before this assessment", [Table(["step", "result"],
-                                                                    [operation_text(o) for o in ops])]))
+    if lg.get("operations"):
+        blocks.append(Paragraph("The steps these data went through before this assessment (truncation, medical "
+                                "codes) are listed in step 4 below."))
     return Section("Longitudinal data: one person, many rows", blocks)
 
 
