@@ -21,7 +21,7 @@ def operation_text(op: Mapping[str, Any]) -> tuple[str, str]:
         return (f"Codes in {op.get('code')} suppressed (deid codes) where a code group is held by fewer than "
                 f"k = {op.get('k')} persons in its class",
                 f"{op['suppressed_rows']:,} of {op.get('events', 0):,} codes suppressed, of "
-                f"{op['suppressed_persons']:,} persons ({op['groups_below_k']:,} code groups below k)")
+                f"{op['suppressed_persons']:,} persons; {op['groups_below_k']:,} code groups below k")
     return (f"Codes in {op.get('code')} shuffled (deid codes) among the persons of each class and code group "
             f"(level {op.get('group_level')} of the code hierarchy)",
             f"{op.get('rows_changed', 0):,} of {op.get('events', 0):,} rows now hold a different code "

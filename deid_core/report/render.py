@@ -25,6 +25,7 @@ pre{background:#f6f6f6;padding:1em;overflow:auto;font-size:.85em;max-height:30em
 pre.cmd{white-space:pre-wrap;overflow-wrap:anywhere;max-height:none}code{background:#f2f2f2;padding:0 .2em}.small{font-size:.85em;color:#555}
 figure{display:inline-block;margin:.5em 1em .5em 0}figcaption{font-size:.85em;color:#555}
 ol.sources li{margin-bottom:.3em}
+@media print{body{max-width:none;margin:0}figure,tr,.verdict,p.flag{break-inside:avoid}h2,h3{break-after:avoid}}
 """
 
 _esc = html.escape

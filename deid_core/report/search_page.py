@@ -106,6 +106,11 @@ def search_document(result: Mapping[str, Any], release_type: str = "") -> Docume
                 f"smallest subset holds {fmt(smallest)} records; the largest instance-disclosure risk rᵢ is "
                 f"{fmt(best.get('risk'))} (reported, not held to a threshold by this method).")
         thr = None
+    elif ok and result.get("threshold_source") == "safe harbor":
+        ok = None  # a bound relative to Safe Harbor, not a release threshold: the assessment judges the release
+        text = (f"The best policy found is no riskier than Safe Harbor on these data (normalized population risk "
+                f"{fmt(best.get('reassessed_risk', best.get('risk')))}, at or below Safe Harbor's {fmt(thr)}); not "
+                "judged against the spec's threshold here: deid assess or deid apply --html judges its release.")
     elif ok:
         text = meets_text(True, "The best policy found makes the released data", thr, f"risk "
                           f"{fmt(best.get('reassessed_risk', best.get('risk')))}") if thr is not None else \

@@ -111,8 +111,8 @@ def codes_document(report: Mapping[str, Any], columns: Sequence[str], persons_be
             rows.append([c, "unchanged"])
     order = persons_before.sort_values(ascending=False).index[:30]
     plot = bars_before_after([str(v) for v in order], persons_before.reindex(order).fillna(0).tolist(),
-                             persons_after.reindex(order).fillna(0).tolist(), xlabel=f"{code} (the 30 codes most "
-                             "persons hold)", ylabel="persons holding the code",
+                             persons_after.reindex(order).fillna(0).tolist(), xlabel=f"{code} (the codes most persons "
+                             "hold, at most 30)", ylabel="persons holding the code",
                              k=report.get("k") if suppress else None)
     sections = [
         verdict_section(ok, text, threshold=threshold, release_type=release_type, details=details),

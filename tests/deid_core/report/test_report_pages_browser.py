@@ -7,6 +7,7 @@ as re-appliable, a threshold outside the recommended range flagged, a LOLA searc
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -190,3 +191,14 @@ def test_the_page_checks_catch_what_they_look_for():
     assert page_problems("risk 0.047619047619047616") and page_problems('{"nodes_evaluated": 31}')
     assert page_problems("best_policy_note") and not page_problems("risk 0.04762, 42,560 and 1.235e-05 ok")
     assert not page_problems("column provider_zip", ["provider_zip"]) and not page_problems("adult_hierarchy_age.csv")
+
+
+def test_a_page_prints_to_pdf_for_the_file(pages, capsys):
+    paths, d = pages
+    assert main(["pdf", "--html", str(paths["assess_longitudinal"]), "--out", str(d / "long.pdf")]) == 0
+    data = (d / "long.pdf").read_bytes()
+    assert data.startswith(b"%PDF") and len(re.findall(rb"/Type\s*/Page[^s]", data)) >= 2   # several A4 pages
+    err = capsys.readouterr()
+    assert "printing" in err.err and "long.pdf" in err.out.strip().splitlines()[-1]
+    assert main(["pdf", "--html", str(d / "absent.html"), "--out", str(d / "absent.pdf")]) == 2
+    assert not (d / "absent.pdf").exists()
