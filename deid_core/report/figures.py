@@ -121,6 +121,16 @@ def _pyplot():
     return plt
 
 
+def _finished(fig: Any, ax: Any, xlabel: str, ylabel: str) -> str:
+    """The plot's axis labels and legend, then the figure as a base64 PNG (and closed)."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.legend(fontsize=8)
+    out = png(fig)
+    _pyplot().close(fig)
+    return out
+
+
 def bars_before_after(labels: Sequence[str], before: Sequence[float], after: Sequence[float], *, xlabel: str,
                       ylabel: str, k: float | None = None) -> str:
     """Side-by-side bars of a count per category before and after a step (at most 30 categories, labels
@@ -136,12 +146,7 @@ def bars_before_after(labels: Sequence[str], before: Sequence[float], after: Seq
     ax.set_xticks(x)
     ax.set_xticklabels(labels, rotation=45 if len(labels) > 6 else 0, ha="right" if len(labels) > 6 else "center",
                        fontsize=8)
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    ax.legend(fontsize=8)
-    out = png(fig)
-    plt.close(fig)
-    return out
+    return _finished(fig, ax, xlabel, ylabel)
 
 
 def distribution_before_after(before: np.ndarray, after: np.ndarray, *, xlabel: str, ylabel: str,
@@ -158,12 +163,7 @@ def distribution_before_after(before: np.ndarray, after: np.ndarray, *, xlabel: 
         ax.axvline(k, color="#c00000", ls="--", label=f"k = {fmt(k)}")
     ax.set_xscale("log")
     _plain_ticks(ax.xaxis)
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    ax.legend(fontsize=8)
-    out = png(fig)
-    plt.close(fig)
-    return out
+    return _finished(fig, ax, xlabel, ylabel)
 
 
 def probes_plot(probes: Sequence[dict], threshold: float, *, quantile: float, unit: str) -> str:
@@ -177,9 +177,4 @@ def probes_plot(probes: Sequence[dict], threshold: float, *, quantile: float, un
     ax.plot(f, [p["median"] for p in pts], color="#4472c4", marker="o", ms=3, label="median")
     ax.plot(f, [p["quantile_risk"] for p in pts], color="#ed7d31", ls="-.", label=f"{fmt(quantile)} quantile")
     ax.axhline(threshold, color="#c00000", ls="--", label=f"threshold {fmt(threshold)}")
-    ax.set_xlabel(f"sampling fraction (share of the {unit} drawn)")
-    ax.set_ylabel("journalist risk of the sample")
-    ax.legend(fontsize=8)
-    out = png(fig)
-    plt.close(fig)
-    return out
+    return _finished(fig, ax, f"sampling fraction (share of the {unit} drawn)", "journalist risk of the sample")

@@ -15,7 +15,8 @@ import pandas as pd
 import pytest
 
 from deid_core.cli import main
-from deid_testdata import LIU2016_DATA, LIU2016_POPULATION, TEST_DATA
+from deid_testdata import (CLAIMS_LONGITUDINAL_TOML, CLAIMS_SPEC_TOML, LIU2016_DATA, LIU2016_POPULATION, TEST_DATA,
+                           claims)
 from pagehelpers import CHROMIUM, check_pages
 
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="/usr/bin/chromium is absent (apt-get install -y chromium)")
@@ -34,25 +35,7 @@ type = "non-public"
 threshold = THRESHOLD
 """
 
-CLAIMS_SPEC = """[columns]
-pid = "direct"
-sex = "quasi"
-yob = "quasi"
-dx = "quasi"
-los = "quasi"
-[hierarchies]
-yob = { builder = "interval", widths = [10, 20] }
-dx = { builder = "prefix" }
-los = { builder = "interval", widths = [5, 10] }
-[release]
-type = "non-public"
-threshold = 0.2
-[longitudinal]
-person = "pid"
-level1 = ["sex", "yob"]
-level2 = ["dx", "los"]
-adversary_power = 2
-"""
+CLAIMS_SPEC = CLAIMS_SPEC_TOML + '[release]\ntype = "non-public"\nthreshold = 0.2\n' + CLAIMS_LONGITUDINAL_TOML
 
 #: Column names of the test data and words of the commands that are written with underscores on purpose.
 DATA_WORDS = ["provider_zip"]
@@ -64,17 +47,6 @@ def people(n: int = 400, seed: int = 7) -> pd.DataFrame:
                          "age": (20 + rng.integers(0, 60, n)).astype(str),
                          "zip": np.char.add("021", rng.integers(10, 40, n).astype(str)),
                          "dx": rng.choice(["C50", "C61", "I21", "E11"], n)})
-
-
-def claims(persons: int = 120, seed: int = 3) -> pd.DataFrame:
-    """1-6 claims per person; level 1 sex + birth year, level 2 dx + length of stay."""
-    rng = np.random.default_rng(seed)
-    pid = np.repeat(np.arange(persons), rng.integers(1, 7, persons))
-    return pd.DataFrame({
-        "pid": np.char.add("p", pid.astype(str)), "sex": np.where(np.arange(persons) % 2 == 0, "F", "M")[pid],
-        "yob": (1940 + rng.integers(0, 60, persons)).astype(str)[pid],
-        "dx": np.array(["A1", "A2", "A3", "B1", "B2", "C1", "C2", "C3"])[rng.integers(0, 8, len(pid))],
-        "los": rng.integers(0, 20, len(pid)).astype(str)})
 
 
 def deid(*args) -> None:
