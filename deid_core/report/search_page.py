@@ -47,6 +47,8 @@ def _setting(key: str, value: Any) -> Any:
     """A setting's value in words (loss measures by name, r_i as rᵢ)."""
     if key == "loss":
         return LOSSES.get(value, value)
+    if key == "threshold_source":
+        return {"safe harbor": "the Safe Harbor policy's risk on these data"}.get(value, value)
     if isinstance(value, str):
         return value.replace("instance disclosure max r_i", "the largest instance-disclosure risk rᵢ of a subset")
     return value
@@ -110,7 +112,7 @@ def search_document(result: Mapping[str, Any], release_type: str = "") -> Docume
         ok = None  # a bound relative to Safe Harbor, not a release threshold: the assessment judges the release
         text = (f"The best policy found is no riskier than Safe Harbor on these data (normalized population risk "
                 f"{fmt(best.get('reassessed_risk', best.get('risk')))}, at or below Safe Harbor's {fmt(thr)}); not "
-                "judged against the spec's threshold here: deid assess or deid apply --html judges its release.")
+                "judged against the spec's threshold here: the page of deid assess or of deid apply judges its release.")
     elif ok:
         text = meets_text(True, "The best policy found makes the released data", thr, f"risk "
                           f"{fmt(best.get('reassessed_risk', best.get('risk')))}") if thr is not None else \
