@@ -110,8 +110,9 @@ def cmd_apply(args: argparse.Namespace) -> int:
 
     guard_outputs([args.input, args.policy, args.key_file, args.spec], [args.out, args.report, args.reversal_out,
                                                                        args.html])
-    if args.html and not args.spec:
-        raise DeidInputError("--html needs --spec: the page judges the release against the spec's threshold")
+    if bool(args.html) != bool(args.spec):
+        raise DeidInputError("--html needs --spec: the page judges the release against the spec's threshold"
+                             if args.html else "--spec applies to --html only (the page's threshold)")
     accepted = accepted_columns(args, args.report)
     policy = Policy.load(args.policy)
     key = owner_key(args.key_file, required=bool(args.reversal_out))

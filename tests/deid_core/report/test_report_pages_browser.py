@@ -174,3 +174,11 @@ def test_a_page_prints_to_pdf_for_the_file(pages, capsys):
     assert "printing" in err.err and "long.pdf" in err.out.strip().splitlines()[-1]
     assert main(["pdf", "--html", str(d / "absent.html"), "--out", str(d / "absent.pdf")]) == 2
     assert not (d / "absent.pdf").exists()
+
+
+def test_apply_page_needs_the_spec_it_is_judged_against(pages, capsys):
+    _, d = pages
+    base = ["apply", "--input", str(d / "people.csv"), "--policy", str(d / "policy.json"), "--out", str(d / "x.csv")]
+    assert main(base + ["--html", str(d / "x.html")]) == 2 and "--html needs --spec" in capsys.readouterr().err
+    assert main(base + ["--spec", str(d / "people.toml")]) == 2 and "--spec applies to --html" in capsys.readouterr().err
+    assert not (d / "x.csv").exists() and not (d / "x.html").exists()
