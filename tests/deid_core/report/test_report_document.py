@@ -66,3 +66,15 @@ def test_the_five_step_page_takes_a_callers_sections_first_and_knows_nothing_of_
                       "3. The risk, measured under the plausible attacks", "4. What was done",
                       "5. Re-assessment of the release", "The policy to re-apply"]
     assert "Re-assess between 2027-07-02 and 2028-01-02" in page
+
+
+def test_utility_page_explains_a_missing_cramers_v_and_opens_with_a_verdict():
+    from deid_core.report import render_utility_html
+
+    tab = {"columns": ["sex", "zip"], "tvd": 1.0, "tvd_released_categories": 0.125, "cramers_v_before": 0.2,
+           "cramers_v_after": None, "cells_before": 40, "cells_after": 2}
+    page = render_utility_html({"original": "o.csv", "released": "r.csv", "records": {"original": 10, "released": 10},
+                                "crosstabs": [tab]})
+    assert page.index("<h2>Verdict</h2>") < page.index("Cross-tabulations")
+    assert "verdict neutral" in page and "not judged against a threshold" in page
+    assert "fewer than two categories left" in page and "on the released categories each original value" in page
