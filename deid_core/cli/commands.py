@@ -21,7 +21,7 @@ from .options import (INPUT_HELP, accepted_columns, add_accept, add_force, add_i
 def cmd_assess(args: argparse.Namespace) -> int:
     from ..assess import assess
     from ..io import read_table, require_records, write_json, write_table, write_text
-    from ..report import build_report, plots, render_html
+    from ..report import build_report, original_assessment, plots, render_html
     from ..spec import load_spec
 
     guard_outputs([args.input, args.spec, args.population, *(args.prior_report or [])],
@@ -68,7 +68,10 @@ def cmd_assess(args: argparse.Namespace) -> int:
     warning = destruction_check("assess", "records", int(a.summary.get("suppressed_records", 0)), len(df),
                                 args.force) if releases else None
     result["seconds"] = round(time.perf_counter() - t0, 4)
-    html = render_html(result["report"], plots(a)) if args.html else None
+    html = None
+    if args.html:  # the page also shows the m-of-n adversary and the original next to the release
+        page_report = {**result["report"], **({"known": result["known"]} if "known" in result else {})}
+        html = render_html(page_report, plots(a, original_assessment(df, spec, pop)))
     write_json(result, args.out)
     if html is not None:
         write_text(html, args.html)
@@ -112,10 +115,14 @@ def cmd_safe_harbor(args: argparse.Namespace) -> int:
 
 def cmd_apply(args: argparse.Namespace) -> int:
     from ..detect import check_release
-    from ..io import read_table, require_records, write_bytes, write_json, write_table
+    from ..io import read_table, require_records, write_bytes, write_json, write_table, write_text
     from ..transform import Policy
 
-    guard_outputs([args.input, args.policy, args.key_file], [args.out, args.report, args.reversal_out, args.policy_out])
+    guard_outputs([args.input, args.policy, args.key_file, args.spec],
+                  [args.out, args.report, args.reversal_out, args.policy_out, args.html])
+    if bool(args.html) != bool(args.spec):
+        raise DeidInputError("--html needs --spec: the page judges the release against the spec's threshold"
+                             if args.html else "--spec applies to --html only (the page's threshold)")
     accepted = accepted_columns(args, args.report)
     policy = Policy.load(args.policy)
     if args.reversal_out and not any(st["op"] in REVERSIBLE_BY_TABLE for st in policy.steps):
@@ -136,6 +143,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
             f"the fpe step(s) of {', '.join(map(repr, unchecked))} record no key check: deid reverse needs the "
             "policy that --policy-out writes (it refuses a wrong key)")
     sealed = sealed_reversal(args, ctx, key)
+    html = apply_page(args, df, out, policy) if args.html else None
     write_table(out, args.out)
     if sealed is not None:
         write_bytes(sealed, args.reversal_out)
@@ -146,12 +154,29 @@ def cmd_apply(args: argparse.Namespace) -> int:
         write_json({"policy": str(args.policy), "column_fates": fates, "identifier_check": check,
                     "accepted_columns": check["accepted_columns"], **counts, "warnings": ctx.get("warnings", [])},
                    args.report)
+    if html is not None:
+        write_text(html, args.html)
     for w in [*ctx.get("warnings", []), *([warning] if warning else [])]:
         print(f"deid: warning: {w}", file=sys.stderr)
-    summary_line("apply", [args.out, args.reversal_out, args.policy_out, args.report],
+    summary_line("apply", [args.out, args.reversal_out, args.policy_out, args.report, args.html],
                  f"{len(out):,} records, {len(out.columns)} column(s) released of {len(df.columns)}, "
                  f"{int(ctx.get('suppressed_records', 0)):,} records suppressed")
     return 0
+
+
+def apply_page(args: argparse.Namespace, df, out, policy) -> str:
+    """The five-step page of a ``deid apply`` release: input and release measured from scratch under --spec."""
+    from ..report import build_report, plots, reassess_release, render_html
+    from ..spec import load_spec
+
+    spec = load_spec(args.spec)
+    spec.check_columns(df.columns)
+    after, before = reassess_release(df, out, spec)
+    report = build_report(after, input_name=str(args.input), source=df, before=before, policy=policy,
+                          reapply={"command": f"deid apply --input NEXT.csv --policy {args.policy} --out RELEASE.csv",
+                                   "policy_file": str(args.policy)})
+    report["title"] = "Release by a saved policy: de-identification report"
+    return render_html(report, plots(after, before))
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -201,5 +226,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                                          "the key (deid reverse --policy needs it to refuse a wrong key)")
     ap.add_argument("--report", help="JSON: each column's fate, the identifier check and accepted columns")
     add_force(ap)
+    ap.add_argument("--spec", help="spec (TOML) the release is judged against on the --html page (its threshold, "
+                                   "quasi-identifiers and [longitudinal])")
+    ap.add_argument("--html", help="self-contained HTML page (needs --spec): the verdict, what happened to each "
+                                   "column, risk before and after, the policy")
     add_accept(ap)
     ap.set_defaults(run=cmd_apply)

@@ -10,6 +10,7 @@ import argparse
 import sys
 import time
 
+import numpy as np
 import pandas as pd
 
 from ..errors import DeidInputError
@@ -58,6 +59,15 @@ def hierarchy_text(areas, clustering) -> str:
     return "\n".join((line + ";*").tolist()) + "\n"
 
 
+def geo_command(args: argparse.Namespace) -> str:
+    """The ``deid geo`` command that releases the next batch the same way (for the page)."""
+    risk = f"--k {args.k}" if args.k is not None else f"--threshold {args.threshold:g}"
+    extra = "".join(f" {flag} {value}" for flag, value in (("--person", args.person),
+                                                          ("--within-prefix", args.within_prefix)) if value is not None)
+    return (f"deid geo --areas AREAS.csv --input NEXT.csv --column {args.column} {risk} --release {args.release} "
+            f"--seed {args.seed}{extra} --out RELEASE.csv")
+
+
 def cmd_geo(args: argparse.Namespace) -> int:
     from ..geo.areas import read_areas
     from ..geo.cluster import cluster_areas
@@ -66,7 +76,7 @@ def cmd_geo(args: argparse.Namespace) -> int:
     from ..risk import k_for_threshold
     from ..risk.attack import meets
 
-    guard_outputs([args.areas, args.input], [args.out, args.report, args.hierarchy_out])
+    guard_outputs([args.areas, args.input], [args.out, args.report, args.hierarchy_out, args.html])
     t0 = time.perf_counter()
     if args.k is not None and args.k < 1:
         raise DeidInputError(f"--k must be at least 1, got {args.k}")
@@ -91,9 +101,17 @@ def cmd_geo(args: argparse.Namespace) -> int:
               "clustering": clustering.summary(), "release": released.summary,
               "seconds": round(time.perf_counter() - t0, 4)}
     hierarchy = hierarchy_text(areas, clustering) if args.hierarchy_out else None
+    html = None
+    if args.html:
+        from ..report import geo_document, render
+        people = areas.population.astype(float)
+        clusters = np.bincount(clustering.labels, weights=people)
+        html = render(geo_document(report, people, clusters[clusters > 0], geo_command(args)))
     write_table(out, args.out)
     if args.report:
         write_json(report, args.report)
+    if html is not None:
+        write_text(html, args.html)
     if hierarchy is not None:
         write_text(hierarchy, args.hierarchy_out)
     summary = clustering.summary()
@@ -167,6 +185,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--knn", type=AT_LEAST_1, default=DEFAULT_KNN,
                    help="neighbours per area when the area table has no neighbors column")
     g.add_argument("--report", help="JSON: clusters, risk, release, shift distances")
+    g.add_argument("--html", help="self-contained HTML page: the verdict, what happened to each column, people per "
+                                  "area and per cluster")
     g.add_argument("--hierarchy-out", metavar="FILE",
                    help="the clusters as a generalization hierarchy (ARX layout: id;cluster;[boundary;]*)")
     g.set_defaults(run=cmd_geo)

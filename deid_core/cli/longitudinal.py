@@ -180,12 +180,12 @@ def cmd_attack(args: argparse.Namespace) -> int:
 
 
 def cmd_truncate(args: argparse.Namespace) -> int:
-    from ..io import write_json, write_table
+    from ..io import write_json, write_table, write_text
     from ..longitudinal.truncate import truncate_claims
     from ..risk import k_for_threshold
     from ..spec import load_spec
 
-    guard_outputs([args.input, args.spec], [args.out, args.report])
+    guard_outputs([args.input, args.spec], [args.out, args.report, args.html])
     spec = load_spec(args.spec)
     lg = longitudinal_of(spec, "truncate")
     df = read_longitudinal(args.input, spec, lg)
@@ -196,14 +196,21 @@ def cmd_truncate(args: argparse.Namespace) -> int:
     report = {"input": str(args.input), "method": args.method, "k": k if args.method == "bins" else None,
               "width": args.width, "percentile": args.percentile if args.method == "percentile" else None,
               "seed": args.seed, **t.summary()}
+    html = None
+    if args.html:
+        from ..report import render, truncate_document
+        html = render(truncate_document(report, list(df.columns), release_type=spec.release.type,
+                                        threshold=spec.release.threshold if args.k is None else 1.0 / k))
     write_table(t.frame, args.out)
     write_json(report, args.report)
+    if html is not None:
+        write_text(html, args.html)
     if warning:
         print(f"deid: warning: {warning}", file=sys.stderr)
     if t.unmet_bins:
         print(f"deid: warning: bin {', '.join(t.unmet_bins)} still holds fewer than k = {k} persons "
               "(the lowest bin cannot move down)", file=sys.stderr)
-    summary_line("truncate", [args.out, args.report], f"{t.removed_claims:,} of {t.claims:,} claims removed "
+    summary_line("truncate", [args.out, args.report, args.html], f"{t.removed_claims:,} of {t.claims:,} claims removed "
                  f"({t.removed_claims / t.claims:.1%}), {t.removed_persons:,} of {t.persons:,} persons lost claims")
     return 0
 
@@ -235,12 +242,13 @@ def _code_group(df: pd.DataFrame, spec: Spec, code: str, level: int) -> pd.Serie
 
 
 def cmd_codes(args: argparse.Namespace) -> int:
-    from ..io import write_json, write_table
+    from ..io import write_json, write_table, write_text
+    from ..metric import is_marker
     from ..longitudinal.codes import shuffle_codes, suppress_codes
     from ..risk import k_for_threshold
     from ..spec import load_spec
 
-    guard_outputs([args.input, args.spec], [args.out, args.report])
+    guard_outputs([args.input, args.spec], [args.out, args.report, args.html])
     spec = load_spec(args.spec)
     lg = longitudinal_of(spec, "codes")
     df = read_longitudinal(args.input, spec, lg)
@@ -279,16 +287,27 @@ def cmd_codes(args: argparse.Namespace) -> int:
         report.update({"operation": "shuffle", "seed": args.seed, "rows_changed": changed,
                        "groups": int(out[keys].drop_duplicates().shape[0])})
     out = out[list(df.columns)]
+    html = None
+    if args.html:
+        from ..report import codes_document, render
+        held = {name: t.dropna(subset=[code]).groupby(code, observed=True)[lg.person].nunique()
+                for name, t in (("before", df), ("after", out.loc[~is_marker(out[code])]))}
+        html = render(codes_document(report, list(df.columns), held["before"], held["after"], level1=lg.level1,
+                                     release_type=spec.release.type,
+                                     threshold=None if args.shuffle else
+                                     spec.release.threshold if args.k is None else 1.0 / args.k))
     write_table(out, args.out)
     if args.report:
         write_json(report, args.report)
+    if html is not None:
+        write_text(html, args.html)
     if warning:
         print(f"deid: warning: {warning}", file=sys.stderr)
     if args.suppress:
         figure = f"{report['suppressed_rows']:,} of {int(df[code].notna().sum()):,} codes of {code!r} suppressed (k = {report['k']})"
     else:
         figure = f"{report['rows_changed']:,} of {len(df):,} codes of {code!r} changed by the shuffle"
-    summary_line("codes", [args.out, args.report], figure)
+    summary_line("codes", [args.out, args.report, args.html], figure)
     return 0
 
 
@@ -320,6 +339,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     tr.add_argument("--out", required=True, help="the table with the removed claims left out (CSV or .parquet)")
     tr.add_argument("--report", required=True, help="JSON: claims and persons removed, bins before and after")
     add_force(tr)
+    tr.add_argument("--html", help="self-contained HTML page: the verdict, what was removed, persons per bin before "
+                                   "and after")
     tr.set_defaults(run=cmd_truncate)
 
     co = sub.add_parser("codes", help="suppress or shuffle medical codes held by few persons")
@@ -341,4 +362,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     co.add_argument("--out", required=True, help="the table with codes suppressed or shuffled (CSV or .parquet)")
     co.add_argument("--report", help="JSON: what was suppressed or shuffled")
     add_force(co)
+    co.add_argument("--html", help="self-contained HTML page: the verdict, what happened to each column, persons per "
+                                   "code before and after")
     co.set_defaults(run=cmd_codes)

@@ -12,7 +12,7 @@ from typing import Callable, Sequence
 
 from common.cli import Expected, OneLineParser, UsageError, run
 from ..errors import DeidInputError
-from . import commands, geo, longitudinal, masking, search, subsample, ui, utility
+from . import commands, geo, longitudinal, masking, pdf, search, subsample, ui, utility
 
 EXIT_BAD_INPUT = 2
 
@@ -36,7 +36,8 @@ EXTRA_COMMANDS: dict[str, Callable[[argparse._SubParsersAction], None]] = {"sear
                                                                           "reverse": masking.register,
                                                                           "subsample": subsample.register,
                                                                           "utility": utility.register,
-                                                                          "ui": ui.register}
+                                                                          "ui": ui.register,
+                                                                          "pdf": pdf.register}
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -225,7 +225,7 @@ def run_search_command(args: argparse.Namespace) -> int:
     page = None
     if getattr(args, "html", None):
         from ..report import render_search_html
-        page = render_search_html(result)
+        page = render_search_html(result, spec.release.type)
     write_json(result, args.out)
     if page is not None:
         from ..io import write_text

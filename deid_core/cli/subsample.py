@@ -36,12 +36,12 @@ def check_search_options(args: argparse.Namespace) -> None:
 
 
 def cmd_subsample(args: argparse.Namespace) -> int:
-    from ..io import read_table, require_records, write_json, write_table
+    from ..io import read_table, require_records, write_json, write_table, write_text
     from ..risk import meets
     from ..subsample import MIN_POWERED_UNITS, find_fraction, measure_key, prepare, risk_of, sample_size
     from ..spec import load_spec
 
-    guard_outputs([args.input, args.spec], [args.out, args.report])
+    guard_outputs([args.input, args.spec], [args.out, args.report, args.html])
     if args.find_fraction == (args.fraction is not None):
         raise DeidInputError("give exactly one of --fraction F and --find-fraction")
     if not args.find_fraction and args.out is None:
@@ -82,10 +82,17 @@ def cmd_subsample(args: argparse.Namespace) -> int:
         report.update(fraction=fraction, sample_units=sample_size(sub.n_units, fraction), sample_records=int(len(rows)),
                       draw=0, sample=sample, risk=risk, meets_threshold=bool(meets(risk, threshold)))
     report["seconds"] = round(time.perf_counter() - t0, 4)
+    html = None
+    if args.html:
+        from ..report import render, subsample_document
+        html = render(subsample_document(report, list(df.columns), release_type=spec.release.type,
+                                         release_threshold=spec.release.threshold))
     if args.out is not None and rows is not None:
         write_table(df.iloc[rows].reset_index(drop=True), args.out)
     if args.report:
         write_json(report, args.report)
+    if html is not None:
+        write_text(html, args.html)
     if fraction is not None:
         searched = report.get("search")
         how = (f"; the largest fraction whose {searched['quantile']:g} quantile over {searched['draws']} draws "
@@ -127,4 +134,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=SEED, default=0, help="random seed (draw 0 is the sample written)")
     p.add_argument("--out", help="the sample (CSV or .parquet; every column of the input, its rows in input order)")
     p.add_argument("--report", help="JSON: sizes, rounding, the sample's and the full data's risk, the search")
+    p.add_argument("--html", help="self-contained HTML page: the verdict, the sample against the full data, the "
+                                  "fractions probed")
     p.set_defaults(run=cmd_subsample)

@@ -139,6 +139,39 @@ def _cramers_v(counts: pd.Series) -> float | None:
     return math.sqrt(max(chi2, 0.0) / (n * (min(len(rows), len(cols)) - 1)))
 
 
+def _onto_released(before: pd.Series, after: pd.Series) -> pd.Series | None:
+    """The original values recoded to the released category their rows became most often (a full-domain
+    generalization maps each value to one category); None when the tables' rows do not pair up."""
+    if len(before) != len(after):
+        return None
+    b, a = before.astype(object).to_numpy(), after.astype(object).to_numpy()
+    pairs = pd.DataFrame({"b": b, "a": a}).dropna()
+    if pairs.empty:
+        return None
+    target = pairs.groupby("b", sort=False)["a"].agg(lambda v: v.value_counts().index[0])
+    return pd.Series(b, index=before.index).map(target).where(pd.notna(b), None)
+
+
+def _tvd_on_released_categories(before: pd.DataFrame, after: pd.DataFrame, c1: str, c2: str) -> float | None:
+    """The total variation distance with the original recoded to the released categories (rows paired by
+    position): what suppression and recoding beyond the categories changed; None when rows do not pair."""
+    recoded = {}
+    for c in (c1, c2):
+        mapped = _onto_released(before[c], after[c])
+        if mapped is None:
+            return None
+        recoded[c] = mapped
+    frame = pd.DataFrame(recoded)
+    miss = missing_mask(after, [c1, c2])
+    tabs = []
+    for df, m in ((frame, frame.isna().to_numpy()), (after, miss)):
+        cells = pd.DataFrame({"x": _labels(df[c1], m[:, 0]).to_numpy(), "y": _labels(df[c2], m[:, 1]).to_numpy()})
+        tabs.append(cells.groupby(["x", "y"], sort=False).size())
+    p, q = (t / t.sum() for t in tabs)
+    p, q = p.align(q, fill_value=0.0)
+    return min(1.0, float(0.5 * np.abs(p - q).sum()))
+
+
 def crosstab(before: pd.DataFrame, after: pd.DataFrame, c1: str, c2: str) -> dict:
     """Distortion of the cross-tabulation of two categorical columns.
 
@@ -146,7 +179,10 @@ def crosstab(before: pd.DataFrame, after: pd.DataFrame, c1: str, c2: str) -> dic
     (missing and suppressed cells as one more category), 0 = the same table, 1 = no cell in common; a
     generalized value counts as a different cell. Cramér's V before/after (missing cells left out)
     compares the strength of the association, which survives a recoding of the categories.  Only the
-    non-empty cells are counted (sparse), whatever the columns' cardinality.
+    non-empty cells are counted (sparse), whatever the columns' cardinality. ``tvd_released_categories``:
+    the same distance with each original value recoded to the released category its rows became (rows
+    paired by position; None when the tables differ in length), so generalization alone gives 0 and only
+    suppression and other changes count.
     """
     out = {"columns": [c1, c2]}
     tabs = []
@@ -157,6 +193,7 @@ def crosstab(before: pd.DataFrame, after: pd.DataFrame, c1: str, c2: str) -> dic
     p, q = (t / t.sum() for t in tabs)
     p, q = p.align(q, fill_value=0.0)
     out["tvd"] = min(1.0, float(0.5 * np.abs(p - q).sum()))
+    out["tvd_released_categories"] = _tvd_on_released_categories(before, after, c1, c2)
     for name, t in zip(("before", "after"), tabs):
         kept = ((t.index.get_level_values(0) != MISSING_LABEL) & (t.index.get_level_values(1) != MISSING_LABEL))
         out[f"cramers_v_{name}"] = _cramers_v(t[kept])

@@ -4,15 +4,16 @@ A caller adds sections of its own through ``preface`` (placed before step 1: wha
 before they were de-identified, e.g. a linkage) without this module knowing what they say."""
 from __future__ import annotations
 
-import json
 from typing import Any, Mapping, Sequence
 
 from ..errors import DeidInputError
 from ..spec import SUPPRESSED
 from .columns import EXAMPLE_MIN_RECORDS
-from .document import Change, Document, Figure, Mark, Paragraph, Preformatted, Section, Strong, Table, Verdict
-from .five_steps import SOURCES
+from .document import Change, Document, Figure, Mark, Paragraph, Section, Strong, Table
+from .five_steps import REAPPLY, SOURCES
+from .policy_table import reapply_blocks
 from .render import fmt, names, pct, render
+from .verdict import meets_text, verdict_section
 
 #: Measures in words, in the order the tables show them; "a.b" reads summary[a][b].
 MEASURES = [
@@ -21,7 +22,7 @@ MEASURES = [
     ("suppressed_persons", "Persons suppressed (all their records)"),
     ("suppressed_records", "Records suppressed"),
     ("fully_missing_records", "Records with every quasi-identifier missing"),
-    ("equivalence_classes", "Equivalence classes (records alike on the quasi-identifiers)"),
+    ("equivalence_classes", "Equivalence classes ({unit} alike on the quasi-identifiers)"),
     ("k_min", "Smallest equivalence class (k)"),
     ("prosecutor.max", "Prosecutor risk, maximum"),
     ("prosecutor.average", "Prosecutor risk, average"),
@@ -38,8 +39,9 @@ ATTACK_NAMES = {"T1": "T1 deliberate attempt (data recipient)", "T2": "T2 inadve
                 "T3": "T3 data breach", "T4": "T4 public release (demonstration attack)"}
 
 #: Captions of the plots of :func:`deid_core.report.figures.plots`.
-CAPTIONS = {"ec_histogram": "Records by the size of their equivalence class; dashed: the k the threshold needs",
-            "risk_per_record": "Risk per record, highest first, against the threshold"}
+CAPTIONS = {"ec_histogram": "{Unit} by the size of their equivalence class, original (outline) and released (blue); "
+                            "dashed: the k the threshold needs",
+            "risk_per_record": "Risk per {unit}, highest first, original (dotted) and released, against the threshold"}
 
 
 def _get(summary: Mapping[str, Any], key: str) -> Any:
@@ -64,7 +66,7 @@ def section_identifiers(s: Mapping[str, Any]) -> Section:
 def section_threshold(s: Mapping[str, Any]) -> Section:
     t = s["2_threshold"]
     rows = [[ATTACK_NAMES.get(a, a), "maximum risk" if v["metric"] == "max" else "average risk",
-             f"{v['range'][0]} to {v['range'][1]}"] for a, v in t["threshold_table"].items()]
+             f"{fmt(min(v['range']))} to {fmt(max(v['range']))}"] for a, v in t["threshold_table"].items()]
     return Section("2. The threshold", [
         Paragraph(f"This is a {t['release_type']} release. {t['why']} The threshold is {t['threshold']}: every "
                   f"equivalence class must hold at least k = {t['k_equivalent']} {t.get('k_unit', 'records')} for "
@@ -120,10 +122,12 @@ def section_transformation(s: Mapping[str, Any]) -> Section:
         sentence += (f"Records in equivalence classes smaller than k = {k} are suppressed (their "
                      f"quasi-identifiers replaced by {SUPPRESSED}); here {n:,} record"
                      f"{'s' if n != 1 else ''}." if k else "No record was suppressed.")
+    earlier = tr.get("earlier_operations") or []
     return Section("4. What was done", [
+        *([Paragraph("Before this assessment (the data assessed here had already been through these steps):"),
+           Table(["step", "result"], [list(e) for e in earlier])] if earlier else []),
         Paragraph(sentence),
-        Table(["column", "role", "what happened", "hierarchy level", "example before → after",
-               "cells suppressed by this release"],
+        Table(["column", "role", "what happened", "hierarchy level", "example before → after", "cells suppressed"],
               _fate_rows(fates), numeric=(5,)),
         Paragraph("Examples are the most frequent changed value of a column; an original value held by fewer than "
                   f"{EXAMPLE_MIN_RECORDS} records is not shown, and direct identifiers and masked columns never show "
@@ -131,7 +135,7 @@ def section_transformation(s: Mapping[str, Any]) -> Section:
     ])
 
 
-def _risk_table(before: Mapping[str, Any], after: Mapping[str, Any]) -> Table:
+def _risk_table(before: Mapping[str, Any], after: Mapping[str, Any], unit: str = "records") -> Table:
     rows = []
     for key, name in MEASURES:
         b, a = _get(before, key), _get(after, key)
@@ -139,7 +143,7 @@ def _risk_table(before: Mapping[str, Any], after: Mapping[str, Any]) -> Table:
             b = 0
         if b is None and a is None:
             continue
-        rows.append([name, b, a])
+        rows.append([name.replace("{unit}", unit), b, a])
     return Table(["measure", "before", "released"], rows, numeric=(1, 2))
 
 
@@ -158,8 +162,8 @@ def section_evidence(s: Mapping[str, Any], images: Mapping[str, str]) -> Section
     nue = loss.get("non_uniform_entropy", {})
     loss_rows = [
         ["Non-uniform entropy lost (share of the maximum)", f"{nue.get('percent', 0):.2f} %"],
-        ["Records with a missing or suppressed quasi-identifier", _before_after(loss.get("missingness", {}), "record")],
-        ["Cells missing or suppressed (quasi-identifiers)", _before_after(loss.get("missingness", {}), "cell")],
+        ["Share of records with a missing or suppressed quasi-identifier", _before_after(loss.get("missingness", {}), "record")],
+        ["Share of quasi-identifier cells missing or suppressed", _before_after(loss.get("missingness", {}), "cell")],
         ["Discernibility (Σ class size²)", _before_after(loss.get("discernibility", {}))],
         ["Average equivalence class size", _before_after(loss.get("average_class_size", {}))],
         ["Precision (1 = nothing generalized)", fmt(loss.get("precision", {}).get("precision"))],
@@ -167,7 +171,7 @@ def section_evidence(s: Mapping[str, Any], images: Mapping[str, str]) -> Section
     lost = [Table(["measure", "value"], loss_rows)]
     per = ev.get("loss_per_column") or []
     if per:
-        lost.append(Table(["quasi-identifier", "distinct values before → after", "cells suppressed by this release",
+        lost.append(Table(["quasi-identifier", "distinct values before → after", "cells suppressed",
                            "non-uniform entropy lost", "precision"],
                           [[r["column"], "dropped" if r["dropped"] else
                             f"{fmt(r['distinct_before'])} → {fmt(r['distinct_after'])}",
@@ -180,41 +184,22 @@ def section_evidence(s: Mapping[str, Any], images: Mapping[str, str]) -> Section
                           [[c, v["mean_before"], v["mean_after"], v["sd_before"], v["sd_after"],
                             v["corr_before_after"]] for c, v in numeric.items()], numeric=(1, 2, 3, 4, 5)))
     blocks: list[Any] = [
-        Verdict(ok, f"The released data {'meet' if ok else 'do NOT meet'} the threshold {t['threshold']}: "
-                    f"overall risk {fmt(ev['overall_risk'])} (before: {fmt(ev['overall_risk_before'])})."),
-        Section("Risk before and after", [_risk_table(ev["risk_before"], ev["risk_after"]),
+        Paragraph(meets_text(ok, "The released data", t["threshold"], f"overall risk {fmt(ev['overall_risk'])} "
+                             f"(before: {fmt(ev['overall_risk_before'])})")),
+        Section("Risk before and after", [_risk_table(ev["risk_before"], ev["risk_after"], t.get("k_unit", "records")),
                                           Paragraph("Released data under each plausible attack:"),
                                           _attack_table(ev["attack_after"]["attacks"])]),
         Section("Information loss", lost),
     ]
     if images:
-        blocks.append(Section("Plots", [Figure(data, CAPTIONS.get(name, name)) for name, data in images.items()]))
+        unit = "person" if s["2_threshold"].get("k_unit") == "persons" else "record"
+        blocks.append(Section("Plots", [Figure(data, CAPTIONS.get(name, name).replace("{Unit}", unit.title() + "s")
+                                               .replace("{unit}", unit)) for name, data in images.items()]))
     a, b = ev["reassess_between"]
     blocks.append(Paragraph(f"Re-assess between {a} and {b} (every 18 to 24 months), or earlier if quasi-identifiers "
                             "are added or changed, the recipients change, or the data come from a different "
                             "population."))
     return Section("5. Re-assessment of the release", blocks)
-
-
-def _operation_text(op: Mapping[str, Any]) -> tuple[str, str]:
-    """(what, result) of one earlier ``deid truncate``/``deid codes`` report, in words."""
-    if "removed_claims" in op:
-        how = (f"claims per person top-coded at the {op.get('percentile')}th percentile ({op.get('cutoff')} claims)"
-               if op.get("method") == "percentile" else
-               f"every bin of {op.get('width', 5)} claims per person holds at least k = {op.get('k')} persons")
-        return (f"Long tail truncated: {how}",
-                f"{op['removed_claims']:,} of {op['claims']:,} claims removed ({pct(op['removed_claims_proportion'])})"
-                f", from {op['removed_persons']:,} of {op['persons']:,} persons")
-    if op.get("operation") == "suppress":
-        return (f"Codes in {op.get('code')} suppressed where a code group is held by fewer than k = {op.get('k')} "
-                "persons in its class", f"{op['suppressed_rows']:,} rows of {op['suppressed_persons']:,} persons "
-                f"({op['groups_below_k']:,} code groups)")
-    if op.get("operation") == "shuffle":
-        return (f"Codes in {op.get('code')} shuffled among the persons of each class and code group "
-                f"(level {op.get('group_level')} of the code hierarchy)",
-                f"{op['rows_changed']:,} of {op['events']:,} rows now hold a different code "
-                f"({op['groups']:,} groups); every group keeps its codes and their counts")
-    return ("Earlier step", json.dumps(op, default=str)[:200])
 
 
 def section_longitudinal(lg: Mapping[str, Any]) -> Section:
@@ -270,30 +255,69 @@ def section_longitudinal(lg: Mapping[str, Any]) -> Section:
         ]
     else:
         blocks.append(Paragraph("No simulated attack was run (deid assess --attack runs one)."))
-    ops = lg.get("operations") or []
-    if ops:
-        blocks.append(Section("Done before this assessment", [Table(["step", "result"],
-                                                                    [_operation_text(o) for o in ops])]))
+    if lg.get("operations"):
+        blocks.append(Paragraph("The steps these data went through before this assessment (truncation, medical "
+                                "codes) are listed in step 4 below."))
     return Section("Longitudinal data: one person, many rows", blocks)
 
 
 def section_policy(s: Mapping[str, Any]) -> Section:
+    """The policy to re-apply, as a table of steps (earlier truncation and code steps first) with its
+    commands; a release that fails its threshold is never offered as re-appliable as it is."""
     tr = s["4_transformation"]
     re_ = tr.get("reapply") or {}
-    command = re_.get("command", "deid apply --input NEXT.csv --policy POLICY.json --out RELEASE.csv")
-    where = re_.get("policy_file")
-    if not s["5_evidence"]["meets_threshold"]:  # a failing release is never offered for re-application
-        return Section("The policy", [
-            Paragraph("This release does NOT meet its threshold: the policy below is not to be re-applied as it is. "
-                      "Generalize or suppress more (deid search finds a policy that meets it), then assess again."),
-            Preformatted(json.dumps(tr["policy"], indent=2, default=str)),
-        ])
-    return Section("The policy to re-apply", [
-        Paragraph("Next year's data of the same kind can be released the same way: the same generalizations give the "
-                  "same risk on a stable population, which this report's re-assessment confirms or refutes."
-                  + (f" The policy is saved as {where}." if where else " Save the JSON below as POLICY.json.")),
-        Preformatted(command, style="cmd"),
-        Preformatted(json.dumps(tr["policy"], indent=2, default=str)),
+    commands = re_.get("commands") or [re_.get("command", REAPPLY)]
+    earlier = [tuple(e) for e in re_.get("earlier_steps") or []]
+    return Section("The policy to re-apply", reapply_blocks(tr["policy"], commands, ok=s["5_evidence"]["meets_threshold"],
+                                                            earlier=earlier, policy_file=re_.get("policy_file", "")))
+
+
+def section_verdict(report: Mapping[str, Any]) -> Section:
+    """The verdict first: meets or not, against which threshold, inside the recommended range or flagged;
+    with ``--known``, the m-of-n adversary's verdict too."""
+    s = report["steps"]
+    ev, t = s["5_evidence"], s["2_threshold"]
+    unit = t.get("k_unit", "records")
+    measured = (f"overall risk {fmt(ev['overall_risk'])}, measured as the {t['metric']}, over {unit} "
+                f"(before de-identification: {fmt(ev['overall_risk_before'])})")
+    details: list[Any] = []
+    known = report.get("known")
+    if known:
+        kt = known["threshold"]
+        details.append(Paragraph(meets_text(kt["meets_threshold"], f"Against an adversary who knows any {known['m']} of "
+                                            f"the {known['n']} quasi-identifiers, the released data", t["threshold"],
+                                            f"overall risk {fmt(kt['overall_risk'])} over the "
+                                            f"{fmt(known['design']['blocks'])} blocks of a covering design")))
+    return verdict_section(ev["meets_threshold"], meets_text(ev["meets_threshold"], "The released data",
+                                                             t["threshold"], measured),
+                           threshold=t["threshold"], release_type=t["release_type"], details=details)
+
+
+def section_known(known: Mapping[str, Any]) -> Section:
+    """``deid assess --known m``: the risk when the adversary knows m of the n quasi-identifiers, per block
+    of a covering design (El Emam & Arbuckle, ch. 7, "Covering Designs"), worst blocks first."""
+    d, w, kt = known["design"], known["worst"], known["threshold"]
+    blocks = known.get("blocks") or []
+    shown = blocks[:10]
+    rows = [[", ".join(b["qis"]), b.get("k_min"), (b.get("prosecutor") or {}).get("max"),
+             (b.get("prosecutor") or {}).get("average"), pct(b.get("high_risk_share"))] for b in shown]
+    exact = d.get("blocks") == d.get("all_t_subsets") and known.get("block_size") == known.get("m")
+    return Section(f"An adversary who knows {known['m']} of the {known['n']} quasi-identifiers", [
+        Paragraph(f"An adversary rarely knows every quasi-identifier of a person. Here they know any {known['m']} of "
+                  f"the {known['n']}: the released data are measured on each block of {known['block_size']} "
+                  f"quasi-identifiers of a covering design C({known['n']}, {known['block_size']}, {known['m']}), "
+                  f"{fmt(d.get('blocks'))} blocks ({'every subset: exact' if exact else 'each subset of ' + str(known['m']) + ' lies in a block; larger blocks over-estimate the risk'}), "
+                  "and the worst of each measure over the blocks is the result."),
+        Table(["measure (worst over the blocks)", "value"],
+              [["Smallest equivalence class (k)", w.get("k_min")],
+               ["Prosecutor risk, maximum", (w.get("prosecutor") or {}).get("max")],
+               ["Prosecutor risk, average", (w.get("prosecutor") or {}).get("average")],
+               ["Overall risk under the plausible attacks", kt["overall_risk"]],
+               [f"threshold {fmt(kt['threshold'])}", Mark(kt["meets_threshold"])]], numeric=(1,)),
+        Paragraph(f"The {len(shown)} block{'s' if len(shown) != 1 else ''} with the largest share of high-risk records "
+                  f"(risk above {fmt(known['high_risk_cut'])}) first" + (f", of {len(blocks):,}:" if len(blocks) > len(shown) else ":")),
+        Table(["quasi-identifiers known", "smallest class", "prosecutor max", "prosecutor average",
+               "high-risk records"], rows, numeric=(1, 2, 3, 4)),
     ])
 
 
@@ -305,10 +329,13 @@ def assessment_document(report: Mapping[str, Any], images: Mapping[str, str] | N
     if not isinstance(report, Mapping) or "steps" not in report:
         raise DeidInputError("render_html needs a report dict from build_report")
     s = report["steps"]
-    sections = [*preface, section_identifiers(s), section_threshold(s)]
+    sections = [section_verdict(report), *preface, section_identifiers(s), section_threshold(s)]
     if report.get("longitudinal"):
         sections.append(section_longitudinal(report["longitudinal"]))
-    sections += [section_attacks(s), section_transformation(s), section_evidence(s, images or {}), section_policy(s)]
+    sections += [section_attacks(s), section_transformation(s), section_evidence(s, images or {})]
+    if report.get("known"):
+        sections.append(section_known(report["known"]))
+    sections.append(section_policy(s))
     meta = (f"Input: {report.get('input', '')} — generated {report.get('generated', '')}. The method follows "
             "El Emam & Arbuckle's five steps (sources at the end).")
     return Document(report.get("title", "De-identification report"), meta, sections,

@@ -157,14 +157,15 @@ def column_fates(source: pd.DataFrame, output: pd.DataFrame, spec: Spec, policy:
             continue
         before, after = _as_text(source[column]), _as_text(output[column])
         was, now = is_marker(source[column]), is_marker(output[column])
-        gone_before = was | source[column].isna().to_numpy()  # a marker read back from a file is missing
         suppressed = now & ~was
+        gone = was | source[column].isna().to_numpy()  # missing or suppressed in the input already
         changed = (before.to_numpy() != after.to_numpy()) & ~suppressed
         generalize = [a for a in actions if a["op"] == "generalize"]
         fate.update(
             actions=actions, cells_changed=int(changed.sum()), cells_suppressed=int(suppressed.sum()),
-            cells_missing_before=int(gone_before.sum()),
-            distinct_before=int(before[~was].nunique()), distinct_after=int(after[~now].nunique()),
+            cells_missing_before=int(gone.sum()),
+            distinct_before=int(before[~gone].nunique()),
+            distinct_after=int(after[~(now | output[column].isna().to_numpy())].nunique()),
         )
         if generalize:
             fate.update(level_from=0, level_to=generalize[-1]["level_to"], height=generalize[-1]["height"],
@@ -172,17 +173,17 @@ def column_fates(source: pd.DataFrame, output: pd.DataFrame, spec: Spec, policy:
         masked = any(a["op"] in MASKING_OPS for a in actions)
         if changed.any() and role != "direct" and not masked:
             fate["example"] = release_example(before[changed], after[changed], before.value_counts())
-        if not actions and not changed.any() and not now.any() and not gone_before.any():
+        if not actions and not changed.any() and not suppressed.any():
             fate.update(fate="kept", text="Kept as it is.")
         else:
-            words = [a["text"] for a in actions if a["op"] != "suppress_records"] or (["changed"] if changed.any()
-                                                                                        or suppressed.any() else [])
-            words = words or ["kept as it is"]
+            words = [a["text"] for a in actions if a["op"] != "suppress_records"] or ["changed"]
+            if gone.all():  # e.g. every code suppressed by deid codes before: a generalization had nothing to do
+                words = ["nothing left to change: every cell was already missing or suppressed in the input"]
+            elif gone.any():
+                words.append(f"{int(gone.sum()):,} cell{'s' if gone.sum() != 1 else ''} already missing or "
+                             "suppressed in the input")
             if suppressed.any():
                 words.append(f"{int(suppressed.sum())} cell{'s' if suppressed.sum() != 1 else ''} suppressed")
-            if gone_before.any():
-                words.append(f"{int(gone_before.sum()):,} of {len(was):,} cells already missing or suppressed in the "
-                             "input (an earlier deid codes or deid truncate suppresses cells)")
             fate.update(fate="masked" if masked else ("generalized" if generalize else "transformed"),
                         text="; ".join(words)[:1].upper() + "; ".join(words)[1:] + ".")
         fates.append(fate)

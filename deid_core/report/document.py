@@ -73,9 +73,10 @@ class Preformatted:
 
 @dataclass(frozen=True)
 class Verdict:
-    """The page's answer, boxed green (``ok``) or red."""
+    """The page's answer, boxed green (``ok``), red (not ``ok``) or grey (``None``: a step that is not
+    judged against a threshold on its own)."""
 
-    ok: bool
+    ok: bool | None
     text: str
 
 

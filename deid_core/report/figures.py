@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import base64
 import io
-from typing import Any
+from typing import Any, Sequence
+
+from dataclasses import replace
 
 import numpy as np
+import pandas as pd
 
 from ..assess import Assessment
+from ..spec import Spec
+from .render import fmt
 
 
 def png(fig: Any) -> str:
@@ -17,28 +22,46 @@ def png(fig: Any) -> str:
     return base64.b64encode(buf.getvalue()).decode("ascii")
 
 
+def _plain_ticks(axis: Any) -> None:
+    """Ticks of a log axis as plain numbers (1, 10, 100; no 2×10⁰), at most 6, never overlapping."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0), numticks=12))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}"))
+    axis.set_minor_formatter(NullFormatter())
+
+
+def original_assessment(df: pd.DataFrame, spec: Spec, population: pd.DataFrame | None = None) -> Assessment:
+    """The table as it came in, measured without any transformation: the "before" of the plots."""
+    from ..assess import assess
+
+    return assess(df, replace(spec, levels={}, record_suppression=False), population)
+
+
 def plots(a: Assessment, before: Assessment | None = None) -> dict[str, str]:
-    """Records (persons with [longitudinal]) by class size, before and after, and the risk per record (per person)
-    as base64 PNGs (matplotlib Agg)."""
+    """Class sizes and risk per record (per person with ``[longitudinal]``) of the release, and of the
+    original when ``before`` is given, as base64 PNGs (matplotlib Agg)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    unit = "persons" if a.person_index is not None else "records"
     out = {}
     fig, ax = plt.subplots(figsize=(6, 3.2))
     sizes = a.ec_sizes if len(a.ec_sizes) else np.array([0])
     prior = (before.ec_sizes if before is not None else None)
     top = max(sizes.max(), prior.max() if prior is not None and len(prior) else 0, 2)
-    bins = np.unique(np.round(np.logspace(0, np.log10(top), 30)))
-    if prior is not None and len(prior):
-        ax.hist(prior, bins=bins, weights=prior, color="#bbbbbb", label="before")
+    # one bar per size when sizes are small (1, 2, 3, ... apart), else 30 bins spread on the log scale
+    bins = np.arange(0.5, top + 1.5) if top <= 20 else np.unique(np.round(np.logspace(0, np.log10(top), 30)))
     ax.hist(sizes, bins=bins, weights=sizes, color="#4472c4", alpha=0.85, label="released")
+    if prior is not None and len(prior):  # an outline on top: visible where the release has the same sizes
+        ax.hist(prior, bins=bins, weights=prior, histtype="step", linewidth=2, color="#555555", label="original")
     ax.set_xscale("log")
-    unit = "persons" if a.person_index is not None else "records"  # [longitudinal]: classes count persons
-    ax.set_xlabel(f"size of the equivalence class ({unit} in it)")
+    _plain_ticks(ax.xaxis)
+    ax.set_xlabel(f"size of the equivalence class ({unit} alike on the quasi-identifiers)")
     ax.set_ylabel(unit)
     ax.axvline(a.attack["k_equivalent"], color="#c00000", ls="--", label=f"k = {a.attack['k_equivalent']}")
-    ax.legend()
+    ax.legend(fontsize=8)
     out["ec_histogram"] = png(fig)
     plt.close(fig)
     fig, ax = plt.subplots(figsize=(6, 3.2))
@@ -48,10 +71,11 @@ def plots(a: Assessment, before: Assessment | None = None) -> dict[str, str]:
             ax.plot(np.arange(1, len(r) + 1), r, label=f"{col.replace('_', ' ')} (released)", color=color)
     if before is not None and "prosecutor" in before.per_record:
         r = np.sort(before.per_record["prosecutor"].dropna().to_numpy())[::-1]
-        ax.plot(np.arange(1, len(r) + 1), r, label="prosecutor (before)", color="#999999", ls=":")
-    ax.axhline(a.spec.release.threshold, color="#c00000", ls="--", label="threshold")
+        ax.plot(np.arange(1, len(r) + 1), r, label="prosecutor (original)", color="#999999", ls=":")
+    ax.axhline(a.spec.release.threshold, color="#c00000", ls="--", label=f"threshold {a.spec.release.threshold:g}")
     ax.set_xscale("log")
-    ax.set_xlabel(f"{unit} (sorted by risk)")
+    _plain_ticks(ax.xaxis)
+    ax.set_xlabel(f"{unit} (sorted by risk, highest first)")
     ax.set_ylabel(f"risk per {unit[:-1]}")
     ax.legend(fontsize=8)
     out["risk_per_record"] = png(fig)
@@ -59,9 +83,9 @@ def plots(a: Assessment, before: Assessment | None = None) -> dict[str, str]:
     return out
 
 
-
-def search_plot(result: dict) -> str:
-    """Risk vs information loss of the policies a search found, best one marked; base64 PNG."""
+def search_plot(result: dict, threshold: float | None = None) -> str:
+    """Risk vs information loss of the policies a search found, best one marked, the threshold (the
+    result's, or ``threshold``) dashed; base64 PNG."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -73,9 +97,14 @@ def search_plot(result: dict) -> str:
         risk = np.array([p["risk"] for p in pols], dtype=float)
         ax.scatter(loss, risk, s=18, color="#4472c4", label=f"{len(pols)} policies")
         ax.scatter(loss[:1], risk[:1], s=60, facecolors="none", edgecolors="#c00000", label="best")
-    thr = result.get("threshold", (result.get("criterion") or {}).get("threshold"))
+    thr = threshold if threshold is not None else result.get("threshold", (result.get("criterion") or {}).get("threshold"))
     if thr:
         ax.axhline(thr, color="#c00000", ls="--", label="threshold")
+    from matplotlib.ticker import FuncFormatter, MaxNLocator
+
+    for axis in (ax.xaxis, ax.yaxis):  # at most 5 ticks of at most 4 significant digits: no overlap
+        axis.set_major_locator(MaxNLocator(5))
+        axis.set_major_formatter(FuncFormatter(lambda v, _: fmt(float(v))))
     ax.set_xlabel(f"information loss ({result.get('loss', '')})")
     ax.set_ylabel("risk")
     ax.set_title(f"deid search --method {result.get('method', '')}")
@@ -83,3 +112,69 @@ def search_plot(result: dict) -> str:
     out = png(fig)
     plt.close(fig)
     return out
+
+
+def _pyplot():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def _finished(fig: Any, ax: Any, xlabel: str, ylabel: str) -> str:
+    """The plot's axis labels and legend, then the figure as a base64 PNG (and closed)."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.legend(fontsize=8)
+    out = png(fig)
+    _pyplot().close(fig)
+    return out
+
+
+def bars_before_after(labels: Sequence[str], before: Sequence[float], after: Sequence[float], *, xlabel: str,
+                      ylabel: str, k: float | None = None) -> str:
+    """Side-by-side bars of a count per category before and after a step (at most 30 categories, labels
+    turned when they would overlap), with the k every bar needs dashed; base64 PNG."""
+    plt = _pyplot()
+    labels, before, after = list(labels)[:30], list(before)[:30], list(after)[:30]
+    x = np.arange(len(labels))
+    fig, ax = plt.subplots(figsize=(6.4, 3.4))
+    ax.bar(x - 0.2, before, width=0.4, color="#bbbbbb", label="before")
+    ax.bar(x + 0.2, after, width=0.4, color="#4472c4", label="after")
+    if k is not None:
+        ax.axhline(k, color="#c00000", ls="--", label=f"k = {fmt(k)}")
+    ax.set_xticks(x)
+    ax.set_xticklabels(labels, rotation=45 if len(labels) > 6 else 0, ha="right" if len(labels) > 6 else "center",
+                       fontsize=8)
+    return _finished(fig, ax, xlabel, ylabel)
+
+
+def distribution_before_after(before: np.ndarray, after: np.ndarray, *, xlabel: str, ylabel: str,
+                              k: float | None = None, labels: tuple[str, str] = ("before", "after")) -> str:
+    """Histograms of a size (people per area, per cluster) before and after, log-scaled, k dashed."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6.4, 3.4))
+    top = max(float(np.max(before)) if len(before) else 1, float(np.max(after)) if len(after) else 1, 10)
+    low = max(min(float(np.min(before)) if len(before) else 1, float(np.min(after)) if len(after) else 1), 1)
+    bins = np.logspace(np.log10(low), np.log10(top), 25)
+    ax.hist(before, bins=bins, color="#bbbbbb", label=labels[0])
+    ax.hist(after, bins=bins, color="#4472c4", alpha=0.85, label=labels[1])
+    if k is not None:
+        ax.axvline(k, color="#c00000", ls="--", label=f"k = {fmt(k)}")
+    ax.set_xscale("log")
+    _plain_ticks(ax.xaxis)
+    return _finished(fig, ax, xlabel, ylabel)
+
+
+def probes_plot(probes: Sequence[dict], threshold: float, *, quantile: float, unit: str) -> str:
+    """``deid subsample --find-fraction``: the risk of each probed fraction (its quantile over the draws,
+    the median, the 5–95 % band) against the threshold; base64 PNG."""
+    plt = _pyplot()
+    pts = sorted(probes, key=lambda p: p["fraction"])
+    f = np.array([p["fraction"] for p in pts])
+    fig, ax = plt.subplots(figsize=(6.4, 3.4))
+    ax.fill_between(f, [p["p5"] for p in pts], [p["p95"] for p in pts], color="#c9d6ee", label="5–95 % of the draws")
+    ax.plot(f, [p["median"] for p in pts], color="#4472c4", marker="o", ms=3, label="median")
+    ax.plot(f, [p["quantile_risk"] for p in pts], color="#ed7d31", ls="-.", label=f"{fmt(quantile)} quantile")
+    ax.axhline(threshold, color="#c00000", ls="--", label=f"threshold {fmt(threshold)}")
+    return _finished(fig, ax, f"sampling fraction (share of the {unit} drawn)", "journalist risk of the sample")

@@ -13,16 +13,22 @@ keys of its own to the dict (the JSON keeps them); the page is drawn by
 from __future__ import annotations
 
 import datetime as _dt
+from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
-from ..assess import Assessment, information_loss
+from ..assess import Assessment, assess, information_loss
 from ..errors import DeidInputError
 from ..risk import THRESHOLD_TABLE, attack_assessment, k_for_threshold
+from ..spec import Spec
 from ..transform import Policy
 from .columns import column_fates, describe_step, loss_per_column, suppressed_records
+from .operations import operation_column, operation_text, recipe
+
+#: How a saved policy is re-applied when the caller does not say.
+REAPPLY = "deid apply --input NEXT.csv --policy POLICY.json --out RELEASE.csv"
 
 BOOK = "El Emam & Arbuckle, Anonymizing Health Data (O'Reilly, 2013)"
 #: Where each part of the method is described (author and section; never a page or line).
@@ -105,6 +111,14 @@ def build_report(a: Assessment, input_name: str = "", today: _dt.date | None = N
     attack_before = before.attack if before is not None else attack_assessment(a.before, rel)
     qis = spec.quasi
     fates = column_fates(source, a.output, spec, policy) if source is not None else []
+    for op in operations:  # a column changed before this assessment says so first
+        for f in fates:
+            if f["column"] == operation_column(op):
+                what, result = operation_text(op)
+                f["earlier"] = f"{what}: {result}"
+                f["text"] = f"Before this release, {result}. Then: {f['text'][:1].lower()}{f['text'][1:]}"
+    lg = a.spec.longitudinal
+    earlier, commands = recipe(operations, (reapply or {}).get("command", REAPPLY), lg.level1 if lg else ())
     if before is not None and source is not None:
         kept = [q for q in qis if q in a.output.columns]
         levels = {f["column"]: f.get("level_to", 0) for f in fates if f["column"] in kept}
@@ -142,7 +156,9 @@ def build_report(a: Assessment, input_name: str = "", today: _dt.date | None = N
                                         else {"op": "generalize", "column": s["column"], "level": s["level"]}
                                         for s in policy.steps],
             "hierarchies": {q: h.to_dict() for q, h in a.spec.hierarchies.items()},
-            "missing_values": a.spec.missing, "policy": policy.to_dict(), "reapply": dict(reapply or {}),
+            "missing_values": a.spec.missing, "policy": policy.to_dict(),
+            "reapply": {**dict(reapply or {}), "commands": commands, "earlier_steps": [list(e) for e in earlier]},
+            "earlier_operations": [operation_text(op) for op in operations],
         },
         "5_evidence": {
             "risk_before": risk_before, "risk_after": risk_after,
@@ -159,3 +175,22 @@ def build_report(a: Assessment, input_name: str = "", today: _dt.date | None = N
         report["longitudinal"] = longitudinal_section(a, attack, operations)
         report["sources"].update(LONGITUDINAL_SOURCES)
     return report
+
+
+def reassess_release(source: pd.DataFrame, output: pd.DataFrame, spec: Spec) -> tuple[Assessment, Assessment]:
+    """(the release, the original) of a release made elsewhere (``deid apply``), each measured from scratch
+    under ``spec``: the release on its own columns with no hierarchy (what a recipient holds), per person
+    with ``[longitudinal]`` (the person column put back from ``source``, rows in the same order)."""
+    rel = replace(spec, columns={c: r for c, r in spec.columns.items() if c in output.columns and r != "direct"},
+                  types={}, hierarchies={}, levels={}, record_suppression=False)
+    frame, lg = output, spec.longitudinal
+    if lg is not None:
+        if len(output) != len(source) or lg.person not in source.columns:
+            raise DeidInputError("the release does not keep the input's rows: cannot count persons")
+        frame = output.drop(columns=[lg.person], errors="ignore")
+        frame.insert(0, lg.person, source[lg.person].to_numpy())
+        rel = replace(rel, columns={lg.person: "direct", **rel.columns},
+                      longitudinal=replace(lg, level1=tuple(c for c in lg.level1 if c in output.columns),
+                                           level2=tuple(c for c in lg.level2 if c in output.columns)))
+    before = assess(source, replace(spec, levels={}, record_suppression=False))
+    return assess(frame, rel), before

@@ -19,10 +19,13 @@ thead th{background:#eef2fa}td.num{text-align:right;font-variant-numeric:tabular
 .pass{color:#176d2c;font-weight:600}.fail{color:#b00020;font-weight:600}
 .verdict{padding:.7em 1em;border-radius:6px;margin:1em 0;border:1px solid}
 .verdict.pass{background:#eaf6ec;border-color:#9ccaa5}.verdict.fail{background:#fdecee;border-color:#e6a1aa}
+.verdict.neutral{background:#f4f4f4;border-color:#bbb;font-weight:600}
+p.flag{background:#fff4e0;border-left:4px solid #e69500;padding:.4em .8em;font-weight:600}
 pre{background:#f6f6f6;padding:1em;overflow:auto;font-size:.85em;max-height:30em}
-pre.cmd{white-space:pre-wrap;word-break:break-all;max-height:none}code{background:#f2f2f2;padding:0 .2em}.small{font-size:.85em;color:#555}
+pre.cmd{white-space:pre-wrap;overflow-wrap:anywhere;max-height:none}code{background:#f2f2f2;padding:0 .2em}.small{font-size:.85em;color:#555}
 figure{display:inline-block;margin:.5em 1em .5em 0}figcaption{font-size:.85em;color:#555}
 ol.sources li{margin-bottom:.3em}
+@media print{body{max-width:none;margin:0}figure,tr,.verdict,p.flag{break-inside:avoid}h2,h3{break-after:avoid}}
 """
 
 _esc = html.escape
@@ -35,7 +38,9 @@ def fmt(v: Any) -> str:
     if isinstance(v, bool):
         return "yes" if v else "no"
     if isinstance(v, float):
-        return f"{v:,.4g}" if abs(v) >= 1e4 else f"{v:.4g}"
+        if 1e4 <= abs(v) < 1e15:  # 4 significant digits, written out: 42,560 rather than 4.256e+04
+            return f"{float(f'{v:.4g}'):,.0f}"
+        return f"{v:.4g}"
     if isinstance(v, int):
         return f"{v:,}"
     if isinstance(v, (list, tuple)):
@@ -46,8 +51,10 @@ def fmt(v: Any) -> str:
 
 
 def pct(x: float | None) -> str:
-    """A share as a percentage with two decimals (— for none)."""
-    return "—" if x is None else f"{100 * x:.2f} %"
+    """A share as a percentage with two decimals, at most 4 significant digits (100 %; — for none)."""
+    if x is None:
+        return "—"
+    return f"{100 * x:.2f} %" if abs(x) < 1 else f"{100 * x:.4g} %"
 
 
 def _inline(v: Any) -> str:
@@ -84,7 +91,8 @@ def _block(block: Block, depth: int) -> list[str]:
     if isinstance(block, Preformatted):
         return [f"<pre class='{block.style}'>{_esc(block.text)}</pre>" if block.style else f"<pre>{_esc(block.text)}</pre>"]
     if isinstance(block, Verdict):
-        return [f"<div class='verdict {'pass' if block.ok else 'fail'}'>{_esc(block.text)}</div>"]
+        kind = "neutral" if block.ok is None else ("pass" if block.ok else "fail")
+        return [f"<div class='verdict {kind}'>{_esc(block.text)}</div>"]
     raise TypeError(f"not a report block: {type(block).__name__}")
 
 

@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any, Mapping
 
 from common.schemes import Scheme, get_scheme
-from deid_core.report import Paragraph, Section, Table
+from deid_core.report import Paragraph, Section, Table, fmt
 
 #: How a linked release blocks: it does not (every holder row is compared, tables padded).
 NO_BLOCKING = "none: every holder row is compared with padded tables, nothing travels in the clear"
@@ -61,8 +61,8 @@ def linkage_prose(link: LinkageSummary) -> dict[str, Any]:
         "querier's records": link.records, "matched records": link.matched_records,
         "blank identifiers (never match)": link.blank_identifiers,
         "columns received from the holder": released,
-        "time": "; ".join(f"{k.replace('_', ' ')} {v} s" for k, v in seconds.items()) + "; "
-                f"link and release {link.linked_seconds} s",
+        "time": "; ".join(f"{k.replace('_', ' ')} {fmt(v)} s" for k, v in seconds.items()) + "; "
+                f"link and release {fmt(link.linked_seconds)} s",
         "session": link.session_id,
     }
     learned = {

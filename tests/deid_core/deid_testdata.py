@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 REPO = Path(__file__).resolve().parents[2]
@@ -59,3 +60,37 @@ LIU2016_SPEC = {
 }
 #: Zip3 (two characters cropped) and year of birth (week, month, quarter, year)
 LIU2016_SAFE_HARBOR_LEVELS = {"zip": 2, "dob": 4}
+
+
+# Small synthetic claims for LOLA and the longitudinal pages: pid, level 1 sex + yob, level 2 dx + los
+CLAIMS_SPEC_TOML = """[columns]
+pid = "direct"
+sex = "quasi"
+yob = "quasi"
+dx = "quasi"
+los = "quasi"
+[hierarchies]
+yob = { builder = "interval", widths = [10, 20] }
+dx = { builder = "prefix" }
+los = { builder = "interval", widths = [5, 10] }
+"""
+CLAIMS_LONGITUDINAL_TOML = """[longitudinal]
+person = "pid"
+level1 = ["sex", "yob"]
+level2 = ["dx", "los"]
+adversary_power = 2
+"""
+
+
+def claims(persons: int = 120, seed: int = 3) -> pd.DataFrame:
+    """Small synthetic claims: 1-6 claims per person, level 1 sex + birth year, level 2 dx + length of stay."""
+    rng = np.random.default_rng(seed)
+    n = rng.integers(1, 7, persons)
+    pid = np.repeat(np.arange(persons), n)
+    return pd.DataFrame({
+        "pid": np.char.add("p", pid.astype(str)).astype(object),
+        "sex": np.where(np.arange(persons) % 2 == 0, "F", "M")[pid].astype(object),
+        "yob": (1940 + rng.integers(0, 60, persons)).astype(str)[pid].astype(object),
+        "dx": np.array(["A1", "A2", "A3", "B1", "B2", "C1", "C2", "C3"], dtype=object)[rng.integers(0, 8, len(pid))],
+        "los": rng.integers(0, 20, len(pid)).astype(str).astype(object),
+    })

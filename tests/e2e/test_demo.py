@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from pagehelpers import CHROMIUM, check_pages
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -46,6 +48,9 @@ def test_party_demo_tells_the_whole_story(tmp_path):
     # the files named at the end are there after the run, and other files were left alone
     html = folder / "reports" / "release_report.html"
     assert html.exists() and str(html) in out
+    if CHROMIUM.exists():     # the demo's page: its threshold 0.2 is flagged as outside the recommended range
+        text = check_pages({"demo": html}, tmp_path / "shots", ["los_days"], {"demo": 2})["demo"]
+        assert "Flag: the threshold 0.2 is above the recommended range 0.05–0.1" in text
     for name in ("cohort_linked.csv", "west_overlaps.csv", "release.csv", "keyholder-audit.tsv"):
         assert (folder / name).exists() and str(folder / name) in out
     audit = (folder / "keyholder-audit.tsv").read_text().splitlines()

@@ -13,6 +13,7 @@ import pandas as pd
 
 import deid_core
 from linkhelpers import TEST_KEY_BITS, make_party, run_party
+from pagehelpers import CHROMIUM, check_pages
 from test_release import serve
 
 REPO = Path(__file__).resolve().parents[2]
@@ -105,6 +106,11 @@ def test_link_release_report_says_what_was_done_to_every_column(keyholder, tmp_p
     assert "Paillier, 1024-bit keys" in linkage_html and "What each party learned" in linkage_html
     assert f"<code>{before}</code> → <code>{after}</code>" in page
     assert page.count("data:image/png;base64,") == 2
+    assert page.index("<h2>Verdict</h2>") < page.index("<h2>Linkage</h2>") < page.index("<h2>1.")
+    if CHROMIUM.exists():     # the page as the ethics board sees it: verdict first, nothing raw, plots drawn
+        text = check_pages({"link_release": tmp_path / "reports" / "release_report.html"}, tmp_path / "shots",
+                           min_plots={"link_release": 2})["link_release"]
+        assert "Flag: the threshold 0.2 is above the recommended range 0.05–0.1" in text
 
     # the saved policy re-applies from its own folder, moved elsewhere
     saved = tmp_path / "reports" / "release_policy.json"

@@ -6,7 +6,6 @@ import json
 import subprocess
 import sys
 
-import numpy as np
 import pandas as pd
 import pytest
 
@@ -15,7 +14,7 @@ from deid_core.algorithm.lola import lola_problem, lola_release
 from deid_core.io import read_table
 from deid_core.spec import parse_spec
 
-from deid_testdata import REPO as ROOT
+from deid_testdata import CLAIMS_LONGITUDINAL_TOML as LONGITUDINAL_TOML, CLAIMS_SPEC_TOML as SPEC_TOML, REPO as ROOT, claims
 
 SPEC = {
     "columns": {"pid": "direct", "sex": "quasi", "yob": "quasi", "dx": "quasi", "los": "quasi"},
@@ -23,39 +22,6 @@ SPEC = {
                     "los": {"builder": "interval", "widths": [5, 10]}},
     "longitudinal": {"person": "pid", "level1": ["sex", "yob"], "level2": ["dx", "los"], "adversary_power": 2},
 }
-
-SPEC_TOML = """[columns]
-pid = "direct"
-sex = "quasi"
-yob = "quasi"
-dx = "quasi"
-los = "quasi"
-[hierarchies]
-yob = { builder = "interval", widths = [10, 20] }
-dx = { builder = "prefix" }
-los = { builder = "interval", widths = [5, 10] }
-"""
-LONGITUDINAL_TOML = """[longitudinal]
-person = "pid"
-level1 = ["sex", "yob"]
-level2 = ["dx", "los"]
-adversary_power = 2
-"""
-
-
-def claims(persons: int = 120, seed: int = 3) -> pd.DataFrame:
-    """Small synthetic claims: 1-6 claims per person, level 1 sex + birth year, level 2 dx + length of stay."""
-    rng = np.random.default_rng(seed)
-    n = rng.integers(1, 7, persons)
-    pid = np.repeat(np.arange(persons), n)
-    return pd.DataFrame({
-        "pid": np.char.add("p", pid.astype(str)).astype(object),
-        "sex": np.where(np.arange(persons) % 2 == 0, "F", "M")[pid].astype(object),
-        "yob": (1940 + rng.integers(0, 60, persons)).astype(str)[pid].astype(object),
-        "dx": np.array(["A1", "A2", "A3", "B1", "B2", "C1", "C2", "C3"], dtype=object)[rng.integers(0, 8, len(pid))],
-        "los": rng.integers(0, 20, len(pid)).astype(str).astype(object),
-    })
-
 
 @pytest.mark.parametrize("iterations", [10_000, 60])  # census (>= 120 persons) and Monte Carlo
 def test_lola_returns_the_least_loss_acceptable_node_exhaustive(iterations):

@@ -283,7 +283,7 @@ def test_report_longitudinal_section(files):
     assert [o.get("operation", "truncate") for o in lg["operations"]] == ["truncate", "shuffle"]
     page = (d / "r.html").read_text()
     assert "Longitudinal data: one person, many rows" in page and "10 events (rows) of 6 persons" in page
-    assert "Persons by power" in page and "1 of 11 claims removed" in page and "shuffled among the persons" in page
+    assert "Persons by power" in page and "1 of 11 claims (rows) removed" in page and "shuffled (deid codes) among the persons" in page
     assert "at least k = 3 persons" in page  # the threshold is stated in persons
     bad = d / "bad.json"
     bad.write_text("{}")

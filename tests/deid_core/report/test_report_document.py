@@ -32,7 +32,7 @@ def test_every_block_renders_escaped_with_numbers_rounded():
     assert "<h2>One &amp; two</h2>" in page and "<h3>Sub</h3>" in page and "<p>x &lt; y</p>" in page
     assert "<p class='small'>small print</p>" in page
     assert "<td><b>a&lt;b</b></td><td class='num'>0.1235</td>" in page
-    assert "<td class='num'>1.235e+05</td>" in page and "<td class='num'>—</td>" in page
+    assert "<td class='num'>123,500</td>" in page and "<td class='num'>—</td>" in page
     assert "<td class='num'>yes</td>" in page
     assert "<code>02139</code> → <code>021</code>" in page and "<span class='fail'>does not meet</span>" in page
     assert "<table><tbody><tr><th>setting</th><td>12,345</td></tr></tbody></table>" in page
@@ -59,9 +59,22 @@ def test_the_five_step_page_takes_a_callers_sections_first_and_knows_nothing_of_
     assert "Linkage" not in plain and plain.count("<figure>") == 2
     extra = Section("Where the data came from", [Paragraph("linked first")])
     page = render_html(report, plots(a), preface=[extra])
-    assert page.index("Where the data came from") < page.index("1. Direct identifiers") < page.index("5. Re-assessment")
+    assert (page.index("<h2>Verdict</h2>") < page.index("Where the data came from") < page.index("1. Direct identifiers")
+            < page.index("5. Re-assessment"))
     titles = [s.title for s in assessment_document(report).sections]
-    assert titles == ["1. Direct identifiers and quasi-identifiers", "2. The threshold",
+    assert titles == ["Verdict", "1. Direct identifiers and quasi-identifiers", "2. The threshold",
                       "3. The risk, measured under the plausible attacks", "4. What was done",
                       "5. Re-assessment of the release", "The policy to re-apply"]
     assert "Re-assess between 2027-07-02 and 2028-01-02" in page
+
+
+def test_utility_page_explains_a_missing_cramers_v_and_opens_with_a_verdict():
+    from deid_core.report import render_utility_html
+
+    tab = {"columns": ["sex", "zip"], "tvd": 1.0, "tvd_released_categories": 0.125, "cramers_v_before": 0.2,
+           "cramers_v_after": None, "cells_before": 40, "cells_after": 2}
+    page = render_utility_html({"original": "o.csv", "released": "r.csv", "records": {"original": 10, "released": 10},
+                                "crosstabs": [tab]})
+    assert page.index("<h2>Verdict</h2>") < page.index("Cross-tabulations")
+    assert "verdict neutral" in page and "not judged against a threshold" in page
+    assert "fewer than two categories left" in page and "on the released categories each original value" in page
