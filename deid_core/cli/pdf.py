@@ -9,9 +9,10 @@ from .options import guard_outputs
 
 def cmd_pdf(args: argparse.Namespace) -> int:
     from ..io import write_bytes
-    from ..report.pdf import print_pdf
+    from ..report.pdf import check_page, print_pdf
 
     guard_outputs([args.html], [args.out])
+    check_page(args.html)
     print(f"deid pdf: printing {args.html} with headless Chromium (a few seconds)", file=sys.stderr, flush=True)
     data = print_pdf(args.html)
     write_bytes(data, args.out)

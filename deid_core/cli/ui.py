@@ -7,23 +7,21 @@ import sys
 
 from common.net import is_loopback
 from ..errors import DeidInputError
+from .options import AT_LEAST_1, integer
 
 
 def cmd_ui(args: argparse.Namespace) -> int:
     if not is_loopback(args.host) and not args.allow_remote:
         raise DeidInputError(f"refusing to serve on {args.host}: the workbench shows data; pass --allow-remote "
                              "to serve beyond this computer (every request then needs the printed token)")
-    if not 0 < args.port < 65536:
-        raise DeidInputError(f"--port must be in 1..65535, got {args.port}")
-    if args.max_upload_mb < 1:
-        raise DeidInputError("--max-upload-mb must be at least 1")
     import uvicorn
 
     from ..ui import SearchCommand, create_app
-    from .search import search_arguments, search_release
+    from .search import METHOD_OPTIONS, search_arguments, search_release
 
     token = secrets.token_urlsafe(24) if args.allow_remote else None
-    app = create_app(SearchCommand(search_arguments, search_release), host=args.host, port=args.port, token=token, max_upload_mb=args.max_upload_mb,
+    app = create_app(SearchCommand(search_arguments, search_release,
+                                       {name: methods for name, (methods, _) in METHOD_OPTIONS.items()}), host=args.host, port=args.port, token=token, max_upload_mb=args.max_upload_mb,
                      allow_remote=args.allow_remote)
     shown = f"[{args.host}]" if ":" in args.host else args.host
     address = f"http://{shown}:{args.port}/" + (f"?token={token}" if token else "")
@@ -39,9 +37,9 @@ def cmd_ui(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction) -> None:
     """Add ``ui`` to the ``deid`` subcommands."""
     u = sub.add_parser("ui", help="the release workbench in the browser: load, declare, assess, search, export")
-    u.add_argument("--port", type=int, default=8000, help="port to serve on")
+    u.add_argument("--port", type=integer(1, 65535), default=8000, help="port to serve on")
     u.add_argument("--host", default="127.0.0.1", help="address to serve on (loopback unless --allow-remote)")
     u.add_argument("--allow-remote", action="store_true",
                    help="allow a non-loopback --host; every request then needs the token printed at start")
-    u.add_argument("--max-upload-mb", type=int, default=256, help="largest file accepted by an upload, in MB")
+    u.add_argument("--max-upload-mb", type=AT_LEAST_1, default=256, help="largest file accepted by an upload, in MB")
     u.set_defaults(run=cmd_ui)

@@ -24,12 +24,21 @@ def browser() -> str:
     raise DeidInputError("printing a page to PDF needs Chromium (e.g. apt-get install chromium): none found on PATH")
 
 
+def check_page(page: str | Path) -> Path:
+    """``page`` if it is a readable HTML page, else one line saying why not (before any browser starts)."""
+    page = Path(page)
+    if not page.is_file():
+        raise DeidInputError(f"cannot read {str(page)!r}: " + ("a folder, not a file" if page.is_dir() else "no such file"))
+    head = page.read_bytes()[:256].lstrip().lower()
+    if not head.startswith((b"<!doctype html", b"<html")):
+        raise DeidInputError(f"{str(page)!r} is not an HTML page (deid pdf prints the --html page of a deid command)")
+    return page
+
+
 def print_pdf(page: str | Path) -> bytes:
     """The PDF bytes of the HTML page at ``page`` (A4 by the browser's default, backgrounds printed, no
     header or footer)."""
-    page = Path(page)
-    if not page.is_file():
-        raise DeidInputError(f"cannot read {str(page)!r}: no such file")
+    page = check_page(page)
     with tempfile.TemporaryDirectory(prefix="deid-pdf-") as scratch:
         out = Path(scratch) / "page.pdf"
         command = [browser(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",

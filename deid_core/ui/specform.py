@@ -11,6 +11,7 @@ from typing import Any, Mapping, Sequence
 import tomli_w
 
 from ..errors import DeidInputError
+from ..hierarchy import portable
 from ..spec import BUILDERS, RELEASE_TYPES, ROLES, Spec, parse_spec
 
 #: ``[types]`` the Safe Harbor treatment and the detector know (docs/deid.md, "Spec (TOML)").
@@ -174,7 +175,7 @@ class SpecForm:
         for c, t in spec.types.items():
             form.columns[c].type = str(t)
         for c, h in spec.hierarchies.items():
-            col, params = form.columns[c], dict(h.portable(max_rows=1_000_000).params)
+            col, params = form.columns[c], dict(portable(h, max_rows=1_000_000).params)
             if h.builder == "csv":
                 col.builder, col.rows, col.source = "csv", params["rows"], str(params.get("source", ""))
                 continue

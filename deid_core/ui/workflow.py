@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import threading
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field as dataclass_field, replace
 from pathlib import Path
 from typing import Callable, Mapping
 
@@ -132,10 +132,15 @@ class SearchCommand:
 
     parse: Callable[[list[str]], argparse.Namespace]
     run: Callable[[argparse.Namespace, Spec, pd.DataFrame], tuple[dict, pd.DataFrame | None]]
+    #: option -> the methods it applies to (``deid search`` refuses an option its method does not use)
+    applies: Mapping[str, tuple[str, ...]] = dataclass_field(default_factory=dict)
 
 
-def search_argv(ws: Workspace, options: Mapping[str, str]) -> list[str]:
-    """The ``deid search`` command line of the search form (the same parser checks it)."""
+def search_argv(ws: Workspace, options: Mapping[str, str],
+                applies: Mapping[str, tuple[str, ...]] | None = None) -> list[str]:
+    """The ``deid search`` command line of the search form (the same parser checks it); a field the chosen
+    method does not use (``applies``) is left out, as the form greys it out."""
+    applies = applies or {}
     method = options.get("method", "ola")
     if method not in METHODS:
         raise DeidInputError(f"method must be one of {', '.join(METHODS)}")
@@ -148,7 +153,7 @@ def search_argv(ws: Workspace, options: Mapping[str, str]) -> list[str]:
         argv += ["--k" if criterion == "k" else "--threshold", value]
     for option in ("max_suppression", "loss", "top", "iterations", "seed"):
         text = (options.get(option) or "").strip()
-        if text:
+        if text and method in applies.get(option, (method,)):
             argv += [f"--{option.replace('_', '-')}", text]
     if method == "bps" and ws.population_path is not None:
         argv += ["--population", str(ws.population_path)]
@@ -170,7 +175,7 @@ def start_search(ws: Workspace, options: Mapping[str, str], command: SearchComma
     if ws.job is not None and not ws.job.finished:
         raise DeidInputError("a search is already running in this tab")
     spec = current_spec(ws)
-    argv = search_argv(ws, options)
+    argv = search_argv(ws, options, command.applies)
     try:
         args = command.parse(argv)
     except UsageError as error:

@@ -61,8 +61,8 @@ COMMANDS: dict[str, tuple[list[str], list[str], list[str], list[str]]] = {
     "safe-harbor": (["--input", "d.csv", "--spec", "cross.toml", "--out", "o.csv", "--report", "o.json"],
                     ["--input", "--spec"], ["--out", "--report"], []),
     "apply": (["--input", "d.csv", "--policy", "policy.json", "--out", "o.csv", "--key-file", "owner.key",
-               "--reversal-out", "o.sealed", "--policy-out", "o_policy.json"],
-              ["--input", "--policy", "--key-file"], ["--out", "--reversal-out", "--policy-out"], []),
+               "--reversal-out", "o.sealed", "--policy-out", "o_policy.json", "--spec", "cross.toml", "--html", "o.html"],
+              ["--input", "--policy", "--key-file", "--spec"], ["--out", "--reversal-out", "--policy-out", "--html"], []),
     "reverse": (["--table", "rev.sealed", "--column", "name", "--input", "released.csv", "--out", "o.csv",
                  "--key-file", "owner.key"], ["--table", "--input", "--key-file"], ["--out"], ["--column"]),
     "utility": (["--original", "d.csv", "--released", "d.csv", "--spec", "cross.toml", "--numeric", "age",
@@ -71,13 +71,14 @@ COMMANDS: dict[str, tuple[list[str], list[str], list[str], list[str]]] = {
     "search": (["--input", "d.csv", "--spec", "cross.toml", "--method", "ola", "--k", "2", "--out", "o.json",
                 "--apply-best", "o.csv"], ["--input", "--spec"], ["--out", "--apply-best"], []),
     "subsample": (["--input", "d.csv", "--spec", "cross.toml", "--fraction", "0.5", "--out", "o.csv",
-                   "--report", "o.json"], ["--input", "--spec"], ["--out", "--report"], []),
+                   "--report", "o.json", "--html", "o.html"], ["--input", "--spec"], ["--out", "--report", "--html"], []),
     "attack": (["--input", "claims.csv", "--spec", "long.toml", "--iterations", "100", "--out", "o.json"],
                ["--input", "--spec"], ["--out"], []),
-    "truncate": (["--input", "claims.csv", "--spec", "long.toml", "--out", "o.csv", "--report", "o.json"],
-                 ["--input", "--spec"], ["--out", "--report"], []),
+    "truncate": (["--input", "claims.csv", "--spec", "long.toml", "--out", "o.csv", "--report", "o.json",
+                  "--html", "o.html"], ["--input", "--spec"], ["--out", "--report", "--html"], []),
     "codes": (["--input", "claims.csv", "--spec", "long.toml", "--shuffle", "--code", "dx", "--out", "o.csv",
-               "--report", "o.json"], ["--input", "--spec"], ["--out", "--report"], ["--code"]),
+               "--report", "o.json", "--html", "o.html"], ["--input", "--spec"], ["--out", "--report", "--html"],
+              ["--code"]),
     "geo": (["--areas", "areas.csv", "--input", "zip_claims.csv", "--column", "zip", "--threshold", "0.0001",
              "--out", "o.csv", "--report", "o.json", "--hierarchy-out", "o_h.csv"], ["--areas", "--input"],
             ["--out", "--report", "--hierarchy-out"], ["--column"]),
@@ -85,6 +86,10 @@ COMMANDS: dict[str, tuple[list[str], list[str], list[str], list[str]]] = {
                   "provider_zip", "--person", "member_id", "--provider", "provider", "--out", "o.json"],
                  ["--areas", "--input"], ["--out"], ["--home", "--provider-area", "--person", "--provider"]),
 }
+if shutil.which("chromium"):  # deid pdf prints with headless Chromium (installed by .ci/run)
+    COMMANDS["pdf"] = (["--html", "page.html", "--out", "o.pdf"], ["--html"], ["--out"], [])
+#: commands that serve until stopped: only their refusals are swept (never a run that would serve)
+SERVING = {"ui": ["--port", "8765"]}
 BAD_NUMBERS = ("-1", "nan", "abc", "1e999")
 
 
@@ -106,6 +111,7 @@ def folder(tmp_path_factory) -> Path:
                                                    "hierarchy": {"builder": "interval", "widths": [10]}, "level": 1}],
         "columns": {"zip": "quasi", "sex": "quasi"}, "default": None}))
     (d / "owner.key").write_text(KEY)
+    (d / "page.html").write_text("<!doctype html><html><body><h1>Verdict</h1><p>a page</p></body></html>")
     for f in ("areas.csv", "zip_claims.csv"):
         shutil.copy(REPO / "docs" / "examples" / f, d / f)
     (d / "empty.csv").write_text("")
@@ -124,7 +130,7 @@ def _snapshot(d: Path) -> dict[str, str]:
 
 
 def _argv(folder: Path, command: str, args: list[str]) -> list[str]:
-    flag_values = {"--seed", "--method", "--k", "--fraction", "--iterations", "--threshold", "--column", "--home",
+    flag_values = {"--port", "--host", "--max-upload-mb", "--seed", "--method", "--k", "--fraction", "--iterations", "--threshold", "--column", "--home",
                    "--provider-area", "--person", "--provider", "--code", "--numeric", "--categorical"}
     out, prev = [command], None
     for a in args:
@@ -166,6 +172,10 @@ def _cases() -> list[tuple[str, str, list[str]]]:
             cases.append((command, f"{option} in a missing folder", _replace(base, option, "no/such/folder.out")))
             cases.append((command, f"{option} over an input", _replace(base, option, base[base.index(inputs[0]) + 1])))
         cases += [(command, f"{o} unknown column", _replace(base, o, "no_such_column")) for o in columns]
+    for command, base in SERVING.items():
+        for option in _numeric_options(command):
+            cases += [(command, f"{option} {v}", _replace(base, option, v)) for v in BAD_NUMBERS]
+        cases.append((command, "--host 0.0.0.0 without --allow-remote", _replace(base, "--host", "0.0.0.0")))
     codes, search, utility = (COMMANDS[c][0] for c in ("codes", "search", "utility"))
     cases += [  # meaningless although every value is well formed
         ("codes", "--code sex: a per-person column", _replace(codes, "--code", "sex")),
@@ -202,5 +212,5 @@ def test_bad_input_exits_2_with_one_line_and_writes_nothing(folder, capsys, comm
 
 def test_the_sweep_covers_every_deid_command_and_many_cases():
     sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
-    assert set(sub.choices) == set(COMMANDS)
+    assert set(sub.choices) == set(COMMANDS) | set(SERVING) | ({"pdf"} if "pdf" not in COMMANDS else set())
     assert len(CASES) >= 250

@@ -75,7 +75,7 @@ def pages(tmp_path_factory) -> tuple[dict[str, Path], Path]:
     deid("truncate", "--input", d / "claims.csv", "--spec", d / "claims.toml", "--width", "1", "--k", "30",
          "--out", d / "truncated.csv", "--report", d / "truncate.json", "--html", p["truncate"])
     deid("codes", "--input", d / "truncated.csv", "--spec", d / "claims.toml", "--suppress", "--code", "dx", "--k",
-         "1000", "--out", d / "coded.csv", "--report", d / "codes.json", "--html", p["codes"])
+         "1000", "--out", d / "coded.csv", "--report", d / "codes.json", "--html", p["codes"], "--force")
     deid("assess", "--input", d / "coded.csv", "--spec", d / "claims.toml", "--levels", "yob=1,dx=1", "--attack",
          "--iterations", "200", "--prior-report", d / "truncate.json", "--prior-report", d / "codes.json",
          "--out", d / "long.json", "--html", p["assess_longitudinal"])
