@@ -26,7 +26,7 @@ from grpc_reflection.v1alpha import reflection
 from keyholder import validation
 from common.net import is_loopback
 from keyholder.errors import ServiceError
-from keyholder.sessions import PENDING, KeyHolder, PairRule
+from keyholder.sessions import PENDING, KeyHolder, PairRule, WeightedRule
 from keyholder.store import Message, Round, Session
 from proto import linkage_pb2 as pb
 from proto import linkage_pb2_grpc as pb_grpc
@@ -67,7 +67,11 @@ def round_info(found: Round, for_querier: bool) -> pb.RoundInfo:
 
 
 def pair_rule(rule: pb.PairRule) -> PairRule:
-    return PairRule(tuple(rule.group_sizes), tuple(tuple(term.groups) for term in rule.terms))
+    weighted = None
+    if rule.HasField("weighted"):
+        w = rule.weighted
+        weighted = WeightedRule(tuple(w.group_fields), tuple(w.group_weights), tuple(w.field_else), w.threshold)
+    return PairRule(tuple(rule.group_sizes), tuple(tuple(term.groups) for term in rule.terms), weighted)
 
 
 class Changes:

@@ -23,6 +23,7 @@ from party_client.errors import PartyError
 from party_client.identity import PartyDir
 from party_client.lookups import BucketPlan, LookupSession, LookupState, plan_buckets
 from party_client.matching.normalize import FIELD_TYPES
+from party_client.matching.level_rules import LevelRules
 from party_client.matching.rules import Rules
 from party_client.matching.rules_file import load_rules
 from party_client.matching.keys import QuerierKeys, exact_holder_keys, exact_querier_keys
@@ -151,7 +152,7 @@ class Party:
         if (id_column is None) == (rules is None):
             raise PartyError("give either an id column or a rules file")
         if rules is not None:
-            rules = load_rules(rules) if not isinstance(rules, Rules) else rules
+            rules = rules if isinstance(rules, (Rules, LevelRules)) else load_rules(rules)
             return frame, rules.querier_keys(frame) if side == "querier" else rules.holder_keys(frame)
         require_columns(frame, [id_column], "id")
         if id_type not in FIELD_TYPES:

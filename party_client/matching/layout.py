@@ -31,6 +31,8 @@ class PairGroup:
     def variants(self) -> int:
         return 3 ** sum(c.part == "year~1" for c in self.parts)
 
+    slots = 1                          # querier keys per record
+
 
 @dataclass(frozen=True)
 class PairLayout:
@@ -44,6 +46,9 @@ class PairLayout:
     groups: tuple[PairGroup, ...]
     terms: tuple[tuple[int, ...], ...]
     term_ids: tuple[int, ...]          # the rule's term index of each of ``terms``
+    # ``levels`` (:mod:`party_client.matching.level_rules`): per group its field, its weight, per field
+    # its else weight and the threshold, K's weighted rule instead of terms
+    weighted: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], int] | None = None
 
     @property
     def group_sizes(self) -> list[int]:
@@ -52,6 +57,11 @@ class PairLayout:
     @property
     def comparisons(self) -> int:
         return sum(self.group_sizes)
+
+    @property
+    def slots(self) -> int:
+        """Querier ciphertexts per entry (one per group, or a level group's slots)."""
+        return sum(g.slots for g in self.groups)
 
     @property
     def name(self) -> str:
