@@ -273,3 +273,13 @@ def stub_for(server, party_dir: Path):
     channel = server.channel(party_dir / "tls" if not server.insecure else None)
     token = (party_dir / "token").read_text().strip()
     return pb_grpc.KeyHolderStub(channel), [("authorization", f"Bearer {token}")]
+
+
+def all_bytes(folder: Path) -> bytes:
+    """Every byte of every file under ``folder`` (a key holder's store and spool, to search)."""
+    return b"".join(p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file())
+
+
+def needles(value: str) -> list[bytes]:
+    """How a value could sit in a file: UTF-8 or UTF-16."""
+    return [value.encode(), value.encode("utf-16-le")]

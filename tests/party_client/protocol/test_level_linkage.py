@@ -82,3 +82,48 @@ def test_secure_levels_equal_the_plaintext_model_on_random_tables(keyholder, tmp
     matched = result.frame[result.frame["matched"]]
     assert set(zip(matched["rec_id"], matched["rec_id_holder"])) == expected_ids
     assert result.report["passes"][0]["layout"] == "levels"
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_the_key_holder_stores_and_logs_no_value_key_or_encoding_of_any_level(fresh_keyholder, tmp_path, monkeypatch,
+                                                                               scheme):
+    """K's store, spool and log hold no value, no level key (deletion variants, swapped pairs, shifted dates)
+    and no encoding of one; what K kept per matched pair is its deciding levels, as docs/protocol.md says."""
+    import party_client.matching.level_rules as level_rules_module
+    from party_client.crypto.encoding import encode_to
+    from linkhelpers import all_bytes, encoding_length, needles
+    secrets: list[bytes] = []
+    plan = level_rules_module.plan_passes
+
+    def capture(*args, **kwargs):
+        secret, passes = plan(*args, **kwargs)
+        secrets.append(secret)
+        return secret, passes
+    monkeypatch.setattr(level_rules_module, "plan_passes", capture)
+    server = fresh_keyholder()
+    querier, holder = random_tables(seed=21)
+    rules = level_rules()
+    (qdir, _), (hdir, hname) = make_party(server, tmp_path), make_party(server, tmp_path)
+    result = serve_and_join(qdir, hdir, hname, querier, holder, holder=dict(rules=rules, release_columns=["rec_id"]),
+                            join=dict(rules=rules, key_bits=key_bits_for(scheme), scheme=scheme))
+    assert result.frame["matched"].any()
+    server.stop()
+    stored, logs = all_bytes(server.data_dir), server.log_path.read_bytes()
+    keys: set[tuple[str, str]] = set()
+    for frame in (querier, holder):
+        groups = rules.model.groups(rules.codes(frame))
+        for f in rules.model.fields:
+            for outcome, group in zip(f.outcomes, groups[f.name]):
+                label = f"{f.name}.{outcome}"
+                for slot in group.querier:
+                    keys |= {(label, v) for v in slot if v}
+                for _, column in group.holder:
+                    keys |= {(label, v if isinstance(v, str) else v[1]) for v in column if v}
+    values = {str(v) for column in ("first", "last", "dob", "postcode") for v in pd.concat([querier, holder])[column] if v}
+    for value in {v for v in values | {key for _, key in keys} if len(v) >= 5}:      # shorter ones occur by chance
+        for needle in needles(value):
+            assert needle not in stored and needle not in logs, f"{value!r} found at the key holder"
+    length = encoding_length(scheme)
+    for label, key in keys:
+        x = encode_to(secrets[0], f"pair/{label}", key, length)
+        assert x not in stored and x.hex().encode() not in stored and x not in logs
