@@ -16,6 +16,7 @@ from common.cli import INTERRUPTED, Expected, OneLineParser, UsageError, exit_no
 from common.distributed import Cluster, ClusterLost, DaskUnavailable, add_timeout_option
 from common.schemes import DEFAULT_SCHEME, SCHEME_NAMES, parse_scheme_list
 from party_client.errors import PartyError
+from party_client.preset_options import add_preset_options, check_plan, preset_rules
 from party_client.transport import FIRST_CONTACT_SECONDS, RETRY_WINDOW_SECONDS, KeyHolderUnavailable
 
 log = logging.getLogger("party")
@@ -47,6 +48,7 @@ def cmd_register(args) -> int:
 
 def cmd_hold(args) -> int:
     party = _party(args)
+    args.rules = preset_rules(args)
     _key_source(args)
     def waiting() -> None:
         print(f"party: waiting for queries from the key holder at {party.keyholder} (polls of "
@@ -95,6 +97,11 @@ def _finish(result, out: str, report_file: str | None) -> int:
 def cmd_query(args) -> int:
     from party_client.tables import check_output
     check_output(args.out, args.input)
+    if args.command != "lookup":
+        args.rules = preset_rules(args)
+        _key_source(args)
+        if check_plan(args, args.rules):           # before any session, or even a party directory
+            return 0
     party = _party(args)
     common = dict(id_type=args.id_type, key_bits=args.key_bits, fast_blinding=args.fast_blinding,
                   timeout=args.timeout, matched_column=args.matched_column, scheme=args.scheme)
@@ -104,7 +111,6 @@ def cmd_query(args) -> int:
         result = party.lookup(args.holder, args.input, args.id_column, args.population, max_risk=args.max_risk,
                               buckets=args.buckets, **common)
     else:
-        _key_source(args)
         result = getattr(party, args.command)(args.holder, args.input, args.id_column, rules=args.rules,
                                               term_column=args.term_column, one_to_one=args.one_to_one,
                                               **common)
@@ -122,7 +128,10 @@ def _accepted_columns(items: list[str] | None) -> dict[str, str]:
 
 def cmd_link_release(args) -> int:
     from party_client.release import link_release
+    args.rules = preset_rules(args)
     _key_source(args)
+    if check_plan(args, args.rules):
+        return 0
     summary = link_release(_party(args), args.holder, args.input, spec=args.spec, method=args.method,
                            out=args.out, report_dir=args.report_dir, id_column=args.id_column, rules=args.rules,
                            policy=args.policy, threshold=args.threshold, max_suppression=args.max_suppression,
@@ -267,6 +276,7 @@ def build_parser() -> argparse.ArgumentParser:
     hold.add_argument("--input", required=True, help="your table (CSV or Parquet)")
     hold.add_argument("--id-column", help="exact matching on this column")
     hold.add_argument("--rules", help="fuzzy matching with this rules file (TOML), instead of --id-column")
+    add_preset_options(hold, querier=False)
     hold.add_argument("--id-type", default="identifier", help="how ids are normalized: identifier or name")
     hold.add_argument("--release-columns", help="comma-separated columns released to a joining querier")
     hold.add_argument("--once", action="store_true", help="serve what is pending, then exit")
@@ -300,6 +310,7 @@ def build_parser() -> argparse.ArgumentParser:
             sub.add_argument("--term-column", help="add a column naming the rule terms that matched")
             sub.add_argument("--one-to-one", action="store_true",
                              help="keep only the best match per querier row (most rule terms fired)")
+            add_preset_options(sub, querier=True)
         sub.add_argument("--out", required=True, help="CSV or Parquet (.parquet)")
         sub.add_argument("--report", help="write the run's report (JSON) here")
         _scheme_options(sub)
@@ -329,6 +340,7 @@ def build_parser() -> argparse.ArgumentParser:
     release = connected(commands.add_parser("link-release", help="join, then de-identify and release"))
     release.add_argument("--holder", required=True, help="the holder party's name (e.g. the registry)")
     querier_common(release)
+    add_preset_options(release, querier=True)
     release.add_argument("--spec", required=True, help="de-identification spec (TOML) of the joined table")
     release.add_argument("--method", required=True, help="safe-harbor | policy | threshold")
     release.add_argument("--policy", help="a saved deid policy (JSON) for --method policy")

@@ -30,6 +30,7 @@ from deid_core.report import plots
 from deid_core.longitudinal.persons import level1_table
 from deid_core.spec import LongitudinalSpec
 from party_client.errors import PartyError
+from party_client.matching.level_rules import LevelRules
 from party_client.matching.rules import Rules
 from party_client.matching.rules_file import load_rules
 from party_client.tables import check_output, read_table, write_table
@@ -40,8 +41,8 @@ METHODS = ("safe-harbor", "policy", "threshold")
 def _linking_columns(id_column: str | None, rules) -> list[str]:
     if rules is None:
         return [id_column]
-    rules = rules if isinstance(rules, Rules) else load_rules(rules)
-    return sorted({f.column for f in rules.fields.values()})
+    rules = rules if isinstance(rules, (Rules, LevelRules)) else load_rules(rules)
+    return sorted({column for f in rules.fields.values() for column in getattr(f, "columns", [f.column])})
 
 
 def _release_spec(spec: deid_core.Spec, columns: list[str]) -> deid_core.Spec:

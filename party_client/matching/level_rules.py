@@ -186,3 +186,77 @@ def model_weight(model: LevelModel, decided: list[str]) -> float:
         outcome = reported.get(f.name, ELSE_LEVEL)
         total += 0.0 if outcome == MISSING_LEVEL else model.weights[f.name][outcome]
     return total
+
+
+# -- the rules file ----------------------------------------------------------------------------------
+def rules_document(rules: LevelRules) -> dict:
+    """The model as a rules-file dict (``[[field]]`` with ``levels``, ``[rule.levels]``, ``[[blocking]]``,
+    ``[risk]``): to edit, and to give the other party (who puts in its own column names)."""
+    fields = []
+    for f in rules.model.fields:
+        entry = {"name": f.name, "type": f.value_type, "levels": [level.name for level in f.levels]}
+        if f.parts:
+            entry["columns"] = list(f.parts)
+        else:
+            entry["column"] = f.column
+        if f.date_format:
+            entry["date_format"] = f.date_format
+        if f.value_type == "text":
+            entry["normalize"] = f.normalize
+        fields.append(entry)
+    document = {"field": fields,
+                "rule": {"levels": {"threshold": rules.model.threshold,
+                                    "weights": {f: dict(w) for f, w in rules.model.weights.items()}}},
+                "blocking": [{"fields": list(b.fields), **({"buckets": b.buckets} if b.buckets else {}),
+                              **({"clear": True} if b.clear else {})} for b in rules.blocking],
+                "risk": {"max": rules.risk.max, **({"population": rules.risk.population}
+                                                   if rules.risk.population else {})}}
+    return document
+
+
+def load_level_rules(document: dict, where: str, risk: RiskPolicy) -> LevelRules:
+    """A rules-file dict whose fields have ``levels`` (see :func:`rules_document`)."""
+    from party_client.matching.fellegi_sunter import VALUE_TYPES, LevelField
+    from party_client.matching.levels import Level
+    fields = []
+    for entry in document.get("field", []):
+        try:
+            name, value_type, levels = entry["name"], entry.get("type", "text"), entry["levels"]
+        except KeyError as missing:
+            raise PartyError(f"{where}: every [[field]] with levels needs {missing}") from None
+        if value_type not in VALUE_TYPES:
+            raise PartyError(f"{where}: field '{name}' type must be one of {', '.join(VALUE_TYPES)}")
+        columns = entry.get("columns")
+        if (columns is None) == ("column" not in entry):
+            raise PartyError(f"{where}: field '{name}' needs column = \"...\" or (dates) columns = [year, month, day]")
+        if columns is not None and (value_type != "date" or len(columns) != 3):
+            raise PartyError(f"{where}: field '{name}': columns = [year, month, day] is for date fields only")
+        if value_type == "date" and columns is None and not entry.get("date_format"):
+            raise PartyError(f"{where}: date field '{name}' needs date_format, e.g. \"%Y%m%d\"")
+        fields.append(LevelField(name, value_type, tuple(Level.parse(text, value_type) for text in levels),
+                                 entry.get("column"), tuple(columns) if columns else None, entry.get("date_format"),
+                                 entry.get("normalize", "name")))
+    spec = document.get("rule", {}).get("levels", {})
+    try:
+        threshold = float(spec["threshold"])
+        weights = {f: {level: float(w) for level, w in table.items()} for f, table in spec["weights"].items()}
+    except KeyError as missing:
+        raise PartyError(f"{where}: [rule.levels] needs {missing}") from None
+    except (TypeError, ValueError, AttributeError):
+        raise PartyError(f"{where}: [rule.levels] threshold and weights must be numbers") from None
+    names = {f.name for f in fields}
+    blocking = []
+    for entry in document.get("blocking", []):
+        parts = entry.get("fields")
+        if not isinstance(parts, list) or not parts or not all(isinstance(p, str) for p in parts):
+            raise PartyError(f"{where}: every [[blocking]] needs fields = [\"name\", \"name:soundex\", ...]")
+        for part in parts:
+            name, _, transform = part.partition(":")
+            if name not in names or (transform and transform not in BLOCK_TRANSFORMS):
+                raise PartyError(f"{where}: [[blocking]] part '{part}' is not a field (with one of "
+                                 f"{', '.join(BLOCK_TRANSFORMS)})")
+        buckets = entry.get("buckets")
+        if buckets is not None and (not isinstance(buckets, int) or buckets < 1):
+            raise PartyError(f"{where}: [[blocking]] buckets must be a positive integer")
+        blocking.append(BlockingPass(tuple(parts), buckets, bool(entry.get("clear", False))))
+    return LevelRules(LevelModel(fields, weights, threshold), blocking, risk, source=where)
