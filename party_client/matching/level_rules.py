@@ -146,9 +146,11 @@ class LevelRules:
                           BlockedHolder(self.pass_layouts(), group_keys, block_keys, [b.clear for b in self.blocking]))
 
     # -- the plaintext reference ----------------------------------------------------------------------
-    def candidate_pairs(self, querier: pd.DataFrame, holder: pd.DataFrame) -> pd.DataFrame:
-        """(entry, row) pairs sharing a clear block key in some pass (the union; keyed buckets add more)."""
-        codes_q, codes_h = self.codes(querier), self.codes(holder)
+    def candidate_pairs(self, querier: pd.DataFrame, holder: pd.DataFrame,
+                        holder_rules: "LevelRules | None" = None) -> pd.DataFrame:
+        """(entry, row) pairs sharing a clear block key in some pass (the union; keyed buckets add more);
+        ``holder_rules``: the holder's own rules (its column names) when they differ."""
+        codes_q, codes_h = self.codes(querier), (holder_rules or self).codes(holder)
         found = []
         for b in self.blocking:
             keys_q, keys_h = block_codes(self.model, codes_q, b), block_codes(self.model, codes_h, b)
@@ -157,11 +159,11 @@ class LevelRules:
             found.append(left[left.key != ""].merge(right[right.key != ""], on="key")[["entry", "row"]])
         return pd.concat(found).drop_duplicates().reset_index(drop=True)
 
-    def plaintext_matches(self, querier: pd.DataFrame, holder: pd.DataFrame,
-                          pairs: pd.DataFrame) -> pd.DataFrame:
-        """Of the given (entry, row) pairs, those the model accepts, with their weight (bits) and levels."""
+    def plaintext_matches(self, querier: pd.DataFrame, holder: pd.DataFrame, pairs: pd.DataFrame,
+                          holder_rules: "LevelRules | None" = None) -> pd.DataFrame:
+        """Of the given (entry, row) pairs, those the model accepts, with their weight (bits)."""
         groups_q = self.model.groups(self.codes(querier))
-        groups_h = self.model.groups(self.codes(holder))
+        groups_h = self.model.groups((holder_rules or self).codes(holder))
         left, right = pairs["entry"].to_numpy(), pairs["row"].to_numpy()
         levels = pair_levels(self.model, groups_q, groups_h, left, right)
         keep = accepted(self.model, levels)
