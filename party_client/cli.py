@@ -113,6 +113,7 @@ def cmd_query(args) -> int:
     else:
         result = getattr(party, args.command)(args.holder, args.input, args.id_column, rules=args.rules,
                                               term_column=args.term_column, one_to_one=args.one_to_one,
+                                              duplicate_free=args.duplicate_free,
                                               **common)
     return _finish(result, args.out, args.report)
 
@@ -310,6 +311,9 @@ def build_parser() -> argparse.ArgumentParser:
             sub.add_argument("--term-column", help="add a column naming the rule terms that matched")
             sub.add_argument("--one-to-one", action="store_true",
                              help="keep only the best match per querier row (most rule terms fired)")
+            sub.add_argument("--duplicate-free", action="store_true",
+                             help="with --one-to-one and comparison levels: both tables hold each person once, "
+                                  "so choose the matches of largest total weight globally")
             add_preset_options(sub, querier=True)
         sub.add_argument("--out", required=True, help="CSV or Parquet (.parquet)")
         sub.add_argument("--report", help="write the run's report (JSON) here")

@@ -83,6 +83,8 @@ def blocked_matches(prepared: PreparedQuery, results: Results, keys: QuerierKeys
             prepared.decided[attachment.row_tag, record] = [layout.groups[g].label for g in fired]
         else:
             hits.update((term_ids[t], record) for t in fired)
+    position = {tag: i for i, tag in enumerate(by_row)}
+    prepared.decided = {(position[tag], record): labels for (tag, record), labels in prepared.decided.items()}
     return [(sorted(hits), values) for hits, values in by_row.values()]
 
 

@@ -82,6 +82,10 @@ def test_secure_levels_equal_the_plaintext_model_on_random_tables(keyholder, tmp
     matched = result.frame[result.frame["matched"]]
     assert set(zip(matched["rec_id"], matched["rec_id_holder"])) == expected_ids
     assert result.report["passes"][0]["layout"] == "levels"
+    # the levels K reported give each pair the plaintext model's weight
+    weights = dict(zip(zip(querier["rec_id"][expected.entry], holder["rec_id"][expected.row]), expected.weight))
+    assert all(abs(w - weights[q, h]) < 1e-9 for q, h, w in zip(matched["rec_id"], matched["rec_id_holder"],
+                                                                matched["match_weight"]))
 
 
 @pytest.mark.parametrize("scheme", SCHEMES)
