@@ -16,7 +16,7 @@ from common.cli import INTERRUPTED, Expected, OneLineParser, UsageError, exit_no
 from common.distributed import Cluster, ClusterLost, DaskUnavailable, add_timeout_option
 from common.schemes import DEFAULT_SCHEME, SCHEME_NAMES, parse_scheme_list
 from party_client.errors import PartyError
-from party_client.preset_options import add_preset_options, check_plan, preset_rules
+from party_client.preset_options import add_preset_options, check_plan, preset_rules, write_page
 from party_client.transport import FIRST_CONTACT_SECONDS, RETRY_WINDOW_SECONDS, KeyHolderUnavailable
 
 log = logging.getLogger("party")
@@ -115,6 +115,7 @@ def cmd_query(args) -> int:
                                               term_column=args.term_column, one_to_one=args.one_to_one,
                                               duplicate_free=args.duplicate_free,
                                               **common)
+        write_page(args, args.rules, result)
     return _finish(result, args.out, args.report)
 
 

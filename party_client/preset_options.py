@@ -31,6 +31,9 @@ def add_preset_options(sub: argparse.ArgumentParser, querier: bool) -> None:
                          help="print the candidate pairs, comparisons and time per scheme; link nothing")
         sub.add_argument("--max-comparisons", type=int, metavar="N",
                          help="refuse (exit 2, no session opened) when the plan needs more comparisons")
+        sub.add_argument("--html", metavar="PAGE.html",
+                         help="join with comparison levels: write a page with m, u and weights per level, the "
+                              "match weights, estimated precision and recall, and borderline matches")
 
 
 def preset_rules(args: argparse.Namespace):
@@ -73,3 +76,17 @@ def check_plan(args: argparse.Namespace, rules) -> bool:
     if dry_run:
         print(plan_text(estimate))
     return dry_run
+
+
+def write_page(args: argparse.Namespace, rules, result) -> None:
+    """``--html``: the linkage page of a join over comparison levels (the holder assumed as large as our table)."""
+    path = getattr(args, "html", None)
+    if not path:
+        return
+    if not isinstance(rules, LevelRules) or "match_weight" not in result.frame.columns:
+        raise PartyError("--html needs a join with --preset or a rules file with comparison levels")
+    from party_client.matching.linkage_page import render_page
+    from party_client.tables import read_table, write_text
+    own = list(read_table(args.input).columns)
+    write_text(render_page(rules.model, result.frame, "match_weight", args.matched_column, own, len(result.frame)),
+               path)

@@ -208,7 +208,8 @@ def rules_document(rules: LevelRules) -> dict:
         fields.append(entry)
     document = {"field": fields,
                 "rule": {"levels": {"threshold": rules.model.threshold,
-                                    "weights": {f: dict(w) for f, w in rules.model.weights.items()}}},
+                                    "weights": {f: dict(w) for f, w in rules.model.weights.items()},
+                                    **({"m": rules.model.m, "u": rules.model.u} if rules.model.m else {})}},
                 "blocking": [{"fields": list(b.fields), **({"buckets": b.buckets} if b.buckets else {}),
                               **({"clear": True} if b.clear else {})} for b in rules.blocking],
                 "risk": {"max": rules.risk.max, **({"population": rules.risk.population}
@@ -261,4 +262,9 @@ def load_level_rules(document: dict, where: str, risk: RiskPolicy) -> LevelRules
         if buckets is not None and (not isinstance(buckets, int) or buckets < 1):
             raise PartyError(f"{where}: [[blocking]] buckets must be a positive integer")
         blocking.append(BlockingPass(tuple(parts), buckets, bool(entry.get("clear", False))))
-    return LevelRules(LevelModel(fields, weights, threshold), blocking, risk, source=where)
+    try:
+        m = {f: {level: float(p) for level, p in table.items()} for f, table in spec.get("m", {}).items()}
+        u = {f: {level: float(p) for level, p in table.items()} for f, table in spec.get("u", {}).items()}
+    except (TypeError, ValueError, AttributeError):
+        raise PartyError(f"{where}: [rule.levels] m and u must be probabilities") from None
+    return LevelRules(LevelModel(fields, weights, threshold, m, u), blocking, risk, source=where)

@@ -64,12 +64,19 @@ def test_preset_person_links_like_its_plaintext_model_and_writes_its_rules(keyho
 
     preset = ("--preset", "person", "--population", "10000000")
     found = link("o.csv", *preset, "--map", QUERIER_MAP, "--write-rules", str(tmp_path / "q.toml"),
+                 "--html", str(tmp_path / "page.html"),
                  holder_how=("--preset", "person", "--map", HOLDER_MAP, "--write-rules", str(tmp_path / "h.toml")))
     candidates = q_rules.plaintext_matches(querier, holder_frame,
                                            q_rules.candidate_pairs(querier, holder_frame, h_rules), h_rules)
     assert found == set(zip(querier["rec_id"][candidates.entry], holder_frame["rec_id"][candidates.row]))
     assert len(found & expected_ids) >= len(expected_ids) - 2     # blocking loses at most a couple
     assert "population = 10000000" in (tmp_path / "q.toml").read_text()
+    page = (tmp_path / "page.html").read_text()
+    for part in ("Estimated quality at the threshold", "m, u and weight per level", "data:image/png;base64,",
+                 "Borderline matches (your own records only)", "swapped:last"):
+        assert part in page
+    borderline = page.split("Borderline matches")[1]
+    assert "dup-0" not in borderline and "org" in borderline        # the querier's records, never the holder's
     again = link("r.csv", "--rules", str(tmp_path / "q.toml"), holder_how=("--rules", str(tmp_path / "h.toml")))
     assert again == found
 
