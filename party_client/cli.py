@@ -16,7 +16,7 @@ from common.cli import INTERRUPTED, Expected, OneLineParser, UsageError, exit_no
 from common.distributed import Cluster, ClusterLost, DaskUnavailable, add_timeout_option
 from common.schemes import DEFAULT_SCHEME, SCHEME_NAMES, parse_scheme_list
 from party_client.errors import PartyError
-from party_client.preset_options import add_preset_options, check_plan, preset_rules, write_page
+from party_client.preset_options import add_preset_options, check_plan, estimate_preset, preset_rules, write_page
 from party_client.transport import FIRST_CONTACT_SECONDS, RETRY_WINDOW_SECONDS, KeyHolderUnavailable
 
 log = logging.getLogger("party")
@@ -165,6 +165,10 @@ def cmd_estimate(args) -> int:
     check_output(args.out, args.rules, args.input, suffixes=(".toml",), kind="a .toml")
     frame = read_table(args.input)
     require_records(frame, args.input)
+    if args.preset:
+        return estimate_preset(args, frame)
+    if not args.rules:
+        raise UsageError("party estimate: give --rules or --preset")
     document, result = estimate_rules(args.rules, frame, args.threshold, max_pairs=args.max_pairs, seed=args.seed)
     write_text(rules_text(document, result, len(frame)), args.out)
     prior = math.log2((1 - result.match_proportion) / result.match_proportion)
@@ -366,7 +370,8 @@ def build_parser() -> argparse.ArgumentParser:
     many.set_defaults(run=cmd_dedup_many)
 
     estimate = commands.add_parser("estimate", help="estimate Fellegi-Sunter m and u (EM) on your own table")
-    estimate.add_argument("--rules", required=True, help="rules file (TOML) naming the fields")
+    estimate.add_argument("--rules", help="rules file (TOML) naming the fields")
+    add_preset_options(estimate, querier=False)
     estimate.add_argument("--input", required=True, help="your table (CSV or Parquet); it must contain duplicates")
     estimate.add_argument("--out", required=True, help="rules file to write (.toml) with [rule.fellegi_sunter]")
     estimate.add_argument("--threshold", type=float,

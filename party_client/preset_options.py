@@ -90,3 +90,25 @@ def write_page(args: argparse.Namespace, rules, result) -> None:
     own = list(read_table(args.input).columns)
     write_text(render_page(rules.model, result.frame, "match_weight", args.matched_column, own, len(result.frame)),
                path)
+
+
+def estimate_preset(args: argparse.Namespace, frame) -> int:
+    """``party estimate --preset``: m by EM over the table's own blocked pairs, u from its frequencies,
+    written as a rules file for both parties (refused when EM did not converge)."""
+    from party_client.matching.presets import estimate_person
+    from party_client.tables import write_text
+    if args.rules:
+        raise PartyError("party estimate: give --rules or --preset, not both")
+    if not args.map:
+        raise PartyError(f"--preset {args.preset} needs --map ROLE=COLUMN,...")
+    rules = person_rules(parse_map(args.map), None, 0.05, args.date_format,
+                         args.match_threshold if args.threshold is None else args.threshold, args.preset)
+    estimated, fit, pairs = estimate_person(rules, frame, max_pairs=args.max_pairs, seed=args.seed)
+    write_text(tomli_w.dumps(rules_document(estimated)), args.out)
+    print(f"{len(frame):,} records, {pairs:,} training pairs; EM converged in {fit.iterations} iterations; "
+          f"about {fit.match_proportion * pairs:,.0f} matching pairs among them")
+    print(f"{'field':<14} {'level':<16} {'m':>8} {'u':>10} {'weight':>8}")
+    for f in estimated.model.fields:
+        for level, weight in estimated.model.weights[f.name].items():
+            print(f"{f.name:<14} {level:<16} {fit.m[f.name][level]:>8.4f} {fit.u[f.name][level]:>10.6f} {weight:>8.2f}")
+    return 0

@@ -156,3 +156,39 @@ def estimated_model(model: LevelModel, frame: pd.DataFrame) -> LevelModel:
     estimated = LevelModel(model.fields, weights, model.threshold, model.m, u)
     estimated.check()
     return estimated
+
+
+def own_blocked_pairs(rules: LevelRules, frame: pd.DataFrame, max_pairs: int, seed: int = 0) -> tuple:
+    """Pairs (i < j) of one table's records sharing a clear block key in some pass, at most ``max_pairs``
+    (a seeded sample): the training pairs of EM."""
+    import numpy as np
+    from party_client.matching.level_rules import block_codes
+    codes = rules.codes(frame)
+    found = []
+    for blocking in rules.blocking:
+        keys = block_codes(rules.model, codes, blocking)
+        table = pd.DataFrame({"key": keys, "i": range(len(keys))})
+        table = table[table["key"] != ""]
+        pairs = table.merge(table, on="key")
+        found.append(pairs[pairs["i_x"] < pairs["i_y"]][["i_x", "i_y"]])
+    pairs = pd.concat(found).drop_duplicates()
+    if len(pairs) > max_pairs:
+        pairs = pairs.sample(max_pairs, random_state=seed)
+    return pairs["i_x"].to_numpy(dtype=np.int64), pairs["i_y"].to_numpy(dtype=np.int64)
+
+
+def estimate_person(rules: LevelRules, frame: pd.DataFrame, max_pairs: int = 1_000_000, seed: int = 0):
+    """The preset's m by EM over the level patterns of the table's own blocked pairs (it must hold
+    duplicates), u from its value frequencies on random pairs; refused unless EM converged.  Returns
+    (rules with the estimated weights, EM fit, training pairs)."""
+    from party_client.matching.fellegi_sunter import expectation_maximisation, model_from_fit, pair_levels
+    model = rules.model
+    left, right = own_blocked_pairs(rules, frame, max_pairs, seed)
+    if not len(left):
+        raise PartyError("no two records of the table share a blocking key: EM has nothing to learn from")
+    groups = model.groups(model.codes(frame))
+    fit = expectation_maximisation(model, pair_levels(model, groups, groups, left, right))
+    u = u_from_frequencies(model, frame, seed=seed)
+    fit = type(fit)(fit.m, u, fit.match_proportion, fit.iterations, fit.converged, fit.change)
+    estimated = model_from_fit(model.fields, fit, model.threshold)
+    return LevelRules(estimated, rules.blocking, rules.risk, source=rules.source), fit, len(left)

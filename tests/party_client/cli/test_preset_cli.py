@@ -94,3 +94,15 @@ def test_max_comparisons_refuses_in_one_line_before_any_session(tmp_path):
                     "--holder", "h", "--input", str(tmp_path / "q.csv"), "--out", str(tmp_path / "o.csv"),
                     "--preset", "person", "--map", QUERIER_MAP, "--population", "10000000", "--dry-run")
     assert "estimated time: ec about" in dry.stdout and "first+last" in dry.stdout and not (tmp_path / "o.csv").exists()
+
+
+def test_estimate_preset_learns_m_by_em_on_own_duplicates_and_writes_rules(tmp_path):
+    from febrl import load_febrl3
+    from party_client.matching.rules_file import load_rules
+    load_febrl3().reset_index().head(2000).to_csv(tmp_path / "f3.csv", index=False)
+    result = run_party("estimate", "--input", str(tmp_path / "f3.csv"), "--out", str(tmp_path / "f3.toml"),
+                       "--preset", "person", "--map", QUERIER_MAP)
+    assert "EM converged in" in result.stdout
+    rules = load_rules(tmp_path / "f3.toml")
+    assert rules.model.m["id"]["exact"] > 0.8 and rules.model.u["id"]["exact"] < 0.01
+    assert rules.model.weights["dob"]["exact"] > 8
