@@ -44,7 +44,7 @@ class BlockedQuery:
     secret: bytes
     layouts: list[PairLayout]
     passes: list[PlannedPass]
-    group_keys: dict[str, list[list[str]]]          # per group label, per querier slot, per record
+    group_keys: dict[str, list[str]]          # per encoding domain (a group label), per record
 
 
 @dataclass

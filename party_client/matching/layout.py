@@ -31,7 +31,10 @@ class PairGroup:
     def variants(self) -> int:
         return 3 ** sum(c.part == "year~1" for c in self.parts)
 
-    slots = 1                          # querier keys per record
+    @property
+    def domains(self) -> tuple[str, ...]:
+        """The encoding domain of each querier key the group compares with (one: its label)."""
+        return (self.label,)
 
 
 @dataclass(frozen=True)
@@ -59,9 +62,19 @@ class PairLayout:
         return sum(self.group_sizes)
 
     @property
+    def slot_domains(self) -> list[str]:
+        """The querier's ciphertexts per entry, by encoding domain: each group's, shared where groups
+        compare with the same key (comparison levels of one field)."""
+        return list(dict.fromkeys(d for g in self.groups for d in g.domains))
+
+    @property
     def slots(self) -> int:
-        """Querier ciphertexts per entry (one per group, or a level group's slots)."""
-        return sum(g.slots for g in self.groups)
+        return len(self.slot_domains)
+
+    def slot_positions(self) -> list[list[int]]:
+        """Per group, the entry position of each of its querier keys."""
+        index = {d: i for i, d in enumerate(self.slot_domains)}
+        return [[index[d] for d in g.domains] for g in self.groups]
 
     @property
     def name(self) -> str:

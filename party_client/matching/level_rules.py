@@ -22,7 +22,7 @@ from party_client.matching.fellegi_sunter import ELSE_LEVEL, LevelModel, accepte
 from party_client.matching.fields import aligned_key
 from party_client.matching.keys import BlockedHolder, BlockedQuery, HolderKeys, QuerierKeys, QuerierTable
 from party_client.matching.layout import PairLayout
-from party_client.matching.levels import MISSING_LEVEL
+from party_client.matching.levels import ANCHOR, MISSING_LEVEL
 
 TABLE = "fellegi_sunter"
 BLOCK_TRANSFORMS = ("soundex", "nysiis", "metaphone", "initial", "year", "month", "day")
@@ -30,12 +30,12 @@ BLOCK_TRANSFORMS = ("soundex", "nysiis", "metaphone", "initial", "year", "month"
 
 @dataclass(frozen=True)
 class LevelGroup:
-    """One level of one field as a comparison group: ``slots`` querier keys per record, ``variants``
-    comparisons per pair."""
+    """One level of one field as a comparison group: the encoding domains of its querier keys (shared by
+    the levels of a field that compare with the same key), ``variants`` comparisons per pair."""
 
     label: str
     variants: int
-    slots: int
+    domains: tuple[str, ...]
 
 
 def block_codes(model: LevelModel, codes: dict[str, pd.Series], blocking: BlockingPass) -> pd.Series:
@@ -78,14 +78,12 @@ class LevelRules:
         self.terms = [()]
 
     # -- layout -----------------------------------------------------------------------------------
-    def _shapes(self) -> list[tuple[str, int, int]]:
-        """(label, comparisons, querier slots) per group, from a one-record table (shapes do not depend on values)."""
+    def _shapes(self) -> list[tuple[str, int, tuple[str, ...]]]:
+        """(label, comparisons, querier key domains) per group, from a one-record table (shapes do not
+        depend on values)."""
         groups = self.model.groups({f.name: pd.Series([""], dtype=object) for f in self.model.fields})
-        shapes = []
-        for f in self.model.fields:
-            for outcome, keys in zip(f.outcomes, groups[f.name]):
-                shapes.append((f"{f.name}.{outcome}", keys.comparisons, len(keys.querier)))
-        return shapes
+        return [(f"{f.name}.{outcome}", keys.comparisons, _domains(f.name, keys))
+                for f in self.model.fields for outcome, keys in zip(f.outcomes, groups[f.name])]
 
     def layout(self) -> PairLayout:
         shapes = self._shapes()
@@ -94,7 +92,7 @@ class LevelRules:
         for index, f in enumerate(self.model.fields):
             field_of += [index] * (len(f.levels) + 1)
             weights += scaled[index]
-        groups = tuple(LevelGroup(label, comparisons, slots) for label, comparisons, slots in shapes)
+        groups = tuple(LevelGroup(label, comparisons, domains) for label, comparisons, domains in shapes)
         return PairLayout("levels", groups, (), (0,), (tuple(field_of), tuple(weights), tuple(otherwise), threshold))
 
     def pass_layouts(self) -> list[PairLayout]:
@@ -128,7 +126,8 @@ class LevelRules:
         groups = self.model.groups(codes)
         for f in self.model.fields:
             for outcome, keys in zip(f.outcomes, groups[f.name]):
-                group_keys[f"{f.name}.{outcome}"] = [slot.tolist() for slot in keys.querier]
+                for domain, slot in zip(_domains(f.name, keys), keys.querier):
+                    group_keys[domain] = slot.tolist()
         identity = np.arange(records, dtype=np.int64)
         tables = [QuerierTable(TABLE, [str(r) for r in range(records)], identity, identity)]
         return QuerierKeys(records, tables, self.spec, BlockedQuery(secret, self.pass_layouts(), passes, group_keys))
@@ -169,6 +168,11 @@ class LevelRules:
         keep = accepted(self.model, levels)
         weights = pattern_weights(self.model, levels) / 1000
         return pd.DataFrame({"entry": left[keep], "row": right[keep], "weight": weights[keep]})
+
+
+def _domains(field: str, keys) -> tuple[str, ...]:
+    """The encoding domain of each querier slot of a level: ``<field>.<source>``, the anchor shared."""
+    return tuple(source if source == ANCHOR else f"{field}.{source}" for source in keys.sources)
 
 
 def _holder_column(slot: int, values: pd.Series) -> list:

@@ -34,6 +34,7 @@ NUMBER_LEVELS = ("exact", "within")
 DEFAULT_TYPO_LENGTH = 8
 DEFAULT_TRANSPOSED_LENGTH = 10
 MISSING_LEVEL = "missing"
+ANCHOR = "anchor"                   # the missing level's constant querier slot, one for all fields
 ELSE_LEVEL = "else"
 
 
@@ -95,6 +96,9 @@ class GroupKeys:
 
     querier: list[pd.Series]
     holder: list[tuple[int, pd.Series]]
+    # per querier slot, what the key is (the levels of one field that compare with the same key share
+    # its ciphertext; ``ANCHOR`` is one constant slot for every field)
+    sources: tuple[str, ...] = ()
 
     @property
     def comparisons(self) -> int:
@@ -123,8 +127,8 @@ def _text(values: pd.Series) -> pd.Series:
     return values.astype("string").fillna("").astype(object)
 
 
-def _one(querier: pd.Series, holder: pd.Series) -> GroupKeys:
-    return GroupKeys([querier], [(0, holder)])
+def _one(querier: pd.Series, holder: pd.Series, source: str) -> GroupKeys:
+    return GroupKeys([querier], [(0, holder)], (source,))
 
 
 # -- keys per level ----------------------------------------------------------------------------------
@@ -135,24 +139,25 @@ def text_keys(level: Level, codes: pd.Series, other: pd.Series | None = None) ->
     present = codes != ""
     kind = level.kind
     if kind == "exact":
-        return _one(codes, codes)
+        return _one(codes, codes, "value")
     if kind in PHONETIC:
         encode = PHONETIC[kind]
         lookup = {v: (encode(v) if v else "") for v in pd.unique(codes)}
         phonetic = codes.map(lookup)
-        return _one(phonetic, phonetic)
+        return _one(phonetic, phonetic, kind)
     if kind in ("initial", "prefix"):
         prefix = codes.str[:1 if kind == "initial" else int(level.parameter)]
-        return _one(prefix, prefix)
+        return _one(prefix, prefix, level.name)
     if kind == "swapped":
         if other is None:
             raise PartyError(f"level {level.name} needs the other field's codes")
         other = _text(other)
         both = present & (other != "")
-        return _one((codes + SEPARATOR + other).where(both, ""), (other + SEPARATOR + codes).where(both, ""))
+        return _one((codes + SEPARATOR + other).where(both, ""), (other + SEPARATOR + codes).where(both, ""),
+                    level.name)
     if kind == "transposed":
         limit = int(level.parameter)
-        return GroupKeys([codes], [(0, _swapped(codes, i)) for i in range(limit - 1)])
+        return GroupKeys([codes], [(0, _swapped(codes, i)) for i in range(limit - 1)], ("value",))
     if kind == "typo":
         return typo_keys(codes, int(level.parameter))
     raise PartyError(f"level {level.name} is not a text level")
@@ -181,7 +186,7 @@ def typo_keys(codes: pd.Series, limit: int) -> GroupKeys:
     holder += [(2 + i, deleted_marked[i]) for i in range(limit)]
     holder += [(2 + i, deleted_marked[i + 1]) for i in range(limit - 1)]
     holder += [(2 + i + 1, deleted_marked[i]) for i in range(limit - 1)]
-    return GroupKeys(querier, holder)
+    return GroupKeys(querier, holder, tuple(f"typo{limit}.{k}" for k in range(len(querier))))
 
 
 def date_keys(level: Level, dates: pd.Series) -> GroupKeys:
@@ -191,31 +196,31 @@ def date_keys(level: Level, dates: pd.Series) -> GroupKeys:
     year, month, day = dates.str[:4], dates.str[4:6], dates.str[6:8]
     kind = level.kind
     if kind == "exact":
-        return _one(dates, dates)
+        return _one(dates, dates, "value")
     if kind == "day_month_swap":
         swapped = (year + day + month).where(present & (day != month), "")
-        return _one(dates, swapped)
+        return _one(dates, swapped, "value")
     if kind == "year":
         numeric = pd.to_numeric(year.where(present, None), errors="coerce")
         shifted = [((numeric + d).astype("Int64").astype("string").str.zfill(4) + month + day)
                    .astype(object).where(present, "").fillna("") for d in (-1, 1)]
-        return GroupKeys([dates], [(0, s) for s in shifted])
+        return GroupKeys([dates], [(0, s) for s in shifted], ("value",))
     if kind == "days":
         ordinal = day_numbers(dates)
-        return number_keys(Level("within", level.parameter), ordinal, exclude_zero=True)
+        return number_keys(Level("within", level.parameter), ordinal, exclude_zero=True, source="day_number")
     raise PartyError(f"level {level.name} is not a date level")
 
 
-def number_keys(level: Level, numbers: pd.Series, exclude_zero: bool = False) -> GroupKeys:
+def number_keys(level: Level, numbers: pd.Series, exclude_zero: bool = False, source: str = "value") -> GroupKeys:
     """Keys of a number level on integers ('' missing): ``exact``, or ``within:T`` (|x - y| <= T)."""
     numbers = _text(numbers)
     if level.kind == "exact":
-        return _one(numbers, numbers)
+        return _one(numbers, numbers, source)
     tolerance = int(level.parameter)
     value = pd.to_numeric(numbers.where(numbers != "", None), errors="coerce").astype("Int64")
     deltas = [d for d in range(-tolerance, tolerance + 1) if not (exclude_zero and d == 0)]
     holder = [(0, (value + d).astype("string").fillna("").astype(object)) for d in deltas]
-    return GroupKeys([numbers], holder)
+    return GroupKeys([numbers], holder, (source,))
 
 
 def day_numbers(dates: pd.Series) -> pd.Series:
@@ -236,7 +241,7 @@ def missing_keys(codes: pd.Series) -> GroupKeys:
     anchor = pd.Series("anchor", index=codes.index, dtype=object)
     # the holder's slot choice is per row: keep it as a (slot, key) pair per row
     holder = pd.Series([(1, "anchor") if a else (0, "missing") for a in absent], index=codes.index, dtype=object)
-    return GroupKeys([indicator, anchor], [(-1, holder)])
+    return GroupKeys([indicator, anchor], [(-1, holder)], (MISSING_LEVEL, ANCHOR))
 
 
 # -- evaluation on plaintext keys ----------------------------------------------------------------

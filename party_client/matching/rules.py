@@ -219,7 +219,7 @@ class Rules:
         """The querier's risk-checked passes and its key per comparison group and record."""
         secret, passes = plan_passes(self.blocking, [self.block_keys(codes, b) for b in self.blocking],
                                      self.risk, records)
-        group_keys = {label: [variants[0].tolist()] for label, variants in self.group_codes(codes, querier=True).items()}
+        group_keys = {label: variants[0].tolist() for label, variants in self.group_codes(codes, querier=True).items()}
         # One "table" per rule term whose key is the record itself: a match (term, record) then maps to
         # the record like a cuckoo-table hit does, so outputs are assembled the same way.
         identity = np.arange(records, dtype=np.int64)

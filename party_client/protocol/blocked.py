@@ -38,17 +38,17 @@ def prepare_blocked(keys: QuerierKeys, options: QueryOptions, length: int,
     blocked = keys.blocked
     encodings, blocks, specs = [], [], []
     entry_records, entry_passes, offsets = [], [], [0]
-    cache: dict[tuple[str, int, int], bytes | None] = {}
+    cache: dict[tuple[str, int], bytes | None] = {}
     for index, (planned, layout) in enumerate(zip(blocked.passes, blocked.layouts)):
         specs.append(pb.BlockingPassSpec(name=planned.name, buckets=planned.buckets, records=len(planned.records)))
-        slots = [(g.label, slot) for g in layout.groups for slot in range(g.slots)]
+        domains = layout.slot_domains
         for record in progress(f"encode pass {planned.name}", len(planned.records))(planned.records.tolist()):
-            for label, slot in slots:
-                if (label, slot, record) not in cache:
-                    value = blocked.group_keys[label][slot][record]
-                    cache[label, slot, record] = (encode_to(blocked.secret, f"pair/{label}", value, length)
-                                                  if value else None)
-                encodings.append(cache[label, slot, record])
+            for domain in domains:
+                if (domain, record) not in cache:
+                    value = blocked.group_keys[domain][record]
+                    cache[domain, record] = (encode_to(blocked.secret, f"pair/{domain}", value, length)
+                                             if value else None)
+                encodings.append(cache[domain, record])
             entry_records.append(record)
             entry_passes.append(index)
             offsets.append(len(encodings))
@@ -116,14 +116,15 @@ class BlockedEngine:
         secret, length = header.session_secret, context.encoding_length
         encoded: dict[tuple[str, int], list[tuple[int, bytes]]] = {}
 
-        def variants(label: str, row: int) -> list[tuple[int, bytes]]:
+        def variants(group, row: int) -> list[tuple[int, bytes]]:
             """Our (querier slot, encoding) of one group for one row: every variant (random where we have
-            no key; a level group's variants name the querier slot they are compared with)."""
-            if (label, row) not in encoded:
-                pairs = [v[row] if isinstance(v[row], tuple) else (0, v[row]) for v in blocked.group_keys[label]]
-                encoded[label, row] = [(slot, encode_to(secret, f"pair/{label}", key, length) if key
-                                        else os.urandom(length)) for slot, key in pairs]
-            return encoded[label, row]
+            no key; a level group's variants name the querier slot they are compared with, and are
+            encoded in that slot's domain)."""
+            if (group.label, row) not in encoded:
+                pairs = [v[row] if isinstance(v[row], tuple) else (0, v[row]) for v in blocked.group_keys[group.label]]
+                encoded[group.label, row] = [(slot, encode_to(secret, f"pair/{group.domains[slot]}", key, length)
+                                              if key else os.urandom(length)) for slot, key in pairs]
+            return encoded[group.label, row]
         mix = random.Random(os.urandom(16))
         plan = RoundPlan([], segments=[])
         entry, position = 0, 0
@@ -132,14 +133,13 @@ class BlockedEngine:
             pairs = candidate_pairs(entries_blocks, holder_pass_blocks(blocked, secret, index, spec.buckets))
             order = context.shuffle(f"{context.session_id}/{index}", np.arange(len(pairs)))
             entries, rows = pairs["entry"].to_numpy(), pairs["row"].to_numpy()
-            labels = [g.label for g in layout.groups]
-            offsets = np.cumsum([0] + [g.slots for g in layout.groups])[:-1].tolist()
+            positions = layout.slot_positions()
             start = len(plan.units)
             for i in tqdm_rows(order, f"holder: encode pairs of pass {index + 1}", context.progress):
                 row, base = int(rows[i]), position + int(entries[i]) * layout.slots
                 comparisons = []
-                for g, label in enumerate(labels):
-                    group = [(base + offsets[g] + slot, x) for slot, x in variants(label, row)]
+                for g, group_spec in enumerate(layout.groups):
+                    group = [(base + positions[g][slot], x) for slot, x in variants(group_spec, row)]
                     if layout.weighted:           # K sees which groups agree, not which variant did
                         mix.shuffle(group)
                     comparisons += group

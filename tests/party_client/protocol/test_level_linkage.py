@@ -78,7 +78,7 @@ def test_secure_levels_equal_the_plaintext_model_on_random_tables(keyholder, tmp
     served: list[dict] = []
     result = serve_and_join(qdir, hdir, hname, querier, holder, served=served,
                             holder=dict(rules=rules, release_columns=["rec_id"]),
-                            join=dict(rules=rules, key_bits=key_bits_for(scheme), scheme=scheme, timeout=30))
+                            join=dict(rules=rules, key_bits=key_bits_for(scheme), scheme=scheme))
     matched = result.frame[result.frame["matched"]]
     assert set(zip(matched["rec_id"], matched["rec_id_holder"])) == expected_ids
     assert result.report["passes"][0]["layout"] == "levels"
