@@ -66,8 +66,6 @@ def block_codes(model: LevelModel, codes: dict[str, pd.Series], blocking: Blocki
 class LevelRules:
     """A level model with blocking passes: both parties' keys for the blocked engine."""
 
-    compare = "levels"
-
     def __init__(self, model: LevelModel, blocking: list[BlockingPass], risk: RiskPolicy | None = None,
                  source: str = "preset") -> None:
         model.check()
@@ -75,7 +73,7 @@ class LevelRules:
             raise PartyError("a model over comparison levels needs at least one [[blocking]] pass")
         self.model, self.blocking, self.risk, self.source = model, list(blocking), risk or RiskPolicy(), source
         self.fields = {f.name: f for f in model.fields}
-        self.terms = [()]
+        self.terms = [()]          # one key table (``TABLE``), as reports and benchmarks count a rule's terms
 
     # -- layout -----------------------------------------------------------------------------------
     def _shapes(self) -> list[tuple[str, int, tuple[str, ...]]]:

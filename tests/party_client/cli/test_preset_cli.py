@@ -106,3 +106,9 @@ def test_estimate_preset_learns_m_by_em_on_own_duplicates_and_writes_rules(tmp_p
     rules = load_rules(tmp_path / "f3.toml")
     assert rules.model.m["id"]["exact"] > 0.8 and rules.model.u["id"]["exact"] < 0.01
     assert rules.model.weights["dob"]["exact"] > 8
+
+
+def test_link_release_declares_every_mapped_column_a_linking_column():
+    from party_client.release import _linking_columns
+    assert _linking_columns(None, person_rules(parse_map(HOLDER_MAP))) == sorted(
+        ["vorname", "name", "y", "m", "d", "plz", "ssn"])
