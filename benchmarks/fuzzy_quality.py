@@ -1,7 +1,7 @@
 """Quality (and speed) harness for secure fuzzy linkage on FEBRL.
 
     python -m benchmarks.fuzzy_quality [--dataset febrl4|febrl1|febrl2|febrl3] [--n 5000]
-        [--rules-set a|b] [--block FIELDS[:clear|:BUCKETS]]... [--population N] [--max-risk 0.05]
+        [--rules-set a|b | --preset person|person-typo] [--block FIELDS[:clear|:BUCKETS]]... [--population N] [--max-risk 0.05]
         [--fast-blinding] [--key-bits 2048] [--scheme paillier|ec|both] [--no-baseline] [--json OUT]
 
 FEBRL 4 (5,000 + 5,000 records with known links) runs ``party join``; FEBRL 1-3
@@ -229,11 +229,44 @@ def run_secure(folder: Path, mode: str, args, scheme: str) -> tuple[dict, dict, 
         keyholder.wait()
 
 
+PRESET_MAP = ("id=soc_sec_id,first=given_name,last=surname,dob=date_of_birth,postcode=postcode,"
+              "street_number=street_number,address=address_1,city=suburb,state=state")
+
+
+def typo_false_agreement(a: pd.DataFrame, b: pd.DataFrame, limit: int = 8, pairs: int = 200_000,
+                         seed: int = 0) -> dict:
+    """The typo level on FEBRL's names: of the distinct-value pairs (random pairs of both files' given
+    names and surnames) that agree at typo, the share more than one edit apart (optimal string
+    alignment), and whether every pair one edit apart agreed."""
+    import numpy as np
+    from party_client.matching.levels import Level, group_agreement, osa_distance, text_keys
+    from party_client.matching.normalize import normalize_names
+    out = {}
+    rng = np.random.default_rng(seed)
+    for column in ("given_name", "surname"):
+        values = pd.Series(pd.unique(normalize_names(pd.concat([a[column], b[column]]))), dtype=object)
+        values = values[values != ""].reset_index(drop=True)
+        keys = text_keys(Level("typo", limit), values)
+        left = rng.integers(0, len(values), pairs)
+        right = (left + rng.integers(1, len(values), pairs)) % len(values)
+        agree = group_agreement(keys, keys, left, right)
+        distances = np.array([osa_distance(values[i], values[j]) for i, j in zip(left, right)])
+        agreeing = int(agree.sum())
+        out[column] = {"distinct_values": len(values), "pairs": pairs, "agree_at_typo": agreeing,
+                       "of_which_more_than_one_edit": int((agree & (distances > 1)).sum()),
+                       "false_agreement_rate": round(float((agree & (distances > 1)).sum()) / max(1, agreeing), 4),
+                       "one_edit_pairs": int((distances == 1).sum()),
+                       "one_edit_pairs_missed": int(((distances == 1) & ~agree).sum())}
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dataset", choices=["febrl4", "febrl1", "febrl2", "febrl3"], default="febrl4")
     parser.add_argument("--n", type=int, default=5000, help="records per side (FEBRL 4 has 5,000 + 5,000)")
     parser.add_argument("--rules-set", choices=sorted(RULE_SETS), default="a")
+    parser.add_argument("--preset", choices=("person", "person-typo"),
+                        help="no rules: the preset over FEBRL's columns (comparison levels, its own blocking passes)")
     parser.add_argument("--block", action="append", default=[],
                         help="a blocking pass: fields joined by '+', optionally ':clear' or ':BUCKETS'")
     parser.add_argument("--population", type=int, help="[risk] population for the blocking keys")
@@ -252,17 +285,32 @@ def main(argv: list[str] | None = None) -> int:
     from party_client.matching.rules_file import load_rules
     a, b, truth = load_dataset(args.dataset, args.n)
     mode = "join" if args.dataset == "febrl4" else "dedup"
-    rule = RULE_SETS[args.rules_set]
-    document = rules_document(rule, args.block, args.population, args.max_risk)
-    rules = load_rules(document)
+    if args.preset:
+        import tomli_w
+        from party_client.matching.level_rules import rules_document as level_document
+        from party_client.matching.presets import parse_map, person_rules
+        rule = f"--preset {args.preset}"
+        rules = person_rules(parse_map(PRESET_MAP), args.population, args.max_risk, preset=args.preset)
+        rules_text = tomli_w.dumps(level_document(rules))
+        args.no_baseline = True
+    else:
+        rule = RULE_SETS[args.rules_set]
+        document = rules_document(rule, args.block, args.population, args.max_risk)
+        rules = load_rules(document)
+        rules_text = rules_toml(document)
     with tempfile.TemporaryDirectory(prefix="fuzzy-bench-") as tmp:
         folder = Path(tmp)
         a.to_csv(folder / "a.csv", index=False)
         b.to_csv(folder / "b.csv", index=False)
-        (folder / "rules.toml").write_text(rules_toml(document))
+        (folder / "rules.toml").write_text(rules_text)
         schemes = ("paillier", "ec") if args.scheme == "both" else (args.scheme,)
         runs = {scheme: run_secure(folder, mode, args, scheme) for scheme in schemes}
-    if args.no_baseline:
+    if args.preset:            # the plaintext reference of the same model on the clear-key candidates
+        started = time.perf_counter()
+        found = rules.plaintext_matches(a, b, rules.candidate_pairs(a, b))
+        baseline = set(zip(found["entry"].tolist(), found["row"].tolist()))
+        candidates, baseline_seconds = None, time.perf_counter() - started
+    elif args.no_baseline:
         baseline, candidates, baseline_seconds = None, None, None
     else:
         baseline, candidates, baseline_seconds = recordlinkage_baseline(a, b, rules)
@@ -277,6 +325,8 @@ def main(argv: list[str] | None = None) -> int:
     else:
         results = results[schemes[0]]
         results.pop("pairs")
+    if args.preset:
+        results["typo_level_on_febrl_names"] = typo_false_agreement(a, b)
     print(json.dumps(results, indent=2))
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2))
@@ -301,14 +351,16 @@ def score(a: pd.DataFrame, b: pd.DataFrame, truth: set, mode: str, rules, args, 
         found = None if baseline is None else {(i, 0) for i, _ in baseline}
         scored = {"secure": quality(secure, truth)}
     if found is not None:
-        scored["baseline_recordlinkage"] = quality(found, truth)
+        scored["plaintext_model" if args.preset else "baseline_recordlinkage"] = quality(found, truth)
     identical = None if found is None else secure == found
     comparisons = holder_round["comparisons"]             # counted by the holder (the querier is never told)
     if rules.blocking:
         slots, pairs = report["encryptions"], sum(holder_round["candidate_pairs"])
         passes = [{**p, "candidate_pairs": n} for p, n in zip(report["passes"], holder_round["candidate_pairs"])]
         blocking = {"secure_candidate_pairs": pairs, "secure_reduction_ratio": round(1 - pairs / (len(a) * len(b)), 6),
-                    "clear_key_candidates": blocking_quality(clear_candidates(a, b, rules), truth, len(a), len(b)),
+                    "clear_key_candidates": blocking_quality(
+                        set(map(tuple, rules.candidate_pairs(a, b).to_numpy().tolist())) if args.preset
+                        else clear_candidates(a, b, rules), truth, len(a), len(b)),
                     "passes": passes}
     else:
         slots = sum(report["cuckoo_bins"])
@@ -328,6 +380,7 @@ def score(a: pd.DataFrame, b: pd.DataFrame, truth: set, mode: str, rules, args, 
         "comparisons_per_second_per_core": round(comparisons / secure_seconds / (os.cpu_count() or 2), 1),
         "floor_seconds": round(floor, 1), "ratio_to_floor": round(secure_seconds / floor, 2),
         "protocol_ratio_to_floor": round(report["seconds"]["total"] / floor, 2),
+        "comparisons_per_record": round(comparisons / len(a), 1),
         "pairs": sorted(secure),
     }
 

@@ -27,7 +27,7 @@ from keyholder import validation
 from common.net import is_loopback
 from keyholder.errors import ServiceError
 from keyholder.core import KeyHolder
-from keyholder.pair_rule import PairRule
+from keyholder.pair_rule import PairRule, WeightedRule
 from keyholder.states import PENDING
 from keyholder.store import Message, Round, Session
 from proto import linkage_pb2 as pb
@@ -69,7 +69,11 @@ def round_info(found: Round, for_querier: bool) -> pb.RoundInfo:
 
 
 def pair_rule(rule: pb.PairRule) -> PairRule:
-    return PairRule(tuple(rule.group_sizes), tuple(tuple(term.groups) for term in rule.terms))
+    weighted = None
+    if rule.HasField("weighted"):
+        w = rule.weighted
+        weighted = WeightedRule(tuple(w.group_fields), tuple(w.group_weights), tuple(w.field_else), w.threshold)
+    return PairRule(tuple(rule.group_sizes), tuple(tuple(term.groups) for term in rule.terms), weighted)
 
 
 class Changes:

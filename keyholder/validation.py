@@ -120,7 +120,9 @@ def pair_rule(rule, rows: list[int], limits: Limits) -> None:
         raise invalid(f"a pair rule needs 1 to {limits.max_rule_groups} groups")
     if min(groups) < 1:
         raise invalid("a pair rule needs groups of at least one comparison")
-    if not rule.terms or len(rule.terms) > limits.max_rule_terms:
+    if rule.HasField("weighted"):
+        _weighted_rule(rule, len(groups), limits)
+    elif not rule.terms or len(rule.terms) > limits.max_rule_terms:
         raise invalid(f"a pair rule needs 1 to {limits.max_rule_terms} terms")
     for term in rule.terms:
         if not term.groups or len(term.groups) > len(groups) or max(term.groups) >= len(groups):
@@ -128,6 +130,22 @@ def pair_rule(rule, rows: list[int], limits: Limits) -> None:
     width = sum(groups)
     if any(count != width for count in rows):
         raise invalid(f"with a pair rule every row has {width} comparisons (the groups' total)")
+
+
+WEIGHT_LIMIT = 1 << 40                # |weight| and |threshold| in thousandths of a bit
+
+
+def _weighted_rule(rule, groups: int, limits: Limits) -> None:
+    """A weighted pair rule: one field and one weight per group, an else weight per field, no terms."""
+    w = rule.weighted
+    if rule.terms:
+        raise invalid("a weighted pair rule has no terms")
+    if len(w.group_fields) != groups or len(w.group_weights) != groups:
+        raise invalid("a weighted pair rule needs one field and one weight per group")
+    if not w.field_else or len(w.field_else) > groups or max(w.group_fields) >= len(w.field_else):
+        raise invalid("every group of a weighted pair rule must name a field with an else weight")
+    if any(abs(v) > WEIGHT_LIMIT for v in [*w.group_weights, *w.field_else, w.threshold]):
+        raise invalid(f"weights and the threshold must lie within +-{WEIGHT_LIMIT}")
 
 
 def _comparison_batch(r, limits: Limits) -> None:

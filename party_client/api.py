@@ -22,6 +22,8 @@ from party_client.errors import PartyError
 from party_client.identity import PartyDir
 from party_client.lookups import BucketPlan, LookupState, lookup_report, plan_buckets, run_lookup
 from party_client.matching.normalize import FIELD_TYPES
+from party_client.matching.assignment import one_to_one as choose_one_to_one, reported_weight
+from party_client.matching.level_rules import LevelRules
 from party_client.matching.rules import Rules
 from party_client.matching.rules_file import load_rules
 from party_client.matching.keys import QuerierKeys, exact_holder_keys, exact_querier_keys
@@ -43,12 +45,15 @@ class LinkResult:
 
 
 def assemble(frame: pd.DataFrame, keys: QuerierKeys, outcome: QueryOutcome, matched_column: str,
-             with_payload: bool, term_column: str | None = None, one_to_one: bool = False) -> pd.DataFrame:
+             with_payload: bool, term_column: str | None = None, one_to_one: bool = False,
+             duplicate_free: bool = False) -> pd.DataFrame:
     """The querier's rows plus released columns (SQL left join) plus ``matched``.
 
     A record matched by several holder rows appears once per match (join), or once with its best
     match (``one_to_one``: most rule terms fired, then the first); ``term_column`` names the key
-    tables (rule terms) through which each pair matched.
+    tables (rule terms) through which each pair matched.  With comparison levels each match has its
+    weight (``match_weight``), ``one_to_one`` keeps the heaviest, and ``duplicate_free`` (both tables
+    declared free of duplicates) the global assignment of largest total weight.
     """
     base = frame.reset_index(drop=True)
     linked = linked_records(keys, outcome)
@@ -58,7 +63,14 @@ def assemble(frame: pd.DataFrame, keys: QuerierKeys, outcome: QueryOutcome, matc
     names = [c if c not in base.columns else f"{c}_holder" for c in outcome.release_columns]
     pairs = linked.groupby(["__record", "__match"], sort=True)["table"].agg(
         lambda tables: "|".join(keys.tables[t].name for t in sorted(set(tables)))).rename("__terms").reset_index()
-    if one_to_one:
+    weighted = bool(outcome.levels) and keys.blocked is not None and keys.blocked.layouts[0].weighted is not None
+    if weighted:
+        layout = keys.blocked.layouts[0]
+        pairs["__weight"] = [reported_weight(layout, outcome.levels.get((m, r), []))
+                             for r, m in zip(pairs["__record"], pairs["__match"])]
+    if one_to_one and weighted:
+        pairs = choose_one_to_one(pairs, duplicate_free)
+    elif one_to_one:
         fired = pairs["__terms"].str.count(r"\|")
         pairs = pairs.assign(__fired=fired).sort_values(["__record", "__fired", "__match"],
                                                          ascending=[True, False, True])
@@ -73,6 +85,8 @@ def assemble(frame: pd.DataFrame, keys: QuerierKeys, outcome: QueryOutcome, matc
     joined[matched_column] = joined["__match"].notna().to_numpy()
     if term_column is not None:
         joined[term_column] = joined["__terms"].fillna("")
+    if weighted:
+        joined["match_weight"] = joined.pop("__weight").round(3)
     return joined.drop(columns=["__record", "__match", "__terms"])
 
 
@@ -153,7 +167,7 @@ class Party:
         if (id_column is None) == (rules is None):
             raise PartyError("give either an id column or a rules file")
         if rules is not None:
-            rules = load_rules(rules) if not isinstance(rules, Rules) else rules
+            rules = rules if isinstance(rules, (Rules, LevelRules)) else load_rules(rules)
             return frame, rules.querier_keys(frame) if side == "querier" else rules.holder_keys(frame)
         require_columns(frame, [id_column], "id")
         if id_type not in FIELD_TYPES:
@@ -165,7 +179,7 @@ class Party:
                id_type: str = "identifier", key_bits: int | None = None, fast_blinding: bool = False,
                timeout: float = 3600.0, matched_column: str = "matched",
                term_column: str | None = None, one_to_one: bool = False,
-               scheme: str | Scheme | None = None) -> LinkResult:
+               scheme: str | Scheme | None = None, duplicate_free: bool = False) -> LinkResult:
         options = self._options(key_bits, fast_blinding, timeout, scheme)
         frame, keys = self._prepare(data, id_column, id_type, rules, matched_column, "querier")
         states = SessionStates(self.dir)
@@ -186,7 +200,7 @@ class Party:
                 querier.notice.now(f"could not close session {session.session_id} ({error}); it expires by "
                                    f"itself, or run `party sessions close {session.session_id}`")
         result = assemble(frame, keys, outcome, matched_column, with_payload=mode == "join",
-                          term_column=term_column, one_to_one=one_to_one)
+                          term_column=term_column, one_to_one=one_to_one, duplicate_free=duplicate_free)
         report = self._report(mode, holder, session, outcome, result, matched_column)
         report["matched_records"] = matched_records(keys, outcome)
         return LinkResult(result, report)

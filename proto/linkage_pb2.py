@@ -24,19 +24,19 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x13proto/linkage.proto\x12\rsecurelink.v1\":\n\x0fRegisterRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x19\n\x11x25519_public_key\x18\x02 \x01(\x0c\"A\n\rRegisterReply\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05token\x18\x02 \x01(\t\x12\x13\n\x0b\x66ingerprint\x18\x03 \x01(\t\"\x1f\n\x0fGetPartyRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"`\n\tPartyInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x19\n\x11x25519_public_key\x18\x02 \x01(\x0c\x12\x13\n\x0b\x66ingerprint\x18\x03 \x01(\t\x12\x15\n\rregistered_at\x18\x04 \x01(\x01\"\x99\x01\n\x12OpenSessionRequest\x12!\n\x04mode\x18\x01 \x01(\x0e\x32\x13.securelink.v1.Mode\x12\x0e\n\x06holder\x18\x02 \x01(\t\x12\x10\n\x08key_bits\x18\x03 \x01(\r\x12\x13\n\x0bttl_seconds\x18\x04 \x01(\r\x12\x19\n\x11query_ciphertexts\x18\x05 \x01(\x04\x12\x0e\n\x06scheme\x18\x06 \x01(\t\"\x9a\x02\n\x0bSessionInfo\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12!\n\x04mode\x18\x02 \x01(\x0e\x32\x13.securelink.v1.Mode\x12\x0f\n\x07querier\x18\x03 \x01(\t\x12\x0e\n\x06holder\x18\x04 \x01(\t\x12\x10\n\x08key_bits\x18\x05 \x01(\r\x12\x12\n\npublic_key\x18\x06 \x01(\x0c\x12,\n\x06status\x18\x07 \x01(\x0e\x32\x1c.securelink.v1.SessionStatus\x12\x12\n\ncreated_at\x18\x08 \x01(\x01\x12\x12\n\nexpires_at\x18\t \x01(\x01\x12\x0e\n\x06rounds\x18\n \x01(\r\x12\x17\n\x0fmax_query_bytes\x18\x0b \x01(\x04\x12\x0e\n\x06scheme\x18\x0c \x01(\t\" \n\nSessionRef\x12\x12\n\nsession_id\x18\x01 \x01(\t\"J\n\x0cMessageChunk\x12,\n\x06header\x18\x01 \x01(\x0b\x32\x1c.securelink.v1.MessageHeader\x12\x0c\n\x04\x64\x61ta\x18\x02 \x01(\x0c\"D\n\rMessageHeader\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x0c\n\x04kind\x18\x02 \x01(\t\x12\x11\n\trecipient\x18\x03 \x01(\t\"\x83\x01\n\x0bMessageInfo\x12\x12\n\nmessage_id\x18\x01 \x01(\t\x12\x12\n\nsession_id\x18\x02 \x01(\t\x12\x0c\n\x04kind\x18\x03 \x01(\t\x12\x0e\n\x06sender\x18\x04 \x01(\t\x12\x11\n\trecipient\x18\x05 \x01(\t\x12\x0c\n\x04size\x18\x06 \x01(\x04\x12\r\n\x05round\x18\x07 \x01(\r\" \n\nMessageRef\x12\x12\n\nmessage_id\x18\x01 \x01(\t\"\'\n\x0fListWorkRequest\x12\x14\n\x0cwait_seconds\x18\x01 \x01(\x01\"\x82\x01\n\x08WorkItem\x12+\n\x07session\x18\x01 \x01(\x0b\x32\x1a.securelink.v1.SessionInfo\x12\r\n\x05round\x18\x02 \x01(\r\x12\x12\n\nmessage_id\x18\x03 \x01(\t\x12\x0f\n\x07querier\x18\x04 \x01(\t\x12\x15\n\rreceived_seqs\x18\x05 \x03(\r\"2\n\x08WorkList\x12&\n\x05items\x18\x01 \x03(\x0b\x32\x17.securelink.v1.WorkItem\"\xab\x01\n\x0f\x43omparisonBatch\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\r\n\x05round\x18\x02 \x01(\r\x12\x0b\n\x03seq\x18\x03 \x01(\r\x12\x13\n\x0b\x63iphertexts\x18\x04 \x01(\x0c\x12\x17\n\x0frow_comparisons\x18\x05 \x03(\r\x12\x13\n\x0b\x61ttachments\x18\x06 \x03(\x0c\x12%\n\x04rule\x18\x07 \x01(\x0b\x32\x17.securelink.v1.PairRule\"J\n\x08PairRule\x12\x13\n\x0bgroup_sizes\x18\x01 \x03(\r\x12)\n\x05terms\x18\x02 \x03(\x0b\x32\x1a.securelink.v1.Conjunction\"\x1d\n\x0b\x43onjunction\x12\x0e\n\x06groups\x18\x01 \x03(\r\"?\n\x08\x42\x61tchAck\x12\x0b\n\x03seq\x18\x01 \x01(\r\x12\x13\n\x0b\x63omparisons\x18\x02 \x01(\r\x12\x11\n\tduplicate\x18\x03 \x01(\x08\"]\n\x12\x46inishRoundRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\r\n\x05round\x18\x02 \x01(\r\x12\x0f\n\x07\x62\x61tches\x18\x03 \x01(\r\x12\x13\n\x0bholder_note\x18\x04 \x01(\x0c\"F\n\x11\x41\x62ortRoundRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\r\n\x05round\x18\x02 \x01(\r\x12\x0e\n\x06reason\x18\x03 \x01(\t\"-\n\x08RoundRef\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\r\n\x05round\x18\x02 \x01(\r\"K\n\x10WaitRoundRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\r\n\x05round\x18\x02 \x01(\r\x12\x14\n\x0cwait_seconds\x18\x03 \x01(\x01\"\xaa\x01\n\tRoundInfo\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\r\n\x05round\x18\x02 \x01(\r\x12*\n\x06status\x18\x03 \x01(\x0e\x32\x1a.securelink.v1.RoundStatus\x12\x13\n\x0b\x63omparisons\x18\x04 \x01(\x04\x12\x14\n\x0cmatched_rows\x18\x05 \x01(\x04\x12\x13\n\x0bholder_note\x18\x06 \x01(\x0c\x12\x0e\n\x06reason\x18\x07 \x01(\t\"2\n\x05Match\x12\x15\n\rmatch_indices\x18\x01 \x03(\r\x12\x12\n\nattachment\x18\x02 \x01(\x0c\"4\n\x0bResultBatch\x12%\n\x07matches\x18\x01 \x03(\x0b\x32\x14.securelink.v1.Match\"N\n\tTableSpec\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04\x62ins\x18\x02 \x01(\r\x12\x16\n\x0ehash_functions\x18\x03 \x01(\r\x12\r\n\x05stash\x18\x04 \x01(\r\"\xcf\x02\n\x0bQueryHeader\x12\x16\n\x0esession_secret\x18\x01 \x01(\x0c\x12!\n\x04mode\x18\x02 \x01(\x0e\x32\x13.securelink.v1.Mode\x12\x10\n\x08key_bits\x18\x03 \x01(\r\x12\x10\n\x08key_spec\x18\x04 \x01(\t\x12(\n\x06tables\x18\x05 \x03(\x0b\x32\x18.securelink.v1.TableSpec\x12\x16\n\x0elookup_buckets\x18\t \x01(\r\x12\x0f\n\x07\x65ntries\x18\n \x01(\r\x12\x1d\n\x15request_fast_blinding\x18\x0b \x01(\x08\x12\x19\n\x11records_per_chunk\x18\x0c \x01(\r\x12/\n\x06passes\x18\r \x03(\x0b\x32\x1f.securelink.v1.BlockingPassSpec\x12\x13\n\x0bpair_layout\x18\x0e \x01(\t\x12\x0e\n\x06scheme\x18\x0f \x01(\t\"B\n\x10\x42lockingPassSpec\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07\x62uckets\x18\x02 \x01(\r\x12\x0f\n\x07records\x18\x03 \x01(\r\"G\n\x0f\x43iphertextChunk\x12\x13\n\x0b\x63iphertexts\x18\x01 \x01(\x0c\x12\x0f\n\x07\x62uckets\x18\x02 \x03(\r\x12\x0e\n\x06\x62locks\x18\x03 \x03(\t\"C\n\rRowAttachment\x12\x11\n\tpositions\x18\x01 \x03(\r\x12\x0e\n\x06values\x18\x02 \x03(\t\x12\x0f\n\x07row_tag\x18\x03 \x01(\x0c\"\\\n\nHolderNote\x12\x17\n\x0frelease_columns\x18\x01 \x03(\t\x12\x10\n\x08\x62linding\x18\x02 \x01(\t\x12\x1d\n\x15refused_fast_blinding\x18\x03 \x01(\tJ\x04\x08\x04\x10\x05*=\n\x04Mode\x12\x14\n\x10MODE_UNSPECIFIED\x10\x00\x12\x08\n\x04JOIN\x10\x01\x12\t\n\x05\x44\x45\x44UP\x10\x02\x12\n\n\x06LOOKUP\x10\x03*R\n\rSessionStatus\x12\x1e\n\x1aSESSION_STATUS_UNSPECIFIED\x10\x00\x12\x08\n\x04OPEN\x10\x01\x12\n\n\x06\x43LOSED\x10\x02\x12\x0b\n\x07\x45XPIRED\x10\x03*O\n\x0bRoundStatus\x12\x1c\n\x18ROUND_STATUS_UNSPECIFIED\x10\x00\x12\x0b\n\x07PENDING\x10\x01\x12\x08\n\x04\x44ONE\x10\x02\x12\x0b\n\x07\x41\x42ORTED\x10\x03\x32\x83\x08\n\tKeyHolder\x12H\n\x08Register\x12\x1e.securelink.v1.RegisterRequest\x1a\x1c.securelink.v1.RegisterReply\x12\x44\n\x08GetParty\x12\x1e.securelink.v1.GetPartyRequest\x1a\x18.securelink.v1.PartyInfo\x12L\n\x0bOpenSession\x12!.securelink.v1.OpenSessionRequest\x1a\x1a.securelink.v1.SessionInfo\x12\x43\n\nGetSession\x12\x19.securelink.v1.SessionRef\x1a\x1a.securelink.v1.SessionInfo\x12\x45\n\x0c\x43loseSession\x12\x19.securelink.v1.SessionRef\x1a\x1a.securelink.v1.SessionInfo\x12G\n\nPutMessage\x12\x1b.securelink.v1.MessageChunk\x1a\x1a.securelink.v1.MessageInfo(\x01\x12\x46\n\nGetMessage\x12\x19.securelink.v1.MessageRef\x1a\x1b.securelink.v1.MessageChunk0\x01\x12\x43\n\nAckMessage\x12\x19.securelink.v1.MessageRef\x1a\x1a.securelink.v1.MessageInfo\x12\x43\n\x08ListWork\x12\x1e.securelink.v1.ListWorkRequest\x1a\x17.securelink.v1.WorkList\x12L\n\x11SubmitComparisons\x12\x1e.securelink.v1.ComparisonBatch\x1a\x17.securelink.v1.BatchAck\x12J\n\x0b\x46inishRound\x12!.securelink.v1.FinishRoundRequest\x1a\x18.securelink.v1.RoundInfo\x12H\n\nAbortRound\x12 .securelink.v1.AbortRoundRequest\x1a\x18.securelink.v1.RoundInfo\x12\x46\n\tWaitRound\x12\x1f.securelink.v1.WaitRoundRequest\x1a\x18.securelink.v1.RoundInfo\x12\x45\n\x0c\x46\x65tchResults\x12\x17.securelink.v1.RoundRef\x1a\x1a.securelink.v1.ResultBatch0\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x13proto/linkage.proto\x12\rsecurelink.v1\":\n\x0fRegisterRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x19\n\x11x25519_public_key\x18\x02 \x01(\x0c\"A\n\rRegisterReply\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05token\x18\x02 \x01(\t\x12\x13\n\x0b\x66ingerprint\x18\x03 \x01(\t\"\x1f\n\x0fGetPartyRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"`\n\tPartyInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x19\n\x11x25519_public_key\x18\x02 \x01(\x0c\x12\x13\n\x0b\x66ingerprint\x18\x03 \x01(\t\x12\x15\n\rregistered_at\x18\x04 \x01(\x01\"\x99\x01\n\x12OpenSessionRequest\x12!\n\x04mode\x18\x01 \x01(\x0e\x32\x13.securelink.v1.Mode\x12\x0e\n\x06holder\x18\x02 \x01(\t\x12\x10\n\x08key_bits\x18\x03 \x01(\r\x12\x13\n\x0bttl_seconds\x18\x04 \x01(\r\x12\x19\n\x11query_ciphertexts\x18\x05 \x01(\x04\x12\x0e\n\x06scheme\x18\x06 \x01(\t\"\x9a\x02\n\x0bSessionInfo\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12!\n\x04mode\x18\x02 \x01(\x0e\x32\x13.securelink.v1.Mode\x12\x0f\n\x07querier\x18\x03 \x01(\t\x12\x0e\n\x06holder\x18\x04 \x01(\t\x12\x10\n\x08key_bits\x18\x05 \x01(\r\x12\x12\n\npublic_key\x18\x06 \x01(\x0c\x12,\n\x06status\x18\x07 \x01(\x0e\x32\x1c.securelink.v1.SessionStatus\x12\x12\n\ncreated_at\x18\x08 \x01(\x01\x12\x12\n\nexpires_at\x18\t \x01(\x01\x12\x0e\n\x06rounds\x18\n \x01(\r\x12\x17\n\x0fmax_query_bytes\x18\x0b \x01(\x04\x12\x0e\n\x06scheme\x18\x0c \x01(\t\" \n\nSessionRef\x12\x12\n\nsession_id\x18\x01 \x01(\t\"J\n\x0cMessageChunk\x12,\n\x06header\x18\x01 \x01(\x0b\x32\x1c.securelink.v1.MessageHeader\x12\x0c\n\x04\x64\x61ta\x18\x02 \x01(\x0c\"D\n\rMessageHeader\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x0c\n\x04kind\x18\x02 \x01(\t\x12\x11\n\trecipient\x18\x03 \x01(\t\"\x83\x01\n\x0bMessageInfo\x12\x12\n\nmessage_id\x18\x01 \x01(\t\x12\x12\n\nsession_id\x18\x02 \x01(\t\x12\x0c\n\x04kind\x18\x03 \x01(\t\x12\x0e\n\x06sender\x18\x04 \x01(\t\x12\x11\n\trecipient\x18\x05 \x01(\t\x12\x0c\n\x04size\x18\x06 \x01(\x04\x12\r\n\x05round\x18\x07 \x01(\r\" \n\nMessageRef\x12\x12\n\nmessage_id\x18\x01 \x01(\t\"\'\n\x0fListWorkRequest\x12\x14\n\x0cwait_seconds\x18\x01 \x01(\x01\"\x82\x01\n\x08WorkItem\x12+\n\x07session\x18\x01 \x01(\x0b\x32\x1a.securelink.v1.SessionInfo\x12\r\n\x05round\x18\x02 \x01(\r\x12\x12\n\nmessage_id\x18\x03 \x01(\t\x12\x0f\n\x07querier\x18\x04 \x01(\t\x12\x15\n\rreceived_seqs\x18\x05 \x03(\r\"2\n\x08WorkList\x12&\n\x05items\x18\x01 \x03(\x0b\x32\x17.securelink.v1.WorkItem\"\xab\x01\n\x0f\x43omparisonBatch\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\r\n\x05round\x18\x02 \x01(\r\x12\x0b\n\x03seq\x18\x03 \x01(\r\x12\x13\n\x0b\x63iphertexts\x18\x04 \x01(\x0c\x12\x17\n\x0frow_comparisons\x18\x05 \x03(\r\x12\x13\n\x0b\x61ttachments\x18\x06 \x03(\x0c\x12%\n\x04rule\x18\x07 \x01(\x0b\x32\x17.securelink.v1.PairRule\"y\n\x08PairRule\x12\x13\n\x0bgroup_sizes\x18\x01 \x03(\r\x12)\n\x05terms\x18\x02 \x03(\x0b\x32\x1a.securelink.v1.Conjunction\x12-\n\x08weighted\x18\x03 \x01(\x0b\x32\x1b.securelink.v1.WeightedRule\"b\n\x0cWeightedRule\x12\x14\n\x0cgroup_fields\x18\x01 \x03(\r\x12\x15\n\rgroup_weights\x18\x02 \x03(\x12\x12\x12\n\nfield_else\x18\x03 \x03(\x12\x12\x11\n\tthreshold\x18\x04 \x01(\x12\"\x1d\n\x0b\x43onjunction\x12\x0e\n\x06groups\x18\x01 \x03(\r\"?\n\x08\x42\x61tchAck\x12\x0b\n\x03seq\x18\x01 \x01(\r\x12\x13\n\x0b\x63omparisons\x18\x02 \x01(\r\x12\x11\n\tduplicate\x18\x03 \x01(\x08\"]\n\x12\x46inishRoundRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\r\n\x05round\x18\x02 \x01(\r\x12\x0f\n\x07\x62\x61tches\x18\x03 \x01(\r\x12\x13\n\x0bholder_note\x18\x04 \x01(\x0c\"F\n\x11\x41\x62ortRoundRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\r\n\x05round\x18\x02 \x01(\r\x12\x0e\n\x06reason\x18\x03 \x01(\t\"-\n\x08RoundRef\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\r\n\x05round\x18\x02 \x01(\r\"K\n\x10WaitRoundRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\r\n\x05round\x18\x02 \x01(\r\x12\x14\n\x0cwait_seconds\x18\x03 \x01(\x01\"\xaa\x01\n\tRoundInfo\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\r\n\x05round\x18\x02 \x01(\r\x12*\n\x06status\x18\x03 \x01(\x0e\x32\x1a.securelink.v1.RoundStatus\x12\x13\n\x0b\x63omparisons\x18\x04 \x01(\x04\x12\x14\n\x0cmatched_rows\x18\x05 \x01(\x04\x12\x13\n\x0bholder_note\x18\x06 \x01(\x0c\x12\x0e\n\x06reason\x18\x07 \x01(\t\"2\n\x05Match\x12\x15\n\rmatch_indices\x18\x01 \x03(\r\x12\x12\n\nattachment\x18\x02 \x01(\x0c\"4\n\x0bResultBatch\x12%\n\x07matches\x18\x01 \x03(\x0b\x32\x14.securelink.v1.Match\"N\n\tTableSpec\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04\x62ins\x18\x02 \x01(\r\x12\x16\n\x0ehash_functions\x18\x03 \x01(\r\x12\r\n\x05stash\x18\x04 \x01(\r\"\xcf\x02\n\x0bQueryHeader\x12\x16\n\x0esession_secret\x18\x01 \x01(\x0c\x12!\n\x04mode\x18\x02 \x01(\x0e\x32\x13.securelink.v1.Mode\x12\x10\n\x08key_bits\x18\x03 \x01(\r\x12\x10\n\x08key_spec\x18\x04 \x01(\t\x12(\n\x06tables\x18\x05 \x03(\x0b\x32\x18.securelink.v1.TableSpec\x12\x16\n\x0elookup_buckets\x18\t \x01(\r\x12\x0f\n\x07\x65ntries\x18\n \x01(\r\x12\x1d\n\x15request_fast_blinding\x18\x0b \x01(\x08\x12\x19\n\x11records_per_chunk\x18\x0c \x01(\r\x12/\n\x06passes\x18\r \x03(\x0b\x32\x1f.securelink.v1.BlockingPassSpec\x12\x13\n\x0bpair_layout\x18\x0e \x01(\t\x12\x0e\n\x06scheme\x18\x0f \x01(\t\"B\n\x10\x42lockingPassSpec\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07\x62uckets\x18\x02 \x01(\r\x12\x0f\n\x07records\x18\x03 \x01(\r\"G\n\x0f\x43iphertextChunk\x12\x13\n\x0b\x63iphertexts\x18\x01 \x01(\x0c\x12\x0f\n\x07\x62uckets\x18\x02 \x03(\r\x12\x0e\n\x06\x62locks\x18\x03 \x03(\t\"C\n\rRowAttachment\x12\x11\n\tpositions\x18\x01 \x03(\r\x12\x0e\n\x06values\x18\x02 \x03(\t\x12\x0f\n\x07row_tag\x18\x03 \x01(\x0c\"\\\n\nHolderNote\x12\x17\n\x0frelease_columns\x18\x01 \x03(\t\x12\x10\n\x08\x62linding\x18\x02 \x01(\t\x12\x1d\n\x15refused_fast_blinding\x18\x03 \x01(\tJ\x04\x08\x04\x10\x05*=\n\x04Mode\x12\x14\n\x10MODE_UNSPECIFIED\x10\x00\x12\x08\n\x04JOIN\x10\x01\x12\t\n\x05\x44\x45\x44UP\x10\x02\x12\n\n\x06LOOKUP\x10\x03*R\n\rSessionStatus\x12\x1e\n\x1aSESSION_STATUS_UNSPECIFIED\x10\x00\x12\x08\n\x04OPEN\x10\x01\x12\n\n\x06\x43LOSED\x10\x02\x12\x0b\n\x07\x45XPIRED\x10\x03*O\n\x0bRoundStatus\x12\x1c\n\x18ROUND_STATUS_UNSPECIFIED\x10\x00\x12\x0b\n\x07PENDING\x10\x01\x12\x08\n\x04\x44ONE\x10\x02\x12\x0b\n\x07\x41\x42ORTED\x10\x03\x32\x83\x08\n\tKeyHolder\x12H\n\x08Register\x12\x1e.securelink.v1.RegisterRequest\x1a\x1c.securelink.v1.RegisterReply\x12\x44\n\x08GetParty\x12\x1e.securelink.v1.GetPartyRequest\x1a\x18.securelink.v1.PartyInfo\x12L\n\x0bOpenSession\x12!.securelink.v1.OpenSessionRequest\x1a\x1a.securelink.v1.SessionInfo\x12\x43\n\nGetSession\x12\x19.securelink.v1.SessionRef\x1a\x1a.securelink.v1.SessionInfo\x12\x45\n\x0c\x43loseSession\x12\x19.securelink.v1.SessionRef\x1a\x1a.securelink.v1.SessionInfo\x12G\n\nPutMessage\x12\x1b.securelink.v1.MessageChunk\x1a\x1a.securelink.v1.MessageInfo(\x01\x12\x46\n\nGetMessage\x12\x19.securelink.v1.MessageRef\x1a\x1b.securelink.v1.MessageChunk0\x01\x12\x43\n\nAckMessage\x12\x19.securelink.v1.MessageRef\x1a\x1a.securelink.v1.MessageInfo\x12\x43\n\x08ListWork\x12\x1e.securelink.v1.ListWorkRequest\x1a\x17.securelink.v1.WorkList\x12L\n\x11SubmitComparisons\x12\x1e.securelink.v1.ComparisonBatch\x1a\x17.securelink.v1.BatchAck\x12J\n\x0b\x46inishRound\x12!.securelink.v1.FinishRoundRequest\x1a\x18.securelink.v1.RoundInfo\x12H\n\nAbortRound\x12 .securelink.v1.AbortRoundRequest\x1a\x18.securelink.v1.RoundInfo\x12\x46\n\tWaitRound\x12\x1f.securelink.v1.WaitRoundRequest\x1a\x18.securelink.v1.RoundInfo\x12\x45\n\x0c\x46\x65tchResults\x12\x17.securelink.v1.RoundRef\x1a\x1a.securelink.v1.ResultBatch0\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'proto.linkage_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_MODE']._serialized_start=2949
-  _globals['_MODE']._serialized_end=3010
-  _globals['_SESSIONSTATUS']._serialized_start=3012
-  _globals['_SESSIONSTATUS']._serialized_end=3094
-  _globals['_ROUNDSTATUS']._serialized_start=3096
-  _globals['_ROUNDSTATUS']._serialized_end=3175
+  _globals['_MODE']._serialized_start=3096
+  _globals['_MODE']._serialized_end=3157
+  _globals['_SESSIONSTATUS']._serialized_start=3159
+  _globals['_SESSIONSTATUS']._serialized_end=3241
+  _globals['_ROUNDSTATUS']._serialized_start=3243
+  _globals['_ROUNDSTATUS']._serialized_end=3322
   _globals['_REGISTERREQUEST']._serialized_start=38
   _globals['_REGISTERREQUEST']._serialized_end=96
   _globals['_REGISTERREPLY']._serialized_start=98
@@ -68,37 +68,39 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_COMPARISONBATCH']._serialized_start=1312
   _globals['_COMPARISONBATCH']._serialized_end=1483
   _globals['_PAIRRULE']._serialized_start=1485
-  _globals['_PAIRRULE']._serialized_end=1559
-  _globals['_CONJUNCTION']._serialized_start=1561
-  _globals['_CONJUNCTION']._serialized_end=1590
-  _globals['_BATCHACK']._serialized_start=1592
-  _globals['_BATCHACK']._serialized_end=1655
-  _globals['_FINISHROUNDREQUEST']._serialized_start=1657
-  _globals['_FINISHROUNDREQUEST']._serialized_end=1750
-  _globals['_ABORTROUNDREQUEST']._serialized_start=1752
-  _globals['_ABORTROUNDREQUEST']._serialized_end=1822
-  _globals['_ROUNDREF']._serialized_start=1824
-  _globals['_ROUNDREF']._serialized_end=1869
-  _globals['_WAITROUNDREQUEST']._serialized_start=1871
-  _globals['_WAITROUNDREQUEST']._serialized_end=1946
-  _globals['_ROUNDINFO']._serialized_start=1949
-  _globals['_ROUNDINFO']._serialized_end=2119
-  _globals['_MATCH']._serialized_start=2121
-  _globals['_MATCH']._serialized_end=2171
-  _globals['_RESULTBATCH']._serialized_start=2173
-  _globals['_RESULTBATCH']._serialized_end=2225
-  _globals['_TABLESPEC']._serialized_start=2227
-  _globals['_TABLESPEC']._serialized_end=2305
-  _globals['_QUERYHEADER']._serialized_start=2308
-  _globals['_QUERYHEADER']._serialized_end=2643
-  _globals['_BLOCKINGPASSSPEC']._serialized_start=2645
-  _globals['_BLOCKINGPASSSPEC']._serialized_end=2711
-  _globals['_CIPHERTEXTCHUNK']._serialized_start=2713
-  _globals['_CIPHERTEXTCHUNK']._serialized_end=2784
-  _globals['_ROWATTACHMENT']._serialized_start=2786
-  _globals['_ROWATTACHMENT']._serialized_end=2853
-  _globals['_HOLDERNOTE']._serialized_start=2855
-  _globals['_HOLDERNOTE']._serialized_end=2947
-  _globals['_KEYHOLDER']._serialized_start=3178
-  _globals['_KEYHOLDER']._serialized_end=4205
+  _globals['_PAIRRULE']._serialized_end=1606
+  _globals['_WEIGHTEDRULE']._serialized_start=1608
+  _globals['_WEIGHTEDRULE']._serialized_end=1706
+  _globals['_CONJUNCTION']._serialized_start=1708
+  _globals['_CONJUNCTION']._serialized_end=1737
+  _globals['_BATCHACK']._serialized_start=1739
+  _globals['_BATCHACK']._serialized_end=1802
+  _globals['_FINISHROUNDREQUEST']._serialized_start=1804
+  _globals['_FINISHROUNDREQUEST']._serialized_end=1897
+  _globals['_ABORTROUNDREQUEST']._serialized_start=1899
+  _globals['_ABORTROUNDREQUEST']._serialized_end=1969
+  _globals['_ROUNDREF']._serialized_start=1971
+  _globals['_ROUNDREF']._serialized_end=2016
+  _globals['_WAITROUNDREQUEST']._serialized_start=2018
+  _globals['_WAITROUNDREQUEST']._serialized_end=2093
+  _globals['_ROUNDINFO']._serialized_start=2096
+  _globals['_ROUNDINFO']._serialized_end=2266
+  _globals['_MATCH']._serialized_start=2268
+  _globals['_MATCH']._serialized_end=2318
+  _globals['_RESULTBATCH']._serialized_start=2320
+  _globals['_RESULTBATCH']._serialized_end=2372
+  _globals['_TABLESPEC']._serialized_start=2374
+  _globals['_TABLESPEC']._serialized_end=2452
+  _globals['_QUERYHEADER']._serialized_start=2455
+  _globals['_QUERYHEADER']._serialized_end=2790
+  _globals['_BLOCKINGPASSSPEC']._serialized_start=2792
+  _globals['_BLOCKINGPASSSPEC']._serialized_end=2858
+  _globals['_CIPHERTEXTCHUNK']._serialized_start=2860
+  _globals['_CIPHERTEXTCHUNK']._serialized_end=2931
+  _globals['_ROWATTACHMENT']._serialized_start=2933
+  _globals['_ROWATTACHMENT']._serialized_end=3000
+  _globals['_HOLDERNOTE']._serialized_start=3002
+  _globals['_HOLDERNOTE']._serialized_end=3094
+  _globals['_KEYHOLDER']._serialized_start=3325
+  _globals['_KEYHOLDER']._serialized_end=4352
 # @@protoc_insertion_point(module_scope)

@@ -213,12 +213,26 @@ class ComparisonBatch(_message.Message):
     def __init__(self, session_id: _Optional[str] = ..., round: _Optional[int] = ..., seq: _Optional[int] = ..., ciphertexts: _Optional[bytes] = ..., row_comparisons: _Optional[_Iterable[int]] = ..., attachments: _Optional[_Iterable[bytes]] = ..., rule: _Optional[_Union[PairRule, _Mapping]] = ...) -> None: ...
 
 class PairRule(_message.Message):
-    __slots__ = ("group_sizes", "terms")
+    __slots__ = ("group_sizes", "terms", "weighted")
     GROUP_SIZES_FIELD_NUMBER: _ClassVar[int]
     TERMS_FIELD_NUMBER: _ClassVar[int]
+    WEIGHTED_FIELD_NUMBER: _ClassVar[int]
     group_sizes: _containers.RepeatedScalarFieldContainer[int]
     terms: _containers.RepeatedCompositeFieldContainer[Conjunction]
-    def __init__(self, group_sizes: _Optional[_Iterable[int]] = ..., terms: _Optional[_Iterable[_Union[Conjunction, _Mapping]]] = ...) -> None: ...
+    weighted: WeightedRule
+    def __init__(self, group_sizes: _Optional[_Iterable[int]] = ..., terms: _Optional[_Iterable[_Union[Conjunction, _Mapping]]] = ..., weighted: _Optional[_Union[WeightedRule, _Mapping]] = ...) -> None: ...
+
+class WeightedRule(_message.Message):
+    __slots__ = ("group_fields", "group_weights", "field_else", "threshold")
+    GROUP_FIELDS_FIELD_NUMBER: _ClassVar[int]
+    GROUP_WEIGHTS_FIELD_NUMBER: _ClassVar[int]
+    FIELD_ELSE_FIELD_NUMBER: _ClassVar[int]
+    THRESHOLD_FIELD_NUMBER: _ClassVar[int]
+    group_fields: _containers.RepeatedScalarFieldContainer[int]
+    group_weights: _containers.RepeatedScalarFieldContainer[int]
+    field_else: _containers.RepeatedScalarFieldContainer[int]
+    threshold: int
+    def __init__(self, group_fields: _Optional[_Iterable[int]] = ..., group_weights: _Optional[_Iterable[int]] = ..., field_else: _Optional[_Iterable[int]] = ..., threshold: _Optional[int] = ...) -> None: ...
 
 class Conjunction(_message.Message):
     __slots__ = ("groups",)

@@ -281,3 +281,13 @@ def refusal_line(stderr: str) -> str:
     *notices, error = stderr.strip().splitlines()
     assert all("waiting for" in line for line in notices), notices
     return error
+
+
+def all_bytes(folder: Path) -> bytes:
+    """Every byte of every file under ``folder`` (a key holder's store and spool, to search)."""
+    return b"".join(p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file())
+
+
+def needles(value: str) -> list[bytes]:
+    """How a value could sit in a file: UTF-8 or UTF-16."""
+    return [value.encode(), value.encode("utf-16-le")]

@@ -4,6 +4,9 @@ from __future__ import annotations
 import argparse
 import sys
 
+from common.cli import UsageError
+from party_client.cli.preset_options import add_preset_options, estimate_preset
+
 
 def cmd_estimate(args) -> int:
     """Fellegi-Sunter m and u by EM on the querier's own table; no key holder involved."""
@@ -13,6 +16,10 @@ def cmd_estimate(args) -> int:
     check_output(args.out, args.rules, args.input, suffixes=(".toml",), kind="a .toml")
     frame = read_table(args.input)
     require_records(frame, args.input)
+    if args.preset:
+        return estimate_preset(args, frame)
+    if not args.rules:
+        raise UsageError("party estimate: give --rules or --preset")
     document, result = estimate_rules(args.rules, frame, args.threshold, max_pairs=args.max_pairs, seed=args.seed)
     write_text(rules_text(document, result, len(frame)), args.out)
     prior = math.log2((1 - result.match_proportion) / result.match_proportion)
@@ -36,7 +43,8 @@ def cmd_estimate(args) -> int:
 
 def register(commands: argparse._SubParsersAction) -> None:
     estimate = commands.add_parser("estimate", help="estimate Fellegi-Sunter m and u (EM) on your own table")
-    estimate.add_argument("--rules", required=True, help="rules file (TOML) naming the fields")
+    estimate.add_argument("--rules", help="rules file (TOML) naming the fields")
+    add_preset_options(estimate, querier=False)
     estimate.add_argument("--input", required=True, help="your table (CSV or Parquet); it must contain duplicates")
     estimate.add_argument("--out", required=True, help="rules file to write (.toml) with [rule.fellegi_sunter]")
     estimate.add_argument("--threshold", type=float,

@@ -10,10 +10,12 @@ import sys
 from common.distributed import Cluster, add_timeout_option
 from common.schemes import SCHEME_NAMES, Scheme, parse_scheme_list
 from party_client.cli.options import columns, connected, key_source, party
+from party_client.cli.preset_options import add_preset_options, preset_rules
 
 
 def cmd_hold(args) -> int:
     holder = party(args)
+    args.rules = preset_rules(args)
     key_source(args)
     def waiting() -> None:
         print(f"party: waiting for queries from the key holder at {holder.keyholder} (polls of "
@@ -55,6 +57,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     hold.add_argument("--input", required=True, help="your table (CSV or Parquet)")
     hold.add_argument("--id-column", help="exact matching on this column")
     hold.add_argument("--rules", help="fuzzy matching with this rules file (TOML), instead of --id-column")
+    add_preset_options(hold, querier=False)
     hold.add_argument("--id-type", default="identifier", help="how ids are normalized: identifier or name")
     hold.add_argument("--release-columns", help="comma-separated columns released to a joining querier")
     hold.add_argument("--once", action="store_true", help="serve what is pending, then exit")

@@ -7,6 +7,7 @@ import sys
 
 from common.cli import UsageError
 from party_client.cli.options import connected, key_source, party, scheme_options
+from party_client.cli.preset_options import add_preset_options, check_plan, preset_rules, write_page
 
 QUERY_HELP = {
     "join": ("join your table with a holder's: your rows plus its released columns",
@@ -42,6 +43,11 @@ def _finish(result, out: str, report_file: str | None) -> int:
 def cmd_query(args) -> int:
     from party_client.files import check_output
     check_output(args.out, args.input)
+    if args.command != "lookup":
+        args.rules = preset_rules(args)
+        key_source(args)
+        if check_plan(args, args.rules):           # before any session, or even a party directory
+            return 0
     querier = party(args)
     common = dict(id_type=args.id_type, key_bits=args.key_bits, fast_blinding=args.fast_blinding,
                   timeout=args.timeout, matched_column=args.matched_column, scheme=args.scheme)
@@ -51,10 +57,10 @@ def cmd_query(args) -> int:
         result = querier.lookup(args.holder, args.input, args.id_column, args.population, max_risk=args.max_risk,
                                 buckets=args.buckets, **common)
     else:
-        key_source(args)
         result = getattr(querier, args.command)(args.holder, args.input, args.id_column, rules=args.rules,
                                                 term_column=args.term_column, one_to_one=args.one_to_one,
-                                                **common)
+                                                duplicate_free=args.duplicate_free, **common)
+        write_page(args, args.rules, result)
     return _finish(result, args.out, args.report)
 
 
@@ -71,6 +77,10 @@ def register(commands: argparse._SubParsersAction) -> None:
             sub.add_argument("--term-column", help="add a column naming the rule terms that matched")
             sub.add_argument("--one-to-one", action="store_true",
                              help="keep only the best match per querier row (most rule terms fired)")
+            sub.add_argument("--duplicate-free", action="store_true",
+                             help="with --one-to-one and comparison levels: both tables hold each person once, "
+                                  "so choose the matches of largest total weight globally")
+            add_preset_options(sub, querier=True)
         sub.add_argument("--out", required=True, help="CSV or Parquet (.parquet)")
         sub.add_argument("--report", help="write the run's report (JSON) here")
         scheme_options(sub)

@@ -7,6 +7,7 @@ import json
 
 from common.cli import UsageError
 from party_client.cli.options import columns, connected, key_source, party, scheme_options
+from party_client.cli.preset_options import add_preset_options, check_plan, preset_rules
 
 
 def _accepted_columns(items: list[str] | None) -> dict[str, str]:
@@ -20,7 +21,10 @@ def _accepted_columns(items: list[str] | None) -> dict[str, str]:
 
 def cmd_link_release(args) -> int:
     from party_client.release import link_release
+    args.rules = preset_rules(args)
     key_source(args)
+    if check_plan(args, args.rules):
+        return 0
     summary = link_release(party(args), args.holder, args.input, spec=args.spec, method=args.method,
                            out=args.out, report_dir=args.report_dir, id_column=args.id_column, rules=args.rules,
                            policy=args.policy, threshold=args.threshold, max_suppression=args.max_suppression,
@@ -60,6 +64,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     release = connected(commands.add_parser("link-release", help="join, then de-identify and release"))
     release.add_argument("--holder", required=True, help="the holder party's name (e.g. the registry)")
     _querier_options(release)
+    add_preset_options(release, querier=True)
     release.add_argument("--spec", required=True, help="de-identification spec (TOML) of the joined table")
     release.add_argument("--method", required=True, help="safe-harbor | policy | threshold")
     release.add_argument("--policy", help="a saved deid policy (JSON) for --method policy")

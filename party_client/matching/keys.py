@@ -44,7 +44,7 @@ class BlockedQuery:
     secret: bytes
     layouts: list[PairLayout]
     passes: list[PlannedPass]
-    group_keys: dict[str, list[str]]
+    group_keys: dict[str, list[str]]          # per encoding domain (a group label), per record
 
 
 @dataclass
@@ -53,7 +53,9 @@ class BlockedHolder:
     of every variant per row."""
 
     layouts: list[PairLayout]
-    group_keys: dict[str, list[list[str | None]]]   # per group label, per variant, per row
+    # per group label, per comparison (variant), per row: the key (compared with querier slot 0), or
+    # (querier slot, key) where the group has several slots; None or '' missing
+    group_keys: dict[str, list[list]]
     block_keys: list[list[str | None]]               # per pass, per row: the clear key
     clear: list[bool]                                # per pass: the rules say clear
 

@@ -31,6 +31,11 @@ class PairGroup:
     def variants(self) -> int:
         return 3 ** sum(c.part == "year~1" for c in self.parts)
 
+    @property
+    def domains(self) -> tuple[str, ...]:
+        """The encoding domain of each querier key the group compares with (one: its label)."""
+        return (self.label,)
+
 
 @dataclass(frozen=True)
 class PairLayout:
@@ -44,6 +49,9 @@ class PairLayout:
     groups: tuple[PairGroup, ...]
     terms: tuple[tuple[int, ...], ...]
     term_ids: tuple[int, ...]          # the rule's term index of each of ``terms``
+    # ``levels`` (:mod:`party_client.matching.level_rules`): per group its field, its weight, per field
+    # its else weight and the threshold, K's weighted rule instead of terms
+    weighted: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...], int] | None = None
 
     @property
     def group_sizes(self) -> list[int]:
@@ -52,6 +60,21 @@ class PairLayout:
     @property
     def comparisons(self) -> int:
         return sum(self.group_sizes)
+
+    @property
+    def slot_domains(self) -> list[str]:
+        """The querier's ciphertexts per entry, by encoding domain: each group's, shared where groups
+        compare with the same key (comparison levels of one field)."""
+        return list(dict.fromkeys(d for g in self.groups for d in g.domains))
+
+    @property
+    def slots(self) -> int:
+        return len(self.slot_domains)
+
+    def slot_positions(self) -> list[list[int]]:
+        """Per group, the entry position of each of its querier keys."""
+        index = {d: i for i, d in enumerate(self.slot_domains)}
+        return [[index[d] for d in g.domains] for g in self.groups]
 
     @property
     def name(self) -> str:

@@ -16,7 +16,8 @@ from party_client.matching.rules import Rules, fellegi_sunter_terms, parse_boole
 
 
 def load_rules(source: str | Path | dict) -> Rules:
-    """Parse a rules file (TOML) or an equivalent dict."""
+    """Parse a rules file (TOML) or an equivalent dict (fields with comparison levels and
+    ``[rule.levels]``: a :class:`party_client.matching.level_rules.LevelRules`)."""
     if isinstance(source, dict):
         document, where = source, "rules"
     else:
@@ -28,6 +29,9 @@ def load_rules(source: str | Path | dict) -> Rules:
         except tomllib.TOMLDecodeError as error:
             raise PartyError(f"rules file {path}: {error}") from None
         where = str(path)
+    if "levels" in document.get("rule", {}):
+        from party_client.matching.level_rules import load_level_rules
+        return load_level_rules(document, where, _risk(document, where))
     fields = []
     for entry in document.get("field", []):
         try:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field as dataclass_field
 from typing import Callable
 
 from common.schemes import Scheme
@@ -46,6 +46,7 @@ class QueryOutcome:
     blinding: str
     note: str
     facts: dict
+    levels: dict = dataclass_field(default_factory=dict)   # comparison levels: (match, record) -> levels K reported
 
 
 
@@ -159,7 +160,7 @@ class Querier:
         facts.update(engine.facts(keys, prepared, options))
         facts["resumed"] = resumed
         return QueryOutcome(session.session_id, round_no, matches, list(note.release_columns),
-                            note.blinding, note.refused_fast_blinding, facts)
+                            note.blinding, note.refused_fast_blinding, facts, prepared.decided)
 
     def _relay(self, session: pb.SessionInfo, keys: QuerierKeys, options: QueryOptions,
                lookup_secret: bytes | None, timings: dict, state: SessionState | None,

@@ -20,6 +20,7 @@ import pandas as pd
 import deid_core
 from deid_core.report import plots
 from party_client.errors import PartyError
+from party_client.matching.level_rules import LevelRules
 from party_client.matching.rules import Rules
 from party_client.matching.rules_file import load_rules
 from party_client.files import check_output, read_table, write_table
@@ -33,8 +34,8 @@ TITLE = "Linked release: de-identification report"
 def _linking_columns(id_column: str | None, rules) -> list[str]:
     if rules is None:
         return [id_column]
-    rules = rules if isinstance(rules, Rules) else load_rules(rules)
-    return sorted({f.column for f in rules.fields.values()})
+    rules = rules if isinstance(rules, (Rules, LevelRules)) else load_rules(rules)
+    return sorted({column for f in rules.fields.values() for column in getattr(f, "columns", [f.column])})
 
 
 def link(party, holder: str, frame: pd.DataFrame, spec: deid_core.Spec, id_column: str | None, rules,

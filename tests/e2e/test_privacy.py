@@ -15,21 +15,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from linkhelpers import SCHEMES, blinded_comparisons, encoding_length, key_bits_for, make_party, party_cmd, \
-    run_party, scheme_flags, stub_for
+from linkhelpers import SCHEMES, all_bytes, blinded_comparisons, encoding_length, key_bits_for, make_party, needles, \
+    party_cmd, run_party, scheme_flags, stub_for
 from party_client import Party
 from party_client.crypto.encoding import encode_to
 from party_client.matching.normalize import normalize_identifiers
 from proto import linkage_pb2 as pb
 from proto import linkage_pb2_grpc as pb_grpc
-
-def all_bytes(folder: Path) -> bytes:
-    return b"".join(p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file())
-
-
-def needles(value: str) -> list[bytes]:
-    return [value.encode(), value.encode("utf-16-le")]
-
 
 @pytest.mark.parametrize("scheme", SCHEMES)
 def test_keyholder_store_spool_and_log_hold_no_identifiers(fresh_keyholder, tmp_path, scheme):

@@ -14,6 +14,7 @@ from __future__ import annotations
 import bisect
 import json
 import os
+import random
 
 import numpy as np
 import pandas as pd
@@ -40,14 +41,14 @@ def prepare_blocked(keys: QuerierKeys, options: QueryOptions, length: int,
     cache: dict[tuple[str, int], bytes | None] = {}
     for index, (planned, layout) in enumerate(zip(blocked.passes, blocked.layouts)):
         specs.append(pb.BlockingPassSpec(name=planned.name, buckets=planned.buckets, records=len(planned.records)))
-        labels = [g.label for g in layout.groups]
+        domains = layout.slot_domains
         for record in progress(f"encode pass {planned.name}", len(planned.records))(planned.records.tolist()):
-            for label in labels:
-                if (label, record) not in cache:
-                    value = blocked.group_keys[label][record]
-                    cache[label, record] = (encode_to(blocked.secret, f"pair/{label}", value, length)
-                                            if value else None)
-                encodings.append(cache[label, record])
+            for domain in domains:
+                if (domain, record) not in cache:
+                    value = blocked.group_keys[domain][record]
+                    cache[domain, record] = (encode_to(blocked.secret, f"pair/{domain}", value, length)
+                                             if value else None)
+                encodings.append(cache[domain, record])
             entry_records.append(record)
             entry_passes.append(index)
             offsets.append(len(encodings))
@@ -71,12 +72,19 @@ def blocked_matches(prepared: PreparedQuery, results: Results, keys: QuerierKeys
         entry = bisect.bisect_right(offsets, position) - 1
         if not 0 <= entry < len(prepared.entry_records):
             raise PartyError("a result does not fit its attachment")
-        term_ids = layouts[prepared.entry_passes[entry]].term_ids
-        if not fired or max(fired) >= len(term_ids):
+        layout = layouts[prepared.entry_passes[entry]]
+        term_ids = layout.term_ids
+        if not fired or max(fired) >= (len(layout.groups) if layout.weighted else len(term_ids)):
             raise PartyError("a result does not fit its attachment")
         record = prepared.entry_records[entry]
         hits, _ = by_row.setdefault(attachment.row_tag, (set(), [json.loads(v) for v in attachment.values]))
-        hits.update((term_ids[t], record) for t in fired)
+        if layout.weighted:          # one table; the fired groups are the pair's levels
+            hits.add((term_ids[0], record))
+            prepared.decided[attachment.row_tag, record] = [layout.groups[g].label for g in fired]
+        else:
+            hits.update((term_ids[t], record) for t in fired)
+    position = {tag: i for i, tag in enumerate(by_row)}
+    prepared.decided = {(position[tag], record): labels for (tag, record), labels in prepared.decided.items()}
     return [(sorted(hits), values) for hits, values in by_row.values()]
 
 
@@ -84,7 +92,7 @@ class BlockedEngine:
     """Candidate pairs per blocking pass, decided by the pass's pair rule at K."""
 
     def declared(self, keys: QuerierKeys, options: QueryOptions) -> int:
-        return sum(len(p.records) * len(layout.groups) for p, layout in zip(keys.blocked.passes, keys.blocked.layouts))
+        return sum(len(p.records) * layout.slots for p, layout in zip(keys.blocked.passes, keys.blocked.layouts))
 
     def prepare(self, keys: QuerierKeys, options: QueryOptions, length: int, lookup_secret: bytes | None,
                 progress: Progress) -> tuple[PreparedQuery, list[bytes | None]]:
@@ -99,21 +107,25 @@ class BlockedEngine:
         layouts = blocked.layouts
         if header.pair_layout != ";".join(layout.name for layout in layouts) or len(header.passes) != len(layouts):
             return "the parties' blocking passes or comparison layouts differ"
-        widths = [len(layout.groups) for layout in layouts]
+        widths = [layout.slots for layout in layouts]
         if len(blocks) != sum(p.records for p in header.passes) or \
                 query.ciphertexts != sum(p.records * w for p, w in zip(header.passes, widths)):
             return "the blocked entries do not match their header"
         if any((p.buckets == 0) != clear for p, clear in zip(header.passes, blocked.clear)):
             return "a blocking pass is bucketed on one side and clear on the other"
         secret, length = header.session_secret, context.encoding_length
-        encoded: dict[tuple[str, int], list[bytes]] = {}
+        encoded: dict[tuple[str, int], list[tuple[int, bytes]]] = {}
 
-        def variants(label: str, row: int) -> list[bytes]:
-            """Our encodings of one group for one row: every variant (random where we have no key)."""
-            if (label, row) not in encoded:
-                encoded[label, row] = [encode_to(secret, f"pair/{label}", v[row], length) if v[row]
-                                       else os.urandom(length) for v in blocked.group_keys[label]]
-            return encoded[label, row]
+        def variants(group, row: int) -> list[tuple[int, bytes]]:
+            """Our (querier slot, encoding) of one group for one row: every variant (random where we have
+            no key; a level group's variants name the querier slot they are compared with, and are
+            encoded in that slot's domain)."""
+            if (group.label, row) not in encoded:
+                pairs = [v[row] if isinstance(v[row], tuple) else (0, v[row]) for v in blocked.group_keys[group.label]]
+                encoded[group.label, row] = [(slot, encode_to(secret, f"pair/{group.domains[slot]}", key, length)
+                                              if key else os.urandom(length)) for slot, key in pairs]
+            return encoded[group.label, row]
+        mix = random.Random(os.urandom(16))
         plan = RoundPlan([], segments=[])
         entry, position = 0, 0
         for index, (spec, layout) in enumerate(zip(header.passes, layouts)):
@@ -121,18 +133,28 @@ class BlockedEngine:
             pairs = candidate_pairs(entries_blocks, holder_pass_blocks(blocked, secret, index, spec.buckets))
             order = context.shuffle(f"{context.session_id}/{index}", np.arange(len(pairs)))
             entries, rows = pairs["entry"].to_numpy(), pairs["row"].to_numpy()
-            labels = [g.label for g in layout.groups]
+            positions = layout.slot_positions()
             start = len(plan.units)
             for i in tqdm_rows(order, f"holder: encode pairs of pass {index + 1}", context.progress):
-                row, base = int(rows[i]), position + int(entries[i]) * len(labels)
-                plan.units.append((row, [(base + g, x) for g, label in enumerate(labels)
-                                         for x in variants(label, row)]))
-            rule = pb.PairRule(group_sizes=layout.group_sizes,
-                               terms=[pb.Conjunction(groups=list(term)) for term in layout.terms])
+                row, base = int(rows[i]), position + int(entries[i]) * layout.slots
+                comparisons = []
+                for g, group_spec in enumerate(layout.groups):
+                    group = [(base + positions[g][slot], x) for slot, x in variants(group_spec, row)]
+                    if layout.weighted:           # K sees which groups agree, not which variant did
+                        mix.shuffle(group)
+                    comparisons += group
+                plan.units.append((row, comparisons))
+            if layout.weighted:
+                fields, weights, otherwise, threshold = layout.weighted
+                rule = pb.PairRule(group_sizes=layout.group_sizes, weighted=pb.WeightedRule(
+                    group_fields=fields, group_weights=weights, field_else=otherwise, threshold=threshold))
+            else:
+                rule = pb.PairRule(group_sizes=layout.group_sizes,
+                                   terms=[pb.Conjunction(groups=list(term)) for term in layout.terms])
             plan.segments.append((start, len(plan.units), rule))
             plan.pass_pairs.append(len(pairs))
             entry += spec.records
-            position += spec.records * len(labels)
+            position += spec.records * layout.slots
         return plan
 
     def matches(self, prepared: PreparedQuery, results: Results, keys: QuerierKeys) -> Matches:

@@ -59,6 +59,8 @@ class PreparedQuery:
     entry_passes: list[int] = dataclass_field(default_factory=list)
     entry_offsets: list[int] = dataclass_field(default_factory=list)
     encryptions: int = 0
+    # weighted (level) rules: per (match index, querier record) the labels of the levels K reported
+    decided: dict[tuple, list[str]] = dataclass_field(default_factory=dict)
 
     def to_state(self) -> dict:
         """What opening and placing the results needs (kept, sealed, in the querier's session state)."""

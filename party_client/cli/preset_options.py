@@ -1,0 +1,114 @@
+"""The ``--preset``, ``--map``, ``--write-rules``, ``--dry-run`` and ``--max-comparisons`` options of the
+``party`` commands that link (join, dedup, link-release, hold) and how they become matching rules."""
+from __future__ import annotations
+
+import argparse
+
+import tomli_w
+
+from party_client.errors import PartyError
+from party_client.matching.level_rules import LevelRules, rules_document
+from party_client.matching.presets import DEFAULT_THRESHOLD, PRESETS, ROLES, parse_map, person_rules
+
+
+def add_preset_options(sub: argparse.ArgumentParser, querier: bool) -> None:
+    sub.add_argument("--preset", choices=PRESETS,
+                     help="link people without writing rules: comparison levels, blocking passes and weights "
+                          "for the roles in --map (person-typo adds typo levels: costlier)")
+    sub.add_argument("--map", metavar="ROLE=COLUMN,...",
+                     help=f"your columns for the preset's roles ({', '.join(ROLES)}); any subset of two or more")
+    sub.add_argument("--date-format", default="%Y%m%d", help="format of the dob column (default %%Y%%m%%d)")
+    sub.add_argument("--match-threshold", type=float, default=DEFAULT_THRESHOLD,
+                     help=f"Fellegi-Sunter weight (bits) a pair must reach (default {DEFAULT_THRESHOLD:g}; "
+                          f"both parties must give the same)")
+    sub.add_argument("--write-rules", metavar="FILE.toml", help="also write the preset as a rules file to edit")
+    if querier:
+        sub.add_argument("--population", type=int,
+                         help="people in the population the records come from (rates what blocking reveals)")
+        sub.add_argument("--max-risk", type=float, default=0.05,
+                         help="largest re-identification risk of a blocking pass's blocks (default 0.05)")
+        sub.add_argument("--dry-run", action="store_true",
+                         help="print the candidate pairs, comparisons and time per scheme; link nothing")
+        sub.add_argument("--max-comparisons", type=int, metavar="N",
+                         help="refuse (exit 2, no session opened) when the plan needs more comparisons")
+        sub.add_argument("--html", metavar="PAGE.html",
+                         help="join with comparison levels: write a page with m, u and weights per level, the "
+                              "match weights, estimated precision and recall, and borderline matches")
+
+
+def preset_rules(args: argparse.Namespace):
+    """``--rules`` as given, or the preset's rules (written out with ``--write-rules``)."""
+    preset = getattr(args, "preset", None)
+    if preset is None:
+        if getattr(args, "map", None):
+            raise PartyError("--map goes with --preset")
+        return getattr(args, "rules", None)
+    if getattr(args, "rules", None) or getattr(args, "id_column", None):
+        raise PartyError(f"party {args.command}: give one of --id-column, --rules and --preset")
+    if not args.map:
+        raise PartyError(f"--preset {preset} needs --map ROLE=COLUMN,... (e.g. first=given,last=surname,dob=birth)")
+    rules = person_rules(parse_map(args.map), getattr(args, "population", None), getattr(args, "max_risk", 0.05),
+                         args.date_format, args.match_threshold, preset)
+    if args.write_rules:
+        from party_client.files import check_output, read_table, write_text
+        check_output(args.write_rules, args.input, suffixes=(".toml",), kind="a .toml")
+        rules.codes(read_table(args.input))          # the mapped columns exist before anything is written
+        write_text(tomli_w.dumps(rules_document(rules)), args.write_rules)
+    return rules
+
+
+def check_plan(args: argparse.Namespace, rules) -> bool:
+    """``--dry-run``: print the plan (True: stop here); ``--max-comparisons``: refuse a costlier plan."""
+    dry_run, limit = getattr(args, "dry_run", False), getattr(args, "max_comparisons", None)
+    if not dry_run and limit is None:
+        return False
+    if not isinstance(rules, LevelRules):
+        from party_client.matching.rules_file import load_rules
+        rules = load_rules(rules) if rules is not None else None
+        if not isinstance(rules, LevelRules):
+            raise PartyError("--dry-run and --max-comparisons need --preset or a rules file with comparison levels")
+    from party_client.matching.plan import plan, plan_text
+    from party_client.files import read_table
+    estimate = plan(rules, read_table(args.input))
+    if limit is not None and estimate["comparisons"] > limit:
+        raise PartyError(f"the plan needs about {estimate['comparisons']:,} comparisons, above --max-comparisons "
+                         f"{limit:,}; block on rarer keys, map fewer roles, or use --preset person instead of person-typo")
+    if dry_run:
+        print(plan_text(estimate))
+    return dry_run
+
+
+def write_page(args: argparse.Namespace, rules, result) -> None:
+    """``--html``: the linkage page of a join over comparison levels (the holder assumed as large as our table)."""
+    path = getattr(args, "html", None)
+    if not path:
+        return
+    if not isinstance(rules, LevelRules) or "match_weight" not in result.frame.columns:
+        raise PartyError("--html needs a join with --preset or a rules file with comparison levels")
+    from party_client.matching.linkage_page import render_page
+    from party_client.files import read_table, write_text
+    own = list(read_table(args.input).columns)
+    write_text(render_page(rules.model, result.frame, "match_weight", args.matched_column, own, len(result.frame)),
+               path)
+
+
+def estimate_preset(args: argparse.Namespace, frame) -> int:
+    """``party estimate --preset``: m by EM over the table's own blocked pairs, u from its frequencies,
+    written as a rules file for both parties (refused when EM did not converge)."""
+    from party_client.matching.presets import estimate_person
+    from party_client.files import write_text
+    if args.rules:
+        raise PartyError("party estimate: give --rules or --preset, not both")
+    if not args.map:
+        raise PartyError(f"--preset {args.preset} needs --map ROLE=COLUMN,...")
+    rules = person_rules(parse_map(args.map), None, 0.05, args.date_format,
+                         args.match_threshold if args.threshold is None else args.threshold, args.preset)
+    estimated, fit, pairs = estimate_person(rules, frame, max_pairs=args.max_pairs, seed=args.seed)
+    write_text(tomli_w.dumps(rules_document(estimated)), args.out)
+    print(f"{len(frame):,} records, {pairs:,} training pairs; EM converged in {fit.iterations} iterations; "
+          f"about {fit.match_proportion * pairs:,.0f} matching pairs among them")
+    print(f"{'field':<14} {'level':<16} {'m':>8} {'u':>10} {'weight':>8}")
+    for f in estimated.model.fields:
+        for level, weight in estimated.model.weights[f.name].items():
+            print(f"{f.name:<14} {level:<16} {fit.m[f.name][level]:>8.4f} {fit.u[f.name][level]:>10.6f} {weight:>8.2f}")
+    return 0

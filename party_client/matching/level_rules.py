@@ -1,0 +1,272 @@
+"""A Fellegi-Sunter model over comparison levels as matching keys for the blocked engine: its comparison
+groups (one per level of each field), K's weighted rule, blocking passes, and the rules-file form.
+
+docs/protocol.md, "Comparison levels": every blocking pass compares every level of every field
+(the weight needs all fields); per candidate pair K decides each field's first agreeing level,
+adds the weights and forwards the pair when the sum reaches the threshold, reporting the deciding
+level of each field to the querier.  What is compared is fixed per pass, whatever the values.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+
+import jellyfish
+import numpy as np
+import pandas as pd
+
+from party_client.errors import PartyError
+from party_client.matching.blocking import BlockingPass, RiskPolicy, holder_rows, plan_passes
+from party_client.matching.fellegi_sunter import ELSE_LEVEL, LevelModel, accepted, pair_levels, pattern_weights
+from party_client.matching.fields import aligned_key
+from party_client.matching.keys import BlockedHolder, BlockedQuery, HolderKeys, QuerierKeys, QuerierTable
+from party_client.matching.layout import PairLayout
+from party_client.matching.levels import ANCHOR, MISSING_LEVEL
+
+TABLE = "fellegi_sunter"
+BLOCK_TRANSFORMS = ("soundex", "nysiis", "metaphone", "initial", "year", "month", "day")
+
+
+@dataclass(frozen=True)
+class LevelGroup:
+    """One level of one field as a comparison group: the encoding domains of its querier keys (shared by
+    the levels of a field that compare with the same key), ``variants`` comparisons per pair."""
+
+    label: str
+    variants: int
+    domains: tuple[str, ...]
+
+
+def block_codes(model: LevelModel, codes: dict[str, pd.Series], blocking: BlockingPass) -> pd.Series:
+    """A pass's clear key per record ('' when a part is missing): each part a field's code, or a
+    transform of it (``last:soundex``, ``dob:year``)."""
+    parts = []
+    names = {f.name for f in model.fields}
+    for part in blocking.fields:
+        name, _, transform = part.partition(":")
+        if name not in names:
+            raise PartyError(f"blocking part '{part}' names no field of the model")
+        values = codes[name]
+        if transform in ("soundex", "nysiis", "metaphone"):
+            encode = getattr(jellyfish, transform)
+            lookup = {v: (encode(v) if v else "") for v in pd.unique(values)}
+            values = values.map(lookup)
+        elif transform == "initial":
+            values = values.str[:1]
+        elif transform in ("year", "month", "day"):
+            start = {"year": 0, "month": 4, "day": 6}[transform]
+            values = values.str[start:start + (4 if transform == "year" else 2)]
+        elif transform:
+            raise PartyError(f"blocking part '{part}': transform must be one of {', '.join(BLOCK_TRANSFORMS)}")
+        parts.append(values.astype(object))
+    return aligned_key(parts)
+
+
+class LevelRules:
+    """A level model with blocking passes: both parties' keys for the blocked engine."""
+
+    def __init__(self, model: LevelModel, blocking: list[BlockingPass], risk: RiskPolicy | None = None,
+                 source: str = "preset") -> None:
+        model.check()
+        if not blocking:
+            raise PartyError("a model over comparison levels needs at least one [[blocking]] pass")
+        self.model, self.blocking, self.risk, self.source = model, list(blocking), risk or RiskPolicy(), source
+        self.fields = {f.name: f for f in model.fields}
+        self.terms = [()]          # one key table (``TABLE``), as reports and benchmarks count a rule's terms
+
+    # -- layout -----------------------------------------------------------------------------------
+    def _shapes(self) -> list[tuple[str, int, tuple[str, ...]]]:
+        """(label, comparisons, querier key domains) per group, from a one-record table (shapes do not
+        depend on values)."""
+        groups = self.model.groups({f.name: pd.Series([""], dtype=object) for f in self.model.fields})
+        return [(f"{f.name}.{outcome}", keys.comparisons, _domains(f.name, keys))
+                for f in self.model.fields for outcome, keys in zip(f.outcomes, groups[f.name])]
+
+    def layout(self) -> PairLayout:
+        shapes = self._shapes()
+        scaled, otherwise, threshold = self.model.scaled()
+        field_of, weights = [], []
+        for index, f in enumerate(self.model.fields):
+            field_of += [index] * (len(f.levels) + 1)
+            weights += scaled[index]
+        groups = tuple(LevelGroup(label, comparisons, domains) for label, comparisons, domains in shapes)
+        return PairLayout("levels", groups, (), (0,), (tuple(field_of), tuple(weights), tuple(otherwise), threshold))
+
+    def pass_layouts(self) -> list[PairLayout]:
+        return [self.layout()] * len(self.blocking)
+
+    @property
+    def spec(self) -> str:
+        """Digest of what both parties must agree on (not column names or date formats)."""
+        scaled, otherwise, threshold = self.model.scaled()
+        canonical = {"fields": [(f.name, f.value_type, [level.name for level in f.levels]) for f in self.model.fields],
+                     "weights": scaled, "else": otherwise, "threshold": threshold,
+                     "blocking": [[list(b.fields), b.buckets, b.clear] for b in self.blocking]}
+        return "levels/v1/" + hashlib.sha256(json.dumps(canonical).encode()).hexdigest()[:32]
+
+    @staticmethod
+    def term_name(term) -> str:
+        return TABLE
+
+    # -- keys -------------------------------------------------------------------------------------
+    def codes(self, frame: pd.DataFrame) -> dict[str, pd.Series]:
+        if frame.empty:
+            raise PartyError("the input table is empty")
+        return self.model.codes(frame)
+
+    def querier_keys(self, frame: pd.DataFrame) -> QuerierKeys:
+        codes = self.codes(frame)
+        records = len(frame)
+        secret, passes = plan_passes(self.blocking, [block_codes(self.model, codes, b) for b in self.blocking],
+                                     self.risk, records)
+        group_keys = {}
+        groups = self.model.groups(codes)
+        for f in self.model.fields:
+            for outcome, keys in zip(f.outcomes, groups[f.name]):
+                for domain, slot in zip(_domains(f.name, keys), keys.querier):
+                    group_keys[domain] = slot.tolist()
+        identity = np.arange(records, dtype=np.int64)
+        tables = [QuerierTable(TABLE, [str(r) for r in range(records)], identity, identity)]
+        return QuerierKeys(records, tables, self.spec, BlockedQuery(secret, self.pass_layouts(), passes, group_keys))
+
+    def holder_keys(self, frame: pd.DataFrame) -> HolderKeys:
+        codes = self.codes(frame)
+        group_keys = {}
+        groups = self.model.groups(codes)
+        for f in self.model.fields:
+            for outcome, keys in zip(f.outcomes, groups[f.name]):
+                group_keys[f"{f.name}.{outcome}"] = [_holder_column(slot, values) for slot, values in keys.holder]
+        block_keys = [[v if v else None for v in block_codes(self.model, codes, b).tolist()] for b in self.blocking]
+        present = holder_rows(block_keys, len(frame))
+        return HolderKeys(["blocked"], [[("" if p else None) for p in present]], self.spec,
+                          BlockedHolder(self.pass_layouts(), group_keys, block_keys, [b.clear for b in self.blocking]))
+
+    # -- the plaintext reference ----------------------------------------------------------------------
+    def candidate_pairs(self, querier: pd.DataFrame, holder: pd.DataFrame,
+                        holder_rules: "LevelRules | None" = None) -> pd.DataFrame:
+        """(entry, row) pairs sharing a clear block key in some pass (the union; keyed buckets add more);
+        ``holder_rules``: the holder's own rules (its column names) when they differ."""
+        codes_q, codes_h = self.codes(querier), (holder_rules or self).codes(holder)
+        found = []
+        for b in self.blocking:
+            keys_q, keys_h = block_codes(self.model, codes_q, b), block_codes(self.model, codes_h, b)
+            left = pd.DataFrame({"key": keys_q, "entry": np.arange(len(keys_q))})
+            right = pd.DataFrame({"key": keys_h, "row": np.arange(len(keys_h))})
+            found.append(left[left.key != ""].merge(right[right.key != ""], on="key")[["entry", "row"]])
+        return pd.concat(found).drop_duplicates().reset_index(drop=True)
+
+    def plaintext_matches(self, querier: pd.DataFrame, holder: pd.DataFrame, pairs: pd.DataFrame,
+                          holder_rules: "LevelRules | None" = None) -> pd.DataFrame:
+        """Of the given (entry, row) pairs, those the model accepts, with their weight (bits)."""
+        groups_q = self.model.groups(self.codes(querier))
+        groups_h = self.model.groups((holder_rules or self).codes(holder))
+        left, right = pairs["entry"].to_numpy(), pairs["row"].to_numpy()
+        levels = pair_levels(self.model, groups_q, groups_h, left, right)
+        keep = accepted(self.model, levels)
+        weights = pattern_weights(self.model, levels) / 1000
+        return pd.DataFrame({"entry": left[keep], "row": right[keep], "weight": weights[keep]})
+
+
+def _domains(field: str, keys) -> tuple[str, ...]:
+    """The encoding domain of each querier slot of a level: ``<field>.<source>``, the anchor shared."""
+    return tuple(source if source == ANCHOR else f"{field}.{source}" for source in keys.sources)
+
+
+def _holder_column(slot: int, values: pd.Series) -> list:
+    """A holder comparison per row: its key (slot 0), (slot, key), or None where it has no key."""
+    if slot == -1:
+        return [(s, k if k else None) for s, k in values.tolist()]
+    if slot == 0:
+        return [v if v else None for v in values.tolist()]
+    return [(slot, v if v else None) for v in values.tolist()]
+
+
+def model_weight(model: LevelModel, decided: list[str]) -> float:
+    """A matched pair's weight (bits) from the levels K reported (a field not reported: else)."""
+    reported = dict(label.split(".", 1) for label in decided)
+    total = 0.0
+    for f in model.fields:
+        outcome = reported.get(f.name, ELSE_LEVEL)
+        total += 0.0 if outcome == MISSING_LEVEL else model.weights[f.name][outcome]
+    return total
+
+
+# -- the rules file ----------------------------------------------------------------------------------
+def rules_document(rules: LevelRules) -> dict:
+    """The model as a rules-file dict (``[[field]]`` with ``levels``, ``[rule.levels]``, ``[[blocking]]``,
+    ``[risk]``): to edit, and to give the other party (who puts in its own column names)."""
+    fields = []
+    for f in rules.model.fields:
+        entry = {"name": f.name, "type": f.value_type, "levels": [level.name for level in f.levels]}
+        if f.parts:
+            entry["columns"] = list(f.parts)
+        else:
+            entry["column"] = f.column
+        if f.date_format:
+            entry["date_format"] = f.date_format
+        if f.value_type == "text":
+            entry["normalize"] = f.normalize
+        fields.append(entry)
+    document = {"field": fields,
+                "rule": {"levels": {"threshold": rules.model.threshold,
+                                    "weights": {f: dict(w) for f, w in rules.model.weights.items()},
+                                    **({"m": rules.model.m, "u": rules.model.u} if rules.model.m else {})}},
+                "blocking": [{"fields": list(b.fields), **({"buckets": b.buckets} if b.buckets else {}),
+                              **({"clear": True} if b.clear else {})} for b in rules.blocking],
+                "risk": {"max": rules.risk.max, **({"population": rules.risk.population}
+                                                   if rules.risk.population else {})}}
+    return document
+
+
+def load_level_rules(document: dict, where: str, risk: RiskPolicy) -> LevelRules:
+    """A rules-file dict whose fields have ``levels`` (see :func:`rules_document`)."""
+    from party_client.matching.fellegi_sunter import VALUE_TYPES, LevelField
+    from party_client.matching.levels import Level
+    fields = []
+    for entry in document.get("field", []):
+        try:
+            name, value_type, levels = entry["name"], entry.get("type", "text"), entry["levels"]
+        except KeyError as missing:
+            raise PartyError(f"{where}: every [[field]] with levels needs {missing}") from None
+        if value_type not in VALUE_TYPES:
+            raise PartyError(f"{where}: field '{name}' type must be one of {', '.join(VALUE_TYPES)}")
+        columns = entry.get("columns")
+        if (columns is None) == ("column" not in entry):
+            raise PartyError(f"{where}: field '{name}' needs column = \"...\" or (dates) columns = [year, month, day]")
+        if columns is not None and (value_type != "date" or len(columns) != 3):
+            raise PartyError(f"{where}: field '{name}': columns = [year, month, day] is for date fields only")
+        if value_type == "date" and columns is None and not entry.get("date_format"):
+            raise PartyError(f"{where}: date field '{name}' needs date_format, e.g. \"%Y%m%d\"")
+        fields.append(LevelField(name, value_type, tuple(Level.parse(text, value_type) for text in levels),
+                                 entry.get("column"), tuple(columns) if columns else None, entry.get("date_format"),
+                                 entry.get("normalize", "name")))
+    spec = document.get("rule", {}).get("levels", {})
+    try:
+        threshold = float(spec["threshold"])
+        weights = {f: {level: float(w) for level, w in table.items()} for f, table in spec["weights"].items()}
+    except KeyError as missing:
+        raise PartyError(f"{where}: [rule.levels] needs {missing}") from None
+    except (TypeError, ValueError, AttributeError):
+        raise PartyError(f"{where}: [rule.levels] threshold and weights must be numbers") from None
+    names = {f.name for f in fields}
+    blocking = []
+    for entry in document.get("blocking", []):
+        parts = entry.get("fields")
+        if not isinstance(parts, list) or not parts or not all(isinstance(p, str) for p in parts):
+            raise PartyError(f"{where}: every [[blocking]] needs fields = [\"name\", \"name:soundex\", ...]")
+        for part in parts:
+            name, _, transform = part.partition(":")
+            if name not in names or (transform and transform not in BLOCK_TRANSFORMS):
+                raise PartyError(f"{where}: [[blocking]] part '{part}' is not a field (with one of "
+                                 f"{', '.join(BLOCK_TRANSFORMS)})")
+        buckets = entry.get("buckets")
+        if buckets is not None and (not isinstance(buckets, int) or buckets < 1):
+            raise PartyError(f"{where}: [[blocking]] buckets must be a positive integer")
+        blocking.append(BlockingPass(tuple(parts), buckets, bool(entry.get("clear", False))))
+    try:
+        m = {f: {level: float(p) for level, p in table.items()} for f, table in spec.get("m", {}).items()}
+        u = {f: {level: float(p) for level, p in table.items()} for f, table in spec.get("u", {}).items()}
+    except (TypeError, ValueError, AttributeError):
+        raise PartyError(f"{where}: [rule.levels] m and u must be probabilities") from None
+    return LevelRules(LevelModel(fields, weights, threshold, m, u), blocking, risk, source=where)

@@ -1,0 +1,303 @@
+"""Graded comparison levels per field: their exact semantics, the keys each party encodes for them, and the
+plaintext reference that decides a pair's level from the same keys.
+
+docs/protocol.md, "Comparison levels" (levels after Fellegi & Sunter, "A theory for record linkage",
+JASA 1969, with one categorical outcome per field as in splink's comparison levels, UK Ministry of
+Justice, "Comparisons and comparison levels"; typo keys after the symmetric deletion neighbourhoods of
+Bocek, Hunt & Stiller, "Fast similarity search in large dictionaries", 2007).
+
+A level is decided by equality tests only, so that the blinded comparison can decide it: the querier
+contributes a few keys per record (*slots*), the holder a fixed number of comparisons per row, each
+naming one querier slot and one key of its own, and the level agrees when any comparison is equal.
+Both sides encode every key with the session's keyed encoding (``encode_to(s, "pair/<group>", key)``),
+and an empty key is missing: the querier sends a random ciphertext there, the holder a random value,
+so a missing key never agrees.  :func:`group_agreement` evaluates exactly these tests on plaintext
+keys; the property tests compare it with the stated semantics (:func:`reference_agreement`).
+"""
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+import jellyfish
+import numpy as np
+import pandas as pd
+
+from party_client.errors import PartyError
+
+MARK = "~"                          # prefixes every typo key, so a deletion leaving "" is still a key
+SEPARATOR = "\x1f"                  # joins two parts of one key; normalized codes never contain it
+PHONETIC = {"soundex": jellyfish.soundex, "nysiis": jellyfish.nysiis, "metaphone": jellyfish.metaphone}
+TEXT_LEVELS = ("exact", "typo", "soundex", "nysiis", "metaphone", "initial", "prefix", "swapped", "transposed")
+DATE_LEVELS = ("exact", "day_month_swap", "year", "days")
+NUMBER_LEVELS = ("exact", "within")
+DEFAULT_TYPO_LENGTH = 8
+DEFAULT_TRANSPOSED_LENGTH = 10
+MISSING_LEVEL = "missing"
+ANCHOR = "anchor"                   # the missing level's constant querier slot, one for all fields
+ELSE_LEVEL = "else"
+
+
+@dataclass(frozen=True)
+class Level:
+    """One comparison level: ``kind`` (``exact``, ``typo``, ...) and its parameter where it has one
+    (``typo``/``transposed``: characters considered; ``prefix``: characters; ``days``/``within``: the
+    tolerance; ``swapped``: the other field's name)."""
+
+    kind: str
+    parameter: int | str | None = None
+
+    @property
+    def name(self) -> str:
+        return self.kind if self.parameter is None else f"{self.kind}:{self.parameter}"
+
+    @classmethod
+    def parse(cls, text: str, value_type: str) -> "Level":
+        kind, _, parameter = text.partition(":")
+        allowed = {"text": TEXT_LEVELS, "date": DATE_LEVELS, "number": NUMBER_LEVELS}[value_type]
+        if kind not in allowed:
+            raise PartyError(f"level '{text}' is not one of {', '.join(allowed)} (for {value_type} fields)")
+        if kind == "swapped":
+            if not parameter.isidentifier():
+                raise PartyError("level 'swapped' needs the other field's name, e.g. swapped:last")
+            return cls(kind, parameter)
+        defaults = {"typo": DEFAULT_TYPO_LENGTH, "transposed": DEFAULT_TRANSPOSED_LENGTH, "prefix": 3,
+                    "days": 30, "within": 1}
+        if kind not in defaults:
+            if parameter:
+                raise PartyError(f"level '{kind}' takes no parameter")
+            return cls(kind)
+        try:
+            number = int(parameter) if parameter else defaults[kind]
+        except ValueError:
+            raise PartyError(f"level '{text}': the parameter must be an integer") from None
+        if number < 1 or (kind in ("typo", "transposed") and number < 2):
+            raise PartyError(f"level '{text}': the parameter is too small")
+        return cls(kind, number)
+
+    @property
+    def comparisons(self) -> int:
+        """The comparisons per candidate pair this level costs (fixed, whatever the values)."""
+        if self.kind == "typo":
+            return 5 * int(self.parameter) - 1
+        if self.kind == "transposed":
+            return int(self.parameter) - 1
+        if self.kind == "year":
+            return 2
+        if self.kind in ("days", "within"):
+            return 2 * int(self.parameter) + (1 if self.kind == "within" else 0)
+        return 1
+
+
+@dataclass
+class GroupKeys:
+    """One level of one field as keys: per querier slot a key per record, and per comparison a holder
+    key per row with the querier slot it is compared with ('' = missing, never equal)."""
+
+    querier: list[pd.Series]
+    holder: list[tuple[int, pd.Series]]
+    # per querier slot, what the key is (the levels of one field that compare with the same key share
+    # its ciphertext; ``ANCHOR`` is one constant slot for every field)
+    sources: tuple[str, ...] = ()
+
+    @property
+    def comparisons(self) -> int:
+        return len(self.holder)
+
+
+# -- string helpers ----------------------------------------------------------------------------------
+def _deleted(values: pd.Series, position: int) -> pd.Series:
+    """``value`` with the character at ``position`` removed, '' where the value is shorter."""
+    return (values.str[:position] + values.str[position + 1:]).where(values.str.len() > position, "")
+
+
+def _swapped(values: pd.Series, position: int) -> pd.Series:
+    """``value`` with characters ``position`` and ``position + 1`` swapped, '' where that changes nothing."""
+    long_enough = values.str.len() > position + 1
+    first, second = values.str[position:position + 1], values.str[position + 1:position + 2]
+    swapped = values.str[:position] + second + first + values.str[position + 2:]
+    return swapped.where(long_enough & (first != second), "")
+
+
+def _marked(values: pd.Series, present: pd.Series) -> pd.Series:
+    return (MARK + values).where(present, "")
+
+
+def _text(values: pd.Series) -> pd.Series:
+    return values.astype("string").fillna("").astype(object)
+
+
+def _one(querier: pd.Series, holder: pd.Series, source: str) -> GroupKeys:
+    return GroupKeys([querier], [(0, holder)], (source,))
+
+
+# -- keys per level ----------------------------------------------------------------------------------
+def text_keys(level: Level, codes: pd.Series, other: pd.Series | None = None) -> GroupKeys:
+    """Keys of a text level (codes normalized; '' missing).  Querier and holder keys are computed from
+    the same codes here: each party calls this on its own table and keeps its own side."""
+    codes = _text(codes)
+    present = codes != ""
+    kind = level.kind
+    if kind == "exact":
+        return _one(codes, codes, "value")
+    if kind in PHONETIC:
+        encode = PHONETIC[kind]
+        lookup = {v: (encode(v) if v else "") for v in pd.unique(codes)}
+        phonetic = codes.map(lookup)
+        return _one(phonetic, phonetic, kind)
+    if kind in ("initial", "prefix"):
+        prefix = codes.str[:1 if kind == "initial" else int(level.parameter)]
+        return _one(prefix, prefix, level.name)
+    if kind == "swapped":
+        if other is None:
+            raise PartyError(f"level {level.name} needs the other field's codes")
+        other = _text(other)
+        both = present & (other != "")
+        return _one((codes + SEPARATOR + other).where(both, ""), (other + SEPARATOR + codes).where(both, ""),
+                    level.name)
+    if kind == "transposed":
+        limit = int(level.parameter)
+        return GroupKeys([codes], [(0, _swapped(codes, i)) for i in range(limit - 1)], ("value",))
+    if kind == "typo":
+        return typo_keys(codes, int(level.parameter))
+    raise PartyError(f"level {level.name} is not a text level")
+
+
+def typo_keys(codes: pd.Series, limit: int) -> GroupKeys:
+    """Deletion keys on the first ``limit`` characters (docs/protocol.md, "Comparison levels", typo).
+
+    Querier slots: ``x[:L]``, ``x[:L-1]``, ``D_i(x[:L])`` for i < L (D_i deletes character i).  The
+    holder compares ``x[:L]`` with ``y[:L]``; ``x[:L-1]`` with each ``D_j(y[:L])`` (y has one more
+    character); each ``D_i(x[:L])`` with ``y[:L-1]`` (x has one more), with ``D_i(y[:L])`` (one
+    substitution) and with ``D_{i+1}(y[:L])`` and ``D_{i-1}(y[:L])`` (adjacent transposition):
+    5L - 1 comparisons.
+    """
+    codes = _text(codes)
+    present = codes != ""
+    head = codes.str[:limit]
+    shorter = codes.str[:limit - 1]
+    deleted = [_deleted(head, i) for i in range(limit)]
+    # a deletion exists only where the value has a character there; keys of absent deletions are ''
+    deleted_marked = [_marked(d, present & (head.str.len() > i)) for i, d in enumerate(deleted)]
+    querier = [_marked(head, present), _marked(shorter, present)] + deleted_marked
+    holder: list[tuple[int, pd.Series]] = [(0, _marked(head, present))]
+    holder += [(1, deleted_marked[j]) for j in range(limit)]
+    holder += [(2 + i, _marked(shorter, present)) for i in range(limit)]
+    holder += [(2 + i, deleted_marked[i]) for i in range(limit)]
+    holder += [(2 + i, deleted_marked[i + 1]) for i in range(limit - 1)]
+    holder += [(2 + i + 1, deleted_marked[i]) for i in range(limit - 1)]
+    return GroupKeys(querier, holder, tuple(f"typo{limit}.{k}" for k in range(len(querier))))
+
+
+def date_keys(level: Level, dates: pd.Series) -> GroupKeys:
+    """Keys of a date level; ``dates``: ``YYYYMMDD`` text ('' missing or not a valid date)."""
+    dates = _text(dates)
+    present = dates != ""
+    year, month, day = dates.str[:4], dates.str[4:6], dates.str[6:8]
+    kind = level.kind
+    if kind == "exact":
+        return _one(dates, dates, "value")
+    if kind == "day_month_swap":
+        swapped = (year + day + month).where(present & (day != month), "")
+        return _one(dates, swapped, "value")
+    if kind == "year":
+        numeric = pd.to_numeric(year.where(present, None), errors="coerce")
+        shifted = [((numeric + d).astype("Int64").astype("string").str.zfill(4) + month + day)
+                   .astype(object).where(present, "").fillna("") for d in (-1, 1)]
+        return GroupKeys([dates], [(0, s) for s in shifted], ("value",))
+    if kind == "days":
+        ordinal = day_numbers(dates)
+        return number_keys(Level("within", level.parameter), ordinal, exclude_zero=True, source="day_number")
+    raise PartyError(f"level {level.name} is not a date level")
+
+
+def number_keys(level: Level, numbers: pd.Series, exclude_zero: bool = False, source: str = "value") -> GroupKeys:
+    """Keys of a number level on integers ('' missing): ``exact``, or ``within:T`` (|x - y| <= T)."""
+    numbers = _text(numbers)
+    if level.kind == "exact":
+        return _one(numbers, numbers, source)
+    tolerance = int(level.parameter)
+    value = pd.to_numeric(numbers.where(numbers != "", None), errors="coerce").astype("Int64")
+    deltas = [d for d in range(-tolerance, tolerance + 1) if not (exclude_zero and d == 0)]
+    holder = [(0, (value + d).astype("string").fillna("").astype(object)) for d in deltas]
+    return GroupKeys([numbers], holder, (source,))
+
+
+def day_numbers(dates: pd.Series) -> pd.Series:
+    """Days since 0001-01-01 of ``YYYYMMDD`` text ('' when missing or invalid)."""
+    parsed = pd.to_datetime(_text(dates), format="%Y%m%d", errors="coerce")
+    days = (parsed - pd.Timestamp("1970-01-01")).dt.days + dt.date(1970, 1, 1).toordinal()
+    return days.astype("Int64").astype("string").fillna("").astype(object)
+
+
+def missing_keys(codes: pd.Series) -> GroupKeys:
+    """The ``missing`` level: agrees when either side's value is missing.
+
+    Querier slots: ``missing`` or ``present``, and a constant anchor; the holder compares the first
+    with ``missing`` when it has a value, and the anchor with itself when it has none: one comparison.
+    """
+    absent = _text(codes) == ""
+    indicator = pd.Series(np.where(absent, "missing", "present"), index=codes.index, dtype=object)
+    anchor = pd.Series("anchor", index=codes.index, dtype=object)
+    # the holder's slot choice is per row: keep it as a (slot, key) pair per row
+    holder = pd.Series([(1, "anchor") if a else (0, "missing") for a in absent], index=codes.index, dtype=object)
+    return GroupKeys([indicator, anchor], [(-1, holder)], (MISSING_LEVEL, ANCHOR))
+
+
+# -- evaluation on plaintext keys ----------------------------------------------------------------
+def holder_comparison(slot: int, keys: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Per row: the querier slot compared and the holder's key (slot -1: a (slot, key) pair per row)."""
+    values = keys.to_numpy(dtype=object)
+    if slot >= 0:
+        return np.full(len(values), slot), values
+    return np.array([v[0] for v in values]), np.array([v[1] for v in values], dtype=object)
+
+
+def group_agreement(querier: GroupKeys, holder: GroupKeys, left: np.ndarray, right: np.ndarray) -> np.ndarray:
+    """Whether querier record left[i] and holder row right[i] agree at this level: some comparison's
+    keys are equal and not missing (exactly the tests the blinded comparison makes)."""
+    left, right = np.asarray(left, dtype=np.int64), np.asarray(right, dtype=np.int64)
+    slots = np.array([q.to_numpy(dtype=object) for q in querier.querier], dtype=object).reshape(
+        len(querier.querier), -1)
+    agree = np.zeros(len(left), dtype=bool)
+    for slot, keys in holder.holder:
+        chosen, values = holder_comparison(slot, keys)
+        theirs = values[right]
+        ours = slots[chosen[right], left]
+        agree |= (theirs != "") & (ours == theirs)
+    return agree
+
+
+# -- the stated semantics, written independently (the property tests compare) ------------------
+def osa_distance(x: str, y: str) -> int:
+    """Optimal string alignment distance (insertions, deletions, substitutions, adjacent transpositions;
+    Damerau's restricted edit distance): no library exposes it (jellyfish's is the unrestricted one)."""
+    rows = [[0] * (len(y) + 1) for _ in range(len(x) + 1)]
+    for i in range(len(x) + 1):
+        rows[i][0] = i
+    for j in range(len(y) + 1):
+        rows[0][j] = j
+    for i in range(1, len(x) + 1):
+        for j in range(1, len(y) + 1):
+            cost = 0 if x[i - 1] == y[j - 1] else 1
+            rows[i][j] = min(rows[i - 1][j] + 1, rows[i][j - 1] + 1, rows[i - 1][j - 1] + cost)
+            if i > 1 and j > 1 and x[i - 1] == y[j - 2] and x[i - 2] == y[j - 1]:
+                rows[i][j] = min(rows[i][j], rows[i - 2][j - 2] + 1)
+    return rows[len(x)][len(y)]
+
+
+def typo_reference(x: str, y: str, limit: int) -> bool:
+    """The typo level's semantics on values (not keys): on the first ``limit`` characters, the two
+    values are equal, or one is the other with one character deleted, or deleting one character from
+    each at positions at most one apart leaves the same text (this admits all pairs at optimal string
+    alignment distance 1, and some at distance 2: two neighbouring substitutions where one shifts)."""
+    if not x or not y:
+        return False
+    a, b = x[:limit], y[:limit]
+    if a == b:
+        return True
+    deletions_a = {i: a[:i] + a[i + 1:] for i in range(len(a))}
+    deletions_b = {j: b[:j] + b[j + 1:] for j in range(len(b))}
+    if any(d == a[:limit - 1] for d in deletions_b.values()) or any(d == b[:limit - 1] for d in deletions_a.values()):
+        return True
+    return any(deletions_a[i] == deletions_b[j] for i in deletions_a for j in (i - 1, i, i + 1) if j in deletions_b)

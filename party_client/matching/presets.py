@@ -1,0 +1,194 @@
+"""``--preset person``: comparison levels, blocking passes, weights and threshold for linking people,
+from a map of roles (first, last, dob, ...) to each party's own columns.
+
+docs/protocol.md, "Comparison levels" and README, "Linking people": the levels per role follow the
+comparisons splink documents for person data (UK Ministry of Justice, splink, "Comparison library":
+exact, Jaro-Winkler or Levenshtein bands, dates by edit and by time), replaced by levels the blinded
+comparison can decide (:mod:`party_client.matching.levels`).  The weights are log2(m/u) of prior m
+and u per role and level (``PRIORS``), so that both parties derive the same model from nothing but
+the role names; ``u`` of the exact level may be replaced by a party's own value frequencies when it
+writes the model out (:func:`estimated_model`), for both parties to use that file.
+"""
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from party_client.errors import PartyError
+from party_client.matching.blocking import BlockingPass, RiskPolicy
+from party_client.matching.fellegi_sunter import ELSE_LEVEL, LevelField, LevelModel, u_from_frequencies
+from party_client.matching.level_rules import LevelRules
+from party_client.matching.levels import Level
+
+DATE_ROLES = ("birth_year", "birth_month", "birth_day")
+TEXT_ROLES = ("first", "last", "sex", "postcode", "id", "street_number", "address", "city", "state")
+ROLES = TEXT_ROLES + ("dob",) + DATE_ROLES
+
+# Per role: (value type, normalization, [(level, m, u)]); the rest of m and u is the else level.
+# m: the share of true matches reaching the level (first agreeing); u: of random pairs.  The priors are
+# typical of registries of a country's population (names: Christen, Data Matching, 2012, ch. 5; FEBRL's
+# corruption profile); a file written by `estimated_model` replaces u by the data's own frequencies.
+PRIORS: dict[str, tuple[str, str, list[tuple[str, float, float]]]] = {
+    "first": ("text", "name", [("exact", 0.80, 0.004), ("swapped:last", 0.03, 1e-5), ("nysiis", 0.05, 0.01),
+                               ("initial", 0.05, 0.06)]),
+    "last": ("text", "name", [("exact", 0.80, 0.002), ("soundex", 0.10, 0.01)]),
+    "dob": ("date", "", [("exact", 0.88, 4e-5), ("day_month_swap", 0.01, 1e-5), ("year", 0.02, 1e-4)]),
+    "sex": ("text", "name", [("exact", 0.97, 0.5)]),
+    "postcode": ("text", "identifier", [("exact", 0.84, 0.002), ("transposed:4", 0.05, 0.0005)]),
+    "id": ("text", "identifier", [("exact", 0.90, 1e-6)]),
+    "street_number": ("text", "identifier", [("exact", 0.85, 0.02)]),
+    "address": ("text", "name", [("exact", 0.60, 0.0005)]),
+    "city": ("text", "name", [("exact", 0.75, 0.002)]),
+    "state": ("text", "name", [("exact", 0.94, 0.3)]),
+}
+# ``person-typo``: the same, with the typo level (edit distance 1 on the first 8 letters) on names,
+# dates within 10 days, and typos in ids and postcodes: 5L - 1 comparisons per typo level and pair.
+TYPO_LEVELS: dict[str, list[tuple[str, float, float, int]]] = {     # (level, m, u, position in the order)
+    "first": [("typo:8", 0.12, 0.002, 2)], "last": [("typo:8", 0.14, 0.001, 1)],
+    "dob": [("days:10", 0.02, 8e-4, 3)], "postcode": [("typo:4", 0.09, 0.02, 2)],
+    "id": [("transposed:10", 0.03, 1e-6, 1), ("typo:10", 0.04, 1e-5, 2)],
+    "address": [("typo:10", 0.25, 0.0005, 1)], "city": [("typo:8", 0.15, 0.001, 1)],
+}
+PRESETS = ("person", "person-typo")
+# Blocking passes, in order, each used when all its roles are mapped (risk-checked keyed buckets);
+# the last only without an id.
+PASSES = (("id",), ("dob",), ("first", "last"), ("postcode", "street_number"), ("first:nysiis", "postcode"),
+          ("last:soundex", "dob:year"))
+DEFAULT_THRESHOLD = 12.0
+
+
+def parse_map(text: str) -> dict[str, str]:
+    """``first=COL,last=COL,...`` -> {role: column}; unknown roles and a half-split date are refused."""
+    mapping: dict[str, str] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        role, sep, column = item.partition("=")
+        role = role.strip()
+        if not sep or not column.strip():
+            raise PartyError(f"--map item '{item}' must be ROLE=COLUMN")
+        if role not in ROLES:
+            raise PartyError(f"--map role '{role}' unknown (use {', '.join(ROLES)})")
+        if role in mapping:
+            raise PartyError(f"--map names role '{role}' twice")
+        mapping[role] = column.strip()
+    split = [r for r in DATE_ROLES if r in mapping]
+    if split and len(split) != 3:
+        raise PartyError("a date of birth in parts needs birth_year, birth_month and birth_day")
+    if split and "dob" in mapping:
+        raise PartyError("map dob or birth_year/birth_month/birth_day, not both")
+    if len({r for r in mapping if r not in DATE_ROLES} | ({"dob"} if split else set())) < 2:
+        raise PartyError("--preset person needs at least two of first, last, dob, sex, postcode, id, ...")
+    return mapping
+
+
+def role_priors(role: str, preset: str = "person") -> tuple[str, str, list[tuple[str, float, float]]]:
+    """A role's value type, normalization and (level, m, u) in order, for the preset."""
+    if preset not in PRESETS:
+        raise PartyError(f"--preset must be one of {', '.join(PRESETS)}")
+    value_type, normalize, levels = PRIORS[role]
+    levels = list(levels)
+    if preset == "person-typo":
+        for name, m, u, position in TYPO_LEVELS.get(role, []):
+            levels.insert(position, (name, m, u))
+    return value_type, normalize, levels
+
+
+def _role_field(role: str, mapping: dict[str, str], date_format: str, preset: str) -> LevelField:
+    value_type, normalize, levels = role_priors(role, preset)
+    chosen = [Level.parse(name, value_type) for name, _, _ in levels]
+    chosen = [level for level in chosen if level.kind != "swapped" or level.parameter in mapping]
+    if role == "dob" and any(r in mapping for r in DATE_ROLES):
+        return LevelField("dob", "date", tuple(chosen), parts=tuple(mapping[r] for r in DATE_ROLES))
+    return LevelField(role, value_type, tuple(chosen), mapping[role], date_format=date_format if role == "dob" else None,
+                      normalize=normalize or "name")
+
+
+def prior_probabilities(fields: list[LevelField], preset: str = "person") -> tuple[dict, dict]:
+    """m and u per field and level from the preset's priors (else: the remainder)."""
+    m: dict[str, dict[str, float]] = {}
+    u: dict[str, dict[str, float]] = {}
+    for f in fields:
+        table = {name: (pm, pu) for name, pm, pu in role_priors(f.name, preset)[2]}
+        m[f.name] = {level.name: table[level.name][0] for level in f.levels}
+        u[f.name] = {level.name: table[level.name][1] for level in f.levels}
+        m[f.name][ELSE_LEVEL] = max(1e-4, 1 - sum(m[f.name].values()))
+        u[f.name][ELSE_LEVEL] = max(1e-4, 1 - sum(u[f.name].values()))
+    return m, u
+
+
+def person_model(mapping: dict[str, str], date_format: str = "%Y%m%d", threshold: float = DEFAULT_THRESHOLD,
+                 preset: str = "person") -> LevelModel:
+    """The person model over the mapped roles (weights from the priors unless m and u are given)."""
+    roles = [r for r in ("id", "first", "last", "dob", "sex", "postcode", "street_number", "address", "city", "state")
+             if r in mapping or (r == "dob" and "birth_year" in mapping)]
+    fields = [_role_field(r, mapping, date_format, preset) for r in roles]
+    m, u = prior_probabilities(fields, preset)
+    weights = {f.name: {name: round(math.log2(m[f.name][name] / u[f.name][name]), 3) for name in m[f.name]}
+               for f in fields}
+    model = LevelModel(fields, weights, threshold, m, u)
+    model.check()
+    return model
+
+
+def person_passes(mapping: dict[str, str]) -> list[BlockingPass]:
+    """The blocking passes whose roles are all mapped (keyed buckets, as many as the risk allows)."""
+    mapped = set(mapping) | ({"dob"} if "birth_year" in mapping else set())
+    passes = [BlockingPass(tuple(p)) for p in PASSES if all(part.split(":")[0] in mapped for part in p)
+              and not (p == PASSES[-1] and "id" in mapped)]
+    if not passes:
+        raise PartyError("--preset person: no blocking pass fits the mapped roles (map id, dob, or first and last)")
+    return passes
+
+
+def person_rules(mapping: dict[str, str], population: int | None = None, max_risk: float = 0.05,
+                 date_format: str = "%Y%m%d", threshold: float = DEFAULT_THRESHOLD,
+                 preset: str = "person") -> LevelRules:
+    """The preset as matching keys: model, passes and risk policy."""
+    return LevelRules(person_model(mapping, date_format, threshold, preset), person_passes(mapping),
+                      RiskPolicy(max_risk, population), source=f"preset {preset}")
+
+
+def estimated_model(model: LevelModel, frame: pd.DataFrame) -> LevelModel:
+    """The model with u replaced by the frame's own frequencies (m kept): to write out for both parties."""
+    u = u_from_frequencies(model, frame)
+    weights = {f: {level: round(math.log2(model.m[f][level] / u[f][level]), 3) for level in model.m[f]}
+               for f in model.m}
+    estimated = LevelModel(model.fields, weights, model.threshold, model.m, u)
+    estimated.check()
+    return estimated
+
+
+def own_blocked_pairs(rules: LevelRules, frame: pd.DataFrame, max_pairs: int, seed: int = 0) -> tuple:
+    """Pairs (i < j) of one table's records sharing a clear block key in some pass, at most ``max_pairs``
+    (a seeded sample): the training pairs of EM."""
+    import numpy as np
+    from party_client.matching.level_rules import block_codes
+    codes = rules.codes(frame)
+    found = []
+    for blocking in rules.blocking:
+        keys = block_codes(rules.model, codes, blocking)
+        table = pd.DataFrame({"key": keys, "i": range(len(keys))})
+        table = table[table["key"] != ""]
+        pairs = table.merge(table, on="key")
+        found.append(pairs[pairs["i_x"] < pairs["i_y"]][["i_x", "i_y"]])
+    pairs = pd.concat(found).drop_duplicates()
+    if len(pairs) > max_pairs:
+        pairs = pairs.sample(max_pairs, random_state=seed)
+    return pairs["i_x"].to_numpy(dtype=np.int64), pairs["i_y"].to_numpy(dtype=np.int64)
+
+
+def estimate_person(rules: LevelRules, frame: pd.DataFrame, max_pairs: int = 1_000_000, seed: int = 0):
+    """The preset's m by EM over the level patterns of the table's own blocked pairs (it must hold
+    duplicates), u from its value frequencies on random pairs; refused unless EM converged.  Returns
+    (rules with the estimated weights, EM fit, training pairs)."""
+    from party_client.matching.fellegi_sunter import expectation_maximisation, model_from_fit, pair_levels
+    model = rules.model
+    left, right = own_blocked_pairs(rules, frame, max_pairs, seed)
+    if not len(left):
+        raise PartyError("no two records of the table share a blocking key: EM has nothing to learn from")
+    groups = model.groups(model.codes(frame))
+    fit = expectation_maximisation(model, pair_levels(model, groups, groups, left, right))
+    u = u_from_frequencies(model, frame, seed=seed)
+    fit = type(fit)(fit.m, u, fit.match_proportion, fit.iterations, fit.converged, fit.change)
+    estimated = model_from_fit(model.fields, fit, model.threshold)
+    return LevelRules(estimated, rules.blocking, rules.risk, source=rules.source), fit, len(left)

