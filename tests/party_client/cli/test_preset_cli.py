@@ -109,6 +109,6 @@ def test_estimate_preset_learns_m_by_em_on_own_duplicates_and_writes_rules(tmp_p
 
 
 def test_link_release_declares_every_mapped_column_a_linking_column():
-    from party_client.release import _linking_columns
+    from party_client.release.linked_release import _linking_columns
     assert _linking_columns(None, person_rules(parse_map(HOLDER_MAP))) == sorted(
         ["vorname", "name", "y", "m", "d", "plz", "ssn"])
