@@ -22,7 +22,7 @@ from common.schemes.paillier import (Encryptor, PublicKey, SessionKey, ZeroTeste
                                      blinding_factor, book_literal_comparison, negated_generator_power)
 from keyholder.vault import KeyVault
 from party_client.crypto.cuckoo import EMPTY, CuckooFailure, CuckooParams, bin_count, padded_size, place
-from party_client.crypto.encoding import bin_positions, bucket, encode, encoding_bytes
+from party_client.crypto.encoding import bin_positions, encode, encoding_bytes, lookup_buckets, lookup_words
 from party_client.matching.normalize import normalize_identifiers, normalize_names
 from party_client.crypto.seal import SealError, SessionCipher, open_records, seal_records
 
@@ -61,7 +61,11 @@ def test_encoding_is_keyed_deterministic_and_below_n(keypair):
     positions = bin_positions(s1, x, 1000, 2)
     assert len(positions) == 2 and all(0 <= p < 1000 for p in positions)
     assert positions == bin_positions(s1, x, 1000, 2)
-    assert bin_positions(s2, x, 1000, 2) != positions or bucket(s2, x, 10 ** 9) != bucket(s1, x, 10 ** 9)
+    assert bin_positions(s2, x, 1000, 2) != positions
+    words = lookup_words("id", ["1234567890", "1234567891"])
+    assert (lookup_buckets(s1, words, 10 ** 9) == lookup_buckets(s1, words, 10 ** 9)).all()     # deterministic
+    assert (lookup_buckets(s2, words, 10 ** 9) != lookup_buckets(s1, words, 10 ** 9)).all()     # keyed
+    assert (lookup_words("hcn", ["1234567890"])[:, 0] != words[:, 0]).any()                   # field-separated
 
 
 # -- cuckoo table --------------------------------------------------------------
@@ -268,6 +272,18 @@ def test_bucket_risk_matches_simulation():
         sizes = np.bincount(rng.integers(0, buckets, population), minlength=buckets)
         per_person = float(np.count_nonzero(sizes)) / population     # sum over people of 1/size
         assert math.isclose(hashed_bucket_risk(population, buckets), per_person, rel_tol=0.05)
+
+
+def test_keyed_lookup_buckets_carry_the_modelled_risk():
+    """The keyed multiply-shift buckets of real identifiers spread people as the risk model assumes
+    (a person's expected company in their bucket), for every session secret tried."""
+    population, buckets = 200_000, 20_000
+    words = lookup_words("id", [str(10 ** 9 + 7919 * i) for i in range(population)])
+    for _ in range(3):
+        sizes = np.bincount(lookup_buckets(os.urandom(32), words, buckets), minlength=buckets)
+        assert len(sizes) == buckets
+        per_person = float(np.sum(sizes > 0)) / population        # mean over people of 1/|their bucket|
+        assert math.isclose(hashed_bucket_risk(population, buckets), per_person, rel_tol=0.02)
 
 
 def test_max_buckets_respects_threshold():
