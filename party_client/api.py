@@ -26,6 +26,7 @@ from party_client.matching.rules import Rules
 from party_client.matching.rules_file import load_rules
 from party_client.matching.keys import QuerierKeys, exact_holder_keys, exact_querier_keys
 from party_client.protocol.engines.interface import HolderData, QueryOptions
+from party_client.protocol.engines.session_indexes import DEFAULT_BUDGET_BYTES
 from party_client.protocol.holder import Holder, HolderOptions
 from party_client.protocol.querier import HolderTimeout, Querier, QueryOutcome
 from party_client.protocol.wire import MODE_NAMES, session_scheme
@@ -332,11 +333,12 @@ class Party:
                rules=None, id_type: str = "identifier", allow_fast_blinding: bool = False,
                allowed_queriers: list[str] | None = None, connection: Connection | None = None,
                schemes: str | tuple[str | Scheme, ...] = SCHEME_NAMES, dask_client=None,
-               dask_timeout: float = CONNECT_SECONDS) -> Holder:
+               dask_timeout: float = CONNECT_SECONDS, lookup_memory: int = DEFAULT_BUDGET_BYTES) -> Holder:
         """A holder ready to serve (``serve(once=...)``), keys computed once; it refuses rounds of a
         comparison scheme not in ``schemes`` (schemes or names, or a comma-separated string); with a
         ``distributed.Client`` its comparison batches run on that Dask cluster (a call to its
-        scheduler waits at most ``dask_timeout`` seconds)."""
+        scheduler waits at most ``dask_timeout`` seconds); each lookup session's bucket index is kept
+        while the session lives, within ``lookup_memory`` bytes in all."""
         try:
             if isinstance(schemes, str) or not all(isinstance(s, Scheme) for s in schemes):
                 schemes = parse_scheme_list(schemes if isinstance(schemes, str) else ",".join(map(str, schemes)))
@@ -348,7 +350,8 @@ class Party:
         return Holder(connection or self.connect(), self.dir, HolderData(frame, keys, release_columns, self.progress),
                       HolderOptions(release_columns=release_columns, allow_fast_blinding=allow_fast_blinding,
                                     allowed_queriers=allowed_queriers, schemes=schemes, progress=self.progress,
-                                    cluster=None if dask_client is None else Cluster(dask_client, dask_timeout)))
+                                    cluster=None if dask_client is None else Cluster(dask_client, dask_timeout),
+                                    lookup_memory=lookup_memory))
 
     def hold(self, data, id_column: str | None = None, release_columns: list[str] | None = None, *,
              once: bool = True, poll_seconds: float = 20.0, on_ready: Callable[[], None] | None = None,
