@@ -247,28 +247,42 @@ def clerks(jobs: list[tuple], start_at: float) -> list[dict]:
             found = Party(folder, progress=False).lookup(holder, pd.DataFrame({"id": [value]}), "id", population,
                                                          max_risk=max_risk, scheme=scheme, timeout=300)
             correct = bool(found.frame["matched"].iloc[0]) == present
-            error = ""
+            error, phases = "", found.report["seconds"]
         except Exception as failure:                       # counted as wrong, and said why
-            correct, error = False, f"{type(failure).__name__}: {failure}"
-        return {"offset": offset, "seconds": time.perf_counter() - started, "correct": correct,
+            correct, error, phases = False, f"{type(failure).__name__}: {failure}", {}
+        return {"offset": offset, "seconds": time.perf_counter() - started, "correct": correct, "phases": phases,
                 "late": max(0.0, time.time() - start_at - offset - (time.perf_counter() - started)),
                 "error": error}
     futures = []
+    cpu = time.process_time()
     with ThreadPoolExecutor(max_workers=max(1, len(jobs))) as pool:
         for job in sorted(jobs):
             delay = start_at + job[0] - time.time()
             if delay > 0:
                 time.sleep(delay)
             futures.append(pool.submit(one, job))
-        return [f.result() for f in futures]
+        done = [f.result() for f in futures]
+    return done, time.process_time() - cpu
 
 
-def _run_jobs(pool, jobs: list[tuple], workers: int, lead: float = 3.0) -> tuple[list[dict], float]:
+def process_cpu(pid: int) -> float:
+    """CPU seconds (user + system) a process has used so far (/proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _run_jobs(pool, jobs: list[tuple], workers: int, pids: dict[str, int],
+              lead: float = 3.0) -> tuple[list[dict], dict]:
+    """Run the jobs over the worker processes; the results and the CPU seconds per lookup of the key
+    holder, the holder and the queriers (a measure of capacity that a busy machine does not skew)."""
     start_at = time.time() + lead
+    before = {name: process_cpu(pid) for name, pid in pids.items()}
     shares = [jobs[w::workers] for w in range(workers)]
-    results = [r for future in [pool.submit(clerks, share, start_at) for share in shares if share]
-               for r in future.result()]
-    return results, start_at
+    outcomes = [future.result() for future in [pool.submit(clerks, share, start_at) for share in shares if share]]
+    results = [r for done, _ in outcomes for r in done]
+    cpu = {name: process_cpu(pid) - before[name] for name, pid in pids.items()}
+    cpu["queriers"] = sum(seconds for _, seconds in outcomes)
+    return results, {f"{name}_ms": round(1000 * seconds / max(1, len(results)), 1) for name, seconds in cpu.items()}
 
 
 def _summary(results: list[dict]) -> dict:
@@ -276,7 +290,9 @@ def _summary(results: list[dict]) -> dict:
     return {"lookups": len(results), "all_correct": all(r["correct"] for r in results),
             "wrong": sum(not r["correct"] for r in results), "p50_s": percentile(seconds, 50),
             "p95_s": percentile(seconds, 95), "max_s": round(max(seconds), 3) if seconds else None,
-            "errors": sorted({r["error"] for r in results if r["error"]})[:5], "load": os.getloadavg()}
+            "errors": sorted({r["error"] for r in results if r["error"]})[:5], "load": os.getloadavg(),
+            "round_phases_p50_s": {phase: percentile([r["phases"][phase] for r in results if phase in r["phases"]], 50)
+                                   for phase in sorted({k for r in results for k in r["phases"]})}}
 
 
 def desk(args) -> int:
@@ -329,22 +345,27 @@ def desk(args) -> int:
         context = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(max_workers=args.workers, mp_context=context) as pool:
             list(pool.map(time.sleep, [0.0] * args.workers))                  # the workers' imports, untimed
-            burst, _ = _run_jobs(pool, [job(0.0, folders[i], i) for i in range(args.parties)], args.workers)
-            results["burst"] = _summary(burst)
+            pids = {"keyholder": kh.proc.pid, "holder": hold.proc.pid}
+            burst, cpu = _run_jobs(pool, [job(0.0, folders[i], i) for i in range(args.parties)], args.workers, pids)
+            results["burst"] = dict(_summary(burst), cpu_per_lookup=cpu)
             b = results["burst"]
             print(f"burst: {args.parties} parties x 1 lookup at once ({args.rows} rows, {args.scheme}): "
                   f"p50 {b['p50_s']:.2f} s, p95 {b['p95_s']:.2f} s, max {b['max_s']:.2f} s; "
                   f"{'all correct' if b['all_correct'] else str(b['wrong']) + ' WRONG'}; "
                   f"load {b['load'][0]:.1f}", flush=True)
+            print(f"  round phases (p50, s): {b['round_phases_p50_s']}; CPU per lookup: {b['cpu_per_lookup']}",
+                  flush=True)
             steady_jobs = [job(i / args.rate, folders[args.parties + i % args.clerks], i)
                            for i in range(int(args.rate * args.seconds))]
-            steady, _ = _run_jobs(pool, steady_jobs, args.workers)
-            results["steady"] = _summary(steady)
+            steady, cpu = _run_jobs(pool, steady_jobs, args.workers, pids)
+            results["steady"] = dict(_summary(steady), cpu_per_lookup=cpu)
             results["steady"]["started_late_p95_s"] = percentile([r["late"] for r in steady], 95)
             st = results["steady"]
             print(f"steady: {args.rate:g} lookups/s for {args.seconds:g} s from {args.clerks} parties: "
                   f"p50 {st['p50_s']:.2f} s, p95 {st['p95_s']:.2f} s, max {st['max_s']:.2f} s; "
                   f"{'all correct' if st['all_correct'] else str(st['wrong']) + ' WRONG'}; load {st['load'][0]:.1f}",
+                  flush=True)
+            print(f"  round phases (p50, s): {st['round_phases_p50_s']}; CPU per lookup: {st['cpu_per_lookup']}",
                   flush=True)
         results["load_after"] = os.getloadavg()
         for kind in ("burst", "steady"):

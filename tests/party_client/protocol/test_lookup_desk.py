@@ -24,6 +24,7 @@ from party_client.matching.keys import HolderKeys
 from party_client.protocol.engines.interface import HolderData
 from party_client.protocol.engines.lookup import bucket_index
 from party_client.protocol.engines.session_indexes import SessionIndexes
+from party_client.protocol.holder import LOOKUP_LANE
 from party_client.matching.normalize import normalize_identifiers
 
 POPULATION = 50_000
@@ -95,6 +96,8 @@ def test_concurrent_lookups_of_one_party_share_one_session(fresh_keyholder, tmp_
         assert [row[0] for row in listed] == [other.report["session_id"]] and listed[0][6] == "open"
         closed = run_party("sessions", "close", "--dir", str(qdir), *server.flags(), "--all").stdout
         assert "closed 1 session(s)" in closed and _listed(qdir, server) == []
+        usage = run_party("hold", "--help").stdout                         # the serving model is stated
+        assert f"({LOOKUP_LANE} at once)" in " ".join(usage.split()) and "--lookup-memory" in usage
     finally:
         hold.send_signal(signal.SIGINT)
         hold.wait(timeout=30)
