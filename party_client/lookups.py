@@ -245,12 +245,18 @@ class LookupState:
         return risks
 
 
-def _round_cap(querier: Querier, refusal: KeyHolderRefusal, session: pb.SessionInfo) -> bool:
-    """Was the query refused because the session has had all the rounds K allows (not relayed)?"""
-    if refusal.code != "RESOURCE_EXHAUSTED":
+def _fresh_session_helps(querier: Querier, refusal: KeyHolderRefusal, session: pb.SessionInfo) -> bool:
+    """Was the lookup refused because of its session (K's round cap reached, or K ended the session
+    meanwhile: its lifetime, idle timeout or a close), so that a fresh session would serve it?"""
+    if refusal.code not in ("RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "NOT_FOUND"):
         return False
-    current = querier.connection.call("GetSession", pb.SessionRef(session_id=session.session_id))
-    return current.status == pb.OPEN and current.rounds > 0
+    try:
+        current = querier.connection.call("GetSession", pb.SessionRef(session_id=session.session_id))
+    except KeyHolderRefusal:
+        return True                                    # gone
+    if current.status != pb.OPEN:
+        return True
+    return refusal.code == "RESOURCE_EXHAUSTED" and current.rounds > 0
 
 
 def run_lookup(querier: Querier, state: LookupState, holder: str, plan: BucketPlan, keys: QuerierKeys,
@@ -264,9 +270,9 @@ def run_lookup(querier: Querier, state: LookupState, holder: str, plan: BucketPl
         try:
             outcome = querier.run(lease.session, keys, options, lookup_secret=lease.kept.secret)
         except KeyHolderRefusal as refusal:
-            # K's round cap per session: the query was not relayed; continue in a fresh session
-            # (a new secret: the ledger warns if the holder could intersect buckets, :func:`lookup_report`).
-            if not _round_cap(querier, refusal, lease.session):
+            # K's round cap per session, or a session K ended: continue in a fresh session (a new
+            # secret: the ledger warns if the holder could intersect buckets, :func:`lookup_report`).
+            if not _fresh_session_helps(querier, refusal, lease.session):
                 raise
             _close(querier, state.release(lease))
             lease = state.acquire(querier, holder, plan, options, session_ttl, keys,
