@@ -1,9 +1,21 @@
-"""Single-record lookup latency against a large holder.
+"""Single-record lookup latency against a large holder, and a lookup desk under load.
 
     python -m benchmarks.lookup [--rows 1000000] [--lookups 10] [--population 10000000]
                                 [--max-risk 0.05] [--scheme paillier|ec] [--key-bits 2048]
                                 [--no-release] [--json OUT]
+    python -m benchmarks.lookup --desk [--rows 1000000] [--parties 64] [--rate 20] [--seconds 60]
+                                [--clerks 8] [--workers 4] [--scheme ec] [--json OUT]
 
+``--desk``: the holder is a real ``party hold`` process; the queriers are real parties run from
+``--workers`` processes (threads within each).  First the index build for a new session over
+the holder's rows is timed in this process (the digests, once per table, then one vectorized
+pass per session).  Then a burst: ``--parties`` parties each look one record up at the same moment
+(each opens its own lookup session: the holder builds one index per party).  Then a steady desk
+load: ``--rate`` lookups per second for ``--seconds`` from ``--clerks`` parties (a party's
+lookups share its session).  Every answer is checked; p50/p95 are end-to-end ``Party.lookup``
+times; the load average is printed with them (the machine may be shared).
+
+Without ``--desk``:
 The key holder runs as its own process (``keyholder serve --insecure``); the
 holder is a ``Party.holder(...)`` object kept alive in this process, serving in
 a thread (``serve(once=False, stop=...)``); the querier calls ``Party.lookup``
@@ -62,7 +74,15 @@ def main(argv: list[str] | None = None) -> int:
                         help="cProfile the holder's round processing over the lookups after the first")
     parser.add_argument("--seed", type=int, default=3)
     parser.add_argument("--json")
+    parser.add_argument("--desk", action="store_true", help="the desk benchmark (see above)")
+    parser.add_argument("--parties", type=int, default=64, help="--desk: parties in the burst")
+    parser.add_argument("--rate", type=float, default=20.0, help="--desk: steady lookups per second")
+    parser.add_argument("--seconds", type=float, default=60.0, help="--desk: length of the steady load")
+    parser.add_argument("--clerks", type=int, default=8, help="--desk: parties sharing the steady load")
+    parser.add_argument("--workers", type=int, default=4, help="--desk: querier processes")
     args = parser.parse_args(argv)
+    if args.desk:
+        return desk(args)
 
     from party_client.api import Party
     from party_client.lookups import plan_buckets
@@ -85,10 +105,7 @@ def main(argv: list[str] | None = None) -> int:
         holder_party.register(address, insecure=True)
 
         rng = np.random.default_rng(args.seed)
-        ids = np.unique(rng.integers(10 ** 9, 10 ** 10, size=int(args.rows * 1.01) + 100))
-        ids = rng.permutation(ids)
-        holder_ids = ids[:args.rows].astype(str)
-        absent = ids[args.rows:].astype(str)
+        holder_ids, absent = holder_and_absent_ids(args.rows, rng)
         frame = pd.DataFrame({"id": holder_ids, "age": (holder_ids.astype(np.int64) % 97)})
         t = time.perf_counter()
         holder = holder_party.holder(frame, "id", [] if args.no_release else ["age"],
@@ -185,6 +202,187 @@ def main(argv: list[str] | None = None) -> int:
         if kh is not None:
             kh.stop()
         shutil.rmtree(work, ignore_errors=True)
+
+
+def holder_and_absent_ids(rows: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """``rows`` distinct 10-digit ids for the holder and about 1 % more that it lacks."""
+    ids = rng.permutation(np.unique(rng.integers(10 ** 9, 10 ** 10, size=int(rows * 1.01) + 100)))
+    return ids[:rows].astype(str), ids[rows:].astype(str)
+
+
+def percentile(values: list[float], q: float) -> float:
+    return round(float(np.percentile(values, q)), 3) if values else float("nan")
+
+
+def index_build(holder_ids: np.ndarray, sessions: int = 3) -> dict:
+    """The holder's lookup index for a new session over all rows, timed in this process."""
+    from party_client.matching.keys import HolderKeys
+    from party_client.protocol.engines.interface import HolderData
+    from party_client.protocol.engines.lookup import bucket_index
+    values = holder_ids.tolist()
+    data = HolderData(pd.DataFrame({"id": values}), HolderKeys(["id"], [values], "exact/id/identifier"), [])
+    started = time.perf_counter()
+    data.lookup_words()
+    digests = time.perf_counter() - started
+    per_session = []
+    for _ in range(sessions):
+        started = time.perf_counter()
+        bucket_index(data, os.urandom(32), 500_000)
+        per_session.append(time.perf_counter() - started)
+    return {"digests_once_s": round(digests, 3), "per_session_s": [round(t, 4) for t in per_session],
+            "load": os.getloadavg()[0]}
+
+
+def clerks(jobs: list[tuple], start_at: float) -> list[dict]:
+    """A querier process: each job ``(offset, party dir, holder, value, present, population, max_risk,
+    scheme)`` starts ``offset`` seconds after ``start_at`` (wall clock) in a thread of its own."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from party_client.api import Party
+
+    def one(job: tuple) -> dict:
+        offset, folder, holder, value, present, population, max_risk, scheme = job
+        started = time.perf_counter()
+        try:
+            found = Party(folder, progress=False).lookup(holder, pd.DataFrame({"id": [value]}), "id", population,
+                                                         max_risk=max_risk, scheme=scheme, timeout=300)
+            correct = bool(found.frame["matched"].iloc[0]) == present
+            error, phases = "", found.report["seconds"]
+        except Exception as failure:                       # counted as wrong, and said why
+            correct, error, phases = False, f"{type(failure).__name__}: {failure}", {}
+        return {"offset": offset, "seconds": time.perf_counter() - started, "correct": correct, "phases": phases,
+                "late": max(0.0, time.time() - start_at - offset - (time.perf_counter() - started)),
+                "error": error}
+    futures = []
+    cpu = time.process_time()
+    with ThreadPoolExecutor(max_workers=max(1, len(jobs))) as pool:
+        for job in sorted(jobs):
+            delay = start_at + job[0] - time.time()
+            if delay > 0:
+                time.sleep(delay)
+            futures.append(pool.submit(one, job))
+        done = [f.result() for f in futures]
+    return done, time.process_time() - cpu
+
+
+def process_cpu(pid: int) -> float:
+    """CPU seconds (user + system) a process has used so far (/proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _run_jobs(pool, jobs: list[tuple], workers: int, pids: dict[str, int],
+              lead: float = 3.0) -> tuple[list[dict], dict]:
+    """Run the jobs over the worker processes; the results and the CPU seconds per lookup of the key
+    holder, the holder and the queriers (a measure of capacity that a busy machine does not skew)."""
+    start_at = time.time() + lead
+    before = {name: process_cpu(pid) for name, pid in pids.items()}
+    shares = [jobs[w::workers] for w in range(workers)]
+    outcomes = [future.result() for future in [pool.submit(clerks, share, start_at) for share in shares if share]]
+    results = [r for done, _ in outcomes for r in done]
+    cpu = {name: process_cpu(pid) - before[name] for name, pid in pids.items()}
+    cpu["queriers"] = sum(seconds for _, seconds in outcomes)
+    return results, {f"{name}_ms": round(1000 * seconds / max(1, len(results)), 1) for name, seconds in cpu.items()}
+
+
+def _summary(results: list[dict]) -> dict:
+    seconds = [r["seconds"] for r in results]
+    return {"lookups": len(results), "all_correct": all(r["correct"] for r in results),
+            "wrong": sum(not r["correct"] for r in results), "p50_s": percentile(seconds, 50),
+            "p95_s": percentile(seconds, 95), "max_s": round(max(seconds), 3) if seconds else None,
+            "errors": sorted({r["error"] for r in results if r["error"]})[:5], "load": os.getloadavg(),
+            "round_phases_p50_s": {phase: percentile([r["phases"][phase] for r in results if phase in r["phases"]], 50)
+                                   for phase in sorted({k for r in results for k in r["phases"]})}}
+
+
+def desk(args) -> int:
+    """The desk benchmark: index build, a burst of parties, a steady rate (module docstring)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    from benchmarks.exact_join import PYTHON, Child
+    from party_client.api import Party
+    from party_client.lookups import plan_buckets
+
+    work = Path(tempfile.mkdtemp(prefix="bench-desk-"))
+    rng = np.random.default_rng(args.seed)
+    holder_ids, absent = holder_and_absent_ids(args.rows, rng)
+    results: dict = {"rows": args.rows, "population": args.population, "max_risk": args.max_risk,
+                     "scheme": args.scheme, "cores": os.cpu_count(), "load_before": os.getloadavg(),
+                     "code": code_version()}
+    results["index_build"] = index_build(holder_ids)
+    build = results["index_build"]
+    print(f"index for a new session over {args.rows} rows: {', '.join(f'{t:.3f}' for t in build['per_session_s'])} s "
+          f"(digests once per table: {build['digests_once_s']:.2f} s; load {build['load']:.1f})", flush=True)
+    kh = hold = None
+    try:
+        kh, address = start_keyholder(work, ["--insecure"])
+        holder_party = Party.init(work / "holder", "holder", progress=False)
+        holder_party.register(address, insecure=True)
+        count = args.parties + args.clerks
+        folders = []
+        for index in range(count):
+            party = Party.init(work / f"q{index}", f"q{index}", progress=False)
+            party.register(address, insecure=True)
+            folders.append(str(party.dir.path))
+        pd.DataFrame({"id": holder_ids}).to_csv(work / "holder.csv", index=False)
+        hold = Child("holder", [PYTHON, "-m", "party_client.cli", "--log-level", "INFO", "hold", "--dir",
+                                str(work / "holder"), "--input", str(work / "holder.csv"), "--id-column", "id",
+                                "--poll-seconds", "5", "--quiet"], work / "holder.log")
+        deadline = time.monotonic() + 600
+        while "waiting for queries" not in hold.text():
+            if not hold.alive() or time.monotonic() > deadline:
+                raise RuntimeError(f"party hold did not start:\n{hold.text()}")
+            time.sleep(0.2)
+        time.sleep(2.0)                        # the digests for lookups are computed as serving starts
+        plan = plan_buckets(args.population, args.max_risk)
+        results["buckets"] = plan.buckets
+
+        def job(offset: float, folder: str, index: int) -> tuple:
+            present = index % 2 == 0
+            value = str(holder_ids[rng.integers(len(holder_ids))] if present else absent[index % len(absent)])
+            return (offset, folder, "holder", value, present, args.population, args.max_risk, args.scheme)
+        context = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=args.workers, mp_context=context) as pool:
+            list(pool.map(time.sleep, [0.0] * args.workers))                  # the workers' imports, untimed
+            pids = {"keyholder": kh.proc.pid, "holder": hold.proc.pid}
+            burst, cpu = _run_jobs(pool, [job(0.0, folders[i], i) for i in range(args.parties)], args.workers, pids)
+            results["burst"] = dict(_summary(burst), cpu_per_lookup=cpu)
+            b = results["burst"]
+            print(f"burst: {args.parties} parties x 1 lookup at once ({args.rows} rows, {args.scheme}): "
+                  f"p50 {b['p50_s']:.2f} s, p95 {b['p95_s']:.2f} s, max {b['max_s']:.2f} s; "
+                  f"{'all correct' if b['all_correct'] else str(b['wrong']) + ' WRONG'}; "
+                  f"load {b['load'][0]:.1f}", flush=True)
+            print(f"  round phases (p50, s): {b['round_phases_p50_s']}; CPU per lookup: {b['cpu_per_lookup']}",
+                  flush=True)
+            steady_jobs = [job(i / args.rate, folders[args.parties + i % args.clerks], i)
+                           for i in range(int(args.rate * args.seconds))]
+            steady, cpu = _run_jobs(pool, steady_jobs, args.workers, pids)
+            results["steady"] = dict(_summary(steady), cpu_per_lookup=cpu)
+            results["steady"]["started_late_p95_s"] = percentile([r["late"] for r in steady], 95)
+            st = results["steady"]
+            print(f"steady: {args.rate:g} lookups/s for {args.seconds:g} s from {args.clerks} parties: "
+                  f"p50 {st['p50_s']:.2f} s, p95 {st['p95_s']:.2f} s, max {st['max_s']:.2f} s; "
+                  f"{'all correct' if st['all_correct'] else str(st['wrong']) + ' WRONG'}; load {st['load'][0]:.1f}",
+                  flush=True)
+            print(f"  round phases (p50, s): {st['round_phases_p50_s']}; CPU per lookup: {st['cpu_per_lookup']}",
+                  flush=True)
+        results["load_after"] = os.getloadavg()
+        for kind in ("burst", "steady"):
+            if results[kind]["errors"]:
+                print(f"{kind} errors: {results[kind]['errors']}")
+        if args.json:
+            Path(args.json).write_text(json.dumps(results, indent=2, default=str))
+        return 0 if results["burst"]["all_correct"] and results["steady"]["all_correct"] else 1
+    finally:
+        if hold is not None:
+            hold.stop()
+        if kh is not None:
+            kh.stop()
+        if os.environ.get("KEEP_BENCH_DIR") is None:
+            shutil.rmtree(work, ignore_errors=True)
+        else:
+            print(f"kept {work}")
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ from party_client.matching.rules import Rules
 from party_client.matching.rules_file import load_rules
 from party_client.matching.keys import QuerierKeys, exact_holder_keys, exact_querier_keys
 from party_client.protocol.engines.interface import HolderData, QueryOptions
+from party_client.protocol.engines.session_indexes import DEFAULT_BUDGET_BYTES
 from party_client.protocol.holder import Holder, HolderOptions
 from party_client.protocol.querier import HolderTimeout, Querier, QueryOutcome
 from party_client.protocol.wire import MODE_NAMES, session_scheme
@@ -243,25 +244,61 @@ class Party:
             raise
 
     # -- sessions in progress -------------------------------------------------------
-    def sessions(self) -> list[dict]:
-        """Sessions that runs of this querier left open (id, holder, mode, round, status, created)."""
-        return [{"id": s.session_id, "holder": s.holder, "mode": s.mode, "round": s.round, "status": s.status,
+    def sessions(self, ask_keyholder: bool = True) -> list[dict]:
+        """Sessions this querier has open: those runs left behind (id, holder, mode, round, status,
+        created) and its lookup sessions (reused across lookups until their key expires), each
+        with what the key holder says of it (``at_keyholder``: open, closed, expired, ...)."""
+        rows = [{"id": s.session_id, "holder": s.holder, "mode": s.mode, "round": s.round, "status": s.status,
                  "created": s.created, "keyholder": s.keyholder} for s in SessionStates(self.dir).all()]
+        state = LookupState(self.dir)
+        try:
+            lookups = state.sessions()
+        finally:
+            state.close()
+        rows += [{"id": s.session_id, "holder": s.holder, "mode": "lookup", "round": 0,
+                  "status": "retired (closed once unused)" if s.retired else "reused by lookups",
+                  "created": s.created, "keyholder": self.keyholder} for s in lookups]
+        if ask_keyholder and rows:
+            self._ask_keyholder(rows)
+        return rows
+
+    def _ask_keyholder(self, rows: list[dict]) -> None:
+        """Each session's status (and a lookup session's rounds) as the key holder sees it."""
+        names = {pb.OPEN: "open", pb.CLOSED: "closed", pb.EXPIRED: "expired"}
+        try:
+            with self.connect() as connection:
+                for row in rows:
+                    try:
+                        found = connection.call("GetSession", pb.SessionRef(session_id=row["id"]), patient=False)
+                    except KeyHolderRefusal as refusal:
+                        row["at_keyholder"] = "unknown" if refusal.code == "NOT_FOUND" else refusal.code.lower()
+                        continue
+                    row["at_keyholder"] = names.get(found.status, "?")
+                    if row["mode"] == "lookup":
+                        row["round"] = found.rounds
+        except PartyError:                     # no key holder configured, or not reachable now
+            for row in rows:
+                row.setdefault("at_keyholder", "unreachable")
 
     def close_sessions(self, session_ids: list[str] | None = None) -> list[str]:
         """End sessions at the key holder and delete their local state (``None``: all of them)."""
         states = SessionStates(self.dir)
-        known = {s.session_id for s in states.all()}
+        known = {row["id"] for row in self.sessions(ask_keyholder=False)}
         ids = sorted(known) if session_ids is None else list(session_ids)
         unknown = [i for i in ids if i not in known]
         if unknown:
             raise PartyError(f"no open session {unknown[0]} in {self.dir.path} (see `party sessions list`)")
         if ids:
-            with self.connect() as connection:
-                querier = Querier(connection, self.dir)
-                for session_id in ids:
-                    querier.close(session_id)
-                    states.delete(session_id)
+            lookups = LookupState(self.dir)
+            try:
+                with self.connect() as connection:
+                    querier = Querier(connection, self.dir)
+                    for session_id in ids:
+                        querier.close(session_id)
+                        states.delete(session_id)
+                        lookups.forget([session_id])
+            finally:
+                lookups.close()
         return ids
 
     def _report(self, mode: str, holder: str, session, outcome: QueryOutcome, result: pd.DataFrame,
@@ -302,7 +339,7 @@ class Party:
         result = assemble(frame, keys, outcome, matched_column, with_payload=False)
         report = self._report("lookup", holder, session, outcome, result, matched_column)
         report["matched_records"] = matched_records(keys, outcome)
-        report.update(lookup_report(plan, combined, session))
+        report.update(lookup_report(plan, combined, outcome))
         return LinkResult(result, report)
 
     # -- holder -----------------------------------------------------------------
@@ -310,11 +347,12 @@ class Party:
                rules=None, id_type: str = "identifier", allow_fast_blinding: bool = False,
                allowed_queriers: list[str] | None = None, connection: Connection | None = None,
                schemes: str | tuple[str | Scheme, ...] = SCHEME_NAMES, dask_client=None,
-               dask_timeout: float = CONNECT_SECONDS) -> Holder:
+               dask_timeout: float = CONNECT_SECONDS, lookup_memory: int = DEFAULT_BUDGET_BYTES) -> Holder:
         """A holder ready to serve (``serve(once=...)``), keys computed once; it refuses rounds of a
         comparison scheme not in ``schemes`` (schemes or names, or a comma-separated string); with a
         ``distributed.Client`` its comparison batches run on that Dask cluster (a call to its
-        scheduler waits at most ``dask_timeout`` seconds)."""
+        scheduler waits at most ``dask_timeout`` seconds); each lookup session's bucket index is kept
+        while the session lives, within ``lookup_memory`` bytes in all."""
         try:
             if isinstance(schemes, str) or not all(isinstance(s, Scheme) for s in schemes):
                 schemes = parse_scheme_list(schemes if isinstance(schemes, str) else ",".join(map(str, schemes)))
@@ -326,7 +364,8 @@ class Party:
         return Holder(connection or self.connect(), self.dir, HolderData(frame, keys, release_columns, self.progress),
                       HolderOptions(release_columns=release_columns, allow_fast_blinding=allow_fast_blinding,
                                     allowed_queriers=allowed_queriers, schemes=schemes, progress=self.progress,
-                                    cluster=None if dask_client is None else Cluster(dask_client, dask_timeout)))
+                                    cluster=None if dask_client is None else Cluster(dask_client, dask_timeout),
+                                    lookup_memory=lookup_memory))
 
     def hold(self, data, id_column: str | None = None, release_columns: list[str] | None = None, *,
              once: bool = True, poll_seconds: float = 20.0, on_ready: Callable[[], None] | None = None,

@@ -13,13 +13,18 @@ what it revealed.
 """
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import hmac
 import json
+import logging
+import os
+import secrets
 import sqlite3
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field as dataclass_field
-from pathlib import Path
+from typing import Iterator
 
 from common.schemes import Scheme, get_scheme
 from deid_core.risk.buckets import combined_bucket_risk, hashed_bucket_risk, max_buckets
@@ -32,7 +37,8 @@ from party_client.protocol.querier import Querier, QueryOutcome
 from party_client.transport import KeyHolderRefusal
 from proto import linkage_pb2 as pb
 
-REUSE_MARGIN_SECONDS = 600.0
+REUSE_MARGIN_SECONDS = 60.0       # a lookup session is used until this close to the end of its key's life
+log = logging.getLogger("party")
 
 
 @dataclass(frozen=True)
@@ -69,47 +75,159 @@ class LookupSession:
     key_bits: int                      # as asked (0: the scheme's default)
     expires_at: float
     scheme: Scheme = dataclass_field(default_factory=get_scheme)     # kept in its file by name
+    holder: str = ""
+    created: float = dataclass_field(default_factory=time.time)
+    retired: bool = False              # replaced: closed at K once no lookup uses it any more
+
+    def to_json(self) -> dict:
+        return {"session_id": self.session_id, "secret": self.secret.hex(), "buckets": self.buckets,
+                "key_bits": self.key_bits, "expires_at": self.expires_at, "scheme": self.scheme.name,
+                "holder": self.holder, "created": self.created, "retired": self.retired}
+
+    @classmethod
+    def from_json(cls, saved: dict) -> "LookupSession":
+        return cls(saved["session_id"], bytes.fromhex(saved["secret"]), saved["buckets"], saved["key_bits"],
+                   saved["expires_at"], get_scheme(saved.get("scheme")), saved.get("holder", ""),
+                   saved.get("created", 0.0), saved.get("retired", False))
+
+
+@dataclass
+class Lease:
+    """One lookup's use of a lookup session (released when the lookup ends)."""
+
+    session: pb.SessionInfo
+    kept: LookupSession
+    token: str
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 class LookupState:
-    """Per-holder lookup session (secret kept 0600) and the keyed-tag ledger."""
+    """The querier's lookup sessions (secrets kept 0600) and the keyed-tag ledger.
+
+    ``lookups/sessions.json`` lists every lookup session this party opened and not yet closed:
+    per holder the current one, the retired ones, and which lookups (process, token) use each.
+    Every change happens under an exclusive lock on ``lookups/sessions.lock``, so concurrent
+    lookups of one party (threads or processes) share one session per holder: the first opens it,
+    the others wait for it and reuse it.  A replaced session is closed at K as soon as no lookup
+    uses it, so none is left open unlisted (``party sessions list``).
+    """
 
     def __init__(self, party: PartyDir) -> None:
         self.party = party
         self.folder = party.path / "lookups"
         self.folder.mkdir(exist_ok=True)
-        self._db = sqlite3.connect(str(self.folder / "ledger.sqlite3"))
+        self._db = sqlite3.connect(str(self.folder / "ledger.sqlite3"), timeout=30.0)
         self._db.execute("CREATE TABLE IF NOT EXISTS looked_up (tag TEXT NOT NULL, session_id TEXT NOT NULL, "
                          "buckets INTEGER NOT NULL, at REAL NOT NULL, PRIMARY KEY (tag, session_id))")
 
     def close(self) -> None:
         self._db.close()
 
-    def _path(self, holder: str) -> Path:
-        return self.folder / f"{holder}.session.json"
+    # -- the registry of lookup sessions --------------------------------------
+    @contextmanager
+    def _locked(self) -> Iterator[dict]:
+        """The registry, read and written back under the party's lookup lock."""
+        with open(self.folder / "sessions.lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                path = self.folder / "sessions.json"
+                registry = json.loads(path.read_text()) if path.exists() else {}
+                registry.setdefault("sessions", {})
+                registry.setdefault("current", {})
+                registry.setdefault("users", {})
+                yield registry
+                temporary = path.with_suffix(".tmp")
+                write_secret(temporary, json.dumps(registry).encode())
+                temporary.replace(path)
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
 
-    def reusable(self, holder: str, buckets: int, key_bits: int, scheme: Scheme) -> LookupSession | None:
-        path = self._path(holder)
-        if not path.exists():
-            return None
-        state = json.loads(path.read_text())
-        if state.get("scheme", "") not in ("", scheme.name):      # another (perhaps unknown) scheme: not reused
-            return None
-        session = LookupSession(state["session_id"], bytes.fromhex(state["secret"]), state["buckets"],
-                                state["key_bits"], state["expires_at"], get_scheme(state.get("scheme")))
-        if (session.buckets != buckets or session.key_bits != key_bits or session.scheme is not scheme
-                or session.expires_at - time.time() < REUSE_MARGIN_SECONDS):
-            return None
-        return session
+    def sessions(self) -> list[LookupSession]:
+        """The lookup sessions this party has not closed (current and retired)."""
+        with self._locked() as registry:
+            return [LookupSession.from_json(saved) for saved in registry["sessions"].values()]
 
-    def save(self, holder: str, session: LookupSession) -> None:
-        write_secret(self._path(holder), json.dumps({
-            "session_id": session.session_id, "secret": session.secret.hex(), "buckets": session.buckets,
-            "key_bits": session.key_bits, "expires_at": session.expires_at, "scheme": session.scheme.name}).encode())
+    def acquire(self, querier: Querier, holder: str, plan: BucketPlan, options: QueryOptions,
+                session_ttl: float, keys: QuerierKeys, replace: str | None = None) -> Lease:
+        """The holder's current lookup session if K keeps it open and it fits this lookup (else a
+        fresh one, the old one retired); ``replace`` retires that session first (K's round cap)."""
+        with self._locked() as registry:
+            current_id = registry["current"].get(holder)
+            saved = registry["sessions"].get(current_id) if current_id else None
+            kept = LookupSession.from_json(saved) if saved else None
+            session = None
+            if kept is not None and kept.session_id != replace and self._fits(kept, plan, options):
+                try:
+                    session = querier.connection.call("GetSession", pb.SessionRef(session_id=kept.session_id))
+                except KeyHolderRefusal:
+                    session = None
+                if session is not None and session.status != pb.OPEN:
+                    session = None
+            if session is None:
+                if kept is not None:
+                    registry["sessions"][kept.session_id]["retired"] = True
+                session = querier.open_session("lookup", holder, options, ttl=session_ttl, keys=keys)
+                kept = LookupSession(session.session_id, new_session_secret(), plan.buckets, options.key_bits,
+                                     session.expires_at, options.scheme, holder)
+                registry["sessions"][kept.session_id] = kept.to_json()
+                registry["current"][holder] = kept.session_id
+            token = secrets.token_hex(8)
+            registry["users"].setdefault(kept.session_id, []).append([os.getpid(), token])
+            return Lease(session, kept, token)
 
-    def forget(self, holder: str) -> None:
-        self._path(holder).unlink(missing_ok=True)
+    @staticmethod
+    def _fits(kept: LookupSession, plan: BucketPlan, options: QueryOptions) -> bool:
+        return (kept.buckets == plan.buckets and kept.key_bits == options.key_bits and kept.scheme is options.scheme
+                and kept.expires_at - time.time() >= REUSE_MARGIN_SECONDS)
 
+    def release(self, lease: Lease) -> list[str]:
+        """End one lookup's use of its session; returns the sessions to close at K now (retired and
+        unused; sessions past their lifetime are only forgotten, K ended them)."""
+        with self._locked() as registry:
+            users = registry["users"]
+            users[lease.kept.session_id] = [u for u in users.get(lease.kept.session_id, []) if u[1] != lease.token]
+            return self._sweep(registry)
+
+    def retire(self, session_id: str) -> None:
+        with self._locked() as registry:
+            if session_id in registry["sessions"]:
+                registry["sessions"][session_id]["retired"] = True
+
+    @staticmethod
+    def _sweep(registry: dict) -> list[str]:
+        now, closable = time.time(), []
+        for session_id, saved in list(registry["sessions"].items()):
+            users = [u for u in registry["users"].get(session_id, []) if u[0] == os.getpid() or _alive(u[0])]
+            registry["users"][session_id] = users
+            expired = saved["expires_at"] <= now
+            if expired or (saved.get("retired") and not users):
+                del registry["sessions"][session_id]
+                registry["users"].pop(session_id, None)
+                if registry["current"].get(saved.get("holder")) == session_id:
+                    del registry["current"][saved["holder"]]
+                if not expired:
+                    closable.append(session_id)
+        return closable
+
+    def forget(self, session_ids: list[str]) -> None:
+        """Drop sessions closed at K (``party sessions close``)."""
+        with self._locked() as registry:
+            for session_id in session_ids:
+                saved = registry["sessions"].pop(session_id, None)
+                registry["users"].pop(session_id, None)
+                if saved and registry["current"].get(saved.get("holder")) == session_id:
+                    del registry["current"][saved["holder"]]
+
+    # -- the ledger -------------------------------------------------------------
     def tag(self, value: str) -> str:
         return hmac.new(self.party.local_secret, b"ledger/" + value.encode(), hashlib.sha256).hexdigest()
 
@@ -127,48 +245,58 @@ class LookupState:
         return risks
 
 
+def _fresh_session_helps(querier: Querier, refusal: KeyHolderRefusal, session: pb.SessionInfo) -> bool:
+    """Was the lookup refused because of its session (K's round cap reached, or K ended the session
+    meanwhile: its lifetime, idle timeout or a close), so that a fresh session would serve it?"""
+    if refusal.code not in ("RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "NOT_FOUND"):
+        return False
+    try:
+        current = querier.connection.call("GetSession", pb.SessionRef(session_id=session.session_id))
+    except KeyHolderRefusal:
+        return True                                    # gone
+    if current.status != pb.OPEN:
+        return True
+    return refusal.code == "RESOURCE_EXHAUSTED" and current.rounds > 0
+
+
 def run_lookup(querier: Querier, state: LookupState, holder: str, plan: BucketPlan, keys: QuerierKeys,
                options: QueryOptions, session_ttl: float) -> tuple[pb.SessionInfo, QueryOutcome]:
-    """One lookup round, in the holder's saved lookup session while K keeps it open (same secret: a
-    person looked up again lands in the same bucket), else in a fresh one (``session_ttl`` seconds);
-    returns the session and what the round found."""
-    connection = querier.connection
-    saved = state.reusable(holder, plan.buckets, options.key_bits, options.scheme)
-    session = None
-    if saved is not None:
-        try:
-            session = connection.call("GetSession", pb.SessionRef(session_id=saved.session_id))
-        except KeyHolderRefusal:
-            session = None
-
-    def fresh() -> tuple[pb.SessionInfo, LookupSession]:
-        opened = querier.open_session("lookup", holder, options, ttl=session_ttl, keys=keys)
-        kept = LookupSession(opened.session_id, new_session_secret(), plan.buckets, options.key_bits,
-                             opened.expires_at, options.scheme)
-        state.save(holder, kept)
-        return opened, kept
-    if session is None or session.status != pb.OPEN:
-        session, saved = fresh()
+    """One lookup round, in the holder's lookup session shared by this party's lookups while K keeps
+    it open (same secret: a person looked up again lands in the same bucket), else in a fresh one
+    (``session_ttl`` seconds); returns the session and what the round found.  Sessions it retires
+    are closed at K once no lookup uses them."""
+    lease = state.acquire(querier, holder, plan, options, session_ttl, keys)
     try:
-        outcome = querier.run(session, keys, options, lookup_secret=saved.secret)
-    except KeyHolderRefusal as refusal:
-        # K's round cap per session: the query was not relayed; continue in a fresh session
-        # (a new secret: the ledger warns if the holder could intersect buckets, :func:`lookup_report`).
-        if refusal.code != "RESOURCE_EXHAUSTED" or not session.rounds or connection.call(
-                "GetSession", pb.SessionRef(session_id=session.session_id)).rounds != session.rounds:
-            raise
-        querier.close(session.session_id)
-        session, saved = fresh()
-        outcome = querier.run(session, keys, options, lookup_secret=saved.secret)
-    return session, outcome
+        try:
+            outcome = querier.run(lease.session, keys, options, lookup_secret=lease.kept.secret)
+        except KeyHolderRefusal as refusal:
+            # K's round cap per session, or a session K ended: continue in a fresh session (a new
+            # secret: the ledger warns if the holder could intersect buckets, :func:`lookup_report`).
+            if not _fresh_session_helps(querier, refusal, lease.session):
+                raise
+            _close(querier, state.release(lease))
+            lease = state.acquire(querier, holder, plan, options, session_ttl, keys,
+                                  replace=lease.kept.session_id)
+            outcome = querier.run(lease.session, keys, options, lookup_secret=lease.kept.secret)
+    finally:
+        _close(querier, state.release(lease))
+    return lease.session, outcome
 
 
-def lookup_report(plan: BucketPlan, combined: list[float], session: pb.SessionInfo) -> dict:
+def _close(querier: Querier, session_ids: list[str]) -> None:
+    for session_id in session_ids:
+        try:
+            querier.close(session_id, patient=False)
+        except PartyError as error:        # K away: the session stays listed until its lifetime ends
+            log.warning("could not close retired lookup session %s: %s", session_id, error)
+
+
+def lookup_report(plan: BucketPlan, combined: list[float], outcome: QueryOutcome) -> dict:
     """What a lookup revealed: the bucket plan's risk, the worst combined risk over the ledger
     (:meth:`LookupState.record`), and a warning when it passes the threshold."""
     worst = max(combined, default=0.0)
     report = dict(population=plan.population, buckets=plan.buckets, risk=round(plan.risk, 6),
-                  max_risk=plan.max_risk, combined_risk_max=round(worst, 6), session_rounds=session.rounds + 1)
+                  max_risk=plan.max_risk, combined_risk_max=round(worst, 6), session_rounds=outcome.round)
     if worst > plan.max_risk:
         report["warning"] = (f"{sum(r > plan.max_risk for r in combined)} identifier(s) were looked up in "
                              f"several sessions; the holder could intersect their buckets "

@@ -11,6 +11,7 @@ from common.distributed import Cluster, add_timeout_option
 from common.schemes import SCHEME_NAMES, Scheme, parse_scheme_list
 from party_client.cli.options import columns, connected, key_source, party
 from party_client.cli.preset_options import add_preset_options, preset_rules
+from party_client.protocol.engines.session_indexes import DEFAULT_BUDGET_BYTES
 
 
 def cmd_hold(args) -> int:
@@ -31,7 +32,7 @@ def cmd_hold(args) -> int:
                              allowed_queriers=columns(args.allow_querier) or None, schemes=args.schemes,
                              on_ready=None if args.once else waiting, on_served=None if args.once else served_one,
                              concurrency=args.concurrency, dask_client=cluster and cluster.client,
-                             dask_timeout=args.dask_timeout)
+                             dask_timeout=args.dask_timeout, lookup_memory=args.lookup_memory << 20)
     finally:                                  # Ctrl-C included: the scheduler drops our pending tasks
         if cluster is not None:
             cluster.close()
@@ -40,6 +41,16 @@ def cmd_hold(args) -> int:
         for summary in served:
             print(json.dumps(summary, default=str))
     return 0
+
+
+def _mebibytes(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a positive number of MiB")
+    return value
 
 
 def _scheme_list(text: str) -> tuple[Scheme, ...]:
@@ -71,8 +82,13 @@ def register(commands: argparse._SubParsersAction) -> None:
                            f"{','.join(SCHEME_NAMES)}); a round of another scheme is refused")
     hold.add_argument("--allow-querier", help="comma-separated querier names (default: any)")
     hold.add_argument("--concurrency", type=int, default=os.cpu_count() or 1, metavar="N",
-                      help="rounds served at once, one per core by default; lookups get a lane of their own "
-                           "of the same width, so they never wait behind a join")
+                      help="join and dedup rounds served at once, one per core by default; lookups get a wide "
+                           "lane of their own (32 at once), so they never wait behind a join or each other")
+    hold.add_argument("--lookup-memory", type=_mebibytes, default=DEFAULT_BUDGET_BYTES >> 20, metavar="MiB",
+                      help="memory for lookup indexes (default %(default)s MiB). Each lookup session's index "
+                           "(4 bytes per row: 4 MB per million rows) is built once and kept while its key "
+                           "lives; over this budget the least recently used is dropped and rebuilt at its "
+                           "next round. The table's digests for lookups take 16 bytes per row, once")
     hold.add_argument("--dask", metavar="SCHEDULER_ADDRESS",
                       help="run the comparisons on this Dask cluster (tls://HOST:PORT, or tcp:// on loopback; "
                            'TLS files from Dask\'s config; needs pip install "securelink-deid[dask]")')

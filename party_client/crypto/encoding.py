@@ -5,16 +5,21 @@ For field ``f`` and normalized value ``v`` the encoding is
 256-bit session secret ``s``, expanded to the comparison scheme's encoding
 length (:meth:`common.schemes.Scheme.encoding_bytes`; Paillier: ``|n| - 64``
 bits, so ``X < n`` read as an integer).  Cuckoo bin positions are ``PRF_s("bin" || i || X) mod B``
-and lookup buckets ``PRF_s("bucket" || X) mod B_L`` (HMAC-SHA256, 128 bits
-reduced mod the table size: bias below 2^-100); keyed blocking buckets are
-``PRF_s("block" || pass || key) mod B`` (64 bits).  Because every PRF is keyed
-with ``s``, which the key holder never sees, K cannot dictionary-attack the
-values it zero-tests nor the positions it sees.
+(HMAC-SHA256, 128 bits reduced mod the table size: bias below 2^-100); keyed
+blocking buckets are ``PRF_s("block" || pass || key) mod B`` (64 bits).  Lookup
+buckets are a strongly universal hash keyed by ``s`` of a 64-bit digest of the
+value (:func:`lookup_buckets`), so that a holder computes the buckets of all its
+rows for a new session in one vectorized pass.  Because every bucket and
+position is keyed with ``s``, which the key holder never sees, K cannot
+dictionary-attack the values it zero-tests nor the positions it sees.
 """
 from __future__ import annotations
 
+import hashlib
 import os
+from typing import Sequence
 
+import numpy as np
 from cryptography.hazmat.primitives import hashes, hmac
 from cryptography.hazmat.primitives.kdf.hkdf import HKDFExpand
 
@@ -59,9 +64,48 @@ def bin_positions(secret: bytes, encoding: bytes, bins: int, hash_functions: int
     return [_prf_mod(secret, b"bin" + bytes([i]) + encoding, bins) for i in range(hash_functions)]
 
 
-def bucket(secret: bytes, encoding: bytes, buckets: int) -> int:
-    """The lookup bucket ``PRF_s("bucket" || X) mod B_L``."""
-    return _prf_mod(secret, b"bucket" + encoding, buckets)
+MAX_LOOKUP_BUCKETS = 1 << 32
+_LOW_WORD = np.uint64(0xFFFFFFFF)
+_WORD = np.uint64(32)
+
+
+def lookup_words(field: str, values: Sequence[str]) -> np.ndarray:
+    """The unkeyed digest ``D = SHA-256("bucket" || f || 0x00 || v)``, first 64 bits, per value, as its
+    low and high 32-bit words (a ``(2, n)`` uint64 array).
+
+    Computed once per table (the one per-value hash of a lookup); it never leaves the party: what
+    travels is the keyed bucket of :func:`lookup_buckets`.
+    """
+    if "\x00" in field:
+        raise ValueError("a field name may not contain NUL")
+    prefix = b"bucket" + field.encode() + b"\x00"
+    sha256 = hashlib.sha256
+    digests = np.frombuffer(b"".join([sha256(prefix + v.encode("utf-8")).digest()[:8] for v in values]),
+                            dtype=">u8").astype(np.uint64)
+    return np.stack((digests & _LOW_WORD, digests >> _WORD))
+
+
+def lookup_buckets(secret: bytes, words: np.ndarray, buckets: int) -> np.ndarray:
+    """The lookup bucket of each digest (:func:`lookup_words`) in this session: ``h(D) · B_L >> 32``.
+
+    ``h(D) = ((a0 · D_lo + a1 · D_hi + c) mod 2^64) >> 32`` is Thorup's vector multiply-shift
+    (Thorup, "High Speed Hashing for Integers and Strings", 2015, §3: strongly universal for
+    32-bit words into 32 bits with 64-bit multipliers), keyed by ``(a0, a1, c) = PRF_s("bucket")``.
+    Strong universality gives a person's bucket the same expected company as a random function
+    (docs/protocol.md, "Lookup"), and the whole table hashes in a few numpy passes.  The
+    reduction to ``B_L < 2^32`` buckets is biased by at most ``B_L / 2^32`` (relative).
+    """
+    if not 1 <= buckets <= MAX_LOOKUP_BUCKETS:
+        raise ValueError(f"lookup buckets must be from 1 to {MAX_LOOKUP_BUCKETS}")
+    key = HKDFExpand(hashes.SHA256(), 24, b"bucket").derive(secret)
+    a0, a1, c = (np.uint64(int.from_bytes(key[i:i + 8], "big")) for i in (0, 8, 16))
+    hashed = words[0] * a0             # uint64 arithmetic wraps: mod 2^64
+    hashed += words[1] * a1
+    hashed += c
+    hashed >>= _WORD
+    hashed *= np.uint64(buckets)
+    hashed >>= _WORD
+    return hashed.astype(np.uint32)
 
 
 def block_prf(secret: bytes, blocking_pass: int, key: str) -> int:

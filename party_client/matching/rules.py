@@ -31,6 +31,7 @@ import hashlib
 import itertools
 import json
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -46,17 +47,39 @@ __all__ = ["Rules", "parse_boolean_rule", "fellegi_sunter_terms", "BlockingPass"
            "Component", "Term", "PairGroup", "PairLayout"]
 
 
+MAX_RULE_FIELDS = 64        # [[field]] entries of a rules file
+MAX_RULE_TERMS = 256        # minimal AND-terms of a rule: each costs h comparisons per holder row
+MAX_FS_FIELDS = 16          # Fellegi-Sunter weights enumerate the 2^fields agreement patterns
+_MAX_PRODUCT = 16 * MAX_RULE_TERMS     # candidate terms of one AND or OR before minimizing
+
+
+def _too_many_terms() -> PartyError:
+    return PartyError(f"the rule has more than {MAX_RULE_TERMS} minimal AND-terms (each costs comparisons "
+                      "on every holder row); simplify it")
+
+
 def _minimal(sets: list[frozenset]) -> list[frozenset]:
-    unique = sorted(set(sets), key=lambda s: (len(s), sorted(map(str, s))))
-    return [s for s in unique if not any(other < s for other in unique)]
+    """The minimal sets (none contains another), in O(n · MAX_RULE_TERMS): smaller sets first, each
+    checked against the minimal ones kept so far; more than ``MAX_RULE_TERMS`` kept is refused."""
+    kept: list[frozenset] = []
+    for candidate in sorted(set(sets), key=lambda s: (len(s), sorted(map(str, s)))):
+        if not any(other <= candidate for other in kept):
+            kept.append(candidate)
+            if len(kept) > MAX_RULE_TERMS:
+                raise _too_many_terms()
+    return kept
 
 
 def parse_boolean_rule(expression: str, fields: set[str]) -> list[frozenset[str]]:
     """``a or (b and c)`` -> minimal DNF over field names; only and/or and names are allowed."""
+    references = sum(1 for word in re.findall(r"[A-Za-z_]\w*", expression) if word not in ("and", "or"))
+    if references > _MAX_PRODUCT:         # counted before parsing: a huge rule is refused in linear time
+        raise PartyError(f"the rule names fields {references} times (at most {_MAX_PRODUCT}); simplify it")
     try:
         tree = ast.parse(expression, mode="eval").body
-    except SyntaxError:
-        raise PartyError(f"rule '{expression}' is not a boolean expression of field names") from None
+    except (SyntaxError, RecursionError, MemoryError):
+        raise PartyError(f"rule '{expression[:80]}' is not a boolean expression of field names "
+                         "(or is nested too deeply)") from None
 
     def dnf(node) -> list[frozenset[str]]:
         if isinstance(node, ast.Name):
@@ -66,10 +89,20 @@ def parse_boolean_rule(expression: str, fields: set[str]) -> list[frozenset[str]
         if isinstance(node, ast.BoolOp):
             parts = [dnf(value) for value in node.values]
             if isinstance(node.op, ast.Or):
+                if sum(len(part) for part in parts) > _MAX_PRODUCT:
+                    raise _too_many_terms()
                 return _minimal([term for part in parts for term in part])
-            return _minimal([frozenset().union(*combo) for combo in itertools.product(*parts)])
+            terms = [frozenset()]
+            for part in parts:                  # one factor at a time, minimized: the product stays bounded
+                if len(terms) * len(part) > _MAX_PRODUCT:
+                    raise _too_many_terms()
+                terms = _minimal([term | other for term in terms for other in part])
+            return terms
         raise PartyError(f"rule '{expression}': only field names, 'and', 'or' and parentheses are allowed")
-    return dnf(tree)
+    try:
+        return dnf(tree)
+    except RecursionError:
+        raise PartyError(f"rule '{expression[:80]}' is nested too deeply") from None
 
 
 def fellegi_sunter_terms(m: dict[str, float], u: dict[str, float], threshold: float) -> list[frozenset[str]]:
@@ -80,6 +113,8 @@ def fellegi_sunter_terms(m: dict[str, float], u: dict[str, float], threshold: fl
     weight grows with agreement, so the accepted sets form an up-set: its minimal sets are the DNF.
     """
     names = sorted(m)
+    if len(names) > MAX_FS_FIELDS:
+        raise PartyError(f"Fellegi-Sunter weights over at most {MAX_FS_FIELDS} fields ({len(names)} given)")
     for name in names:
         if not 0 < u.get(name, -1) < m[name] < 1:
             raise PartyError(f"Fellegi-Sunter field '{name}' needs 0 < u < m < 1")
@@ -107,6 +142,8 @@ class Rules:
         self.blocking = list(blocking or [])
         self.risk = risk or RiskPolicy()
         self.compare = compare
+        if len(fields) > MAX_RULE_FIELDS:
+            raise PartyError(f"a rules file has at most {MAX_RULE_FIELDS} [[field]] entries ({len(fields)} given)")
         expanded: list[frozenset[Component]] = []
         for term in rule_terms:
             for combo in itertools.product(*(field_terms(self.fields[name]) for name in sorted(term))):

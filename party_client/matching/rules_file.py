@@ -12,7 +12,7 @@ from pathlib import Path
 from party_client.errors import PartyError
 from party_client.matching.blocking import BlockingPass, RiskPolicy
 from party_client.matching.fields import ENCODERS, Field
-from party_client.matching.rules import Rules, fellegi_sunter_terms, parse_boolean_rule
+from party_client.matching.rules import MAX_RULE_FIELDS, Rules, fellegi_sunter_terms, parse_boolean_rule
 
 
 def load_rules(source: str | Path | dict) -> Rules:
@@ -48,6 +48,8 @@ def load_rules(source: str | Path | dict) -> Rules:
         fields.append(field)
     if not fields:
         raise PartyError(f"{where}: no [[field]] defined")
+    if len(fields) > MAX_RULE_FIELDS:
+        raise PartyError(f"{where}: at most {MAX_RULE_FIELDS} [[field]] entries ({len(fields)} given)")
     if len({f.name for f in fields}) != len(fields):
         raise PartyError(f"{where}: field names must be unique")
     rule = document.get("rule", {})

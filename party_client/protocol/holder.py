@@ -32,6 +32,7 @@ from party_client.progress import bar
 from party_client.protocol.batches import BatchBuilder, Blinding, cut_batches, negotiate_blinding
 from party_client.protocol.engines.choice import engine_for
 from party_client.protocol.engines.interface import HolderContext, HolderData, ReceivedQuery, RoundPlan
+from party_client.protocol.engines.session_indexes import DEFAULT_BUDGET_BYTES
 from party_client.protocol.wire import (MODE_NAMES, attachment_cipher, message_context, note_cipher,
                                         known_scheme, party_key, read_query, session_scheme)
 from party_client.protocol.scheduling import BatchScheduler, Inline
@@ -39,7 +40,8 @@ from party_client.transport import Connection, ConnectionProblem, KeyHolderRefus
 from proto import linkage_pb2 as pb
 
 log = logging.getLogger("party")
-BUSY_POLL_SECONDS = 1.0     # a busy holder checks for new rounds this often
+BUSY_POLL_SECONDS = 0.2     # a busy holder checks for new rounds this often
+LOOKUP_LANE = 32            # lookup rounds served at once (each a few rows: mostly waiting on the network)
 STOP_SECONDS = 2.0          # interrupted: the rounds in flight get this long to stop, then are left behind
 
 
@@ -52,6 +54,7 @@ class HolderOptions:
     batch_rows: int = 256
     progress: bool | None = None
     cluster: Any = None              # a common.distributed.Cluster: comparisons run on the holder's Dask workers
+    lookup_memory: int = DEFAULT_BUDGET_BYTES     # bytes of per-session lookup indexes kept
 
 
 class Holder:
@@ -75,11 +78,12 @@ class Holder:
               concurrency: int | None = None) -> list[dict]:
         """Process pending rounds; with ``once`` until none is left, else until ``stop()``.
 
-        Up to ``concurrency`` rounds (default: one per core) are served at once.  Lookup rounds
-        have a lane of their own of the same width, so a lookup never queues behind a join's
-        comparisons: join and dedup rounds share the process-wide comparison pool (one thread per
-        core, :func:`common.schemes.pool.worker_pool`), a lookup compares its few rows in its
-        own lane thread.  A round is taken once per call (K lists a round as pending until it
+        Up to ``concurrency`` join and dedup rounds (default: one per core) are served at once.
+        Lookup rounds have a lane of their own, ``LOOKUP_LANE`` wide, so a lookup never queues
+        behind a join's comparisons nor behind other lookups: join and dedup rounds share the
+        process-wide comparison pool (one thread per core, :func:`common.schemes.pool.worker_pool`),
+        a lookup compares its few rows in its own lane thread.  Each lookup session's bucket index
+        is built once and kept while the session lives, within ``lookup_memory`` bytes.  A round is taken once per call (K lists a round as pending until it
         is finished, so the rounds in flight are remembered).
 
         Returns what each served round cost (:meth:`process`), for the holder's eyes only;
@@ -88,14 +92,17 @@ class Holder:
         width = (os.cpu_count() or 1) if concurrency is None else concurrency
         if width < 1:
             raise PartyError("--concurrency must be at least 1")
-        self.data.keep_lookup_indexes(width)
+        self.data.keep_lookup_indexes(self.options.lookup_memory)
+        if len(self.data.keys.names) == 1 and self.data.keys.blocked is None:    # exact keys: lookups possible
+            threading.Thread(target=self.data.lookup_words, name="holder-lookup-digests", daemon=True).start()
         self._stopping.clear()
         served: list[dict] = []
         taken: set[tuple[str, int]] = set()          # in flight or done in this call: never taken again
         lock = threading.Lock()
         finished = threading.Event()
-        lanes = {name: ThreadPoolExecutor(max_workers=width, thread_name_prefix=f"holder-{name}",
-                                          initializer=release_gil) for name in ("round", "lookup")}
+        widths = {"round": width, "lookup": LOOKUP_LANE}
+        lanes = {name: ThreadPoolExecutor(max_workers=size, thread_name_prefix=f"holder-{name}",
+                                          initializer=release_gil) for name, size in widths.items()}
         running: dict[Future, str] = {}
 
         def serve_one(item: pb.WorkItem) -> None:
@@ -129,7 +136,7 @@ class Holder:
                 started = 0
                 for item in new:
                     lane = "lookup" if item.session.mode == pb.LOOKUP else "round"
-                    if sum(1 for name in running.values() if name == lane) >= width:
+                    if sum(1 for name in running.values() if name == lane) >= widths[lane]:
                         continue                     # left pending: taken at a later poll
                     taken.add((item.session.session_id, item.round))
                     future = lanes[lane].submit(serve_one, item)
@@ -203,7 +210,7 @@ class Holder:
             return (f"the parties' matching keys differ (querier: {header.key_spec}, holder: {keys.spec}); "
                     "field names, encoders, rule and blocking must agree")
         context = HolderContext(session.session_id, self.data, scheme, scheme.encoding_bytes(session.public_key),
-                                self._shuffle, self._rank, self.options.progress)
+                                self._shuffle, self._rank, self.options.progress, session.expires_at)
         return engine_for(session.mode, bool(header.passes)).plan(context, query)
 
     def _rank(self, session_id: str) -> Callable[[int], bytes]:

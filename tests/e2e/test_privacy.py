@@ -18,7 +18,7 @@ import pytest
 from linkhelpers import SCHEMES, all_bytes, blinded_comparisons, encoding_length, key_bits_for, make_party, needles, \
     party_cmd, run_party, scheme_flags, stub_for
 from party_client import Party
-from party_client.crypto.encoding import encode_to
+from party_client.crypto.encoding import encode_to, lookup_words
 from party_client.matching.normalize import normalize_identifiers
 from proto import linkage_pb2 as pb
 from proto import linkage_pb2_grpc as pb_grpc
@@ -54,8 +54,8 @@ def test_keyholder_store_spool_and_log_hold_no_identifiers(fresh_keyholder, tmp_
     joined = pd.read_csv(tmp_path / "j.csv", dtype=str, keep_default_na=False)
     assert joined["matched"].eq("True").sum() == 30 and set(joined["note"]) - {""} <= set(secrets_released)
 
-    lookup_state = json.loads((qdir / "lookups" / f"{hname}.session.json").read_text())
-    secret = bytes.fromhex(lookup_state["secret"])
+    lookup_state = json.loads((qdir / "lookups" / "sessions.json").read_text())
+    secret = bytes.fromhex(lookup_state["sessions"][lookup_state["current"][hname]]["secret"])
     encodings = [encode_to(secret, "id", v, encoding_length(scheme)) for v in normalize_identifiers(pd.Series(ids))]
     server.stop()                              # flush the SQLite WAL into the files we scan
     stored = all_bytes(server.data_dir) + spooled
@@ -67,6 +67,10 @@ def test_keyholder_store_spool_and_log_hold_no_identifiers(fresh_keyholder, tmp_
     for x in encodings:
         for needle in (x, x.hex().encode(), str(int.from_bytes(x, "big")).encode()):
             assert needle not in stored and needle not in logs
+    words = lookup_words("id", normalize_identifiers(pd.Series(ids)).tolist())      # the unkeyed lookup digests
+    for low, high in words.T:
+        digest = ((int(high) << 32) | int(low)).to_bytes(8, "big")
+        assert digest not in stored and digest.hex().encode() not in logs
     assert not list(spool.rglob("*.sealed")), "acknowledged messages must leave the spool"
 
 

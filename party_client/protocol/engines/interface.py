@@ -12,7 +12,6 @@ from __future__ import annotations
 import base64
 import json
 import threading
-from collections import OrderedDict
 from dataclasses import dataclass, field as dataclass_field
 from typing import Any, Callable, Iterable, Iterator, Protocol
 
@@ -21,11 +20,12 @@ import pandas as pd
 
 from common.schemes import Scheme, get_scheme
 from party_client.crypto.cuckoo import CuckooParams
+from party_client.crypto.encoding import lookup_words
 from party_client.matching.keys import HolderKeys, QuerierKeys
+from party_client.protocol.engines.session_indexes import SessionIndexes
 from proto import linkage_pb2 as pb
 
 CIPHERTEXTS_PER_RECORD = 2048
-LOOKUP_INDEX_ROWS = 2_000_000   # rows' encodings kept across the cached lookup indexes (~256 B each)
 
 Progress = Callable[[str, int], Callable[[Iterable], Iterator]]
 Unit = tuple[int, list[tuple[int, bytes]]]                      # (holder row, [(query position, encoding)])
@@ -99,8 +99,9 @@ class RoundPlan:
 
 
 class HolderData:
-    """The holder's table prepared once: its matching keys and JSON payloads per row, and per-session
-    indexes an engine derives from them (cached across a session's rounds)."""
+    """The holder's table prepared once: its matching keys and JSON payloads per row, the digests
+    lookups bucket (computed once), and per-session indexes an engine derives from them (kept
+    across a session's rounds, :class:`SessionIndexes`)."""
 
     def __init__(self, frame: pd.DataFrame, keys: HolderKeys, release_columns: list[str],
                  progress: bool | None = None) -> None:
@@ -113,27 +114,26 @@ class HolderData:
                          for row in released.itertuples(index=False, name=None)] if release_columns else None
         self.longest_payload = max((len(pb.RowAttachment(values=v).SerializeToString()) for v in self.payloads),
                                    default=0) if self.payloads else 0
-        self._index_cache: OrderedDict[str, tuple[Any, Any]] = OrderedDict()
-        self._index_lock = threading.Lock()
-        self._index_sessions = 1
+        self.indexes = SessionIndexes()
+        self._words: np.ndarray | None = None
+        self._words_lock = threading.Lock()
 
-    def keep_lookup_indexes(self, sessions: int) -> None:
-        """Cache the indexes of up to ``sessions`` sessions (rounds served at once), within
-        ``LOOKUP_INDEX_ROWS`` rows in all (a million-row holder keeps two)."""
-        self._index_sessions = max(1, min(sessions, LOOKUP_INDEX_ROWS // max(1, len(self.rows))))
+    def keep_lookup_indexes(self, budget_bytes: int) -> None:
+        """Keep the per-session indexes within ``budget_bytes`` (``party hold --lookup-memory``)."""
+        self.indexes.budget_bytes = budget_bytes
 
-    def session_index(self, session_id: str, parameters: Any, build: Callable[[], Any]) -> Any:
-        """``build()`` for this session and parameters, cached across its rounds (least recently used
-        sessions dropped first; one build at a time)."""
-        with self._index_lock:
-            cached = self._index_cache.get(session_id)
-            if cached is None or cached[0] != parameters:
-                cached = (parameters, build())
-                self._index_cache[session_id] = cached
-            self._index_cache.move_to_end(session_id)
-            while len(self._index_cache) > self._index_sessions:
-                self._index_cache.popitem(last=False)
-            return cached[1]
+    def session_index(self, session_id: str, parameters: Any, build: Callable[[], Any],
+                      expires_at: float = 0.0) -> Any:
+        """``build()`` for this session and parameters, built once and kept while the session lives."""
+        return self.indexes.get(session_id, parameters, build, expires_at)
+
+    def lookup_words(self) -> np.ndarray:
+        """The unkeyed digests of the keyed rows' first key (:func:`lookup_words`), computed once."""
+        with self._words_lock:
+            if self._words is None:
+                values = self.keys.values[0]
+                self._words = lookup_words(self.keys.names[0], [values[row] for row in self.rows])
+            return self._words
 
 
 def _plain(value):
@@ -157,6 +157,7 @@ class HolderContext:
     shuffle: Callable[[str, np.ndarray], list[int]]      # a permutation, fixed per (session, purpose)
     rank: Callable[[str], Callable[[int], bytes]]        # a sort key of rows, fixed per session
     progress: bool | None
+    expires_at: float = 0.0                              # when the session's key expires (its indexes go)
 
 
 class Engine(Protocol):

@@ -3,9 +3,11 @@ the encryption worker process (the scheme's arithmetic is tested in tests/common
 tests/keyholder/, the bucket risk in tests/deid_core/risk/)."""
 from __future__ import annotations
 
+import math
 import os
 import random
 
+import numpy as np
 import pandas as pd
 import pytest
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
@@ -14,9 +16,10 @@ from hypothesis import strategies as st
 from phe import paillier
 
 from common.schemes import get_scheme
-from common.schemes.paillier import (PublicKey)
+from common.schemes.paillier import PublicKey
+from deid_core.risk.buckets import hashed_bucket_risk
 from party_client.crypto.cuckoo import EMPTY, CuckooFailure, CuckooParams, bin_count, padded_size, place
-from party_client.crypto.encoding import bin_positions, bucket, encode, encoding_bytes
+from party_client.crypto.encoding import bin_positions, encode, encoding_bytes, lookup_buckets, lookup_words
 from party_client.matching.normalize import normalize_identifiers, normalize_names
 from party_client.crypto.seal import SealError, SessionCipher, open_records, seal_records
 
@@ -55,7 +58,11 @@ def test_encoding_is_keyed_deterministic_and_below_n(keypair):
     positions = bin_positions(s1, x, 1000, 2)
     assert len(positions) == 2 and all(0 <= p < 1000 for p in positions)
     assert positions == bin_positions(s1, x, 1000, 2)
-    assert bin_positions(s2, x, 1000, 2) != positions or bucket(s2, x, 10 ** 9) != bucket(s1, x, 10 ** 9)
+    assert bin_positions(s2, x, 1000, 2) != positions
+    words = lookup_words("id", ["1234567890", "1234567891"])
+    assert (lookup_buckets(s1, words, 10 ** 9) == lookup_buckets(s1, words, 10 ** 9)).all()     # deterministic
+    assert (lookup_buckets(s2, words, 10 ** 9) != lookup_buckets(s1, words, 10 ** 9)).all()     # keyed
+    assert (lookup_words("hcn", ["1234567890"])[:, 0] != words[:, 0]).any()                   # field-separated
 
 
 # -- cuckoo table --------------------------------------------------------------
@@ -160,6 +167,18 @@ def test_session_cipher_pads_to_one_width():
     other = SessionCipher(os.urandom(32), "sid", 1, b"attachment")
     with pytest.raises(SealError):
         other.open(blobs[0])
+
+
+def test_keyed_lookup_buckets_carry_the_modelled_risk():
+    """The keyed multiply-shift buckets of real identifiers spread people as the risk model assumes
+    (a person's expected company in their bucket), for every session secret tried."""
+    population, buckets = 200_000, 20_000
+    words = lookup_words("id", [str(10 ** 9 + 7919 * i) for i in range(population)])
+    for _ in range(3):
+        sizes = np.bincount(lookup_buckets(os.urandom(32), words, buckets), minlength=buckets)
+        assert len(sizes) == buckets
+        per_person = float(np.sum(sizes > 0)) / population        # mean over people of 1/|their bucket|
+        assert math.isclose(hashed_bucket_risk(population, buckets), per_person, rel_tol=0.02)
 
 
 def test_encryption_worker_process_speaks_raw_bytes(keypair):

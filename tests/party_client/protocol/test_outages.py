@@ -208,8 +208,9 @@ def test_sessions_left_open_are_listed_and_closed(fresh_keyholder, tmp_path):
     message = late.stderr.read()
     assert "did not serve round 1" in message and "party sessions close" in message, message
     listed = run_party("sessions", "list", "--dir", str(qdir)).stdout.splitlines()
-    assert listed[0].split("\t") == ["id", "holder", "mode", "round", "status", "created"]
+    assert listed[0].split("\t") == ["id", "holder", "mode", "round", "status", "created", "at key holder"]
     assert len(listed) == 2 and listed[1].split("\t")[1:4] == [hname, "join", "1"]
+    assert listed[1].split("\t")[6] == "open"                  # read from the key holder
     unknown = run_party("sessions", "close", "--dir", str(qdir), *server.flags(), "nosuchsession", check=False)
     assert unknown.returncode == 2 and "nosuchsession" in unknown.stderr
     closed = run_party("sessions", "close", "--dir", str(qdir), *server.flags(), "--all")
