@@ -93,43 +93,66 @@ def floor_seconds(rates: Rates, comparisons: int, zero_tests: int, slots: int, f
 
 @dataclass
 class EcRates:
-    """Seconds per libsodium call (through PyNaCl), single core: the ``ec`` scheme's floor.
+    """Seconds per libsodium call, single core: the floor of an elliptic-curve scheme (``group``).
 
-    ``mult`` is libsodium's variable-base multiplication, which re-checks its input point
-    (subgroup membership costs about as much again); PyNaCl offers no unchecked call, so that
-    check is part of the floor."""
+    ``ec`` (through PyNaCl): ``mult`` is libsodium's variable-base multiplication, which re-checks
+    its input point (subgroup membership costs about as much again); PyNaCl offers no unchecked
+    call, so that check is part of the floor, and ``valid`` is ``crypto_core_ed25519_is_valid_point``.
+    ``ristretto`` (through rbcl): the ristretto255 calls, ``valid`` being the decoding itself."""
 
     samples: int
-    mult: float              # crypto_scalarmult_ed25519_noclamp(r, P)
-    base: float              # crypto_scalarmult_ed25519_base_noclamp(s)
-    add: float               # crypto_core_ed25519_add / _sub
-    valid: float             # crypto_core_ed25519_is_valid_point
+    mult: float              # crypto_scalarmult_{ed25519_noclamp,ristretto255}(r, P)
+    base: float              # crypto_scalarmult_{ed25519_base_noclamp,ristretto255_base}(s)
+    add: float               # crypto_core_{ed25519,ristretto255}_add / _sub
+    valid: float             # crypto_core_{ed25519,ristretto255}_is_valid_point
+    group: str = "ec"
 
     def as_dict(self) -> dict:
         return {k: (round(v * 1e3, 4) if isinstance(v, float) else v) for k, v in asdict(self).items()}
 
 
+def _group_calls(group: str) -> tuple:
+    """``(random scalar, mult, base mult, add, sub, is valid)`` of scheme ``group``'s libsodium binding."""
+    if group == "ristretto":
+        import rbcl
+
+        from common.schemes.ristretto import random_scalars
+        return (lambda: random_scalars(1)[0], rbcl.crypto_scalarmult_ristretto255,
+                rbcl.crypto_scalarmult_ristretto255_base, rbcl.crypto_core_ristretto255_add,
+                rbcl.crypto_core_ristretto255_sub, rbcl.crypto_core_ristretto255_is_valid_point)
+    return (random_scalar, crypto_scalarmult_ed25519_noclamp, crypto_scalarmult_ed25519_base_noclamp,
+            crypto_core_ed25519_add, crypto_core_ed25519_sub, crypto_core_ed25519_is_valid_point)
+
+
+def measure_group(group: str = "ec", samples: int = 2000) -> EcRates:
+    """Time ``samples`` libsodium calls of each kind of scheme ``group`` (``ec``, ``ristretto``) on one core."""
+    random, mult_call, base_call, add_call, sub_call, valid_call = _group_calls(group)
+    scalars = [random() for _ in range(samples)]
+    points = [base_call(s) for s in scalars]
+    pairs = list(zip(points, points[1:] + points[:1]))
+    mult = _per_op(mult_call, list(zip(scalars, points)))
+    base = _per_op(base_call, [(s,) for s in scalars])
+    add = (_per_op(add_call, pairs) + _per_op(sub_call, pairs)) / 2
+    valid = _per_op(valid_call, [(p,) for p in points])
+    return EcRates(samples, mult, base, add, valid, group)
+
+
 def measure_ec(samples: int = 2000) -> EcRates:
-    """Time ``samples`` libsodium calls of each kind on one core (this thread)."""
-    scalars = [random_scalar() for _ in range(samples)]
-    points = [crypto_scalarmult_ed25519_base_noclamp(s) for s in scalars]
-    mult = _per_op(crypto_scalarmult_ed25519_noclamp, list(zip(scalars, points)))
-    base = _per_op(crypto_scalarmult_ed25519_base_noclamp, [(s,) for s in scalars])
-    add = (_per_op(crypto_core_ed25519_add, list(zip(points, points[1:] + points[:1])))
-           + _per_op(crypto_core_ed25519_sub, list(zip(points, points[1:] + points[:1])))) / 2
-    valid = _per_op(crypto_core_ed25519_is_valid_point, [(p,) for p in points])
-    return EcRates(samples, mult, base, add, valid)
+    """:func:`measure_group` for ``ec``."""
+    return measure_group("ec", samples)
 
 
-def best_ec(*rates: EcRates) -> EcRates:
-    """Per call, the fastest of several measurements."""
+def best_group(*rates: EcRates) -> EcRates:
+    """Per call, the fastest of several measurements of one group."""
     return EcRates(sum(r.samples for r in rates),
-                   *(min(getattr(r, f) for r in rates) for f in ("mult", "base", "add", "valid")))
+                   *(min(getattr(r, f) for r in rates) for f in ("mult", "base", "add", "valid")),
+                   group=rates[0].group)
 
 
 def floor_seconds_ec(rates: EcRates, comparisons: int, matches: int, slots: int, holder_terms: int,
                      cores: int | None = None) -> dict:
-    """The ``ec`` floor for a run with these counts (docs/protocol.md, "Comparison schemes"):
+    """The floor of an elliptic-curve scheme (``ec`` or ``ristretto``, by ``rates``) for a run with
+    these counts (docs/protocol.md, "Comparison schemes"):
 
     - querier, per slot: ``k·G`` and ``X·G`` (fixed base), ``k·P`` and one addition;
     - holder, per slot: both points validated on receipt; per holder row and term: ``Y·G``;
