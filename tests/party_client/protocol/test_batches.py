@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import pytest
 
+from common.schemes import get_scheme
 from party_client.protocol.batches import cut_batches, negotiate_blinding
 from party_client.protocol.engines.interface import RoundPlan
 from proto import linkage_pb2 as pb
@@ -14,9 +15,10 @@ from proto import linkage_pb2 as pb
     (True, False, "paillier", False, "the holder does not allow fast blinding"),
     (True, True, "ec", False, "the ec scheme has no fast blinding"),
     (True, False, "ec", False, "the ec scheme has no fast blinding"),
+    (True, True, "ristretto", False, "the ristretto scheme has no fast blinding"),
 ])
 def test_fast_blinding_only_when_asked_allowed_and_offered(requested, allowed, scheme, fast, refused):
-    blinding = negotiate_blinding(requested, allowed, scheme)
+    blinding = negotiate_blinding(requested, allowed, get_scheme(scheme))
     assert blinding.fast == fast and blinding.name == ("fast" if fast else "full")
     assert blinding.refused.startswith(refused) and bool(blinding.refused) == bool(refused)
 
