@@ -43,11 +43,11 @@ class Rates:
         return {k: (round(v * 1e3, 4) if isinstance(v, float) else v) for k, v in asdict(self).items()}
 
 
-def _per_op(function, args: list) -> float:
-    started = time.perf_counter()
+def _per_op(function, args: list, clock=time.perf_counter) -> float:
+    started = clock()
     for a in args:
         function(*a)
-    return (time.perf_counter() - started) / len(args)
+    return (clock() - started) / len(args)
 
 
 def measure(key_bits: int, samples: int = 200) -> Rates:
@@ -124,16 +124,17 @@ def _group_calls(group: str) -> tuple:
             crypto_core_ed25519_add, crypto_core_ed25519_sub, crypto_core_ed25519_is_valid_point)
 
 
-def measure_group(group: str = "ec", samples: int = 2000) -> EcRates:
-    """Time ``samples`` libsodium calls of each kind of scheme ``group`` (``ec``, ``ristretto``) on one core."""
+def measure_group(group: str = "ec", samples: int = 2000, clock=time.perf_counter) -> EcRates:
+    """Time ``samples`` libsodium calls of each kind of scheme ``group`` (``ec``, ``ristretto``) on one core
+    (``clock``: wall time by default; ``time.thread_time`` counts only this thread's CPU)."""
     random, mult_call, base_call, add_call, sub_call, valid_call = _group_calls(group)
     scalars = [random() for _ in range(samples)]
     points = [base_call(s) for s in scalars]
     pairs = list(zip(points, points[1:] + points[:1]))
-    mult = _per_op(mult_call, list(zip(scalars, points)))
-    base = _per_op(base_call, [(s,) for s in scalars])
-    add = (_per_op(add_call, pairs) + _per_op(sub_call, pairs)) / 2
-    valid = _per_op(valid_call, [(p,) for p in points])
+    mult = _per_op(mult_call, list(zip(scalars, points)), clock)
+    base = _per_op(base_call, [(s,) for s in scalars], clock)
+    add = (_per_op(add_call, pairs, clock) + _per_op(sub_call, pairs, clock)) / 2
+    valid = _per_op(valid_call, [(p,) for p in points], clock)
     return EcRates(samples, mult, base, add, valid, group)
 
 
@@ -165,3 +166,30 @@ def floor_seconds_ec(rates: EcRates, comparisons: int, matches: int, slots: int,
     keyholder = comparisons * rates.mult + max(0, comparisons - matches) * rates.valid
     return {"holder_cpu": holder, "keyholder_cpu": keyholder, "querier_cpu": querier,
             "cores": cores, "floor": (holder + keyholder + querier) / cores}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m benchmarks.floor [--samples 20000]``: per-call libsodium costs of ``ec`` and ``ristretto``,
+    measured alternately in this run (the fastest of three rounds per call), side by side, in CPU time of
+    the measuring thread (on a shared machine, wall time would count other processes' turns)."""
+    import argparse
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.floor", description=main.__doc__)
+    parser.add_argument("--samples", type=int, default=20000, help="calls per kind and round")
+    args = parser.parse_args(argv)
+    groups = ("ec", "ristretto")
+    rounds = {group: [] for group in groups}
+    for _ in range(3):
+        for group in groups:
+            rounds[group].append(measure_group(group, args.samples, time.thread_time))
+    rates = {group: best_group(*rounds[group]) for group in groups}
+    print(f"{'µs of CPU per call, one core':38s} {'ec':>8s} {'ristretto':>10s} {'ec / ristretto':>15s}")
+    for field, what in (("mult", "variable-base scalar multiplication"), ("base", "fixed-base multiplication"),
+                        ("add", "addition / subtraction"), ("valid", "validation of a received point")):
+        ec, rist = getattr(rates["ec"], field) * 1e6, getattr(rates["ristretto"], field) * 1e6
+        print(f"{what:38s} {ec:8.1f} {rist:10.1f} {ec / rist:15.2f}")
+    print(f"load average {os.getloadavg()[0]:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
