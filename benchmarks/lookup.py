@@ -66,8 +66,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lookups", type=int, default=10, help="timed lookups after the first")
     parser.add_argument("--population", type=int, default=10_000_000)
     parser.add_argument("--max-risk", type=float, default=0.05)
-    parser.add_argument("--scheme", choices=("paillier", "ec"), default="paillier")
-    parser.add_argument("--key-bits", type=int, default=2048, help="Paillier key size (ignored with --scheme ec)")
+    parser.add_argument("--scheme", choices=("paillier", "ec", "ristretto"), default="paillier")
+    parser.add_argument("--key-bits", type=int, default=2048,
+                        help="Paillier key size (ignored with --scheme ec|ristretto)")
     parser.add_argument("--fast-blinding", action="store_true")
     parser.add_argument("--no-release", action="store_true", help="the holder releases no column")
     parser.add_argument("--profile", action="store_true",
@@ -151,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
             t = time.perf_counter()
             result = querier.lookup("holder", pd.DataFrame({"id": [value]}), "id", args.population,
                                     max_risk=args.max_risk,
-                                    key_bits=None if args.scheme == "ec" else args.key_bits,
+                                    key_bits=None if args.scheme != "paillier" else args.key_bits,
                                     fast_blinding=args.fast_blinding, scheme=args.scheme)
             elapsed = time.perf_counter() - t
             matched = bool(result.frame["matched"].iloc[0])

@@ -22,16 +22,18 @@ import numpy as np
 import pandas as pd
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from common.schemes import SCHEME_NAMES
 from party_client import Party
 from party_client.matching.normalize import normalize_identifiers
 from proto import linkage_pb2_grpc as pb_grpc
 
 TEST_KEY_BITS = 1024
-SCHEMES = ["paillier", "ec"]       # every comparison scheme; privacy tests run for each
+SCHEMES = list(SCHEME_NAMES)       # every comparison scheme; privacy tests run for each
+REPRESENTATIVE = ["paillier", "ristretto"]  # one per arithmetic (big-number, elliptic curve): slow paths run for these
 
 
 def key_bits_for(scheme: str) -> int:
-    """The key size a test asks for: small Paillier keys; 0 (the group's one size) for ec."""
+    """The key size a test asks for: small Paillier keys; 0 (the group's one size) for the curves."""
     return TEST_KEY_BITS if scheme == "paillier" else 0
 
 

@@ -23,6 +23,7 @@ __all__ = ["InvalidCiphertext", "KeyPair", "Scheme", "get_scheme", "all_schemes"
 _IMPLEMENTATIONS: dict[str, str] = {
     "paillier": "common.schemes.paillier:PaillierScheme",
     "ec": "common.schemes.ec:EcScheme",
+    "ristretto": "common.schemes.ristretto:RistrettoScheme",
 }
 SCHEME_NAMES: tuple[str, ...] = tuple(_IMPLEMENTATIONS)
 DEFAULT_SCHEME = "paillier"       # the scheme of a session that names none (an empty ``scheme`` field)

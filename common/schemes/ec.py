@@ -66,28 +66,18 @@ from nacl.bindings import (
     crypto_scalarmult_ed25519_noclamp,
 )
 
-from common.schemes.base import InvalidCiphertext, KeyPair, Scheme
-
-ORDER = 2**252 + 27742317777372353535851937790883648493
-"""``ℓ``, the prime order of the group (Bernstein et al. 2012, section 1)."""
+from common.schemes.base import InvalidCiphertext
+from common.schemes.elgamal import CIPHERTEXT_BYTES, ORDER, POINT_BYTES, ZERO_SCALAR as _ZERO_SCALAR, \
+    ElGamalScheme, check_encoding, split as _split
 
 FIELD_PRIME = 2**255 - 19
-POINT_BYTES = 32
-SCALAR_BYTES = 32
-CIPHERTEXT_BYTES = 2 * POINT_BYTES
-ENCODING_BYTES = 64
 IDENTITY = b"\x01" + bytes(31)
 """The encoding of the neutral element (x = 0, y = 1)."""
-
-_ZERO_SCALAR = bytes(SCALAR_BYTES)
-_KEY_BITS = 256
 
 
 def scalar_from_encoding(encoding: bytes) -> bytes:
     """The 64-byte encoding reduced mod ``ℓ`` (32 bytes, little-endian; may be zero)."""
-    if len(encoding) != ENCODING_BYTES:
-        raise ValueError(f"an encoding must be {ENCODING_BYTES} bytes, got {len(encoding)}")
-    return crypto_core_ed25519_scalar_reduce(bytes(encoding))
+    return crypto_core_ed25519_scalar_reduce(check_encoding(encoding))
 
 
 def random_scalar() -> bytes:
@@ -132,59 +122,28 @@ def _has_small_order(point: bytes) -> bool:
     return p == IDENTITY
 
 
-def _split(block: bytes, what: str) -> int:
-    if len(block) % CIPHERTEXT_BYTES:
-        raise InvalidCiphertext(f"{what} block of {len(block)} bytes is not a multiple of {CIPHERTEXT_BYTES}")
-    return len(block) // CIPHERTEXT_BYTES
-
-
-def _public_point(public: bytes) -> bytes:
-    failed = point_check(public)
-    if failed:
-        raise ValueError(f"not an ec public key: {failed}")
-    return bytes(public)
-
-
-def _private_scalar(private: bytes) -> bytes:
-    if len(private) != SCALAR_BYTES:
-        raise ValueError(f"an ec private key is {SCALAR_BYTES} bytes, got {len(private)}")
-    x = int.from_bytes(private, "little")
-    if not 0 < x < ORDER:
-        raise ValueError("an ec private key must be a scalar in [1, ℓ)")
-    return bytes(private)
-
-
 def _mult(s: bytes, point: bytes) -> bytes:
     """``s·point`` for ``s`` in ``[1, ℓ)``, the identity for the identity (libsodium refuses it)."""
     return IDENTITY if point == IDENTITY else crypto_scalarmult_ed25519_noclamp(s, point)
 
 
-class EcScheme(Scheme):
+class EcScheme(ElGamalScheme):
     """Exponential ElGamal on Ed25519's prime-order subgroup (see the module docstring)."""
 
     name = "ec"
     title = "exponential ElGamal on Ed25519"
-    fixed_key_bits = _KEY_BITS
+    key_article = "an"
+    random_scalar = staticmethod(random_scalar)
+    base_mult = staticmethod(base_mult)
+    point_check = staticmethod(point_check)
 
     # -- key holder ------------------------------------------------------------------------------
-    def generate_key(self, bits: int = _KEY_BITS) -> KeyPair:
-        """A fresh ``(P = x·G, x)``; ``bits`` has no meaning here (the group is fixed) beyond being positive."""
-        if not isinstance(bits, int) or bits <= 0:
-            raise ValueError(f"key size must be a positive number of bits, got {bits!r}")
-        x = random_scalar()
-        return KeyPair(public=crypto_scalarmult_ed25519_base_noclamp(x), private=x)
-
-    def check_key(self, public: bytes, private: bytes) -> None:
-        point = _public_point(public)
-        x = _private_scalar(private)
-        if crypto_scalarmult_ed25519_base_noclamp(x) != point:
-            raise ValueError("the ec private key does not belong to the public key")
 
     def zero_test(self, public: bytes, private: bytes, comparisons: bytes) -> list[bool]:
         """``c2 == x·c1`` per comparison, after checking every point of the batch.
 
         ``c1`` must be a valid non-identity point; ``c2`` a valid point or the identity."""
-        x = _private_scalar(private)
+        x = self.private_scalar(private)
         count = _split(comparisons, "comparison")
         block = bytes(comparisons)
         expected: list[bytes] = []
@@ -203,20 +162,10 @@ class EcScheme(Scheme):
         return [block[i * CIPHERTEXT_BYTES + POINT_BYTES:(i + 1) * CIPHERTEXT_BYTES] == xc1
                 for i, xc1 in enumerate(expected)]
 
-    # -- sizes -----------------------------------------------------------------------------------
-    def key_bits(self, public: bytes) -> int:
-        return _KEY_BITS
-
-    def ciphertext_width(self, public: bytes) -> int:
-        return CIPHERTEXT_BYTES
-
-    def encoding_bytes(self, public: bytes) -> int:
-        return ENCODING_BYTES
-
     # -- querier ---------------------------------------------------------------------------------
     def encrypt(self, public: bytes, encodings: Sequence[bytes | None]) -> bytes:
         """``(k·G, X·G + k·P)`` per encoding with a fresh ``k``; ``None`` encrypts a uniform scalar."""
-        p = _public_point(public)
+        p = self.public_point(public)
         return b"".join(self._encrypt_one(p, e) for e in encodings)
 
     @staticmethod

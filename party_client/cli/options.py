@@ -46,7 +46,8 @@ def key_source(args: argparse.Namespace) -> None:
 def scheme_options(sub: argparse.ArgumentParser) -> None:
     """``--scheme`` and ``--key-bits`` of every querying command."""
     sub.add_argument("--scheme", choices=SCHEME_NAMES, default=DEFAULT_SCHEME,
-                     help="comparison scheme: paillier (default) or ec (exponential ElGamal on Ed25519, "
-                          "much faster; docs/protocol.md, \"Comparison schemes\")")
+                     help="comparison scheme: paillier (default), ristretto (exponential ElGamal on "
+                          "ristretto255, the fastest) or ec (the same on Ed25519); docs/protocol.md, "
+                          "\"Comparison schemes\"")
     sub.add_argument("--key-bits", type=int, default=None,
-                     help="Paillier modulus: 2048 (default) or 3072; ec: 256 (its only size)")
+                     help="Paillier modulus: 2048 (default) or 3072; ec, ristretto: 256 (their only size)")

@@ -118,8 +118,9 @@ def test_unknown_schemes_are_refused_in_one_line(querier_setup, tmp_path):
     """``--scheme``/``--schemes`` with an unknown name: exit 2, one line naming it, nothing written."""
     query, folder, hname = querier_setup
     one_line_error(query("--id-column", "hcn", "--scheme", "rsa"), "invalid choice: 'rsa'")
-    one_line_error(query("--id-column", "hcn", "--scheme", "ec", "--key-bits", "2048"),
-                   "key size 2048 not allowed with the ec scheme")
+    for curve in ("ec", "ristretto"):
+        one_line_error(query("--id-column", "hcn", "--scheme", curve, "--key-bits", "2048"),
+                       f"key size 2048 not allowed with the {curve} scheme")
     one_line_error(run_party("hold", "--dir", str(folder / "nobody"), "--input", str(folder / "good.csv"),
                              "--id-column", "hcn", "--schemes", "paillier,rsa", check=False),
                    "unknown comparison scheme 'rsa'")

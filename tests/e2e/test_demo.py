@@ -1,6 +1,7 @@
 """The README's first command: ``party demo`` on an embedded key holder (2048-bit keys, mTLS),
 writing into ./securelink-demo/ (kept), refusing to overwrite a non-empty folder without --force."""
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -34,6 +35,10 @@ def test_party_demo_tells_the_whole_story(tmp_path):
                   "insurer (querier, lookup)", "registry and hospital (holders)", "key holder"):
         assert party in out
     assert "claims matched = [True, True, False]" in out
+    schemes = re.search(r"the same join under each comparison scheme .*: paillier [0-9.]+ s \((\d+) matched\), "
+                        r"ec [0-9.]+ s \((\d+) matched\), ristretto [0-9.]+ s \((\d+) matched\); against paillier: "
+                        r"ec \d+x faster, ristretto \d+x faster \(party join --scheme ristretto\)", out)
+    assert schemes and len(set(schemes.groups())) == 1, out
     assert "60 of its 80 participants linked to the registry (60 pairs; plaintext with the same rules: 60; " \
            "60 of the 60 truly there)" in out
     linked = (folder / "cohort_linked.csv").read_text().splitlines()

@@ -22,6 +22,7 @@ from party_client.crypto.encoding import encode_to, lookup_words
 from party_client.matching.normalize import normalize_identifiers
 from proto import linkage_pb2 as pb
 from proto import linkage_pb2_grpc as pb_grpc
+from schemecases import BAD_POINTS, ELLIPTIC, NOT_DECODABLE, ORDER_4, group_module
 
 @pytest.mark.parametrize("scheme", SCHEMES)
 def test_keyholder_store_spool_and_log_hold_no_identifiers(fresh_keyholder, tmp_path, scheme):
@@ -264,25 +265,28 @@ def test_nothing_is_pickled_across_processes():
     assert offenders == []
 
 
-# -- ec-specific checks (docs/protocol.md, "Comparison schemes"): every received point is validated ----------
-NOT_ON_CURVE = (2).to_bytes(32, "little")            # y = 2: no x satisfies the curve equation
-SMALL_ORDER = bytes(32)                               # y = 0: a point of order 4
+# -- checks of the elliptic-curve schemes (docs/protocol.md, "Comparison schemes"): every received point is
+# validated, the failed check named; the bad encodings of each group are in tests/schemecases.py
+def _bad_comparisons(scheme: str, good: bytes) -> dict[str, bytes]:
+    """Two comparisons with one bad point each, by the check that must refuse it (a bad point
+    as either half; the identity only as the first, as a second half it is legitimate)."""
+    cases = {}
+    for point, check in BAD_POINTS[scheme]:
+        cases.setdefault(f"first point: {check}", point + good[32:])
+        if point != group_module(scheme).IDENTITY:
+            cases.setdefault(f"second point: {check}", good[:32] + point + good[64:])
+    return cases
 
 
-def test_ec_key_holder_refuses_invalid_small_order_and_identity_points(keyholder, tmp_path):
+@pytest.mark.parametrize("scheme", ELLIPTIC)
+def test_key_holder_refuses_bad_points_naming_the_check(keyholder, tmp_path, scheme):
     """A comparison batch with a bad point is refused with INVALID_ARGUMENT naming the check, and
     the refusal changes nothing: the holder's correct batch is accepted afterwards."""
-    from common.schemes.ec import IDENTITY
     (qdir, _), (hdir, hname) = make_party(keyholder, tmp_path), make_party(keyholder, tmp_path)
-    session_id, round_no, session = _pending_round(keyholder, qdir, hname, "ec")
+    session_id, round_no, session = _pending_round(keyholder, qdir, hname, scheme)
     h, hmeta = stub_for(keyholder, hdir)
-    good = blinded_comparisons("ec", session.public_key, [False, True])
-    cases = {"first point: not on the curve": NOT_ON_CURVE + good[32:],
-             "first point: small-order point": SMALL_ORDER + good[32:],
-             "first point: identity point": IDENTITY + good[32:],
-             "second point: not on the curve": good[:32] + NOT_ON_CURVE + good[64:],
-             "second point: small-order point": good[:32] + SMALL_ORDER + good[64:]}
-    for check, ciphertexts in cases.items():
+    good = blinded_comparisons(scheme, session.public_key, [False, True])
+    for check, ciphertexts in _bad_comparisons(scheme, good).items():
         batch = pb.ComparisonBatch(session_id=session_id, round=round_no, seq=0, ciphertexts=ciphertexts,
                                    row_comparisons=[1, 1], attachments=[b"x" * 9, b"y" * 9])
         with pytest.raises(grpc.RpcError) as caught:
@@ -296,7 +300,7 @@ def test_ec_key_holder_refuses_invalid_small_order_and_identity_points(keyholder
     assert done.comparisons == 2
 
 
-def _ec_join_with_holder(keyholder, tmp_path, **holder_options) -> tuple[Party, str, threading.Event,
+def _join_with_holder(keyholder, tmp_path, **holder_options) -> tuple[Party, str, threading.Event,
                                                                          threading.Thread, list]:
     (qdir, _), (hdir, hname) = make_party(keyholder, tmp_path), make_party(keyholder, tmp_path)
     serving = Party(hdir, progress=False).holder(pd.DataFrame({"id": [f"{i:06d}" for i in range(20)]}), "id", [],
@@ -308,25 +312,28 @@ def _ec_join_with_holder(keyholder, tmp_path, **holder_options) -> tuple[Party, 
     return Party(qdir, progress=False), hname, stop, thread, served
 
 
-def test_ec_holder_refuses_a_query_with_a_bad_point(keyholder, tmp_path, monkeypatch):
-    """A query whose ciphertext holds a small-order point: the holder aborts the round, naming the check."""
+@pytest.mark.parametrize("scheme,bad,check", [("ec", ORDER_4, "small-order point"),
+                                               ("ristretto", NOT_DECODABLE, "not the encoding of a group element")],
+                         ids=ELLIPTIC)
+def test_holder_refuses_a_query_with_a_bad_point(keyholder, tmp_path, monkeypatch, scheme, bad, check):
+    """A query whose ciphertext holds a bad point: the holder aborts the round, naming the check."""
     import party_client.protocol.querier as querier_module
     from party_client.errors import PartyError
     original = querier_module.encrypt_slots
 
     def corrupted(scheme_name, public, encodings, progress):
         ciphertexts = original(scheme_name, public, encodings, progress)
-        return [SMALL_ORDER + ciphertexts[0][32:]] + ciphertexts[1:]
+        return [bad + ciphertexts[0][32:]] + ciphertexts[1:]
     monkeypatch.setattr(querier_module, "encrypt_slots", corrupted)
-    querier, hname, stop, thread, served = _ec_join_with_holder(keyholder, tmp_path)
+    querier, hname, stop, thread, served = _join_with_holder(keyholder, tmp_path)
     try:
-        with pytest.raises(PartyError, match="refused the query: malformed query: ciphertext 0: first point: "
-                                             "small-order point"):
-            querier.dedup(hname, pd.DataFrame({"id": ["000001", "999999"]}), "id", scheme="ec", timeout=60)
+        with pytest.raises(PartyError, match=f"refused the query: malformed query: ciphertext 0: first point: "
+                                             f"{check}"):
+            querier.dedup(hname, pd.DataFrame({"id": ["000001", "999999"]}), "id", scheme=scheme, timeout=60)
     finally:
         stop.set()
         thread.join(timeout=30)
-    assert "small-order point" in served[0]["refused"]
+    assert check in served[0]["refused"]
 
 
 def test_holder_refuses_a_scheme_it_does_not_serve_or_a_header_of_another_scheme(keyholder, tmp_path,
@@ -335,7 +342,7 @@ def test_holder_refuses_a_scheme_it_does_not_serve_or_a_header_of_another_scheme
     the session's is refused too; both with the reason."""
     import party_client.protocol.querier as querier_module
     from party_client.errors import PartyError
-    querier, hname, stop, thread, served = _ec_join_with_holder(keyholder, tmp_path, schemes="paillier")
+    querier, hname, stop, thread, served = _join_with_holder(keyholder, tmp_path, schemes="paillier")
     try:
         with pytest.raises(PartyError, match="does not serve the ec scheme"):
             querier.dedup(hname, pd.DataFrame({"id": ["000001"]}), "id", scheme="ec", timeout=60)
@@ -351,7 +358,7 @@ def test_holder_refuses_a_scheme_it_does_not_serve_or_a_header_of_another_scheme
         yield header.SerializeToString()
         yield from records
     monkeypatch.setattr(querier_module, "query_records", relabelled)
-    querier, hname, stop, thread, served = _ec_join_with_holder(keyholder, tmp_path)
+    querier, hname, stop, thread, served = _join_with_holder(keyholder, tmp_path)
     try:
         with pytest.raises(PartyError, match=r"comparison scheme \(paillier\) is not the session's \(ec\)"):
             querier.dedup(hname, pd.DataFrame({"id": ["000001"]}), "id", scheme="ec", timeout=60)

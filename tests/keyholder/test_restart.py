@@ -10,12 +10,12 @@ import time
 import pandas as pd
 import pytest
 
-from linkhelpers import SCHEMES, TEST_KEY_BITS, join_with_interrupted_key_holder, make_party, party_cmd, \
+from linkhelpers import REPRESENTATIVE, TEST_KEY_BITS, join_with_interrupted_key_holder, make_party, party_cmd, \
     run_party, scheme_flags
 from linkhelpers import canonical, plaintext_join, tables
 
 
-@pytest.mark.parametrize("scheme", SCHEMES)
+@pytest.mark.parametrize("scheme", REPRESENTATIVE)
 def test_restart_between_query_and_holder(fresh_keyholder, tmp_path, scheme):
     """K's private key of either scheme, wrapped at rest, is unwrapped after a SIGKILL and restart."""
     server = fresh_keyholder()

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from common.schemes import get_scheme
+from common.schemes import SCHEME_NAMES, get_scheme
 from keyholder import validation
 from keyholder.errors import ServiceError
 from keyholder.limits import Limits
@@ -59,7 +59,7 @@ def open_with_query(core: KeyHolder, query: bytes = b"sealed query", scheme: str
     return session, message
 
 
-@pytest.mark.parametrize("scheme", ["paillier", "ec"])
+@pytest.mark.parametrize("scheme", SCHEME_NAMES)
 def test_a_session_from_open_to_close(holder: KeyHolder, scheme: str) -> None:
     session = holder.open_session("querier", JOIN, "holder", bits(scheme), 0, scheme=get_scheme(scheme))
     assert (session.status, session.key_bits, session.querier, session.holder, session.scheme) == \
@@ -163,7 +163,7 @@ def test_an_aborted_round_has_no_results_and_drops_its_query(holder: KeyHolder) 
     assert holder.list_work("holder") == []
 
 
-@pytest.mark.parametrize("scheme", ["paillier", "ec"])
+@pytest.mark.parametrize("scheme", SCHEME_NAMES)
 def test_batches_are_checked_before_any_zero_test(holder: KeyHolder, scheme: str) -> None:
     session, _ = open_with_query(holder, scheme=scheme)
     good = comparisons(session, [True, False])
@@ -206,7 +206,7 @@ def test_quotas_on_sessions_rounds_and_query_size(holder: KeyHolder) -> None:
     holder.open_session("querier", JOIN, "holder", BITS, 0)                # a closed session frees its slot
 
 
-@pytest.mark.parametrize("scheme", ["paillier", "ec"])
+@pytest.mark.parametrize("scheme", SCHEME_NAMES)
 def test_an_expired_session_loses_its_key(holder: KeyHolder, scheme: str) -> None:
     session, _ = open_with_query(holder, scheme=scheme)
     short = holder.open_session("querier", JOIN, "holder", bits(scheme), 0.3, scheme=get_scheme(scheme))
@@ -220,7 +220,7 @@ def test_an_expired_session_loses_its_key(holder: KeyHolder, scheme: str) -> Non
     assert holder.store.get_session(session.id).wrapped_key is not None
 
 
-@pytest.mark.parametrize("scheme", ["paillier", "ec"])
+@pytest.mark.parametrize("scheme", SCHEME_NAMES)
 def test_a_restarted_key_holder_unwraps_the_key_and_goes_on(tmp_path: Path, scheme: str) -> None:
     core = KeyHolder(tmp_path / "k", b"passphrase", LIMITS)
     for name in ("querier", "holder"):
@@ -241,7 +241,7 @@ def test_a_restarted_key_holder_unwraps_the_key_and_goes_on(tmp_path: Path, sche
         again.close()
 
 
-@pytest.mark.parametrize("scheme", ["paillier", "ec"])
+@pytest.mark.parametrize("scheme", SCHEME_NAMES)
 def test_a_refused_batch_does_not_fix_the_attachment_length(holder: KeyHolder, scheme: str) -> None:
     """The round's attachment length is the first *accepted* batch's: a batch refused for its
     ciphertexts leaves it unset, so the holder's corrected batch may use another length."""
@@ -257,27 +257,28 @@ def test_a_refused_batch_does_not_fix_the_attachment_length(holder: KeyHolder, s
                               [b"five!"])
 
 
-def test_each_scheme_has_its_key_size_query_size_and_offer(tmp_path: Path) -> None:
-    """ec sessions are recorded at 256 bits and sized by the 64-byte ciphertext; a key holder
-    refuses a scheme it does not offer, or one it does not know, naming it."""
+@pytest.mark.parametrize("curve", ["ec", "ristretto"])
+def test_each_scheme_has_its_key_size_query_size_and_offer(tmp_path: Path, curve: str) -> None:
+    """Sessions of a curve scheme are recorded at 256 bits and sized by the 64-byte ciphertext; a key
+    holder refuses a scheme it does not offer, or one it does not know, naming it."""
     core = KeyHolder(tmp_path / "k", b"passphrase", LIMITS)
     for name in ("querier", "holder"):
         core.register(name, secrets.token_bytes(32), None, None)
     try:
-        ec = core.open_session("querier", JOIN, "holder", 0, 0, query_ciphertexts=1000, scheme=get_scheme("ec"))
-        assert (ec.scheme, ec.key_bits, len(ec.public_key)) == ("ec", 256, 32)
+        ec = core.open_session("querier", JOIN, "holder", 0, 0, query_ciphertexts=1000, scheme=get_scheme(curve))
+        assert (ec.scheme, ec.key_bits, len(ec.public_key)) == (curve, 256, 32)
         assert ec.max_query_bytes == int(1000 * 64 * LIMITS.query_margin + LIMITS.query_overhead)
         default = core.open_session("querier", JOIN, "holder", BITS, 0)
         assert core.store.get_session(default.id).scheme == "paillier"
         assert "'rsa'" in refused("INVALID_ARGUMENT", validation.scheme, "rsa")   # the name of a request
     finally:
         core.close()
-    only = KeyHolder(tmp_path / "k", b"passphrase", LIMITS, schemes=(get_scheme("ec"),))
+    only = KeyHolder(tmp_path / "k", b"passphrase", LIMITS, schemes=(get_scheme(curve),))
     try:
         message = refused("FAILED_PRECONDITION", only.open_session, "querier", JOIN, "holder", BITS, 0,
                           scheme=get_scheme("paillier"))
-        assert "paillier" in message and "offers: ec" in message
-        assert only.store.get_session(ec.id).scheme == "ec"
+        assert "paillier" in message and f"offers: {curve}" in message
+        assert only.store.get_session(ec.id).scheme == curve
     finally:
         only.close()
 

@@ -15,6 +15,7 @@ from proto import linkage_pb2 as pb
     (True, False, "paillier", False, "the holder does not allow fast blinding"),
     (True, True, "ec", False, "the ec scheme has no fast blinding"),
     (True, False, "ec", False, "the ec scheme has no fast blinding"),
+    (True, True, "ristretto", False, "the ristretto scheme has no fast blinding"),
 ])
 def test_fast_blinding_only_when_asked_allowed_and_offered(requested, allowed, scheme, fast, refused):
     blinding = negotiate_blinding(requested, allowed, get_scheme(scheme))

@@ -9,7 +9,7 @@ import time
 import pandas as pd
 import pytest
 
-from linkhelpers import SCHEMES, TEST_KEY_BITS, free_port, keyholder_cmd, make_party, party_cmd, run_party, \
+from linkhelpers import REPRESENTATIVE, TEST_KEY_BITS, free_port, keyholder_cmd, make_party, party_cmd, run_party, \
     scheme_flags
 from party_client.identity import PartyDir
 from party_client.sessions_state import SessionStates
@@ -176,7 +176,7 @@ def test_outage_longer_than_the_call_in_flight_allows_is_survived(fresh_keyholde
     assert not list((qdir / "sessions").glob("*.state"))   # done: the local state is gone
 
 
-@pytest.mark.parametrize("scheme", SCHEMES)
+@pytest.mark.parametrize("scheme", REPRESENTATIVE)
 def test_querier_killed_mid_round_resumes_without_new_comparisons(fresh_keyholder, tmp_path, scheme):
     server = fresh_keyholder()
     qdir, hdir, hname, expected = _linked_pair(server, tmp_path, 12)
