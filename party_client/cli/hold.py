@@ -10,6 +10,7 @@ import sys
 from common.distributed import Cluster, add_timeout_option
 from common.schemes import SCHEME_NAMES, Scheme, parse_scheme_list
 from party_client.cli.options import columns, connected, key_source, party
+from party_client.protocol.submitting import SUBMIT_WINDOW
 
 
 def cmd_hold(args) -> int:
@@ -29,7 +30,7 @@ def cmd_hold(args) -> int:
                              allowed_queriers=columns(args.allow_querier) or None, schemes=args.schemes,
                              on_ready=None if args.once else waiting, on_served=None if args.once else served_one,
                              concurrency=args.concurrency, dask_client=cluster and cluster.client,
-                             dask_timeout=args.dask_timeout)
+                             dask_timeout=args.dask_timeout, submit_window=args.submit_window)
     finally:                                  # Ctrl-C included: the scheduler drops our pending tasks
         if cluster is not None:
             cluster.close()
@@ -70,6 +71,9 @@ def register(commands: argparse._SubParsersAction) -> None:
     hold.add_argument("--concurrency", type=int, default=os.cpu_count() or 1, metavar="N",
                       help="rounds served at once, one per core by default; lookups get a lane of their own "
                            "of the same width, so they never wait behind a join")
+    hold.add_argument("--submit-window", type=int, default=SUBMIT_WINDOW, metavar="N",
+                      help=f"comparison batches of a round sent to the key holder at once (default {SUBMIT_WINDOW}), "
+                           "so it zero-tests several while the next are computed")
     hold.add_argument("--dask", metavar="SCHEDULER_ADDRESS",
                       help="run the comparisons on this Dask cluster (tls://HOST:PORT, or tcp:// on loopback; "
                            'TLS files from Dask\'s config; needs pip install "securelink-deid[dask]")')

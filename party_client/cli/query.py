@@ -6,6 +6,7 @@ import json
 import sys
 
 from common.cli import UsageError
+from common.distributed import Cluster, add_timeout_option
 from party_client.cli.options import connected, key_source, party, scheme_options
 
 QUERY_HELP = {
@@ -52,9 +53,15 @@ def cmd_query(args) -> int:
                                 buckets=args.buckets, **common)
     else:
         key_source(args)
-        result = getattr(querier, args.command)(args.holder, args.input, args.id_column, rules=args.rules,
-                                                term_column=args.term_column, one_to_one=args.one_to_one,
-                                                **common)
+        cluster = Cluster.at(args.dask, allow_plaintext=True, timeout=args.dask_timeout) if args.dask else None
+        try:
+            result = getattr(querier, args.command)(args.holder, args.input, args.id_column, rules=args.rules,
+                                                    term_column=args.term_column, one_to_one=args.one_to_one,
+                                                    dask_client=cluster and cluster.client,
+                                                    dask_timeout=args.dask_timeout, **common)
+        finally:                              # Ctrl-C included: the scheduler drops our pending tasks
+            if cluster is not None:
+                cluster.close()
     return _finish(result, args.out, args.report)
 
 
@@ -71,6 +78,10 @@ def register(commands: argparse._SubParsersAction) -> None:
             sub.add_argument("--term-column", help="add a column naming the rule terms that matched")
             sub.add_argument("--one-to-one", action="store_true",
                              help="keep only the best match per querier row (most rule terms fired)")
+            sub.add_argument("--dask", metavar="SCHEDULER_ADDRESS",
+                             help="encrypt the query on this Dask cluster (tls://HOST:PORT, or tcp:// on loopback; "
+                                  'TLS files from Dask\'s config; needs pip install "securelink-deid[dask]")')
+            add_timeout_option(sub)
         sub.add_argument("--out", required=True, help="CSV or Parquet (.parquet)")
         sub.add_argument("--report", help="write the run's report (JSON) here")
         scheme_options(sub)
