@@ -18,6 +18,7 @@ import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field as dataclass_field
+from functools import partial
 from typing import Any, Callable
 
 import numpy as np
@@ -34,7 +35,7 @@ from party_client.protocol.engines.choice import engine_for
 from party_client.protocol.engines.interface import HolderContext, HolderData, ReceivedQuery, RoundPlan
 from party_client.protocol.wire import (MODE_NAMES, attachment_cipher, message_context, note_cipher,
                                         known_scheme, party_key, read_query, session_scheme)
-from party_client.protocol.scheduling import BatchScheduler, Inline
+from party_client.protocol.scheduling import BatchScheduler, Inline, validate_on_cluster
 from party_client.protocol.submitting import SUBMIT_WINDOW, SubmitWindow
 from party_client.transport import Connection, ConnectionProblem, KeyHolderRefusal
 from proto import linkage_pb2 as pb
@@ -179,7 +180,9 @@ class Holder:
         try:
             records = open_records(chunks, self.party.private_key, party_key(self.connection, item.querier),
                                    message_context(session.session_id, "query"))
-            query, ciphertexts = read_query(records, scheme, session.public_key)
+            cluster = self.options.cluster if session.mode != pb.LOOKUP else None
+            query, ciphertexts = read_query(records, scheme, session.public_key,
+                                            None if cluster is None else partial(validate_on_cluster, cluster))
             plan = self._plan(session, query, scheme)
         except (ValueError, PartyError) as error:
             return self._abort(item, f"malformed query: {error}")

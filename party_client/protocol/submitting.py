@@ -10,11 +10,12 @@ import threading
 from concurrent.futures import Future, ThreadPoolExecutor, wait, FIRST_COMPLETED
 from typing import Callable
 
-from party_client.transport import Connection
+from party_client.transport import Connection, KeyHolderRefusal
 from proto import linkage_pb2 as pb
 
 SUBMIT_WINDOW = 8           # SubmitComparisons calls in flight per round (party hold --submit-window)
 SUBMIT_TIMEOUT = 600.0      # seconds one call may take (K zero-tests the batch before it answers)
+CANCELLED_RESENDS = 3       # a batch whose call a stopping K cancelled is sent again this often at most
 
 
 class SubmitWindow:
@@ -33,7 +34,15 @@ class SubmitWindow:
         self._lock = threading.Lock()
 
     def _call(self, message: pb.ComparisonBatch) -> None:
-        self.connection.call("SubmitComparisons", message, timeout=SUBMIT_TIMEOUT)
+        for attempt in range(CANCELLED_RESENDS + 1):
+            try:
+                self.connection.call("SubmitComparisons", message, timeout=SUBMIT_TIMEOUT)
+                break
+            except KeyHolderRefusal as refusal:
+                # A stopping K cancels the calls still in flight after its grace period; a batch is
+                # idempotent (K ignores a seq it has), so it is sent again (the transport waits for K).
+                if refusal.code != "CANCELLED" or attempt == CANCELLED_RESENDS:
+                    raise
         with self._lock:
             self.on_sent(message)
 
