@@ -61,17 +61,13 @@ def declared_ciphertexts(mode: str, keys: QuerierKeys, options: QueryOptions) ->
     return engine_for(MODES[mode], keys.blocked is not None).declared(keys, options)
 
 
-def encrypt_slots(scheme: Scheme, public: bytes, encodings: list[bytes | None], progress: Progress,
-                  cluster: Cluster | None = None, notice: Callable[[str], None] = log.warning) -> list[bytes]:
+def encrypt_slots(scheme: Scheme, public: bytes, encodings: list[bytes | None], progress: Progress) -> list[bytes]:
     """Encrypt every slot through the scheme: real keys as ``E(X)``, padding as ``E(random)``.
 
-    With a ``cluster`` (``party join|dedup --dask``) the slots are encrypted there
-    (:func:`encrypt_on_cluster`).  Locally, large tables are shared with worker processes (raw bytes
-    over pipes, see :mod:`party_client.crypto.encrypt_worker`): gmpy2 holds the GIL for the comb's
-    multiplications, so threads do not help.
+    Large tables are shared with worker processes (raw bytes over pipes, see
+    :mod:`party_client.crypto.encrypt_worker`): gmpy2 holds the GIL for the comb's multiplications, so
+    threads do not help.  With a Dask cluster, :func:`encrypt_on_cluster` instead.
     """
-    if cluster is not None and encodings:
-        return encrypt_on_cluster(cluster, scheme, public, encodings, progress, notice)
     width = scheme.ciphertext_width(public)
     cores = os.cpu_count() or 1
     jobs, mine = [], encodings
@@ -244,8 +240,11 @@ class Querier:
         prepared.encryptions = len(encodings)
         timings["encode"] = time.perf_counter() - started
         mark = time.perf_counter()
-        ciphertexts = encrypt_slots(scheme, session.public_key, encodings, progress, options.cluster,
-                                    self.notice.now)
+        if options.cluster is None:
+            ciphertexts = encrypt_slots(scheme, session.public_key, encodings, progress)
+        else:                                  # party join|dedup --dask
+            ciphertexts = encrypt_on_cluster(options.cluster, scheme, session.public_key, encodings, progress,
+                                             self.notice.now)
         timings["encrypt"] = time.perf_counter() - mark
         mark = time.perf_counter()
         context = message_context(session.session_id, "query")
