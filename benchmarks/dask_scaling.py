@@ -3,7 +3,7 @@ per-item costs measured in the same run (docs/protocol.md, "Scaling out").
 
     python -m benchmarks.dask_scaling [--seconds 4] [--json OUT.json] [--write-docs]
 
-Per scheme (Paillier at ``--paillier-bits`` for the scaling runs, ``ec``), each role's stage runs
+Per comparison scheme (Paillier at ``--paillier-bits`` for the scaling runs), each role's stage runs
 through the product's own cluster path, on a ``distributed.LocalCluster`` of 1 and then 2
 single-threaded worker processes:
 
@@ -17,7 +17,7 @@ single-threaded worker processes:
 Each stage gets about ``--seconds`` of work on one worker; printed: both times, the ratio and the
 machine's busy cores meanwhile (the machine may be shared; its load average is printed too).
 
-Then, serially in this process at full size (Paillier 2048 bits, ``ec``): the per-item costs of
+Then, serially in this process at full size (Paillier 2048 bits): the per-item costs of
 every stage of a round (the querier's encoding and cuckoo placement, encryption, the holder's
 validation of the query, its plan, its comparisons and sealed attachments, K's zero tests) and
 Dask's CPU per task, from which :func:`simulate` models a 10M × 10M join on clusters of 64 cores
@@ -41,7 +41,7 @@ import pandas as pd
 
 from benchmarks.exact_join import busy_cpu_seconds, cpu_seconds
 from common.distributed import Cluster
-from common.schemes import get_scheme
+from common.schemes import all_schemes, get_scheme
 from keyholder.cluster import MIN_PIECE, cluster_zero_test, piece_size
 from party_client.crypto.cuckoo import EXPANSION, HASH_FUNCTIONS, padded_size
 from party_client.crypto.encoding import new_session_secret
@@ -371,13 +371,13 @@ def main() -> None:
     load_before = " / ".join(f"{v:.1f}" for v in os.getloadavg())
     results: dict = {"machine": {"cores": os.cpu_count(), "load_before": load_before},
                      "paillier_bits": args.paillier_bits, "simulated_setup": SIMULATED}
-    materials = {name: Material(name, args.paillier_bits if name == "paillier" else 256, args.seconds)
-                 for name in ("paillier", "ec")}
+    materials = {scheme.name: Material(scheme.name, scheme.fixed_key_bits or args.paillier_bits, args.seconds)
+                 for scheme in all_schemes()}
     results["scaling"] = scaling(materials)
     from distributed import LocalCluster
     results["costs"], results["simulated"] = {}, {}
     for name in materials:
-        costs = per_item_costs(name, 2048 if name == "paillier" else 256)
+        costs = per_item_costs(name, materials[name].scheme.fixed_key_bits or 2048)
         with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as local:
             cluster = Cluster(local.get_client())
             costs.update(task_overhead(cluster, name))
