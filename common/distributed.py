@@ -253,6 +253,7 @@ class Task:
         self.function = function
         self.args = args
         self.future = cluster._submit(function, args)
+        self._done = self._watch()
         self.submitted = time.monotonic()
         self._notice = self.submitted + NOTICE_SECONDS      # when a wait is next logged
         self._attempts = 0                                  # resubmissions so far
@@ -263,7 +264,16 @@ class Task:
                               f"({self._attempts} attempts)")
         self.cancel()
         self.future = self.cluster._submit(self.function, self.args)
+        self._done = self._watch()
         self._attempts += 1
+
+    def _watch(self) -> threading.Event:
+        """Set when the current future is finished, errs or is cancelled.  Waiting on it rather than on
+        ``Future.result(timeout)`` keeps the waits of many threads off the client's event loop (a
+        timed-out ``result`` there can fail with an internal error when many threads wait at once)."""
+        done = threading.Event()
+        self.future.add_done_callback(lambda _: done.set())
+        return done
 
     def result(self, timeout: float | None = None) -> Any:
         """The task's result; ``concurrent.futures.TimeoutError`` if not there within ``timeout`` seconds."""
@@ -271,7 +281,9 @@ class Task:
         while True:
             wait = POLL_SECONDS if deadline is None else max(0.01, min(POLL_SECONDS, deadline - time.monotonic()))
             try:
-                return self.future.result(timeout=wait)
+                if self._done.wait(wait):
+                    return self.future.result()
+                raise FutureTimeout()
             except (TimeoutError, FutureTimeout):
                 self.cluster._check()
                 if any(isinstance(arg, Shared) and arg.lost() for arg in self.args):

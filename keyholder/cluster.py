@@ -19,7 +19,9 @@ from common.schemes import InvalidCiphertext, Scheme, get_scheme
 ZeroTest = Callable[[Scheme, bytes, bytes, bytes], "list[bool]"]
 
 log = logging.getLogger("keyholder")
-MIN_PIECE = 64          # comparisons per task at least (a task's overhead is ~1-2 ms)
+MIN_PIECE = 64          # comparisons per task at least (a task's overhead is ~1-2 ms)...
+MIN_PIECE_BYTES = 32768  # ...and at least this many bytes of them: 64 Paillier-2048 comparisons (~150 ms of
+                         # work), 512 of ec (~40 ms), so a scheduler's few ms per task stay small for either scheme
 
 
 def local_zero_test(scheme: Scheme, public: bytes, private: bytes, comparisons: bytes) -> list[bool]:
@@ -79,9 +81,15 @@ class _ClusterZeroTest:
             return local_zero_test(scheme, public, private, comparisons)
 
 
+def piece_size(count: int, width: int, threads: int) -> int:
+    """Comparisons per task of a batch of ``count``: about two tasks per worker thread, but never fewer
+    than :data:`MIN_PIECE` comparisons nor :data:`MIN_PIECE_BYTES` bytes of them."""
+    return max(MIN_PIECE, -(-MIN_PIECE_BYTES // width), -(-count // (2 * threads)))
+
+
 def _on_cluster(cluster: Cluster, scheme: Scheme, public: bytes, private: bytes, comparisons: bytes,
                 width: int, count: int) -> list[bool]:
-    step = max(MIN_PIECE, -(-count // (2 * cluster.threads())))
+    step = piece_size(count, width, cluster.threads())
     starts = range(0, count, step)
     tasks = [cluster.submit(zero_test, scheme.name, public, private,
                             comparisons[s * width:min(s + step, count) * width]) for s in starts]

@@ -31,6 +31,7 @@ from party_client.protocol.engines.interface import HolderData, QueryOptions
 from party_client.protocol.engines.session_indexes import DEFAULT_BUDGET_BYTES
 from party_client.protocol.holder import Holder, HolderOptions
 from party_client.protocol.querier import HolderTimeout, Querier, QueryOutcome
+from party_client.protocol.submitting import SUBMIT_WINDOW
 from party_client.protocol.wire import MODE_NAMES, session_scheme
 from party_client.sessions_state import SessionState, SessionStates, fingerprint
 from party_client.files import read_table, require_columns, require_records
@@ -180,8 +181,11 @@ class Party:
                id_type: str = "identifier", key_bits: int | None = None, fast_blinding: bool = False,
                timeout: float = 3600.0, matched_column: str = "matched",
                term_column: str | None = None, one_to_one: bool = False,
-               scheme: str | Scheme | None = None, duplicate_free: bool = False) -> LinkResult:
+               scheme: str | Scheme | None = None, duplicate_free: bool = False, dask_client=None,
+               dask_timeout: float = CONNECT_SECONDS) -> LinkResult:
         options = self._options(key_bits, fast_blinding, timeout, scheme)
+        if dask_client is not None:         # the encryption runs on the querier's own Dask cluster
+            options.cluster = Cluster(dask_client, dask_timeout)
         frame, keys = self._prepare(data, id_column, id_type, rules, matched_column, "querier")
         states = SessionStates(self.dir)
         signature = fingerprint(mode, holder, self.keyholder, data, id_column, id_type, rules, options.key_bits,
@@ -309,7 +313,8 @@ class Party:
                 "matched_output_rows": int(result[matched_column].sum()), "note": outcome.note, **outcome.facts}
 
     def join(self, holder: str, data, id_column: str | None = None, **options) -> LinkResult:
-        """Equi-join (or fuzzy join with ``rules=``): our rows plus the holder's released columns."""
+        """Equi-join (or fuzzy join with ``rules=``): our rows plus the holder's released columns.  With
+        ``dask_client=`` (a ``distributed.Client``) the query is encrypted on that Dask cluster."""
         return self._query("join", holder, data, id_column, **options)
 
     def dedup(self, holder: str, data, id_column: str | None = None, **options) -> LinkResult:
@@ -347,12 +352,16 @@ class Party:
                rules=None, id_type: str = "identifier", allow_fast_blinding: bool = False,
                allowed_queriers: list[str] | None = None, connection: Connection | None = None,
                schemes: str | tuple[str | Scheme, ...] = SCHEME_NAMES, dask_client=None,
-               dask_timeout: float = CONNECT_SECONDS, lookup_memory: int = DEFAULT_BUDGET_BYTES) -> Holder:
+               dask_timeout: float = CONNECT_SECONDS, lookup_memory: int = DEFAULT_BUDGET_BYTES,
+               submit_window: int = SUBMIT_WINDOW) -> Holder:
         """A holder ready to serve (``serve(once=...)``), keys computed once; it refuses rounds of a
         comparison scheme not in ``schemes`` (schemes or names, or a comma-separated string); with a
         ``distributed.Client`` its comparison batches run on that Dask cluster (a call to its
         scheduler waits at most ``dask_timeout`` seconds); each lookup session's bucket index is kept
-        while the session lives, within ``lookup_memory`` bytes in all."""
+        while the session lives, within ``lookup_memory`` bytes in all; up to ``submit_window`` batches
+        of a round are sent to K at once."""
+        if submit_window < 1:
+            raise PartyError("--submit-window must be at least 1")
         try:
             if isinstance(schemes, str) or not all(isinstance(s, Scheme) for s in schemes):
                 schemes = parse_scheme_list(schemes if isinstance(schemes, str) else ",".join(map(str, schemes)))
@@ -365,7 +374,7 @@ class Party:
                       HolderOptions(release_columns=release_columns, allow_fast_blinding=allow_fast_blinding,
                                     allowed_queriers=allowed_queriers, schemes=schemes, progress=self.progress,
                                     cluster=None if dask_client is None else Cluster(dask_client, dask_timeout),
-                                    lookup_memory=lookup_memory))
+                                    lookup_memory=lookup_memory, submit_window=submit_window))
 
     def hold(self, data, id_column: str | None = None, release_columns: list[str] | None = None, *,
              once: bool = True, poll_seconds: float = 20.0, on_ready: Callable[[], None] | None = None,

@@ -75,15 +75,16 @@ class PublicKey:
     def to_bytes(self, ciphertext) -> bytes:
         return gmpy2.mpz(ciphertext).to_bytes(self.width, "big")
 
-    def from_bytes(self, blob: bytes) -> list:
-        """Split concatenated fixed-width ciphertexts, checking each lies in (0, n^2)."""
+    def from_bytes(self, blob: bytes, first: int = 0) -> list:
+        """Split concatenated fixed-width ciphertexts, checking each lies in (0, n^2) (a failure names
+        the item as number ``first + i``)."""
         width = self.width
         if len(blob) % width:
             raise InvalidCiphertext("ciphertext block is not a whole number of ciphertexts")
         values = [gmpy2.mpz.from_bytes(blob[i:i + width], "big") for i in range(0, len(blob), width)]
         for index, value in enumerate(values):
             if not 0 < value < self.n_square:
-                raise InvalidCiphertext(f"ciphertext {index} lies outside Z_(n^2)")
+                raise InvalidCiphertext(f"ciphertext {first + index} lies outside Z_(n^2)")
         return values
 
 
@@ -279,7 +280,7 @@ class PaillierScheme(Scheme):
         return bytes(out)
 
     def validate(self, public: bytes, ciphertexts: bytes, first: int = 0) -> int:
-        return len(_public_key(public).from_bytes(ciphertexts))
+        return len(_public_key(public).from_bytes(ciphertexts, first))
 
     def compare(self, public: bytes, query: bytes, positions: Sequence[int], encodings: Sequence[bytes],
                 fast_blinding: bool = False) -> bytes:

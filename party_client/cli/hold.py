@@ -12,6 +12,7 @@ from common.schemes import SCHEME_NAMES, Scheme, parse_scheme_list
 from party_client.cli.options import columns, connected, key_source, party
 from party_client.cli.preset_options import add_preset_options, preset_rules
 from party_client.protocol.engines.session_indexes import DEFAULT_BUDGET_BYTES
+from party_client.protocol.submitting import SUBMIT_WINDOW
 
 
 def cmd_hold(args) -> int:
@@ -32,7 +33,8 @@ def cmd_hold(args) -> int:
                              allowed_queriers=columns(args.allow_querier) or None, schemes=args.schemes,
                              on_ready=None if args.once else waiting, on_served=None if args.once else served_one,
                              concurrency=args.concurrency, dask_client=cluster and cluster.client,
-                             dask_timeout=args.dask_timeout, lookup_memory=args.lookup_memory << 20)
+                             dask_timeout=args.dask_timeout, lookup_memory=args.lookup_memory << 20,
+                             submit_window=args.submit_window)
     finally:                                  # Ctrl-C included: the scheduler drops our pending tasks
         if cluster is not None:
             cluster.close()
@@ -89,6 +91,9 @@ def register(commands: argparse._SubParsersAction) -> None:
                            "(4 bytes per row: 4 MB per million rows) is built once and kept while its key "
                            "lives; over this budget the least recently used is dropped and rebuilt at its "
                            "next round. The table's digests for lookups take 16 bytes per row, once")
+    hold.add_argument("--submit-window", type=int, default=SUBMIT_WINDOW, metavar="N",
+                      help=f"comparison batches of a round sent to the key holder at once (default {SUBMIT_WINDOW}), "
+                           "so it zero-tests several while the next are computed")
     hold.add_argument("--dask", metavar="SCHEDULER_ADDRESS",
                       help="run the comparisons on this Dask cluster (tls://HOST:PORT, or tcp:// on loopback; "
                            'TLS files from Dask\'s config; needs pip install "securelink-deid[dask]")')

@@ -6,6 +6,7 @@ import json
 import sys
 
 from common.cli import UsageError
+from common.distributed import Cluster, add_timeout_option
 from party_client.cli.options import connected, key_source, party, scheme_options
 from party_client.cli.preset_options import add_preset_options, check_plan, preset_rules, write_page
 
@@ -57,9 +58,16 @@ def cmd_query(args) -> int:
         result = querier.lookup(args.holder, args.input, args.id_column, args.population, max_risk=args.max_risk,
                                 buckets=args.buckets, **common)
     else:
-        result = getattr(querier, args.command)(args.holder, args.input, args.id_column, rules=args.rules,
-                                                term_column=args.term_column, one_to_one=args.one_to_one,
-                                                duplicate_free=args.duplicate_free, **common)
+        cluster = Cluster.at(args.dask, allow_plaintext=True, timeout=args.dask_timeout) if args.dask else None
+        try:
+            result = getattr(querier, args.command)(args.holder, args.input, args.id_column, rules=args.rules,
+                                                    term_column=args.term_column, one_to_one=args.one_to_one,
+                                                    duplicate_free=args.duplicate_free,
+                                                    dask_client=cluster and cluster.client,
+                                                    dask_timeout=args.dask_timeout, **common)
+        finally:                              # Ctrl-C included: the scheduler drops our pending tasks
+            if cluster is not None:
+                cluster.close()
         write_page(args, args.rules, result)
     return _finish(result, args.out, args.report)
 
@@ -81,6 +89,10 @@ def register(commands: argparse._SubParsersAction) -> None:
                              help="with --one-to-one and comparison levels: both tables hold each person once, "
                                   "so choose the matches of largest total weight globally")
             add_preset_options(sub, querier=True)
+            sub.add_argument("--dask", metavar="SCHEDULER_ADDRESS",
+                             help="encrypt the query on this Dask cluster (tls://HOST:PORT, or tcp:// on loopback; "
+                                  'TLS files from Dask\'s config; needs pip install "securelink-deid[dask]")')
+            add_timeout_option(sub)
         sub.add_argument("--out", required=True, help="CSV or Parquet (.parquet)")
         sub.add_argument("--report", help="write the run's report (JSON) here")
         scheme_options(sub)

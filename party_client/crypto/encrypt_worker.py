@@ -1,10 +1,11 @@
-"""Encrypt a share of the querier's table in a second process.
+"""Encrypt a share of the querier's table in a second process, or on the querier's Dask cluster.
 
 gmpy2 holds the GIL for the comb's multiplications, so threads do not speed up
 encryption (measured 0.93x); a process does.  Nothing is pickled: the parent
 writes fixed-width raw bytes to the worker's stdin and reads fixed-width
-ciphertexts from its stdout.  The worker calls the comparison scheme's
-:meth:`common.schemes.Scheme.encrypt` in batches.
+ciphertexts from its stdout.  The worker calls :func:`encrypt_items`, the pure batch function that
+a Dask worker runs for ``party join|dedup --dask`` (docs/protocol.md, "Scaling out"), on batches of
+the same framing.
 
 Input:  2-byte length of the scheme name, the name (ASCII), 8-byte big-endian
         length of the public key, the public key, 4-byte item width w, then
@@ -33,23 +34,33 @@ def _read_exact(stream: BinaryIO, size: int) -> bytes:
     return data
 
 
+def frame_items(encodings: Sequence[bytes | None], width: int) -> bytes:
+    """Items of 1 + ``width`` bytes: flag 0 and zeros for padding (``None``), flag 1 and the encoding."""
+    zero = bytes(width)
+    return b"".join(b"\x00" + zero if x is None else b"\x01" + x for x in encodings)
+
+
+def encrypt_items(scheme_name: str, public: bytes, width: int, items: bytes) -> bytes:
+    """The ciphertexts of framed items (:func:`frame_items`), concatenated: a pure function of bytes,
+    ints and a name (the scheme crosses processes by its name)."""
+    step = 1 + width
+    if len(items) % step:
+        raise ValueError(f"items of {step} bytes expected, got {len(items)} bytes")
+    return get_scheme(scheme_name).encrypt(public, [items[i + 1:i + step] if items[i] else None
+                                                     for i in range(0, len(items), step)])
+
+
 def serve(source: BinaryIO, sink: BinaryIO) -> int:
     name = _read_exact(source, int.from_bytes(_read_exact(source, 2), "big")).decode("ascii")
     public = _read_exact(source, int.from_bytes(_read_exact(source, 8), "big"))
     width = int.from_bytes(_read_exact(source, 4), "big")
-    scheme = get_scheme(name)
-    batch: list[bytes | None] = []
     while True:
-        item = source.read(1 + width)
-        if item and len(item) != 1 + width:
+        items = source.read(BATCH_ITEMS * (1 + width))
+        if len(items) % (1 + width):
             raise EOFError("truncated item")
-        if item:
-            batch.append(item[1:] if item[0] else None)
-        if batch and (not item or len(batch) >= BATCH_ITEMS):
-            sink.write(scheme.encrypt(public, batch))
-            batch = []
-        if not item:
+        if not items:
             break
+        sink.write(encrypt_items(name, public, width, items))
     sink.flush()
     return 0
 
@@ -59,11 +70,8 @@ def encrypt_in_worker(scheme: Scheme, public: bytes, encodings: Sequence[bytes |
     """Start a worker process on ``encodings`` (each ``width`` bytes, or None); ``result()`` returns
     the ciphertexts.  The scheme crosses to the worker by its name."""
     name = scheme.name.encode("ascii")
-    payload = bytearray(len(name).to_bytes(2, "big") + name + len(public).to_bytes(8, "big") + public
-                        + width.to_bytes(4, "big"))
-    zero = bytes(width)
-    for x in encodings:
-        payload += b"\x00" + zero if x is None else b"\x01" + x
+    payload = (len(name).to_bytes(2, "big") + name + len(public).to_bytes(8, "big") + public
+               + width.to_bytes(4, "big") + frame_items(encodings, width))
     # Input and output go through unlinked temporary files rather than pipes fed by a thread of this
     # process: such a thread waits for the GIL while this process encrypts its own share, and the
     # worker then starves (measured: the worker finished 2.2 s after the parent on 27,807 slots).

@@ -1,7 +1,8 @@
 """The holder's comparison batches (docs/protocol.md, "The blinded comparison"): the blinding a round
 uses, the batches its comparison units are cut into, and each batch's message: the blinded comparisons
 (:func:`compare_units`, a pure function run on the holder's thread pool or a Dask worker) and one sealed
-attachment per row (positions + released values, padded to one length).  No I/O: the holder's driver
+attachment per row (positions + released values, padded to one length); and the validation of a received
+query's pieces (:func:`validate_piece`, pure as well).  No I/O: the holder's driver
 sends the messages.
 """
 from __future__ import annotations
@@ -24,6 +25,13 @@ def compare_units(scheme_name: str, public: bytes, query: bytes, positions: Sequ
     function of its arguments (docs/protocol.md, "The blinded comparison"); the scheme by its name, since
     this may run in a Dask worker's process."""
     return get_scheme(scheme_name).compare(public, query, positions, encodings, fast)
+
+
+def validate_piece(scheme_name: str, public: bytes, ciphertexts: bytes, first: int) -> int:
+    """How many ciphertexts a piece of the received query holds, each validated by the scheme
+    (:class:`common.schemes.InvalidCiphertext` naming item ``first + i`` otherwise): a pure function,
+    run on the holder's Dask cluster for a large query."""
+    return get_scheme(scheme_name).validate(public, ciphertexts, first=first)
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ holder resends identical batches), cut them into batches compared through the
 scheme with a fresh blinding factor each, every row with a sealed attachment
 (:mod:`party_client.protocol.batches`), computed on the process's GIL-free thread
 pool or the holder's Dask cluster (:mod:`party_client.protocol.scheduling`), and
-stream the batches to K.  H never learns what matched.  Rounds are served in lanes so a lookup never waits behind a join.
+stream the batches to K, several calls in flight (:mod:`party_client.protocol.submitting`).  H never learns what matched.  Rounds are served in lanes so a lookup never waits behind a join.
 """
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field as dataclass_field
+from functools import partial
 from typing import Any, Callable
 
 import numpy as np
@@ -35,7 +36,8 @@ from party_client.protocol.engines.interface import HolderContext, HolderData, R
 from party_client.protocol.engines.session_indexes import DEFAULT_BUDGET_BYTES
 from party_client.protocol.wire import (MODE_NAMES, attachment_cipher, message_context, note_cipher,
                                         known_scheme, party_key, read_query, session_scheme)
-from party_client.protocol.scheduling import BatchScheduler, Inline
+from party_client.protocol.scheduling import BatchScheduler, Inline, validate_on_cluster
+from party_client.protocol.submitting import SUBMIT_WINDOW, SubmitWindow
 from party_client.transport import Connection, ConnectionProblem, KeyHolderRefusal
 from proto import linkage_pb2 as pb
 
@@ -52,6 +54,7 @@ class HolderOptions:
     allowed_queriers: list[str] | None = None
     schemes: tuple[Scheme, ...] = dataclass_field(default_factory=all_schemes)   # comparison schemes served
     batch_rows: int = 256
+    submit_window: int = SUBMIT_WINDOW   # SubmitComparisons calls in flight per round
     progress: bool | None = None
     cluster: Any = None              # a common.distributed.Cluster: comparisons run on the holder's Dask workers
     lookup_memory: int = DEFAULT_BUDGET_BYTES     # bytes of per-session lookup indexes kept
@@ -184,7 +187,9 @@ class Holder:
         try:
             records = open_records(chunks, self.party.private_key, party_key(self.connection, item.querier),
                                    message_context(session.session_id, "query"))
-            query, ciphertexts = read_query(records, scheme, session.public_key)
+            cluster = self.options.cluster if session.mode != pb.LOOKUP else None
+            query, ciphertexts = read_query(records, scheme, session.public_key,
+                                            None if cluster is None else partial(validate_on_cluster, cluster))
             plan = self._plan(session, query, scheme)
         except (ValueError, PartyError) as error:
             return self._abort(item, f"malformed query: {error}")
@@ -252,10 +257,17 @@ class Holder:
         comparisons = 0
         with bar(sum(len(chunk) for _, chunk, _ in todo), f"{self.party.name}: compare", self.options.progress,
                  unit="row") as progress:
-            for rows, message in scheduler.messages(todo):
-                self.connection.call("SubmitComparisons", message, timeout=600)
+            def sent(message: pb.ComparisonBatch) -> None:
+                nonlocal comparisons
                 comparisons += sum(message.row_comparisons)
-                progress.update(rows)
+                progress.update(len(message.row_comparisons))
+            window = SubmitWindow(self.connection, 1 if lookup else self.options.submit_window, sent)
+            try:
+                for _, message in scheduler.messages(todo):
+                    window.send(message)
+                window.drain()
+            finally:
+                window.close()
         self._finish(item, header.session_secret, blinding, self.data.release_columns if releasing else [],
                      len(batches))
         elapsed = time.perf_counter() - started

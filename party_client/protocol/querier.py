@@ -7,13 +7,17 @@ whose query was already relayed.
 """
 from __future__ import annotations
 
+import logging
 import os
 import time
+from collections import deque
 from dataclasses import dataclass, field as dataclass_field
+from itertools import islice
 from typing import Callable
 
+from common.distributed import Cluster, ClusterLost
 from common.schemes import Scheme
-from party_client.crypto.encrypt_worker import MIN_ITEMS_FOR_WORKERS, encrypt_in_worker
+from party_client.crypto.encrypt_worker import MIN_ITEMS_FOR_WORKERS, encrypt_in_worker, encrypt_items, frame_items
 from party_client.crypto.seal import seal_records
 from party_client.errors import PartyError
 from party_client.identity import PartyDir
@@ -29,6 +33,9 @@ from party_client.waiting import EVERY, human_seconds
 from proto import linkage_pb2 as pb
 
 ENCRYPT_BATCH = 256         # encodings per call of the scheme in the querier's own process
+CLUSTER_PIECE = 4096        # encodings per Dask task at most (0.3-0.6 s of work for either scheme)...
+MIN_CLUSTER_PIECE = 256     # ...and at least (Dask costs a few ms per task)
+log = logging.getLogger("party")
 
 
 class HolderTimeout(PartyError):
@@ -60,7 +67,7 @@ def encrypt_slots(scheme: Scheme, public: bytes, encodings: list[bytes | None], 
 
     Large tables are shared with worker processes (raw bytes over pipes, see
     :mod:`party_client.crypto.encrypt_worker`): gmpy2 holds the GIL for the comb's multiplications, so
-    threads do not help.
+    threads do not help.  With a Dask cluster, :func:`encrypt_on_cluster` instead.
     """
     width = scheme.ciphertext_width(public)
     cores = os.cpu_count() or 1
@@ -86,6 +93,61 @@ def encrypt_slots(scheme: Scheme, public: bytes, encodings: list[bytes | None], 
     for job in jobs:
         ciphertexts.extend(job.result())
     return ciphertexts
+
+
+def encrypt_on_cluster(cluster: Cluster, scheme: Scheme, public: bytes, encodings: list[bytes | None],
+                       progress: Progress, notice: Callable[[str], None] = log.warning) -> list[bytes]:
+    """:func:`encrypt_slots` on the querier's Dask cluster: pieces of framed items, each encrypted by
+    :func:`party_client.crypto.encrypt_worker.encrypt_items` (what the local worker process runs), at
+    most two per worker thread in flight, results in slot order.  Only bytes, ints and the scheme's
+    name are task arguments.  A lost scheduler costs no result: ``notice`` says so once and the slots
+    still missing are encrypted locally (any valid encryption will do)."""
+    width, out_width = scheme.encoding_bytes(public), scheme.ciphertext_width(public)
+    count = len(encodings)
+    ticks = iter(progress("encrypt", count)(range(count)))
+    done: list[bytes] = []
+    window: deque = deque()
+    try:
+        threads = cluster.threads()
+        size = max(MIN_CLUSTER_PIECE, min(CLUSTER_PIECE, -(-count // (4 * threads))))
+        starts = iter(range(0, count, size))
+
+        def start(first: int) -> None:
+            window.append((first, cluster.submit(encrypt_items, scheme.name, public, width,
+                                                 frame_items(encodings[first:first + size], width))))
+        for first in starts:
+            start(first)
+            if len(window) >= 2 * threads:
+                break
+        while window:
+            first, task = window[0]
+            block = task.result()
+            window.popleft()
+            if len(block) != min(size, count - first) * out_width:
+                raise ValueError(f"an encryption task returned {len(block)} bytes")
+            done.append(block)
+            for _ in islice(ticks, min(size, count - first)):
+                pass
+            following = next(starts, None)
+            if following is not None:
+                start(following)
+    except ClusterLost as error:
+        for _, task in window:
+            task.cancel()
+        notice(f"{error}; encrypting the rest of the query locally")
+    ciphertexts = [block[i:i + out_width] for block in done for i in range(0, len(block), out_width)]
+    if len(ciphertexts) < count:           # pieces are taken in order: what is missing is the rest
+        ciphertexts.extend(encrypt_slots(scheme, public, encodings[len(ciphertexts):], _ticking(ticks)))
+    return ciphertexts
+
+
+def _ticking(ticks) -> Progress:
+    """A :data:`Progress` that advances the bar already shown (``ticks``) instead of starting one."""
+    def iterate(items):
+        for item in items:
+            next(ticks, None)
+            yield item
+    return lambda phase, total: iterate
 
 
 class Querier:
@@ -179,7 +241,11 @@ class Querier:
         prepared.encryptions = len(encodings)
         timings["encode"] = time.perf_counter() - started
         mark = time.perf_counter()
-        ciphertexts = encrypt_slots(scheme, session.public_key, encodings, progress)
+        if options.cluster is None:
+            ciphertexts = encrypt_slots(scheme, session.public_key, encodings, progress)
+        else:                                  # party join|dedup --dask
+            ciphertexts = encrypt_on_cluster(options.cluster, scheme, session.public_key, encodings, progress,
+                                             self.notice.now)
         timings["encrypt"] = time.perf_counter() - mark
         mark = time.perf_counter()
         context = message_context(session.session_id, "query")

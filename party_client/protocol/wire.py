@@ -9,7 +9,7 @@ The query is one sealed message: a ``QueryHeader`` record, then
 from __future__ import annotations
 
 import bisect
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PublicKey
 
@@ -74,9 +74,11 @@ def query_records(prepared: PreparedQuery, ciphertexts: list[bytes]) -> Iterator
         yield chunk.SerializeToString()
 
 
-def read_query(records: Iterable[bytes], scheme: Scheme, public: bytes) -> tuple[ReceivedQuery, bytes]:
+def read_query(records: Iterable[bytes], scheme: Scheme, public: bytes,
+               validate: Callable[[Scheme, bytes, bytes], int] | None = None) -> tuple[ReceivedQuery, bytes]:
     """The opened query's header and clear parts, and its ciphertexts as one block, each validated by
-    the scheme (``ValueError``, e.g. :class:`common.schemes.InvalidCiphertext`, when malformed)."""
+    the scheme (``ValueError``, e.g. :class:`common.schemes.InvalidCiphertext`, when malformed), on
+    the process's threads or by ``validate(scheme, public, block)`` (the holder's Dask cluster)."""
     records = iter(records)
     header = pb.QueryHeader.FromString(next(records))
     ciphertexts, buckets, blocks = bytearray(), [], []
@@ -86,5 +88,5 @@ def read_query(records: Iterable[bytes], scheme: Scheme, public: bytes) -> tuple
         buckets.extend(chunk.buckets)
         blocks.extend(chunk.blocks)
     block = bytes(ciphertexts)
-    count = scheme.validate_all(public, block, worker_pool())
+    count = scheme.validate_all(public, block, worker_pool()) if validate is None else validate(scheme, public, block)
     return ReceivedQuery(header, count, buckets, blocks), block

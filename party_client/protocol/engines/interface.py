@@ -42,6 +42,7 @@ class QueryOptions:
     cuckoo: CuckooParams = dataclass_field(default_factory=CuckooParams)
     lookup_buckets: int = 0
     progress: bool | None = None
+    cluster: Any = None                 # a common.distributed.Cluster: the encryption runs on the querier's Dask workers
 
 
 @dataclass

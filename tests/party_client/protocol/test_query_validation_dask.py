@@ -1,0 +1,45 @@
+"""The holder's validation of a received query on its Dask cluster (docs/protocol.md, "Scaling out"):
+on a real ``dask scheduler`` and ``dask worker`` processes, the count equals the local validation's and
+a bad ciphertext in a late piece is refused naming its place in the whole query, as locally."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+pytest.importorskip("distributed")
+
+from common.distributed import Cluster  # noqa: E402
+from common.schemes import InvalidCiphertext, get_scheme  # noqa: E402
+from common.schemes.pool import worker_pool  # noqa: E402
+from daskhelpers import DaskCluster  # noqa: E402
+from linkhelpers import SCHEMES, key_bits_for  # noqa: E402
+from party_client.protocol import scheduling  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    dask = DaskCluster(tmp_path_factory.mktemp("dask")).start()
+    client = dask.client()
+    try:
+        yield Cluster(client)
+    finally:
+        client.close()
+        dask.stop()
+
+
+@pytest.mark.parametrize("scheme_name", SCHEMES)
+def test_a_query_validated_on_the_cluster_as_locally(cluster, monkeypatch, scheme_name):
+    scheme = get_scheme(scheme_name)
+    pair = scheme.generate_key(key_bits_for(scheme_name) or 256)
+    width = scheme.ciphertext_width(pair.public)
+    block = scheme.encrypt(pair.public, [os.urandom(scheme.encoding_bytes(pair.public)) for _ in range(300)])
+    monkeypatch.setattr(scheduling, "VALIDATION_PIECE_BYTES", 32 * width)      # 10 pieces of 32
+    assert scheduling.validate_on_cluster(cluster, scheme, pair.public, block) == 300
+    bad = 250
+    broken = block[:bad * width] + b"\xff" * width + block[(bad + 1) * width:]
+    with pytest.raises(InvalidCiphertext) as local:
+        scheme.validate_all(pair.public, broken, worker_pool())
+    with pytest.raises(InvalidCiphertext) as remote:
+        scheduling.validate_on_cluster(cluster, scheme, pair.public, broken)
+    assert str(remote.value) == str(local.value) and str(bad) in str(remote.value)
