@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import logging
 import threading
 import time
@@ -102,7 +103,7 @@ class WaitSlots:
     def hold(self, party: str):
         if self._held.get(party, 0) >= self.limit:
             raise ServiceError("RESOURCE_EXHAUSTED", f"{self.limit} long-polls of '{party}' are already "
-                                                     "waiting: wait for one to return")
+                                                     "waiting: retry in 1 s", retry_after=1)
         self._held[party] = self._held.get(party, 0) + 1
         try:
             yield
@@ -116,6 +117,83 @@ def peer_address(context) -> str | None:
     """The caller's address without its port ("ipv4:127.0.0.1:5123" -> "ipv4:127.0.0.1")."""
     peer = context.peer() or ""
     return peer.rpartition(":")[0] or None
+
+
+def retry_metadata(error: ServiceError) -> tuple[tuple[str, str], ...]:
+    """The ``retry-after`` trailing metadata (whole seconds) of a back-pressure refusal, else none."""
+    return () if error.retry_after is None else (("retry-after", str(max(1, round(error.retry_after)))),)
+
+
+async def refuse(context, error: ServiceError):
+    """End the call with ``error``'s status and one-line message (and ``retry-after`` if it has one)."""
+    await context.abort(getattr(grpc.StatusCode, error.code), error.message, trailing_metadata=retry_metadata(error))
+
+
+class UndecodableRequest(ServiceError):
+    """Request bytes that are not the call's protobuf message."""
+
+    def __init__(self, method: str) -> None:
+        super().__init__("INVALID_ARGUMENT", f"the request to {method.rsplit('/', 1)[-1] or method} is not a "
+                                             "decodable protobuf message of its type")
+
+
+class DecodeGuard(grpc.aio.ServerInterceptor):
+    """Undecodable request bytes become INVALID_ARGUMENT on every RPC of the server (gRPC itself answers
+    UNKNOWN "Unexpected <class DecodeError>"): each handler's deserializer hands the servicer a marker
+    instead of raising, and the handler refuses the marker before the servicer sees it."""
+
+    async def intercept_service(self, continuation, details):
+        handler = await continuation(details)
+        if handler is None or handler.request_deserializer is None:
+            return handler
+        marker = UndecodableRequest(details.method)
+        decode = handler.request_deserializer
+
+        def deserializer(raw: bytes):
+            try:
+                return decode(raw)
+            except Exception:             # noqa: BLE001 - DecodeError, or a field the message type refuses
+                return marker
+        kind = ("stream" if handler.request_streaming else "unary") + "_" + \
+               ("stream" if handler.response_streaming else "unary")
+        behavior = getattr(handler, kind)
+        if handler.request_streaming:
+            async def checked(requests):
+                async for request in requests:
+                    if request is marker:
+                        raise marker
+                    yield request
+            guarded = _guard(behavior, lambda request: checked(request))
+        else:
+            def first(request):
+                if request is marker:
+                    raise marker
+                return request
+            guarded = _guard(behavior, first)
+        if guarded is None:
+            return handler
+        return handler._replace(request_deserializer=deserializer, **{kind: guarded})
+
+
+def _guard(behavior, check: Callable):
+    """``behavior`` with its request passed through ``check`` (which raises :class:`UndecodableRequest`);
+    the refusal becomes the call's status.  Async generators stay async generators."""
+    if inspect.isasyncgenfunction(behavior):
+        async def stream(request, context):
+            try:
+                async for item in behavior(check(request), context):
+                    yield item
+            except UndecodableRequest as error:
+                await refuse(context, error)
+        return stream
+    if inspect.iscoroutinefunction(behavior):
+        async def unary(request, context):
+            try:
+                return await behavior(check(request), context)
+            except UndecodableRequest as error:
+                await refuse(context, error)
+        return unary
+    return None
 
 
 class KeyHolderServicer(pb_grpc.KeyHolderServicer):
@@ -159,15 +237,16 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
             def job() -> T:
                 return work(self.core.authenticate(token, cert_name, peer))
             return await self._thread(job)
-        except ServiceError as error:
-            code, message = getattr(grpc.StatusCode, error.code), error.message
-        except Exception:  # never echo internals (they could carry data) to the caller
-            log.exception("internal error")
-            code, message = grpc.StatusCode.INTERNAL, "internal error in the key holder (see its log)"
-        await context.abort(code, message)
+        except Exception as error:
+            await self._fail(context, error)
 
-    async def _refuse(self, context, error: ServiceError):
-        await context.abort(getattr(grpc.StatusCode, error.code), error.message)
+    async def _fail(self, context, error: Exception):
+        """A :class:`ServiceError` becomes its status; anything else INTERNAL, never echoing internals
+        (they could carry data) to the caller."""
+        if not isinstance(error, ServiceError):
+            log.error("internal error", exc_info=error)
+            error = ServiceError("INTERNAL", "internal error in the key holder (see its log)")
+        await refuse(context, error)
 
     async def _long_poll(self, context, party: str, wait: float, ready: Callable[[], T | None]) -> T | None:
         """Check ``ready`` on the pool until it gives something or ``wait`` seconds pass; no thread waits."""
@@ -192,7 +271,7 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
             issued, fingerprint = await self._thread(
                 self.core.register, request.name, request.x25519_public_key, cert_name, token, peer)
         except ServiceError as error:
-            return await self._refuse(context, error)
+            return await refuse(context, error)
         return pb.RegisterReply(name=request.name, token=issued, fingerprint=fingerprint)
 
     async def GetParty(self, request, context):
@@ -202,9 +281,19 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
 
     # -- sessions -------------------------------------------------------------
     async def OpenSession(self, request, context):
-        return session_info(await self._run(context, "OpenSession", request, lambda party: self.core.open_session(
+        """The querier's slot under its cap is taken at once; the key is awaited from the fair key factory
+        (:mod:`keyholder.keygen`) holding no thread; a cancelled call gives slot and queue place back."""
+        plan = await self._run(context, "OpenSession", request, lambda party: self.core.plan_session(
             party, request.mode, request.holder, request.key_bits, request.ttl_seconds,
-            request.query_ciphertexts, validation.scheme(request.scheme))))
+            request.query_ciphertexts, validation.scheme(request.scheme)))
+        try:
+            key = await asyncio.wrap_future(self.core.keys.submit(plan.querier, plan.scheme, plan.key_bits))
+            session = await self._thread(self.core.create_session, plan, key)
+        except Exception as error:
+            return await self._fail(context, error)
+        finally:
+            self.core.release(plan)
+        return session_info(session)
 
     async def GetSession(self, request, context):
         return session_info(await self._run(context, "GetSession", request,
@@ -237,16 +326,16 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
             upload = None
             return message_info(message)
         except ServiceError as error:
-            code, text = getattr(grpc.StatusCode, error.code), error.message
+            failure = error
         except asyncio.CancelledError:
             raise
         except Exception as error:  # the stream broke (e.g. a chunk over the gRPC size limit)
-            code, text = grpc.StatusCode.RESOURCE_EXHAUSTED, f"the message stream failed: {type(error).__name__}"
+            failure = ServiceError("RESOURCE_EXHAUSTED", f"the message stream failed: {type(error).__name__}")
             log.warning("PutMessage stream failed: %s", type(error).__name__)
         finally:
             if upload is not None:
                 await self._thread(upload.abort)
-        await context.abort(code, text)
+        await refuse(context, failure)
 
     async def GetMessage(self, request, context):
         message, chunks = await self._run(context, "GetMessage", request,
@@ -269,7 +358,7 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
             items = await self._long_poll(context, party, min(request.wait_seconds, self.limits.max_wait),
                                           lambda: self.core.list_work(party))
         except ServiceError as error:
-            return await self._refuse(context, error)
+            return await refuse(context, error)
         return pb.WorkList(items=[
             pb.WorkItem(session=session_info(session), round=found.round, message_id=found.message_id,
                         querier=session.querier, received_seqs=seqs)
@@ -300,7 +389,7 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
                 found = await self._long_poll(context, party, min(request.wait_seconds, self.limits.max_wait),
                                               lambda: finished(current(party))) or await self._thread(current, party)
             except ServiceError as error:
-                return await self._refuse(context, error)
+                return await refuse(context, error)
         return round_info(found, for_querier=True)
 
     async def FetchResults(self, request, context):
@@ -365,7 +454,7 @@ class RunningServer:
         return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout)
 
     async def _start(self, listen: str, credentials: grpc.ServerCredentials | None) -> int:
-        server = grpc.aio.server(options=GRPC_OPTIONS)
+        server = grpc.aio.server(options=GRPC_OPTIONS, interceptors=[DecodeGuard()])
         pb_grpc.add_KeyHolderServicer_to_server(
             KeyHolderServicer(self.core, mtls=credentials is not None, changes=Changes(self.loop)), server)
         health_servicer = health.aio.HealthServicer()
