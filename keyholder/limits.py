@@ -83,7 +83,7 @@ def add_limit_options(parser: argparse.ArgumentParser) -> None:
              "from one address before further failing calls are refused with 'retry in N s'; a valid "
              "token is never refused")
     add("--keygen-workers", type=int, default=d.keygen_workers,
-        help="processes generating Paillier session keys (default: half the cores)")
+        help="processes generating Paillier session keys, half the cores unless set")
     add("--keygen-queue", type=int, default=d.keygen_queue,
         help="key requests of one party waiting at once (more: 'retry in N s'); parties are served "
              "round-robin, one key at a time each")
