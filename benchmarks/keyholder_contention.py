@@ -15,7 +15,9 @@ What runs (all roles as separate processes on loopback, one ``keyholder serve --
 Meanwhile a fourth party opens and closes ``ec`` and 2048-bit Paillier sessions one at a time, and
 the script prints their OpenSession latency (median, p95) on the quiet and on the contended key
 holder.  The machine's load average is printed with every phase (other work on a shared machine
-shows there).  Every join output is checked against the plaintext intersection.
+shows there), with the CPU seconds of the key holder, of its key-generation workers and of this
+script's own client threads (the hostile party and the sampler run on the same cores as the join).
+Every join output is checked against the plaintext intersection.
 """
 from __future__ import annotations
 
@@ -31,7 +33,8 @@ from pathlib import Path
 
 import grpc
 
-from benchmarks.exact_join import PYTHON, Child, check_output, make_ids, run, start_keyholder, wait_idle, write_inputs
+from benchmarks.exact_join import (PYTHON, Child, check_output, cpu_seconds, make_ids, run, start_keyholder, wait_idle,
+                                   write_inputs)
 from proto import linkage_pb2 as pb
 from proto import linkage_pb2_grpc as pb_grpc
 
@@ -96,6 +99,13 @@ def open_latencies(stub, meta, holder: str, stop: threading.Event, into: dict[st
             stop.wait(0.5)
 
 
+def worker_cpu(pid: int) -> float:
+    """CPU seconds of the key holder's child processes (its key-generation workers)."""
+    children = Path(f"/proc/{pid}/task/{pid}/children")
+    pids = children.read_text().split() if children.exists() else []
+    return sum(cpu_seconds(int(child)) for child in pids)
+
+
 def summary(values: list[float]) -> dict:
     if not values:
         return {"n": 0}
@@ -138,6 +148,7 @@ def main(argv: list[str] | None = None) -> int:
             loops = hostile(carol, token_of(work / "carol"), "holder", args.churn_bits) if phase == "hostile" else []
             time.sleep(3 if loops else 0)                  # the throttle engaged, the key queue busy
             load = os.getloadavg()[0]
+            cpu_before = (cpu_seconds(kh.proc.pid), worker_cpu(kh.proc.pid), time.process_time())
             sampler.start()
             out = work / f"out-{len(results['runs'])}.csv"
             querier = Child("querier", PARTY + ["join", "--dir", str(work / "querier"), "--holder", "holder",
@@ -146,6 +157,7 @@ def main(argv: list[str] | None = None) -> int:
             code = querier.wait(timeout=3600)
             stop.set()
             sampler.join(timeout=120)
+            cpu_after = (cpu_seconds(kh.proc.pid), worker_cpu(kh.proc.pid), time.process_time())
             counts = {f"loop{i}": loop.halt() for i, loop in enumerate(loops)}
             if code:
                 raise RuntimeError(f"the join failed ({code}): {querier.text()[-2000:]}")
@@ -153,7 +165,10 @@ def main(argv: list[str] | None = None) -> int:
             entry = {"phase": phase, "join_s": round(querier.wall, 2), "load_1min_at_start": round(load, 2),
                      "load_1min_at_end": round(os.getloadavg()[0], 2), "checked": checked,
                      "open_ec": summary(latencies["ec"]), "open_paillier_2048": summary(latencies["paillier"]),
-                     "hostile_calls": counts}
+                     "hostile_calls": counts,
+                     "cpu_s": {what: round(after - before, 1) for what, before, after in
+                               zip(("keyholder", "keygen_workers", "hostile_and_sampler_clients"), cpu_before,
+                                   cpu_after)}}
             results["runs"].append(entry)
             print(json.dumps(entry), flush=True)
         quiet = [r["join_s"] for r in results["runs"] if r["phase"] == "quiet"]

@@ -146,7 +146,7 @@ class KeyHolder:
         """Register (or re-register, renewing the token) a party; returns (token, fingerprint).
 
         A refused re-registration counts as a failed authentication (:mod:`keyholder.throttle`)."""
-        failing = failure_keys(presented_token and token_digest(presented_token), cert_name, peer)
+        failing = failure_keys(None, cert_name, peer)     # the token may be valid (another party's)
         if cert_name is not None and cert_name != name:
             self.throttle.failed(failing)
             raise ServiceError("PERMISSION_DENIED",
@@ -171,6 +171,8 @@ class KeyHolder:
         or address (:func:`keyholder.throttle.failure_keys`), and above the limit are refused with
         RESOURCE_EXHAUSTED ("retry in N s") instead of UNAUTHENTICATED."""
         digest = token_digest(token) if token else None
+        if digest:
+            self.throttle.check_token(digest)
         found = self.store.party_for_token(digest) if digest else None
         if found is None:
             self.throttle.failed(failure_keys(digest, cert_name, peer))
@@ -180,11 +182,17 @@ class KeyHolder:
             self.throttle.failed(failure_keys(digest, cert_name, peer))
             raise ServiceError("UNAUTHENTICATED", f"the token of '{name}' has expired: run `party register` "
                                                   "to renew it")
-        if cert_name is not None and cert_name != name:
-            self.throttle.failed(failure_keys(digest, cert_name, peer))
+        if cert_name is not None and cert_name != name:     # a valid token: only the certificate counts
+            self.throttle.failed(failure_keys(None, cert_name, peer))
             raise ServiceError("PERMISSION_DENIED",
                                f"the client certificate is for '{cert_name}', the token for '{name}'")
         return name
+
+    def screen(self, token: str | None) -> None:
+        """Before any work for a call: refuse a token that keeps failing, without a store lookup
+        (:meth:`keyholder.throttle.FailureThrottle.check_token`)."""
+        if token:
+            self.throttle.check_token(token_digest(token))
 
     def party(self, name: str):
         found = self.store.get_party(name)

@@ -10,43 +10,94 @@ round-robin, one running job per party at a time, and a party whose budget of wo
 waits until it refills (a token bucket: ``seconds_per_minute`` seconds of generation per minute, as a
 burst or spread out).  So one party churning sessions costs the others at most one job's wait, and the
 machine at most its budget.  Keys of cheap schemes (one scalar draw, microseconds) are made at once.
+
+A worker is this module run as a program (``python -m keyholder.keygen``): it reads "SCHEME BITS" lines
+on stdin and answers each with the key's raw bytes on stdout -- no pickle, no multiprocessing.  It
+exits when its stdin closes, so a key holder that dies leaves no worker behind.
 """
 from __future__ import annotations
 
 import logging
 import math
-import multiprocessing
 import os
+import queue
+import struct
+import subprocess
 import sys
 import threading
 import time
 from collections import OrderedDict, deque
-from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO
 
 from common.schemes import KeyPair, Scheme, get_scheme
 from keyholder.errors import ServiceError
 
 log = logging.getLogger("keyholder")
+ROOT = Path(__file__).resolve().parent.parent
+KEY, FAILED = b"K", b"E"                 # a worker's answer: a key pair, or an error message
+KEY_HEADER = struct.Struct(">IId")       # public length, private length, CPU seconds
 
 
-def _generate(scheme_name: str, bits: int) -> tuple[bytes, bytes, float]:
-    """In a worker process: a key pair and the CPU seconds it took."""
-    started = time.process_time()
-    key = get_scheme(scheme_name).generate_key(bits)
-    return key.public, key.private, time.process_time() - started
+class WorkerLost(RuntimeError):
+    """A worker process ended (killed, or out of memory) before answering."""
 
 
-def _ready() -> bool:
-    return True
+def _read(stream: BinaryIO, count: int) -> bytes:
+    data = stream.read(count)
+    if data is None or len(data) != count:
+        raise WorkerLost("the key generation worker ended")
+    return data
 
 
-def _quiet_worker() -> None:
-    """Worker initializer: a worker reports through its futures only.  Its stderr is closed so that a
-    worker orphaned by a killed key holder (its task pipe at end of file) exits without a traceback in
-    the key holder's log."""
-    sys.stderr = open(os.devnull, "w")
+def serve_requests(requests: BinaryIO, answers: BinaryIO) -> None:
+    """The worker's loop: one "SCHEME BITS" line in, one key (or one error) out, until end of input."""
+    while line := requests.readline():
+        started = time.process_time()
+        try:
+            name, bits = line.decode().split()
+            key = get_scheme(name).generate_key(int(bits))
+            answer = KEY + KEY_HEADER.pack(len(key.public), len(key.private), time.process_time() - started) \
+                + key.public + key.private
+        except Exception as error:       # noqa: BLE001 - told to the key holder, which refuses the call
+            message = f"{type(error).__name__}: {error}".encode()[:500]
+            answer = FAILED + struct.pack(">I", len(message)) + message
+        answers.write(answer)
+        answers.flush()
+
+
+class _Worker:
+    """One worker process, spoken to in raw bytes over its stdin and stdout."""
+
+    def __init__(self) -> None:
+        path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+        self.process = subprocess.Popen([sys.executable, "-m", "keyholder.keygen"], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                        env={**os.environ, "PYTHONPATH": path})
+
+    def generate(self, scheme: str, bits: int) -> tuple[bytes, bytes, float]:
+        """(public, private, CPU seconds); ``ValueError`` if the scheme refused, :class:`WorkerLost`."""
+        try:
+            self.process.stdin.write(f"{scheme} {bits}\n".encode())
+            self.process.stdin.flush()
+        except OSError as error:
+            raise WorkerLost(f"the key generation worker ended ({error})") from None
+        out = self.process.stdout
+        kind = _read(out, 1)
+        if kind == KEY:
+            public_length, private_length, cost = KEY_HEADER.unpack(_read(out, KEY_HEADER.size))
+            return _read(out, public_length), _read(out, private_length), cost
+        (length,) = struct.unpack(">I", _read(out, 4))
+        raise ValueError(_read(out, length).decode(errors="replace"))
+
+    def close(self) -> None:
+        try:
+            self.process.stdin.close()           # the worker's loop ends at end of input
+            self.process.wait(timeout=2)
+        except (OSError, subprocess.TimeoutExpired):
+            self.process.kill()
 
 
 @dataclass
@@ -68,29 +119,22 @@ class _Party:
 class KeyFactory:
     """Generates session keys fairly across parties (see the module docstring)."""
 
-    def __init__(self, workers: int, queue: int, seconds_per_minute: float) -> None:
-        self.workers, self.queue_limit = workers, queue
+    def __init__(self, workers: int, per_party_queue: int, seconds_per_minute: float) -> None:
+        self.workers, self.queue_limit = workers, per_party_queue
         self.burst, self.rate = seconds_per_minute, seconds_per_minute / 60.0
         self._parties: OrderedDict[str, _Party] = OrderedDict()   # round-robin order: the next served first
         self._running = 0
-        self._lock = threading.RLock()           # a job that fails at submission finishes within _dispatch
-        self._pool: ProcessPoolExecutor | None = None
+        self._lock = threading.RLock()
+        self._idle: queue.SimpleQueue[_Worker] = queue.SimpleQueue()      # at most ``workers`` processes
+        self._threads = ThreadPoolExecutor(workers, thread_name_prefix="keygen")   # each waits on one worker
         self._timer: threading.Timer | None = None
         self._closed = False
 
     # -- the pool -----------------------------------------------------------------------------------
-    def _executor(self) -> ProcessPoolExecutor:
-        if self._pool is None:                # spawned, not forked: the serving process runs gRPC threads
-            self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"),
-                                             initializer=_quiet_worker)
-        return self._pool
-
     def warm(self) -> None:
-        """Start the worker processes now (in the background) so that the first costly key does not wait
-        for them."""
-        with self._lock:
-            for _ in range(self.workers):
-                self._executor().submit(_ready)
+        """Start the worker processes now so that the first costly key does not wait for them."""
+        for _ in range(self.workers):
+            self._idle.put(_Worker())
 
     def close(self) -> None:
         """Stop the workers; queued requests fail with UNAVAILABLE."""
@@ -100,13 +144,16 @@ class KeyFactory:
                 self._timer.cancel()
             queued = [job for party in self._parties.values() for job in party.queue]
             self._parties.clear()
-            pool, self._pool = self._pool, None
         for job in queued:
             if job.future.set_running_or_notify_cancel():
                 job.future.set_exception(ServiceError("UNAVAILABLE", "the key holder is stopping: retry in 5 s",
                                                       retry_after=5))
-        if pool is not None:
-            pool.shutdown(wait=False, cancel_futures=True)
+        self._threads.shutdown(wait=False, cancel_futures=True)
+        while True:
+            try:
+                self._idle.get_nowait().close()
+            except queue.Empty:
+                break
 
     # -- requests -----------------------------------------------------------------------------------
     def submit(self, party: str, scheme: Scheme, bits: int) -> "Future[KeyPair]":
@@ -174,12 +221,31 @@ class KeyFactory:
             self._timer.start()
 
     def _start(self, name: str, job: _Job) -> None:
+        self._threads.submit(self._run, name, job)
+
+    def _run(self, name: str, job: _Job) -> None:
+        """On a pool thread (waiting for the worker's answer holds no GIL): one job on an idle worker."""
         try:
-            work = self._executor().submit(_generate, job.scheme, job.bits)
-        except (BrokenProcessPool, RuntimeError) as error:
-            work = Future()
-            work.set_exception(error)
-        work.add_done_callback(lambda done: self._finished(name, job, done))
+            worker = self._idle.get_nowait()
+        except queue.Empty:                      # a job running holds its worker: never more than ``workers``
+            worker = _Worker()
+        cost, result, error = 0.0, None, None
+        try:
+            public, private, cost = worker.generate(job.scheme, job.bits)
+            result = KeyPair(public=public, private=private)
+        except WorkerLost as lost:
+            log.warning("key generation was interrupted (%s); the caller is asked to retry", lost)
+            worker.close()
+            worker = None
+            error = ServiceError("UNAVAILABLE", "key generation was interrupted: retry in 1 s", retry_after=1)
+        except ValueError as refused:
+            error = ServiceError("INVALID_ARGUMENT", f"no key: {refused}")
+        if worker is not None:
+            if self._closed:
+                worker.close()
+            else:
+                self._idle.put(worker)
+        self._finished(name, job, cost, result, error)
 
     def _redispatch(self) -> None:
         with self._lock:
@@ -194,28 +260,23 @@ class KeyFactory:
                      and s.budget + (now - s.updated) * self.rate >= self.burst]:
             del self._parties[name]
 
-    def _finished(self, name: str, job: _Job, done: Future) -> None:
-        error = done.exception()
+    def _finished(self, name: str, job: _Job, cost: float, result: KeyPair | None,
+                  error: Exception | None) -> None:
         with self._lock:
             self._running -= 1
             state = self._parties.get(name)
             if state is not None:
                 state.running = False
                 if error is None:
-                    cost = done.result()[2]
                     state.budget -= cost
                     state.mean_cost = 0.7 * state.mean_cost + 0.3 * cost
-            if isinstance(error, BrokenProcessPool) and self._pool is not None:
-                self._pool.shutdown(wait=False, cancel_futures=True)
-                self._pool = None                      # a worker died: the next job starts a fresh pool
             if not self._closed:
                 self._dispatch(time.monotonic())
         if error is None:
-            public, private, _ = done.result()
-            job.future.set_result(KeyPair(public=public, private=private))
-        elif isinstance(error, (BrokenProcessPool, RuntimeError)):
-            log.warning("key generation was interrupted (%s); the caller is asked to retry", type(error).__name__)
-            job.future.set_exception(ServiceError("UNAVAILABLE", "key generation was interrupted: retry in 1 s",
-                                                  retry_after=1))
+            job.future.set_result(result)
         else:
             job.future.set_exception(error)
+
+
+if __name__ == "__main__":               # a worker process (see the module docstring)
+    serve_requests(sys.stdin.buffer, sys.stdout.buffer)

@@ -41,7 +41,7 @@ class Limits:
     max_rule_groups: int = 256
     max_note_bytes: int = 1 * MIB
     # session key generation (keyholder.keygen): worker processes, and per party a queue and a budget
-    keygen_workers: int = max(1, (os.cpu_count() or 2) // 2)
+    keygen_workers: int = max(2, (os.cpu_count() or 2) // 2)   # two: one party's key never blocks all
     keygen_queue: int = 8                  # a party's key requests waiting at once
     keygen_seconds: float = 6.0            # worker seconds of key generation per party and minute
     # authentication
@@ -83,7 +83,7 @@ def add_limit_options(parser: argparse.ArgumentParser) -> None:
              "from one address before further failing calls are refused with 'retry in N s'; a valid "
              "token is never refused")
     add("--keygen-workers", type=int, default=d.keygen_workers,
-        help="processes generating Paillier session keys, half the cores unless set")
+        help="processes generating Paillier session keys; half the cores, at least 2, unless set")
     add("--keygen-queue", type=int, default=d.keygen_queue,
         help="key requests of one party waiting at once (more: 'retry in N s'); parties are served "
              "round-robin, one key at a time each")

@@ -156,6 +156,7 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
             if method is not None:
                 validation.check(method, request, self.limits)
             token, cert_name, peer = self._credentials(context)
+            self.core.screen(token)                   # a token that keeps failing: refused on the event loop
 
             def job() -> T:
                 return work(self.core.authenticate(token, cert_name, peer))
@@ -237,6 +238,7 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
             header = first.header
             validation.message_header(header, self.limits)
             token, cert_name, peer = self._credentials(context)
+            self.core.screen(token)
             upload = await self._thread(lambda: self.core.begin_message(
                 self.core.authenticate(token, cert_name, peer), header.session_id, header.kind, header.recipient))
             if first.data:

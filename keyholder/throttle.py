@@ -15,10 +15,10 @@ NAMES = {TOKEN: "with this token", CERTIFICATE: "with this client certificate", 
 
 
 def failure_keys(token_digest: str | None, cert_name: str | None, peer: str | None) -> list[tuple[str, str]]:
-    """What a failed authentication counts against: the token presented (by its digest) and the caller's
-    network identity, its client certificate under mTLS or else its address.  Behind one address (a NAT,
-    loopback) parties with certificates are told apart, so one party's failures never count against
-    another's certificate."""
+    """What a failed authentication counts against: the token presented (by its digest; pass it only
+    when the token itself is unknown or expired) and the caller's network identity, its client
+    certificate under mTLS or else its address.  Behind one address (a NAT, loopback) parties with
+    certificates are told apart, so one party's failures never count against another's certificate."""
     keys = []
     if token_digest:
         keys.append((TOKEN, token_digest))
@@ -53,6 +53,21 @@ class FailureThrottle:
             del self._failures[kind][key]
             return None
         return times
+
+    def check_token(self, token_digest: str) -> None:
+        """Refuse at once (no store lookup) a token that has failed ``limit`` times within the window: only
+        unknown and expired tokens are counted, and neither becomes valid again (a renewal issues a new
+        token), so a valid token is never refused here.  The refusal counts as a failure too."""
+        now = time.monotonic()
+        with self._lock:
+            times = self._recent(TOKEN, token_digest, now)
+            if times is None or len(times) < self.limit:
+                return
+            times.append(now)
+            wait = times[-self.limit] + self.window - now
+        seconds = max(1, math.ceil(wait))
+        raise ServiceError("RESOURCE_EXHAUSTED", f"too many failed authentications {NAMES[TOKEN]}: "
+                                                 f"retry in {seconds} s", retry_after=seconds)
 
     def failed(self, keys: list[tuple[str, str]]) -> None:
         """Count one failure against each key; raise RESOURCE_EXHAUSTED if any key is over the limit
