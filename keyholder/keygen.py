@@ -7,8 +7,8 @@ the event loop and every other party's calls.  Costly keys (:attr:`common.scheme
 are therefore generated in worker processes.  Each party's requests wait in a queue of their own (at
 most ``queue`` long, RESOURCE_EXHAUSTED with "retry in N s" above that); the workers take the parties
 round-robin, one running job per party at a time, and a party whose budget of worker seconds is spent
-waits until it refills (a token bucket: ``seconds_per_minute`` seconds of generation per minute, as a
-burst or spread out).  So one party churning sessions costs the others at most one job's wait, and the
+waits until it refills (a token bucket: ``seconds_per_minute`` seconds of generation per minute, at most
+half of it at once).  So one party churning sessions costs the others at most one job's wait, and the
 machine at most its budget.  Keys of cheap schemes (one scalar draw, microseconds) are made at once.
 
 A worker is this module run as a program (``python -m keyholder.keygen``): it reads "SCHEME BITS" lines
@@ -121,7 +121,7 @@ class KeyFactory:
 
     def __init__(self, workers: int, per_party_queue: int, seconds_per_minute: float) -> None:
         self.workers, self.queue_limit = workers, per_party_queue
-        self.burst, self.rate = seconds_per_minute, seconds_per_minute / 60.0
+        self.burst, self.rate = seconds_per_minute / 2, seconds_per_minute / 60.0   # a burst never floods
         self._parties: OrderedDict[str, _Party] = OrderedDict()   # round-robin order: the next served first
         self._running = 0
         self._lock = threading.RLock()
@@ -178,7 +178,7 @@ class KeyFactory:
                 wait = max(1, math.ceil(max(0.0, -state.budget) / self.rate + state.mean_cost))
                 raise ServiceError("RESOURCE_EXHAUSTED",
                                    f"{self.queue_limit} key generations of '{party}' are already queued "
-                                   f"(at most {self.burst:g} s of key generation per party and minute): "
+                                   f"(at most {60 * self.rate:g} s of key generation per party and minute): "
                                    f"retry in {wait} s", retry_after=wait)
             state.queue.append(_Job(scheme.name, bits, future))
             self._dispatch(now)

@@ -43,7 +43,7 @@ class Limits:
     # session key generation (keyholder.keygen): worker processes, and per party a queue and a budget
     keygen_workers: int = max(2, (os.cpu_count() or 2) // 2)   # two: one party's key never blocks all
     keygen_queue: int = 8                  # a party's key requests waiting at once
-    keygen_seconds: float = 6.0            # worker seconds of key generation per party and minute
+    keygen_seconds: float = 4.0            # worker seconds of key generation per party and minute (half at once)
     # authentication
     token_lifetime: float = 30 * DAY
     max_auth_failures: int = 20            # per failing token, client certificate or (no mTLS) address ...
@@ -88,8 +88,8 @@ def add_limit_options(parser: argparse.ArgumentParser) -> None:
         help="key requests of one party waiting at once (more: 'retry in N s'); parties are served "
              "round-robin, one key at a time each")
     add("--keygen-seconds", type=float, default=d.keygen_seconds,
-        help="seconds of key generation each party may use per minute (a burst, or spread out); "
-             "beyond it its requests wait in its queue")
+        help="CPU seconds of key generation each party may use per minute, at most half of them at once; "
+             "beyond that its requests wait in its queue")
 
 
 def limits_from_args(args: argparse.Namespace) -> Limits:
