@@ -48,9 +48,10 @@ def token_of(folder: Path) -> list[tuple[str, str]]:
 class Background(threading.Thread):
     """A loop run until :meth:`halt`, counting outcomes by status name."""
 
-    def __init__(self, step) -> None:
+    def __init__(self, step, pause_when_refused: float = 0.0) -> None:
         super().__init__(daemon=True)
         self.step, self.halt_event, self.counts = step, threading.Event(), {}
+        self.pause = pause_when_refused
 
     def run(self) -> None:
         while not self.halt_event.is_set():
@@ -58,7 +59,8 @@ class Background(threading.Thread):
                 name = self.step() or "OK"
             except grpc.RpcError as error:
                 name = error.code().name
-                time.sleep(0.2 if name == "RESOURCE_EXHAUSTED" else 0)
+                if name == "RESOURCE_EXHAUSTED":
+                    time.sleep(self.pause)
             self.counts[name] = self.counts.get(name, 0) + 1
 
     def halt(self) -> dict:
@@ -81,7 +83,7 @@ def hostile(stub, meta, holder: str, churn_bits: int) -> list[Background]:
         session = stub.OpenSession(pb.OpenSessionRequest(mode=pb.JOIN, holder=holder, key_bits=churn_bits),
                                    metadata=meta, timeout=120)
         stub.CloseSession(pb.SessionRef(session_id=session.session_id), metadata=meta, timeout=30)
-    loops = [Background(bad_token)] + [Background(churn) for _ in range(4)]
+    loops = [Background(bad_token)] + [Background(churn, pause_when_refused=0.2) for _ in range(4)]
     for loop in loops:
         loop.start()
     return loops

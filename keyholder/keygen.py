@@ -174,6 +174,7 @@ class KeyFactory:
             if state is None:
                 state = self._parties[party] = _Party(budget=self.burst, updated=now)
             self._refill(state, now)
+            state.queue = deque(job for job in state.queue if not job.future.cancelled())   # callers gone
             if len(state.queue) >= self.queue_limit:
                 wait = max(1, math.ceil(max(0.0, -state.budget) / self.rate + state.mean_cost))
                 raise ServiceError("RESOURCE_EXHAUSTED",
@@ -225,21 +226,22 @@ class KeyFactory:
 
     def _run(self, name: str, job: _Job) -> None:
         """On a pool thread (waiting for the worker's answer holds no GIL): one job on an idle worker."""
+        worker, cost, result, error = None, 0.0, None, None
         try:
-            worker = self._idle.get_nowait()
-        except queue.Empty:                      # a job running holds its worker: never more than ``workers``
-            worker = _Worker()
-        cost, result, error = 0.0, None, None
-        try:
+            try:
+                worker = self._idle.get_nowait()
+            except queue.Empty:                  # a job running holds its worker: never more than ``workers``
+                worker = _Worker()
             public, private, cost = worker.generate(job.scheme, job.bits)
             result = KeyPair(public=public, private=private)
-        except WorkerLost as lost:
-            log.warning("key generation was interrupted (%s); the caller is asked to retry", lost)
-            worker.close()
-            worker = None
-            error = ServiceError("UNAVAILABLE", "key generation was interrupted: retry in 1 s", retry_after=1)
         except ValueError as refused:
             error = ServiceError("INVALID_ARGUMENT", f"no key: {refused}")
+        except Exception as lost:                # noqa: BLE001 - WorkerLost, or no process could be started
+            log.warning("key generation was interrupted (%s); the caller is asked to retry", lost)
+            if worker is not None:
+                worker.close()
+                worker = None
+            error = ServiceError("UNAVAILABLE", "key generation was interrupted: retry in 1 s", retry_after=1)
         if worker is not None:
             if self._closed:
                 worker.close()
