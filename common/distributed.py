@@ -33,6 +33,7 @@ NOTICE_SECONDS = 2.0        # a result awaited this long is logged (then every N
 NOTICE_EVERY = 10.0
 CLOSE_SECONDS = 2.0         # closing the client never takes longer (its scheduler may be gone)
 RESUBMITS = 5               # a task whose scattered input was lost is resubmitted this often at most
+HEARTBEAT_SECONDS = 2.0     # the scheduler is asked for a sign of life this often (at most a quarter of the timeout)
 
 
 class DaskUnavailable(ValueError):
@@ -141,6 +142,41 @@ class Cluster:
         self.timeout = timeout
         self.address = str(client.scheduler.address if client.scheduler else "?")
         self._closed = threading.Event()
+        self._heard = time.monotonic()           # the scheduler's last answer to a heartbeat
+        self._declared_lost = False
+        self._heartbeat = threading.Thread(target=self._beat, name="dask-heartbeat", daemon=True)
+        self._heartbeat.start()
+
+    # -- heartbeat: a scheduler that still holds its connections but no longer answers (frozen, swapped
+    # out, stuck) is never noticed by Dask's own client; silent for the timeout it is declared lost.
+    def _beat(self) -> None:
+        every = max(0.1, min(HEARTBEAT_SECONDS, self.timeout / 4))
+        while not self._closed.wait(every):
+            if self.client.status not in ("running", "newly-created"):
+                continue                         # Dask is reconnecting (or gave up): available() says so
+            try:
+                self.client.nthreads(callback_timeout=self.timeout)
+            except Exception:                    # noqa: BLE001 - no answer: the silence grows
+                continue
+            self._heard = time.monotonic()
+            if self._declared_lost:
+                self._declared_lost = False
+                log.warning("the Dask scheduler at %s answers again", self.address)
+
+    def silent_for(self) -> float:
+        """Seconds since the scheduler last answered a heartbeat."""
+        return time.monotonic() - self._heard
+
+    def _silent(self) -> bool:
+        """Whether the scheduler has been silent for the timeout (logged once, at WARNING, when declared lost)."""
+        silent = self.silent_for()
+        if silent < self.timeout:
+            return False
+        if not self._declared_lost and not self._closed.is_set():
+            self._declared_lost = True
+            log.warning("the Dask scheduler at %s has not answered for %.0f s (--dask-timeout %.0f s): declared lost",
+                        self.address, silent, self.timeout)
+        return True
 
     @classmethod
     def at(cls, address: str, allow_plaintext: bool, timeout: float = CONNECT_SECONDS) -> "Cluster":
@@ -148,7 +184,8 @@ class Cluster:
 
     def available(self) -> bool:
         """Whether the client is connected now (False while Dask reconnects, and after :meth:`close`)."""
-        return not self._closed.is_set() and self.client.status in ("running", "newly-created")
+        return (not self._closed.is_set() and self.client.status in ("running", "newly-created")
+                and not self._silent())
 
     @property
     def closed(self) -> bool:
@@ -169,6 +206,9 @@ class Cluster:
     def _check(self) -> None:
         if self._closed.is_set():
             raise ClusterLost(f"the Dask client of {self.address} was closed")
+        if self._silent():
+            raise ClusterLost(f"the Dask scheduler at {self.address} has not answered for {self.silent_for():.0f} s "
+                              f"(--dask-timeout {self.timeout:.0f} s): declared lost")
         if not self.available():
             raise ClusterLost(f"the Dask scheduler at {self.address} is gone (client {self.client.status})")
 
@@ -290,8 +330,15 @@ class Task:
                     self._resubmit()
                 now = time.monotonic()
                 if now >= self._notice:
-                    log.info("waiting for a %s task on the Dask cluster at %s (%.0f s so far)",
-                             self.function.__name__, self.cluster.address, now - self.submitted)
+                    silent = self.cluster.silent_for()
+                    if silent >= 2 * HEARTBEAT_SECONDS:  # the scheduler itself is quiet: worth a warning
+                        log.warning("waiting for a %s task on the Dask cluster at %s (%.0f s so far); the scheduler "
+                                    "has not answered for %.0f s and is declared lost at %.0f s (--dask-timeout)",
+                                    self.function.__name__, self.cluster.address, now - self.submitted, silent,
+                                    self.cluster.timeout)
+                    else:
+                        log.info("waiting for a %s task on the Dask cluster at %s (%.0f s so far)",
+                                 self.function.__name__, self.cluster.address, now - self.submitted)
                     self._notice = now + NOTICE_EVERY
                 if deadline is not None and now >= deadline:
                     raise FutureTimeout() from None

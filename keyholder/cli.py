@@ -155,6 +155,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise UsageError(str(error)) from None
     if cluster is not None:
         core.zero_test = cluster_zero_test(cluster, args.dask_min_comparisons)
+    if any(scheme.costly_keys for scheme in schemes):
+        core.keys.warm()
     calls = CallsInFlight(core)
     try:
         running = start(calls, args.listen, tls, args.insecure)

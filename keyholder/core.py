@@ -16,17 +16,19 @@ import secrets
 import threading
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
-from common.schemes import InvalidCiphertext, Scheme, all_schemes, get_scheme
+from common.schemes import InvalidCiphertext, KeyPair, Scheme, all_schemes, get_scheme
 from keyholder.cluster import ZeroTest, local_zero_test
 from keyholder.errors import ServiceError
+from keyholder.keygen import KeyFactory
 from keyholder.limits import Limits
 from keyholder.pair_rule import PairRule
 from keyholder.states import ABORTED, CLOSED, DONE, EXPIRED, MODES, OPEN, PENDING
 from keyholder.store import STORE_FILE, Message, Round, Session, Store
-from keyholder.throttle import FailureThrottle
+from keyholder.throttle import FailureThrottle, failure_keys
 from keyholder.uploads import Upload
 from keyholder.vault import KeyVault
 
@@ -34,6 +36,20 @@ log = logging.getLogger("keyholder")
 
 CHUNK_BYTES = 1 << 20
 ACTIVITY_RESOLUTION = 5.0               # s between writes of a session's last activity
+
+
+@dataclass
+class SessionPlan:
+    """An OpenSession under way: checked and counted against its querier's cap, its key not yet made."""
+
+    querier: str
+    mode: int
+    holder: str
+    scheme: Scheme
+    key_bits: int
+    ttl: float
+    query_ciphertexts: int
+    released: bool = False
 
 
 def token_digest(token: str) -> str:
@@ -77,10 +93,14 @@ class KeyHolder:
         self._listeners: list[Callable[[], None]] = []
         self.stopping = False
         self.throttle = FailureThrottle(limits.max_auth_failures, limits.auth_window)
+        self.keys = KeyFactory(limits.keygen_workers, limits.keygen_queue, limits.keygen_seconds)
+        self._opening: dict[str, int] = {}         # querier -> sessions planned, key not yet stored
+        self._opening_lock = threading.RLock()
         self.expire_due()
         self._clean_spool()
 
     def close(self) -> None:
+        self.keys.close()
         self.store.close()
 
     def _restrict_permissions(self) -> None:
@@ -123,16 +143,19 @@ class KeyHolder:
     # -- parties --------------------------------------------------------------
     def register(self, name: str, public_key: bytes, cert_name: str | None,
                  presented_token: str | None, peer: str | None = None) -> tuple[str, str]:
-        """Register (or re-register, renewing the token) a party; returns (token, fingerprint)."""
-        self.throttle.check(peer)
+        """Register (or re-register, renewing the token) a party; returns (token, fingerprint).
+
+        A refused re-registration counts as a failed authentication (:mod:`keyholder.throttle`)."""
+        failing = failure_keys(None, cert_name, peer)     # the token may be valid (another party's)
         if cert_name is not None and cert_name != name:
+            self.throttle.failed(failing)
             raise ServiceError("PERMISSION_DENIED",
                                f"the client certificate is for '{cert_name}', not '{name}'")
         existing = self.store.get_party(name)
         if existing is not None:
             token_ok = presented_token is not None and self.store.token_of(name) == token_digest(presented_token)
             if not (token_ok or cert_name == name):
-                self.throttle.failed(peer)
+                self.throttle.failed(failing)
                 raise ServiceError("ALREADY_EXISTS",
                                    f"party '{name}' is already registered; re-register with its token")
         token = secrets.token_urlsafe(32)
@@ -142,21 +165,34 @@ class KeyHolder:
         return token, fingerprint(public_key)
 
     def authenticate(self, token: str | None, cert_name: str | None, peer: str | None = None) -> str:
-        """The party of a bearer token that has not expired (its age: since the last registration)."""
-        self.throttle.check(peer)
-        found = self.store.party_for_token(token_digest(token)) if token else None
+        """The party of a bearer token that has not expired (its age: since the last registration).
+
+        Valid credentials are never throttled; failing ones count against the token, the certificate
+        or address (:func:`keyholder.throttle.failure_keys`), and above the limit are refused with
+        RESOURCE_EXHAUSTED ("retry in N s") instead of UNAUTHENTICATED."""
+        digest = token_digest(token) if token else None
+        if digest:
+            self.throttle.check_token(digest)
+        found = self.store.party_for_token(digest) if digest else None
         if found is None:
-            self.throttle.failed(peer)
+            self.throttle.failed(failure_keys(digest, cert_name, peer))
             raise ServiceError("UNAUTHENTICATED", "unknown or missing party token: run `party register`")
         name, issued_at = found
         if issued_at + self.limits.token_lifetime <= time.time():
-            self.throttle.failed(peer)
+            self.throttle.failed(failure_keys(digest, cert_name, peer))
             raise ServiceError("UNAUTHENTICATED", f"the token of '{name}' has expired: run `party register` "
                                                   "to renew it")
-        if cert_name is not None and cert_name != name:
+        if cert_name is not None and cert_name != name:     # a valid token: only the certificate counts
+            self.throttle.failed(failure_keys(None, cert_name, peer))
             raise ServiceError("PERMISSION_DENIED",
                                f"the client certificate is for '{cert_name}', the token for '{name}'")
         return name
+
+    def screen(self, token: str | None) -> None:
+        """Before any work for a call: refuse a token that keeps failing, without a store lookup
+        (:meth:`keyholder.throttle.FailureThrottle.check_token`)."""
+        if token:
+            self.throttle.check_token(token_digest(token))
 
     def party(self, name: str):
         found = self.store.get_party(name)
@@ -179,39 +215,69 @@ class KeyHolder:
         """The scheme of a stored session (the store keeps its name)."""
         return get_scheme(session.scheme)
 
-    def open_session(self, querier: str, mode: int, holder: str, key_bits: int,
-                     ttl_seconds: float, query_ciphertexts: int = 0, scheme: Scheme | None = None) -> Session:
-        """A new session of ``scheme`` (``None``: the default) with a fresh key pair.
-
-        Mode, key size for the scheme and ttl range were checked by :mod:`keyholder.validation`."""
+    def plan_session(self, querier: str, mode: int, holder: str, key_bits: int, ttl_seconds: float,
+                     query_ciphertexts: int = 0, scheme: Scheme | None = None) -> SessionPlan:
+        """Check an OpenSession of ``scheme`` (``None``: the default) and count it against the querier's
+        open-session cap at once, before its key exists: concurrent calls can never exceed the cap.
+        Its key comes from :attr:`keys`; :meth:`create_session` stores it, :meth:`release` gives the slot
+        back if it is never stored.  Mode, key size and ttl range were checked by :mod:`keyholder.validation`."""
         arithmetic = get_scheme() if scheme is None else scheme
-        name = arithmetic.name
         if arithmetic not in self.schemes:
-            raise ServiceError("FAILED_PRECONDITION", f"this key holder does not offer the {name} scheme "
+            raise ServiceError("FAILED_PRECONDITION", f"this key holder does not offer the {arithmetic.name} scheme "
                                                       f"(it offers: {', '.join(s.name for s in self.schemes)})")
         self.party(holder)
         if holder == querier:
             raise ServiceError("INVALID_ARGUMENT", "a party cannot open a session with itself")
-        if self.store.open_sessions_of(querier, OPEN, time.time()) >= self.limits.max_open_sessions:
-            raise ServiceError("RESOURCE_EXHAUSTED", f"you have {self.limits.max_open_sessions} open sessions, "
-                                                     "the most allowed: close one first")
-        key_bits = arithmetic.fixed_key_bits or key_bits or max(2048, self.limits.min_key_bits)
-        ttl = ttl_seconds or self.limits.default_ttl
+        cap = self.limits.max_open_sessions
+        with self._opening_lock:
+            if self.store.open_sessions_of(querier, OPEN, time.time()) + self._opening.get(querier, 0) >= cap:
+                raise ServiceError("RESOURCE_EXHAUSTED", f"you have {cap} open sessions, the most allowed: "
+                                                         "close one first")
+            self._opening[querier] = self._opening.get(querier, 0) + 1
+        return SessionPlan(querier, mode, holder, arithmetic,
+                           arithmetic.fixed_key_bits or key_bits or max(2048, self.limits.min_key_bits),
+                           ttl_seconds or self.limits.default_ttl, query_ciphertexts)
+
+    def release(self, plan: SessionPlan) -> None:
+        """Give back the cap slot of a planned session (idempotent; :meth:`create_session` calls it)."""
+        with self._opening_lock:
+            if plan.released:
+                return
+            plan.released = True
+            left = self._opening.pop(plan.querier) - 1
+            if left:
+                self._opening[plan.querier] = left
+
+    def create_session(self, plan: SessionPlan, key: KeyPair) -> Session:
+        """Store the planned session with its fresh key pair."""
+        arithmetic, name = plan.scheme, plan.scheme.name
         session_id = uuid.uuid4().hex
-        key = arithmetic.generate_key(key_bits)
         now = time.time()
-        session = Session(session_id, mode, querier, holder, key_bits, key.public,
-                          self.vault.wrap(session_id, key.private), OPEN, now, now + ttl, 0,
-                          self.query_limit(arithmetic.ciphertext_width(key.public), query_ciphertexts), now,
+        session = Session(session_id, plan.mode, plan.querier, plan.holder, plan.key_bits, key.public,
+                          self.vault.wrap(session_id, key.private), OPEN, now, now + plan.ttl, 0,
+                          self.query_limit(arithmetic.ciphertext_width(key.public), plan.query_ciphertexts), now,
                           name)
-        self.store.add_session(session)
+        with self._opening_lock:         # stored and released at once: the cap count never dips in between
+            self.store.add_session(session)
+            self.release(plan)
         with self._keys_lock:
             self._keys[session_id] = key.private
-        self.store.audit(querier, "open_session", session_id,
-                         detail=f"mode={MODES[mode]} holder={holder} scheme={name} key_bits={key_bits} "
-                                f"ttl={int(ttl)} max_query_bytes={session.max_query_bytes}")
-        log.info("session %s opened by %s (%s, %s, %d bits)", session_id, querier, MODES[mode], name, key_bits)
+        self.store.audit(plan.querier, "open_session", session_id,
+                         detail=f"mode={MODES[plan.mode]} holder={plan.holder} scheme={name} "
+                                f"key_bits={plan.key_bits} ttl={int(plan.ttl)} max_query_bytes={session.max_query_bytes}")
+        log.info("session %s opened by %s (%s, %s, %d bits)", session_id, plan.querier, MODES[plan.mode], name,
+                 plan.key_bits)
         return session
+
+    def open_session(self, querier: str, mode: int, holder: str, key_bits: int,
+                     ttl_seconds: float, query_ciphertexts: int = 0, scheme: Scheme | None = None) -> Session:
+        """A new session with a fresh key pair, waiting for the key (the gRPC servicer awaits
+        :meth:`plan_session`, :attr:`keys` and :meth:`create_session` without holding a thread)."""
+        plan = self.plan_session(querier, mode, holder, key_bits, ttl_seconds, query_ciphertexts, scheme)
+        try:
+            return self.create_session(plan, self.keys.submit(querier, plan.scheme, plan.key_bits).result())
+        finally:
+            self.release(plan)
 
     def session(self, party: str, session_id: str, role: str | None = None) -> Session:
         """The session, checked: ``party`` takes part (in ``role``) and it is open.

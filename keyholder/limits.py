@@ -6,6 +6,7 @@ lists them with their defaults and the status a call gets above them.
 from __future__ import annotations
 
 import argparse
+import os
 from dataclasses import dataclass
 
 MIB = 1 << 20
@@ -39,9 +40,13 @@ class Limits:
     max_rule_terms: int = 256
     max_rule_groups: int = 256
     max_note_bytes: int = 1 * MIB
+    # session key generation (keyholder.keygen): worker processes, and per party a queue and a budget
+    keygen_workers: int = max(2, (os.cpu_count() or 2) // 2)   # two: one party's key never blocks all
+    keygen_queue: int = 8                  # a party's key requests waiting at once
+    keygen_seconds: float = 4.0            # worker seconds of key generation per party and minute (half at once)
     # authentication
     token_lifetime: float = 30 * DAY
-    max_auth_failures: int = 20            # per peer address ...
+    max_auth_failures: int = 20            # per failing token, client certificate or (no mTLS) address ...
     auth_window: float = 60.0              # ... within this many seconds
 
 
@@ -74,7 +79,17 @@ def add_limit_options(parser: argparse.ArgumentParser) -> None:
     add("--token-days", type=float, default=d.token_lifetime / DAY,
         help="bearer token lifetime in days; `party register` renews")
     add("--max-auth-failures", type=int, default=d.max_auth_failures,
-        help="failed authentications per address and minute before it is refused")
+        help="failed authentications per minute with one token, one client certificate or (without mTLS) "
+             "from one address before further failing calls are refused with 'retry in N s'; a valid "
+             "token is never refused")
+    add("--keygen-workers", type=int, default=d.keygen_workers,
+        help="processes generating Paillier session keys; half the cores, at least 2, unless set")
+    add("--keygen-queue", type=int, default=d.keygen_queue,
+        help="key requests of one party waiting at once (more: 'retry in N s'); parties are served "
+             "round-robin, one key at a time each")
+    add("--keygen-seconds", type=float, default=d.keygen_seconds,
+        help="CPU seconds of key generation each party may use per minute, at most half of them at once; "
+             "beyond that its requests wait in its queue")
 
 
 def limits_from_args(args: argparse.Namespace) -> Limits:
@@ -84,7 +99,8 @@ def limits_from_args(args: argparse.Namespace) -> Limits:
                   max_open_sessions=args.max_open_sessions, max_rounds=args.max_rounds, max_waits=args.max_waits,
                   max_attachment_bytes=args.max_attachment_bytes, max_rule_terms=args.max_rule_terms,
                   max_rule_groups=args.max_rule_terms, token_lifetime=args.token_days * DAY,
-                  max_auth_failures=args.max_auth_failures)
+                  max_auth_failures=args.max_auth_failures, keygen_workers=args.keygen_workers,
+                  keygen_queue=args.keygen_queue, keygen_seconds=args.keygen_seconds)
     bad = [name for name, value in values.items() if not value > 0 or value != value]
     if bad:
         raise ValueError(f"limits must be positive: {', '.join(sorted(bad))}")

@@ -26,6 +26,7 @@ from grpc_reflection.v1alpha import reflection
 from keyholder import validation
 from common.net import is_loopback
 from keyholder.errors import ServiceError
+from keyholder.statuses import DecodeGuard, refuse
 from keyholder.core import KeyHolder
 from keyholder.pair_rule import PairRule, WeightedRule
 from keyholder.states import PENDING
@@ -106,7 +107,7 @@ class WaitSlots:
     def hold(self, party: str):
         if self._held.get(party, 0) >= self.limit:
             raise ServiceError("RESOURCE_EXHAUSTED", f"{self.limit} long-polls of '{party}' are already "
-                                                     "waiting: wait for one to return")
+                                                     "waiting: retry in 1 s", retry_after=1)
         self._held[party] = self._held.get(party, 0) + 1
         try:
             yield
@@ -159,19 +160,21 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
             if method is not None:
                 validation.check(method, request, self.limits)
             token, cert_name, peer = self._credentials(context)
+            self.core.screen(token)                   # a token that keeps failing: refused on the event loop
 
             def job() -> T:
                 return work(self.core.authenticate(token, cert_name, peer))
             return await self._thread(job)
-        except ServiceError as error:
-            code, message = getattr(grpc.StatusCode, error.code), error.message
-        except Exception:  # never echo internals (they could carry data) to the caller
-            log.exception("internal error")
-            code, message = grpc.StatusCode.INTERNAL, "internal error in the key holder (see its log)"
-        await context.abort(code, message)
+        except Exception as error:
+            await self._fail(context, error)
 
-    async def _refuse(self, context, error: ServiceError):
-        await context.abort(getattr(grpc.StatusCode, error.code), error.message)
+    async def _fail(self, context, error: Exception):
+        """A :class:`ServiceError` becomes its status; anything else INTERNAL, never echoing internals
+        (they could carry data) to the caller."""
+        if not isinstance(error, ServiceError):
+            log.error("internal error", exc_info=error)
+            error = ServiceError("INTERNAL", "internal error in the key holder (see its log)")
+        await refuse(context, error)
 
     async def _long_poll(self, context, party: str, wait: float, ready: Callable[[], T | None]) -> T | None:
         """Check ``ready`` on the pool until it gives something or ``wait`` seconds pass; no thread waits."""
@@ -196,7 +199,7 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
             issued, fingerprint = await self._thread(
                 self.core.register, request.name, request.x25519_public_key, cert_name, token, peer)
         except ServiceError as error:
-            return await self._refuse(context, error)
+            return await refuse(context, error)
         return pb.RegisterReply(name=request.name, token=issued, fingerprint=fingerprint)
 
     async def GetParty(self, request, context):
@@ -206,9 +209,19 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
 
     # -- sessions -------------------------------------------------------------
     async def OpenSession(self, request, context):
-        return session_info(await self._run(context, "OpenSession", request, lambda party: self.core.open_session(
+        """The querier's slot under its cap is taken at once; the key is awaited from the fair key factory
+        (:mod:`keyholder.keygen`) holding no thread; a cancelled call gives slot and queue place back."""
+        plan = await self._run(context, "OpenSession", request, lambda party: self.core.plan_session(
             party, request.mode, request.holder, request.key_bits, request.ttl_seconds,
-            request.query_ciphertexts, validation.scheme(request.scheme))))
+            request.query_ciphertexts, validation.scheme(request.scheme)))
+        try:
+            key = await asyncio.wrap_future(self.core.keys.submit(plan.querier, plan.scheme, plan.key_bits))
+            session = await self._thread(self.core.create_session, plan, key)
+        except Exception as error:
+            return await self._fail(context, error)
+        finally:
+            self.core.release(plan)
+        return session_info(session)
 
     async def GetSession(self, request, context):
         return session_info(await self._run(context, "GetSession", request,
@@ -229,6 +242,7 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
             header = first.header
             validation.message_header(header, self.limits)
             token, cert_name, peer = self._credentials(context)
+            self.core.screen(token)
             upload = await self._thread(lambda: self.core.begin_message(
                 self.core.authenticate(token, cert_name, peer), header.session_id, header.kind, header.recipient))
             if first.data:
@@ -241,16 +255,16 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
             upload = None
             return message_info(message)
         except ServiceError as error:
-            code, text = getattr(grpc.StatusCode, error.code), error.message
+            failure = error
         except asyncio.CancelledError:
             raise
         except Exception as error:  # the stream broke (e.g. a chunk over the gRPC size limit)
-            code, text = grpc.StatusCode.RESOURCE_EXHAUSTED, f"the message stream failed: {type(error).__name__}"
+            failure = ServiceError("RESOURCE_EXHAUSTED", f"the message stream failed: {type(error).__name__}")
             log.warning("PutMessage stream failed: %s", type(error).__name__)
         finally:
             if upload is not None:
                 await self._thread(upload.abort)
-        await context.abort(code, text)
+        await refuse(context, failure)
 
     async def GetMessage(self, request, context):
         message, chunks = await self._run(context, "GetMessage", request,
@@ -273,7 +287,7 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
             items = await self._long_poll(context, party, min(request.wait_seconds, self.limits.max_wait),
                                           lambda: self.core.list_work(party))
         except ServiceError as error:
-            return await self._refuse(context, error)
+            return await refuse(context, error)
         return pb.WorkList(items=[
             pb.WorkItem(session=session_info(session), round=found.round, message_id=found.message_id,
                         querier=session.querier, received_seqs=seqs)
@@ -304,7 +318,7 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
                 found = await self._long_poll(context, party, min(request.wait_seconds, self.limits.max_wait),
                                               lambda: finished(current(party))) or await self._thread(current, party)
             except ServiceError as error:
-                return await self._refuse(context, error)
+                return await refuse(context, error)
         return round_info(found, for_querier=True)
 
     async def FetchResults(self, request, context):
@@ -369,7 +383,7 @@ class RunningServer:
         return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout)
 
     async def _start(self, listen: str, credentials: grpc.ServerCredentials | None) -> int:
-        server = grpc.aio.server(options=GRPC_OPTIONS)
+        server = grpc.aio.server(options=GRPC_OPTIONS, interceptors=[DecodeGuard()])
         pb_grpc.add_KeyHolderServicer_to_server(
             KeyHolderServicer(self.core, mtls=credentials is not None, changes=Changes(self.loop)), server)
         health_servicer = health.aio.HealthServicer()

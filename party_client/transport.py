@@ -12,6 +12,11 @@ second or two.  Server streams resume where they stopped (the key holder sends
 a message's bytes and a round's results in a fixed order, so the client
 restarts the stream and skips what it already has); a client-streaming upload
 is restarted unless ``settled`` shows that it went through.
+
+Back-pressure is not a refusal: RESOURCE_EXHAUSTED carrying ``retry-after`` trailing metadata (or a
+message ending "retry in N s") -- the failed-authentication throttle, a full key-generation queue, the
+long-poll cap -- is retried after the time the key holder names (with jitter, never sooner than the
+backoff) for up to the retry window from the first such answer, saying what it waits for.
 """
 from __future__ import annotations
 
@@ -39,8 +44,7 @@ MAX_MESSAGE_BYTES = 64 << 20
 RETRY_WINDOW_SECONDS = 600.0        # since the last successful contact
 FIRST_CONTACT_SECONDS = 30.0        # a key holder never reached
 RETRYABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
-#: Long-polls: the key holder caps how many of a party's wait at once (RESOURCE_EXHAUSTED above it).
-LONG_POLLS = ("ListWork", "WaitRound")
+RETRY_IN = re.compile(r"retry in (\d+(?:\.\d+)?) s\b")
 TLS_MARKERS = ("ssl", "handshake", "certificate")
 TLS_STRIKES = 2                     # consecutive TLS-looking failures before we call it a TLS problem
 
@@ -135,6 +139,20 @@ def _detail(error: grpc.RpcError) -> str:
     return (found.group(1) if found else text).strip()
 
 
+def retry_after(error: grpc.RpcError) -> float | None:
+    """Seconds the key holder asks us to wait before retrying (back-pressure), or ``None`` (a refusal)."""
+    if error.code() != grpc.StatusCode.RESOURCE_EXHAUSTED:
+        return None
+    for key, value in error.trailing_metadata() or ():
+        if key == "retry-after":
+            try:
+                return max(0.0, float(value))
+            except ValueError:
+                break
+    found = RETRY_IN.search(error.details() or "")
+    return float(found.group(1)) if found else None
+
+
 def looks_like_tls(detail: str, reached: bool) -> bool:
     """A TLS handshake failure: named as such, or (never reached) the server closing at once."""
     lowered = detail.lower()
@@ -203,22 +221,10 @@ class Connection:
 
     # -- calls ------------------------------------------------------------------
     def call(self, method: str, request: Any, timeout: float | None = 60.0, patient: bool = True) -> Any:
-        """Unary call, retried while the key holder is away (``patient=False``: one attempt).  A long-poll
-        refused because this party already has too many waiting (RESOURCE_EXHAUSTED) is retried with
-        backoff for the retry window: the cap protects the key holder, it does not end a session."""
-        busy_since, refusals = time.monotonic(), 0
-        while True:
-            try:
-                return self._retry(lambda: getattr(self.stub, method)(request, metadata=self._metadata(),
-                                                                      timeout=timeout), patient=patient)
-            except KeyHolderRefusal as refusal:
-                if (method not in LONG_POLLS or refusal.code != "RESOURCE_EXHAUSTED" or not patient
-                        or time.monotonic() - busy_since >= self.policy.window):
-                    raise
-                refusals += 1
-                self.notice.say("busy", busy_since, f"the key holder at {self.address} has too many waiting calls "
-                                                    f"of this party; retrying {method}")
-                time.sleep(self.policy.delay(refusals))
+        """Unary call, retried while the key holder is away or asks us to wait (``patient=False``: one
+        attempt)."""
+        return self._retry(lambda: getattr(self.stub, method)(request, metadata=self._metadata(), timeout=timeout),
+                           patient=patient, what=method)
 
     def upload(self, method: str, chunks: Callable[[], Iterator[Any]], timeout: float | None = None,
                settled: Callable[[], Any | None] | None = None) -> Any:
@@ -233,13 +239,13 @@ class Connection:
                     return done
             first[0] = False
             return getattr(self.stub, method)(chunks(), metadata=self._metadata(), timeout=timeout)
-        return self._retry(attempt)
+        return self._retry(attempt, what=method)
 
     def stream(self, method: str, request: Any, split: Callable[[Any], Sequence] = lambda message: [message],
                length: Callable[[Any], int] = lambda unit: 1) -> Iterator[Any]:
         """Server-streaming call, resumed after a transport failure: the stream restarts and the
         units (``split`` of each message; ``length`` each) already delivered are skipped."""
-        delivered, failures = 0, 0
+        delivered, failures, busy = 0, 0, Busy()
         while True:
             self.contact.attempt()
             position = 0
@@ -258,18 +264,18 @@ class Connection:
                 return
             except grpc.RpcError as error:
                 failures += 1
-                self._after_failure(error, failures)
+                self._after_failure(error, failures, busy=busy, what=method)
 
     # -- retries ------------------------------------------------------------------
-    def _retry(self, attempt: Callable[[], T], patient: bool = True) -> T:
-        failures = 0
+    def _retry(self, attempt: Callable[[], T], patient: bool = True, what: str = "the call") -> T:
+        failures, busy = 0, Busy()
         while True:
             self.contact.attempt()
             try:
                 result = attempt()
             except grpc.RpcError as error:
                 failures += 1
-                self._after_failure(error, failures, patient)
+                self._after_failure(error, failures, patient, busy, what)
                 continue
             self._succeeded()
             return result
@@ -282,9 +288,14 @@ class Connection:
                 self.notice.now(f"key holder at {self.address} reachable again")
             self._failing_since = None
 
-    def _after_failure(self, error: grpc.RpcError, failures: int, patient: bool = True) -> None:
+    def _after_failure(self, error: grpc.RpcError, failures: int, patient: bool = True,
+                       busy: "Busy | None" = None, what: str = "the call") -> None:
         """Raise if ``error`` is final; else say what we wait for (after ~2 s) and back off."""
         code = error.code()
+        wait = retry_after(error)
+        if wait is not None and patient and busy is not None:
+            self._wait_out(error, wait, failures, busy, what)
+            return
         if code not in RETRYABLE:
             raise KeyHolderRefusal(f"key holder refused ({code.name}): {error.details()}", code.name)
         if code == grpc.StatusCode.DEADLINE_EXCEEDED:
@@ -313,6 +324,25 @@ class Connection:
         self.notice.say("keyholder", self._failing_since, text)
         time.sleep(pause)
 
+    def _wait_out(self, error: grpc.RpcError, wait: float, failures: int, busy: "Busy", what: str) -> None:
+        """Back-pressure: wait what the key holder asks (at least the backoff, with jitter) while within
+        the retry window counted from its first such answer; then the refusal stands."""
+        self.contact.heard()                     # it answered: the key holder is there
+        now = time.monotonic()
+        since = busy.start(now)
+        deadline = since + self.policy.window
+        detail = " ".join((error.details() or "").split())
+        if now >= deadline:
+            raise KeyHolderRefusal(f"key holder refused ({error.code().name}) for {human_seconds(now - since)}, "
+                                   f"the retry window (--retry-window): {detail}", error.code().name)
+        pause = min(max(wait * (1 + 0.2 * random.random()), self.policy.delay(failures)), deadline - now)
+        text = (f"key holder at {self.address} asks to wait before {what} ({detail}); retrying for up to "
+                f"{human_seconds(deadline - now)}")
+        end = now + pause
+        while (left := end - time.monotonic()) > 0:
+            self.notice.say("busy", since, text)
+            time.sleep(min(1.0, left))
+
     def _gone_message(self, detail: str, last: float | None, now: float) -> str:
         if last is None:
             return (f"key holder at {self.address} not reached within {human_seconds(self.policy.first_contact)} "
@@ -328,6 +358,18 @@ class Connection:
             hint = (f"check that the key holder serves TLS (not --insecure), that {self.tls_dir}/ca.pem is its CA "
                     "and that client.pem was issued by that CA (`keyholder pki issue`)")
         return f"TLS handshake with the key holder at {self.address} failed ({detail}): {hint}"
+
+
+class Busy:
+    """When a call's run of back-pressure answers began (monotonic seconds)."""
+
+    def __init__(self) -> None:
+        self.since: float | None = None
+
+    def start(self, now: float) -> float:
+        if self.since is None:
+            self.since = now
+        return self.since
 
 
 def register(party: PartyDir, connection: Connection) -> pb.RegisterReply:

@@ -50,6 +50,9 @@ class Scheme(ABC):
     has_fast_blinding: bool = False
     #: the one size parameter of a scheme whose group is fixed (``None``: the key size is chosen per session)
     fixed_key_bits: int | None = None
+    #: whether :meth:`generate_key` is costly (a search for large primes holding the GIL for up to seconds):
+    #: the key holder then generates keys in worker processes, within each party's budget
+    costly_keys: bool = False
 
     def __str__(self) -> str:
         return self.name

@@ -250,6 +250,7 @@ class PaillierScheme(Scheme):
     name = "paillier"
     title = "Paillier"
     has_fast_blinding = True
+    costly_keys = True              # two primes of half the modulus each (gmpy2.next_prime keeps the GIL)
 
     def generate_key(self, bits: int) -> KeyPair:
         key = generate_session_key(bits)

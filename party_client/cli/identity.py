@@ -14,8 +14,9 @@ def cmd_init(args) -> int:
 
 
 def cmd_register(args) -> int:
-    fingerprint = party(args).register()
-    print(f"registered with the key holder at {args.keyholder}; key fingerprint {fingerprint}")
+    registered = party(args)
+    fingerprint = registered.register()
+    print(f"registered with the key holder at {registered.dir.keyholder}; key fingerprint {fingerprint}")
     return 0
 
 

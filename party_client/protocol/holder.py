@@ -44,6 +44,9 @@ from proto import linkage_pb2 as pb
 log = logging.getLogger("party")
 BUSY_POLL_SECONDS = 0.2     # a busy holder checks for new rounds this often
 LOOKUP_LANE = 32            # lookup rounds served at once (each a few rows: mostly waiting on the network)
+#: Refusals after which a round is served again (K still lists it), after 1, 2, 4 ... at most 30 s.
+TRANSIENT = ("RESOURCE_EXHAUSTED", "UNAVAILABLE", "ABORTED", "DEADLINE_EXCEEDED", "INTERNAL", "UNKNOWN")
+RETRY_ROUND_SECONDS = 30.0
 STOP_SECONDS = 2.0          # interrupted: the rounds in flight get this long to stop, then are left behind
 
 
@@ -86,8 +89,12 @@ class Holder:
         behind a join's comparisons nor behind other lookups: join and dedup rounds share the
         process-wide comparison pool (one thread per core, :func:`common.schemes.pool.worker_pool`),
         a lookup compares its few rows in its own lane thread.  Each lookup session's bucket index
-        is built once and kept while the session lives, within ``lookup_memory`` bytes.  A round is taken once per call (K lists a round as pending until it
-        is finished, so the rounds in flight are remembered).
+        is built once and kept while the session lives, within ``lookup_memory`` bytes.  A round is
+        taken once per call (K lists a round as pending until it is finished, so the rounds in flight
+        are remembered).
+
+        A round refused by K on the way with a transient status (back-pressure beyond the retry window,
+        an interruption) is served again at a later poll, after a growing pause, while K lists it.
 
         Returns what each served round cost (:meth:`process`), for the holder's eyes only;
         ``on_served`` receives each summary as soon as its round is served (one call at a time).
@@ -101,6 +108,7 @@ class Holder:
         self._stopping.clear()
         served: list[dict] = []
         taken: set[tuple[str, int]] = set()          # in flight or done in this call: never taken again
+        again: dict[tuple[str, int], tuple[float, int]] = {}   # refused on the way: (serve again at, attempts)
         lock = threading.Lock()
         finished = threading.Event()
         widths = {"round": width, "lookup": LOOKUP_LANE}
@@ -116,7 +124,17 @@ class Holder:
             except ConnectionProblem:
                 raise
             except PartyError as error:  # e.g. the querier closed or the session expired meanwhile
-                log.warning("session %s round %d not served: %s", item.session.session_id, item.round, error)
+                key = (item.session.session_id, item.round)
+                if isinstance(error, KeyHolderRefusal) and error.code in TRANSIENT:
+                    with lock:
+                        attempts = again.get(key, (0.0, 0))[1] + 1
+                        pause = min(RETRY_ROUND_SECONDS, 2.0 ** (attempts - 1))
+                        again[key] = (time.monotonic() + pause, attempts)
+                        taken.discard(key)
+                    log.warning("session %s round %d not served yet: %s; serving it again in %.0f s (attempt %d)",
+                                *key, error, pause, attempts + 1)
+                    return
+                log.warning("session %s round %d not served: %s", *key, error)
                 return
             with lock:
                 served.append(summary)
@@ -134,22 +152,32 @@ class Holder:
                 busy = bool(running)
                 # K lists the rounds in flight as pending, so a long-poll would return at once: poll briefly.
                 items = self.pending(0.0 if once or busy else poll_seconds)
-                new = sorted((i for i in items if (i.session.session_id, i.round) not in taken),
-                             key=lambda i: i.session.mode != pb.LOOKUP)
+                now = time.monotonic()
+                with lock:
+                    new = sorted((i for i in items if (i.session.session_id, i.round) not in taken
+                                  and again.get((i.session.session_id, i.round), (0.0, 0))[0] <= now),
+                                 key=lambda i: i.session.mode != pb.LOOKUP)
                 started = 0
                 for item in new:
                     lane = "lookup" if item.session.mode == pb.LOOKUP else "round"
                     if sum(1 for name in running.values() if name == lane) >= widths[lane]:
                         continue                     # left pending: taken at a later poll
-                    taken.add((item.session.session_id, item.round))
+                    with lock:
+                        taken.add((item.session.session_id, item.round))
                     future = lanes[lane].submit(serve_one, item)
                     future.add_done_callback(lambda _: finished.set())
                     running[future] = lane
                     started += 1
-                if once and not started and not running:
+                with lock:
+                    deferred = [again[key][0] for key in ((i.session.session_id, i.round) for i in items)
+                                if key not in taken and key in again and again[key][0] > now]
+                if once and not started and not running and not deferred:
                     break
                 if running and (started == 0 or len(new) > started):
                     finished.wait(BUSY_POLL_SECONDS if not once else None)
+                    finished.clear()
+                elif deferred and not started:       # only rounds waiting to be served again: no busy polling
+                    finished.wait(max(0.05, min(deferred) - time.monotonic()))
                     finished.clear()
             while running:                           # stopped: let the rounds in flight end
                 wait(list(running))

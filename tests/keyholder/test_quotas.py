@@ -178,11 +178,18 @@ def test_tokens_expire_failures_are_throttled_idle_sessions_lose_their_key(fresh
     audit = subprocess.run(keyholder_cmd("audit", "--data-dir", str(server.data_dir)), capture_output=True,
                            text=True, check=True).stdout
     assert f"idle_session\t{session.session_id}" in audit
-    # 4 more failures (one was the expired token) reach the limit of 5: then even a good token waits
+    # 4 more failures from this address (one was the expired token) reach the limit of 5: a sixth failing
+    # call is refused with a time to wait (and retry-after), while a valid token is never refused
+    wrong = [("authorization", "Bearer wrong")]
     for _ in range(4):
-        refused(lambda: q.GetParty(pb.GetPartyRequest(name=hname), metadata=[("authorization", "Bearer wrong")]))
-    code, details = refused(lambda: q.GetParty(pb.GetPartyRequest(name=hname), metadata=qmeta))
-    assert code == grpc.StatusCode.RESOURCE_EXHAUSTED and "retry in" in details
+        code, _ = refused(lambda: q.GetParty(pb.GetPartyRequest(name=hname), metadata=wrong))
+        assert code == grpc.StatusCode.UNAUTHENTICATED
+    with pytest.raises(grpc.RpcError) as caught:
+        q.GetParty(pb.GetPartyRequest(name=hname), metadata=wrong)
+    assert caught.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert "failed authentications from this address: retry in" in caught.value.details()
+    assert 1 <= int(dict(caught.value.trailing_metadata())["retry-after"]) <= 60
+    assert q.GetParty(pb.GetPartyRequest(name=hname), metadata=qmeta).name == hname
 
 
 def test_a_party_client_waits_out_the_long_poll_cap(fresh_keyholder, tmp_path):
