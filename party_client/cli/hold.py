@@ -87,10 +87,11 @@ def register(commands: argparse._SubParsersAction) -> None:
                       help="join and dedup rounds served at once, one per core by default; lookups get a wide "
                            "lane of their own (32 at once), so they never wait behind a join or each other")
     hold.add_argument("--lookup-memory", type=_mebibytes, default=DEFAULT_BUDGET_BYTES >> 20, metavar="MiB",
-                      help="memory for lookup indexes (default %(default)s MiB). Each lookup session's index "
+                      help="memory for lookup indexes, in MiB. Each lookup session's index "
                            "(4 bytes per row: 4 MB per million rows) is built once and kept while its key "
                            "lives; over this budget the least recently used is dropped and rebuilt at its "
-                           "next round. The table's digests for lookups take 16 bytes per row, once")
+                           "next round. The table's digests for lookups take 16 bytes per row, once "
+                           "(default: %(default)s)")
     hold.add_argument("--submit-window", type=int, default=SUBMIT_WINDOW, metavar="N",
                       help=f"comparison batches of a round sent to the key holder at once (default {SUBMIT_WINDOW}), "
                            "so it zero-tests several while the next are computed")

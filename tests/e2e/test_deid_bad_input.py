@@ -19,6 +19,7 @@ import pytest
 
 from deid_core.cli import main
 from deid_core.cli.main import build_parser
+from deidspecs import CLAIMS_SPEC
 
 REPO = Path(__file__).resolve().parents[2]
 KEY = "the data owner's secret masking key"
@@ -36,22 +37,7 @@ zip = { builder = "prefix" }
 [release]
 threshold = 0.2
 """
-LONG = """[columns]
-pid = "direct"
-sex = "quasi"
-yob = "quasi"
-dx = "quasi"
-[hierarchies]
-dx = { builder = "icd" }
-yob = { builder = "interval", widths = [10, 20] }
-[release]
-threshold = 0.2
-[longitudinal]
-person = "pid"
-level1 = ["sex", "yob"]
-level2 = ["dx"]
-adversary_power = 2
-"""
+LONG = CLAIMS_SPEC
 
 #: command -> (argv that succeeds, its input options, its output options, its options naming a column)
 COMMANDS: dict[str, tuple[list[str], list[str], list[str], list[str]]] = {

@@ -11,6 +11,7 @@ import pytest
 
 from deid_core.cli import main
 from deid_core.risk import k_for_threshold, meets
+from deidspecs import CLAIMS_SPEC
 
 CROSS = """[columns]
 name = "direct"
@@ -24,22 +25,7 @@ zip = { builder = "prefix" }
 type = "public"
 threshold = 0.2
 """
-LONGITUDINAL = """[columns]
-pid = "direct"
-sex = "quasi"
-yob = "quasi"
-dx = "quasi"
-[hierarchies]
-dx = { builder = "icd" }
-yob = { builder = "interval", widths = [10, 20] }
-[release]
-threshold = 0.2
-[longitudinal]
-person = "pid"
-level1 = ["sex", "yob"]
-level2 = ["dx"]
-adversary_power = 2
-"""
+LONGITUDINAL = CLAIMS_SPEC
 
 
 @pytest.fixture(scope="module")

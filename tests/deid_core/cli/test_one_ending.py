@@ -9,25 +9,11 @@ import pandas as pd
 import pytest
 
 from deid_core.cli import main
+from deidspecs import CLAIMS_SPEC
 
 REPO = Path(__file__).resolve().parents[3]
 GEO = REPO / "tests" / "data" / "geo"
-SPEC = """[columns]
-pid = "direct"
-sex = "quasi"
-yob = "quasi"
-dx = "quasi"
-[hierarchies]
-dx = { builder = "icd" }
-yob = { builder = "interval", widths = [10, 20] }
-[release]
-threshold = 0.2
-[longitudinal]
-person = "pid"
-level1 = ["sex", "yob"]
-level2 = ["dx"]
-adversary_power = 2
-"""
+SPEC = CLAIMS_SPEC
 
 
 @pytest.fixture(scope="module")

@@ -7,23 +7,9 @@ from pathlib import Path
 import pandas as pd
 
 from deid_core.cli import main
+from deidspecs import CLAIMS_SPEC
 
-SPEC = """[columns]
-pid = "direct"
-sex = "quasi"
-yob = "quasi"
-dx = "quasi"
-[hierarchies]
-dx = { builder = "icd" }
-yob = { builder = "interval", widths = [10, 20] }
-[release]
-threshold = 0.2
-[longitudinal]
-person = "pid"
-level1 = ["sex", "yob"]
-level2 = ["dx"]
-adversary_power = 2
-"""
+SPEC = CLAIMS_SPEC
 
 
 def _claims(tmp_path: Path) -> tuple[Path, Path]:

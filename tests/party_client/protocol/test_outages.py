@@ -220,7 +220,7 @@ def test_sessions_left_open_are_listed_and_closed(fresh_keyholder, tmp_path):
 
 
 def test_a_relayed_message_resumes_where_the_stream_stopped(fresh_keyholder, tmp_path):
-    """K is killed after the first megabyte of a 3 MB message reached the holder; the stream restarts
+    """K is killed after the first chunk of a 32 MB message reached the holder; the stream restarts
     once K is back and the holder gets every byte exactly once."""
     import os
     import threading
@@ -229,7 +229,7 @@ def test_a_relayed_message_resumes_where_the_stream_stopped(fresh_keyholder, tmp
     from proto import linkage_pb2 as pb
     server = fresh_keyholder()
     (qdir, _), (hdir, hname) = make_party(server, tmp_path), make_party(server, tmp_path)
-    payload = os.urandom(3 << 20)
+    payload = os.urandom(32 << 20)     # more than gRPC buffers ahead (its flow-control window grows to a few MB)
     with Connection(PartyDir.load(qdir), server.address, insecure=True) as querier:
         session = querier.call("OpenSession", pb.OpenSessionRequest(mode=pb.JOIN, holder=hname,
                                                                    key_bits=TEST_KEY_BITS))
