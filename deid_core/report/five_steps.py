@@ -177,10 +177,12 @@ def build_report(a: Assessment, input_name: str = "", today: _dt.date | None = N
     return report
 
 
-def reassess_release(source: pd.DataFrame, output: pd.DataFrame, spec: Spec) -> tuple[Assessment, Assessment]:
-    """(the release, the original) of a release made elsewhere (``deid apply``), each measured from scratch
-    under ``spec``: the release on its own columns with no hierarchy (what a recipient holds), per person
-    with ``[longitudinal]`` (the person column put back from ``source``, rows in the same order)."""
+def reassess_release(source: pd.DataFrame, output: pd.DataFrame, spec: Spec,
+                     population: pd.DataFrame | None = None) -> tuple[Assessment, Assessment]:
+    """(the release, the original) of a release made elsewhere (``deid apply``, a workbench node), each
+    measured from scratch under ``spec``: the release on its own columns with no hierarchy (what a recipient
+    holds), per person with ``[longitudinal]`` (the person column put back from ``source``, rows in the same
+    order); the original against ``population`` when one is given."""
     rel = replace(spec, columns={c: r for c, r in spec.columns.items() if c in output.columns and r != "direct"},
                   types={}, hierarchies={}, levels={}, record_suppression=False)
     frame, lg = output, spec.longitudinal
@@ -192,5 +194,5 @@ def reassess_release(source: pd.DataFrame, output: pd.DataFrame, spec: Spec) -> 
         rel = replace(rel, columns={lg.person: "direct", **rel.columns},
                       longitudinal=replace(lg, level1=tuple(c for c in lg.level1 if c in output.columns),
                                            level2=tuple(c for c in lg.level2 if c in output.columns)))
-    before = assess(source, replace(spec, levels={}, record_suppression=False))
+    before = assess(source, replace(spec, levels={}, record_suppression=False), population)
     return assess(frame, rel), before

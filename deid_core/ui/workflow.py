@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import threading
 import time
-from dataclasses import dataclass, field as dataclass_field, replace
+from dataclasses import dataclass, field as dataclass_field
 from pathlib import Path
 from typing import Callable, Mapping
 
@@ -19,7 +19,7 @@ from ..detect import check_release, scan
 from ..errors import DeidInputError
 from ..hierarchy import from_csv
 from ..io import read_table, require_records, write_table, write_text
-from ..report import EXAMPLE_MIN_RECORDS, build_report, plots, render_html, search_plot
+from ..report import EXAMPLE_MIN_RECORDS, build_report, plots, reassess_release, render_html, search_plot
 from ..spec import Spec, load_spec
 from ..transform.policy import Policy
 from .specform import SpecForm
@@ -232,20 +232,6 @@ def _node_release(job: SearchJob, index: int) -> tuple[pd.DataFrame, Policy]:
     return release, policy.with_fates(fates, spec.rest, False)
 
 
-def _release_spec(spec: Spec, release: pd.DataFrame, table: pd.DataFrame) -> tuple[Spec, pd.DataFrame]:
-    """The spec and table that re-assess a release from scratch: released columns only, no hierarchies; with
-    ``[longitudinal]`` the person column put back (as a direct identifier) so classes count persons."""
-    columns = {c: r for c, r in spec.columns.items() if c in release.columns and r != "direct"}
-    lg = spec.longitudinal
-    if lg is None:
-        return replace(spec, columns=columns, types={}, hierarchies={}, levels={}, record_suppression=False), release
-    frame = release.copy()
-    frame.insert(0, lg.person, table[lg.person].to_numpy())
-    lg = replace(lg, level1=tuple(c for c in lg.level1 if c in columns), level2=tuple(c for c in lg.level2 if c in columns))
-    return replace(spec, columns={lg.person: "direct", **columns}, types={}, hierarchies={}, levels={},
-                   record_suppression=False, longitudinal=lg), frame
-
-
 def pick_node(ws: Workspace, index: int) -> dict:
     """Release candidate ``index``: the release, its policy and the ethics-board page (the renderer of
     ``deid assess --html``), written to the workspace for download."""
@@ -257,10 +243,7 @@ def pick_node(ws: Workspace, index: int) -> dict:
         raise DeidInputError("no such candidate: run the search again")
     release, policy = _node_release(job, index)
     spec, table = job.spec, job.table
-    population = _population(ws, spec)
-    before = assess(table, spec, population)
-    rspec, assessed = _release_spec(spec, release, table)
-    after = assess(assessed, rspec)
+    after, before = reassess_release(table, release, spec, _population(ws, spec))
     report = build_report(after, input_name=ws.input_name, source=table, before=before, policy=policy,
                           reapply={"command": "deid apply --input NEXT.csv --policy policy.json --out RELEASE.csv",
                                    "policy_file": "policy.json"})
