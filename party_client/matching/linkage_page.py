@@ -10,14 +10,13 @@ the match prior from the matches found among all querier x holder pairs.
 """
 from __future__ import annotations
 
-import base64
-import html
-import io
 from collections import defaultdict
 
 import numpy as np
 import pandas as pd
 
+from deid_core.report import Document, Figure, Paragraph, Section, Table, render
+from deid_core.report.figures import png
 from party_client.matching.fellegi_sunter import ELSE_LEVEL, LevelModel
 
 BORDERLINE = 10                 # matches shown nearest the threshold
@@ -61,47 +60,41 @@ def _histogram(weights: np.ndarray, threshold: float) -> str:
     ax.set_xlabel("match weight (bits)")
     ax.set_ylabel("matched pairs")
     ax.legend()
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=90, bbox_inches="tight")
+    out = png(fig)
     plt.close(fig)
-    return base64.b64encode(buffer.getvalue()).decode("ascii")
+    return out
 
 
 def render_page(model: LevelModel, result: pd.DataFrame, weight_column: str, matched_column: str,
                 own_columns: list[str], holder_rows: int) -> str:
-    """The page for one linkage: ``result`` is the querier's output (its own columns, ``matched`` and
-    ``match_weight``); only the querier's own columns are shown for borderline pairs."""
+    """The page for one linkage, drawn by the project's one report renderer (:mod:`deid_core.report`):
+    ``result`` is the querier's output (its own columns, ``matched`` and ``match_weight``); only the
+    querier's own columns are shown for borderline pairs."""
     matched = result[result[matched_column].astype(bool)]
     weights = matched[weight_column].to_numpy(dtype=np.float64)
     quality = estimated_quality(model, int(matched.index.nunique()), len(result) * max(holder_rows, 1)) \
         if model.m and model.u else None
-    rows = []
+    levels = []
     for f in model.fields:
         for name in [level.name for level in f.levels] + [ELSE_LEVEL]:
-            rows.append(f"<tr><td>{html.escape(f.name)}</td><td>{html.escape(name)}</td>"
-                        f"<td>{model.m.get(f.name, {}).get(name, float('nan')):.4f}</td>"
-                        f"<td>{model.u.get(f.name, {}).get(name, float('nan')):.6f}</td>"
-                        f"<td>{model.weights[f.name][name]:+.2f}</td></tr>")
-        rows.append(f"<tr><td>{html.escape(f.name)}</td><td>missing</td><td>–</td><td>–</td><td>+0.00</td></tr>")
+            levels.append([f.name, name, model.m.get(f.name, {}).get(name), model.u.get(f.name, {}).get(name),
+                           f"{model.weights[f.name][name]:+.2f}"])
+        levels.append([f.name, "missing", None, None, "+0.00"])
     nearest = matched.assign(__gap=(matched[weight_column] - model.threshold).abs()).nsmallest(BORDERLINE, "__gap")
     shown = [c for c in own_columns if c in nearest.columns] + [weight_column]
-    borderline = "".join("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in row) + "</tr>"
-                         for row in nearest[shown].itertuples(index=False))
-    return "\n".join([
-        "<!doctype html><html lang='en'><head><meta charset='utf-8'><title>Linkage report</title>",
-        "<style>body{font-family:sans-serif;max-width:60em;margin:2em auto}table{border-collapse:collapse}"
-        "td,th{border:1px solid #ccc;padding:2px 6px;text-align:left}</style></head><body>",
-        "<h1>Linkage report</h1>",
-        f"<p>{len(matched):,} matched pairs for {int(matched.index.nunique()):,} of your {len(result):,} rows; "
-        f"threshold {model.threshold:g} bits.</p>",
-        "<h2>Estimated quality at the threshold</h2>",
-        (f"<p>Precision {quality['precision']:.3f}, recall {quality['recall']:.3f} (the model's own estimate: fields "
-         f"independent given the match status; false-match rate per pair {quality['false_match_rate']:.2e}).</p>"
-         if quality else "<p>Not estimated: the rules give weights without m and u.</p>"),
-        "<h2>m, u and weight per level</h2><table><tr><th>field</th><th>level</th><th>m</th><th>u</th>"
-        "<th>weight (bits)</th></tr>" + "".join(rows) + "</table>",
-        "<h2>Match weights</h2>",
-        f"<img alt='histogram of match weights' src='data:image/png;base64,{_histogram(weights, model.threshold)}'>",
-        "<h2>Borderline matches (your own records only)</h2>",
-        "<table><tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in shown) + "</tr>" + borderline + "</table>",
-        "</body></html>"])
+    estimate = (f"Precision {quality['precision']:.3f}, recall {quality['recall']:.3f} (the model's own estimate: "
+                "fields independent given the match status; false-match rate per pair "
+                f"{quality['false_match_rate']:.2e})." if quality else
+                "Not estimated: the rules give weights without m and u.")
+    return render(Document("Linkage report", meta=(
+        f"{len(matched):,} matched pairs for {int(matched.index.nunique()):,} of your {len(result):,} rows; "
+        f"threshold {model.threshold:g} bits."), sections=[
+        Section("Estimated quality at the threshold", [Paragraph(estimate)]),
+        Section("m, u and weight per level", [Table(["field", "level", "m", "u", "weight (bits)"], levels,
+                                                    numeric=(2, 3, 4))]),
+        Section("Match weights", [Figure(_histogram(weights, model.threshold),
+                                         "histogram of the matches' weights, with the threshold")]),
+        Section("Borderline matches (your own records only)", [
+            Table(shown, [[None if pd.isna(v) else v if isinstance(v, float) else str(v) for v in row]
+                          for row in nearest[shown].itertuples(index=False)])]),
+    ]))
