@@ -515,7 +515,8 @@ def print_results(results: dict) -> None:
     print(f"{'scheme':10s} {'querier command':>16s} {'protocol':>9s} {'floor':>8s} {'/floor':>7s} {'/PSI':>6s}")
     for r in results["joins"]:
         print(f"{r['scheme']:10s} {r['querier_process_wall']:14.2f} s {r['wall']:7.2f} s {r['floor']['floor']:6.2f} s "
-              f"{r['process_ratio']:7.2f} {r.get('psi_process_ratio', float('nan')):6.2f}")
+              f"{r['process_ratio']:7.2f} "
+              + (f"{r['psi_process_ratio']:6.2f}" if 'psi_process_ratio' in r else f"{'—':>6s}"))
     print("peak memory of the holder and K over all joins (MB): "
           + ", ".join(f"{k} {v:.0f}" for k, v in results.get("peak_memory_mb", {}).items()))
     print(f"load average before {results['load_before'][0]:.2f}, after {results['load_after'][0]:.2f}; code "
