@@ -56,8 +56,9 @@ PRESETS = ("person", "person-typo")
 # of every field, and a true pair found by several passes is compared in each (passes are unlinkable for
 # the holder), so a pass costs about as much as a full comparison of every record: on FEBRL 1-4 the first
 # four that fit nine roles (id, dob, postcode+street_number, address+last initial) miss no more true pairs
-# than the five used before (id, dob, first+last, postcode+street_number, NYSIIS(first)+postcode) at 10-15 %
-# fewer candidate pairs, and a fifth pass adds none (benchmarks/README.md, "FEBRL 4 with --preset person").
+# than the five used before (id, dob, first+last, postcode+street_number, NYSIIS(first)+postcode) at 9-13 %
+# fewer candidate pairs; a fifth (first+last) finds two more true pairs of FEBRL 3's 3,276 and of FEBRL 4's
+# 5,000 for 13-15 % more (benchmarks/README.md, "FEBRL 4 with --preset person").
 PASSES = (("id",), ("dob",), ("postcode", "street_number"), ("address", "last:initial"), ("first", "last"),
           ("first:nysiis", "postcode"), ("last:soundex", "dob:year"))
 MAX_PASSES = 4
