@@ -18,11 +18,12 @@ from party_client.matching.blocking import plan_passes
 from party_client.matching.fellegi_sunter import ELSE_LEVEL
 from party_client.matching.level_rules import LevelRules, block_codes
 
-# per second on 2 cores: querier ciphertexts (encryption, validation at the holder) and comparisons
-# (blinded at the holder, zero-tested at K).  ec: 0.12 ms per ciphertext and about 4,800 comparisons/s
-# (benchmarks/README.md); Paillier at 2048 bits: a fixed-base encryption costs 0.15 ms per core
-# (docs/protocol.md, "Speed reference") and a comparison round about 6 ms, so its comparisons dominate
-RATES = {"ec": (8_300.0, 4_800.0), "paillier": (13_000.0, 160.0)}
+# per second on 2 idle cores: querier ciphertexts (encryption, validation at the holder) and comparisons
+# (blinded at the holder, zero-tested at K).  ec: FEBRL 4 with --preset person encrypted 274,000
+# ciphertexts in 15 s and compared 486,000 times in 70 s (benchmarks/README.md); Paillier at 2048 bits:
+# a fixed-base encryption costs 0.15 ms per core (docs/protocol.md, "Speed reference") and a
+# comparison round about 6 ms, so its comparisons dominate
+RATES = {"ec": (18_000.0, 7_000.0), "paillier": (13_000.0, 160.0)}
 
 
 def key_agreement(rules: LevelRules, parts: tuple[str, ...]) -> float:
