@@ -21,7 +21,7 @@ import pandas as pd
 
 from party_client.errors import PartyError
 from party_client.matching.levels import (ELSE_LEVEL, MISSING_LEVEL, GroupKeys, Level, date_keys, group_agreement,
-                                          missing_keys, number_keys, text_keys)
+                                          marked_values, missing_keys, number_keys, text_keys)
 from party_client.matching.normalize import normalize_identifiers, normalize_names
 
 SCALE = 1000                 # weights in thousandths of a bit
@@ -96,7 +96,13 @@ def level_groups(field: LevelField, codes: dict[str, pd.Series]) -> list[GroupKe
             groups.append(date_keys(level, own))
         else:
             groups.append(number_keys(level, own))
-    groups.append(missing_keys(own))
+    # a field with a ``value`` slot carries the missing marker there (one querier slot fewer per field)
+    shared = any("value" in g.sources for g in groups)
+    if shared:
+        marked = marked_values(own)
+        for g in groups:
+            g.querier = [marked if source == "value" else q for q, source in zip(g.querier, g.sources)]
+    groups.append(missing_keys(own, value_slot=shared))
     return groups
 
 

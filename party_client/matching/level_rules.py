@@ -103,7 +103,7 @@ class LevelRules:
         canonical = {"fields": [(f.name, f.value_type, [level.name for level in f.levels]) for f in self.model.fields],
                      "weights": scaled, "else": otherwise, "threshold": threshold,
                      "blocking": [[list(b.fields), b.buckets, b.clear] for b in self.blocking]}
-        return "levels/v1/" + hashlib.sha256(json.dumps(canonical).encode()).hexdigest()[:32]
+        return "levels/v2/" + hashlib.sha256(json.dumps(canonical).encode()).hexdigest()[:32]
 
     @staticmethod
     def term_name(term) -> str:

@@ -35,6 +35,7 @@ DEFAULT_TYPO_LENGTH = 8
 DEFAULT_TRANSPOSED_LENGTH = 10
 MISSING_LEVEL = "missing"
 ANCHOR = "anchor"                   # the missing level's constant querier slot, one for all fields
+MISSING_MARKER = SEPARATOR + "missing"   # a querier's missing value in its value slot; never a normalized value
 ELSE_LEVEL = "else"
 
 
@@ -230,18 +231,32 @@ def day_numbers(dates: pd.Series) -> pd.Series:
     return days.astype("Int64").astype("string").fillna("").astype(object)
 
 
-def missing_keys(codes: pd.Series) -> GroupKeys:
+def missing_keys(codes: pd.Series, value_slot: bool = False) -> GroupKeys:
     """The ``missing`` level: agrees when either side's value is missing.
 
-    Querier slots: ``missing`` or ``present``, and a constant anchor; the holder compares the first
-    with ``missing`` when it has a value, and the anchor with itself when it has none: one comparison.
+    Querier slots: a slot that says whether its value is missing, and a constant anchor; the holder
+    compares the first with the missing marker when it has a value, and the anchor with itself when it
+    has none: one comparison.  With ``value_slot`` the first slot is the field's ``value`` slot (the key
+    its exact-like levels compare with), which holds :data:`MISSING_MARKER` where the querier has no
+    value: no holder key of those levels is ever the marker, so they still never agree there, and the
+    field needs no slot of its own for missing.  Otherwise it is an indicator (``missing``/``present``).
     """
     absent = _text(codes) == ""
-    indicator = pd.Series(np.where(absent, "missing", "present"), index=codes.index, dtype=object)
+    if value_slot:
+        first, marker, source = marked_values(codes), MISSING_MARKER, "value"
+    else:
+        first = pd.Series(np.where(absent, "missing", "present"), index=codes.index, dtype=object)
+        marker, source = "missing", MISSING_LEVEL
     anchor = pd.Series("anchor", index=codes.index, dtype=object)
     # the holder's slot choice is per row: keep it as a (slot, key) pair per row
-    holder = pd.Series([(1, "anchor") if a else (0, "missing") for a in absent], index=codes.index, dtype=object)
-    return GroupKeys([indicator, anchor], [(-1, holder)], (MISSING_LEVEL, ANCHOR))
+    holder = pd.Series([(1, "anchor") if a else (0, marker) for a in absent], index=codes.index, dtype=object)
+    return GroupKeys([first, anchor], [(-1, holder)], (source, ANCHOR))
+
+
+def marked_values(codes: pd.Series) -> pd.Series:
+    """A field's ``value`` slot as the querier sends it: the value, or :data:`MISSING_MARKER` where missing."""
+    codes = _text(codes)
+    return codes.where(codes != "", MISSING_MARKER)
 
 
 # -- evaluation on plaintext keys ----------------------------------------------------------------

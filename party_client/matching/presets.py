@@ -51,10 +51,17 @@ TYPO_LEVELS: dict[str, list[tuple[str, float, float, int]]] = {     # (level, m,
     "address": [("typo:10", 0.25, 0.0005, 1)], "city": [("typo:8", 0.15, 0.001, 1)],
 }
 PRESETS = ("person", "person-typo")
-# Blocking passes, in order, each used when all its roles are mapped (risk-checked keyed buckets);
-# the last only without an id.
-PASSES = (("id",), ("dob",), ("first", "last"), ("postcode", "street_number"), ("first:nysiis", "postcode"),
-          ("last:soundex", "dob:year"))
+# Blocking passes, in order of preference, each used when all its roles are mapped (risk-checked keyed
+# buckets), at most ``MAX_PASSES`` of them; the last only without an id.  Every pass compares every level
+# of every field, and a true pair found by several passes is compared in each (passes are unlinkable for
+# the holder), so a pass costs about as much as a full comparison of every record: on FEBRL 1-4 the first
+# four that fit nine roles (id, dob, postcode+street_number, address+last initial) miss no more true pairs
+# than the five used before (id, dob, first+last, postcode+street_number, NYSIIS(first)+postcode) at 9-13 %
+# fewer candidate pairs; a fifth (first+last) finds two more true pairs of FEBRL 3's 3,276 and of FEBRL 4's
+# 5,000 for 13-15 % more (benchmarks/README.md, "FEBRL 4 with --preset person").
+PASSES = (("id",), ("dob",), ("postcode", "street_number"), ("address", "last:initial"), ("first", "last"),
+          ("first:nysiis", "postcode"), ("last:soundex", "dob:year"))
+MAX_PASSES = 4
 DEFAULT_THRESHOLD = 12.0
 
 
@@ -131,10 +138,11 @@ def person_model(mapping: dict[str, str], date_format: str = "%Y%m%d", threshold
 
 
 def person_passes(mapping: dict[str, str]) -> list[BlockingPass]:
-    """The blocking passes whose roles are all mapped (keyed buckets, as many as the risk allows)."""
+    """The first ``MAX_PASSES`` blocking passes whose roles are all mapped (keyed buckets, as many as the
+    risk allows)."""
     mapped = set(mapping) | ({"dob"} if "birth_year" in mapping else set())
     passes = [BlockingPass(tuple(p)) for p in PASSES if all(part.split(":")[0] in mapped for part in p)
-              and not (p == PASSES[-1] and "id" in mapped)]
+              and not (p == PASSES[-1] and "id" in mapped)][:MAX_PASSES]
     if not passes:
         raise PartyError("--preset person: no blocking pass fits the mapped roles (map id, dob, or first and last)")
     return passes

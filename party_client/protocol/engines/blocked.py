@@ -14,7 +14,6 @@ from __future__ import annotations
 import bisect
 import json
 import os
-import random
 
 import numpy as np
 import pandas as pd
@@ -23,9 +22,10 @@ from party_client.crypto.encoding import encode_to
 from party_client.errors import PartyError
 from party_client.matching.blocking import candidate_pairs, holder_pass_blocks
 from party_client.matching.keys import QuerierKeys
-from party_client.progress import tqdm_rows
+from party_client.matching.layout import PairLayout
+from party_client.progress import bar
 from party_client.protocol.engines.interface import (CIPHERTEXTS_PER_RECORD, HolderContext, Matches, PreparedQuery,
-                                                     Progress, QueryOptions, ReceivedQuery, Results, RoundPlan)
+                                                     Progress, QueryOptions, ReceivedQuery, Results, RoundPlan, Unit)
 from proto import linkage_pb2 as pb
 
 
@@ -38,17 +38,16 @@ def prepare_blocked(keys: QuerierKeys, options: QueryOptions, length: int,
     blocked = keys.blocked
     encodings, blocks, specs = [], [], []
     entry_records, entry_passes, offsets = [], [], [0]
-    cache: dict[tuple[str, int], bytes | None] = {}
+    cache: dict[tuple[str, str], bytes] = {}       # keys repeat across records: each (domain, key) encoded once
     for index, (planned, layout) in enumerate(zip(blocked.passes, blocked.layouts)):
         specs.append(pb.BlockingPassSpec(name=planned.name, buckets=planned.buckets, records=len(planned.records)))
         domains = layout.slot_domains
         for record in progress(f"encode pass {planned.name}", len(planned.records))(planned.records.tolist()):
             for domain in domains:
-                if (domain, record) not in cache:
-                    value = blocked.group_keys[domain][record]
-                    cache[domain, record] = (encode_to(blocked.secret, f"pair/{domain}", value, length)
-                                             if value else None)
-                encodings.append(cache[domain, record])
+                value = blocked.group_keys[domain][record]
+                if value and (domain, value) not in cache:
+                    cache[domain, value] = encode_to(blocked.secret, f"pair/{domain}", value, length)
+                encodings.append(cache[domain, value] if value else None)
             entry_records.append(record)
             entry_passes.append(index)
             offsets.append(len(encodings))
@@ -88,6 +87,56 @@ def blocked_matches(prepared: PreparedQuery, results: Results, keys: QuerierKeys
     return [(sorted(hits), values) for hits, values in by_row.values()]
 
 
+def row_comparisons(group_keys: dict[str, list[list]], layout: PairLayout, rows: np.ndarray, secret: bytes,
+                    length: int, progress: bool | None) -> tuple[np.ndarray, np.ndarray]:
+    """Per holder row of ``rows`` (sorted), the layout's comparisons in group order: the querier slot each
+    names (its offset within an entry) and our encoding of the key it is compared with (a fresh random
+    value where we have no key).  Keys repeat across rows (a state, a missing level's marker), so each
+    (domain, key) is encoded once."""
+    positions = layout.slot_positions()
+    offsets = np.zeros((len(rows), layout.comparisons), dtype=np.int64)
+    encodings = np.empty((len(rows), layout.comparisons), dtype=object)
+    cache: dict[tuple[str, str], bytes] = {}
+    column = 0
+    with bar(layout.comparisons * len(rows), "holder: encode keys of candidate rows", progress, "key") as shown:
+        for g, group in enumerate(layout.groups):
+            for variant in group_keys[group.label]:
+                for i, row in enumerate(rows.tolist()):
+                    value = variant[row]
+                    slot, key = value if isinstance(value, tuple) else (0, value)
+                    offsets[i, column] = positions[g][slot]
+                    if not key:
+                        encodings[i, column] = os.urandom(length)
+                        continue
+                    domain = group.domains[slot]
+                    if (domain, key) not in cache:
+                        cache[domain, key] = encode_to(secret, f"pair/{domain}", key, length)
+                    encodings[i, column] = cache[domain, key]
+                shown.update(len(rows))
+                column += 1
+    return offsets, encodings
+
+
+def pass_units(entries: np.ndarray, rows: np.ndarray, row_index: np.ndarray, position: int, layout: PairLayout,
+               offsets: np.ndarray, encodings: np.ndarray, mix: np.random.Generator) -> list[Unit]:
+    """One pass's units, a candidate pair (querier entry, holder row) each, in the given order: every
+    comparison of the layout, at query position ``position + entry * slots + offset``.  For a weighted
+    layout each group's comparisons are shuffled per pair, so K learns whether a level agreed, not which
+    variant did."""
+    pairs, width = len(entries), layout.comparisons
+    columns = np.broadcast_to(np.arange(width), (pairs, width)).copy()
+    if layout.weighted:
+        start = 0
+        for size in layout.group_sizes:
+            if size > 1:
+                columns[:, start:start + size] = start + np.argsort(mix.random((pairs, size)), axis=1)
+            start += size
+    chosen = row_index[:, None]
+    query_positions = offsets[chosen, columns] + (position + entries * layout.slots)[:, None]
+    ours = encodings[chosen, columns]
+    return [(row, list(zip(p, x))) for row, p, x in zip(rows.tolist(), query_positions.tolist(), ours.tolist())]
+
+
 class BlockedEngine:
     """Candidate pairs per blocking pass, decided by the pass's pair rule at K."""
 
@@ -114,36 +163,28 @@ class BlockedEngine:
         if any((p.buckets == 0) != clear for p, clear in zip(header.passes, blocked.clear)):
             return "a blocking pass is bucketed on one side and clear on the other"
         secret, length = header.session_secret, context.encoding_length
-        encoded: dict[tuple[str, int], list[tuple[int, bytes]]] = {}
-
-        def variants(group, row: int) -> list[tuple[int, bytes]]:
-            """Our (querier slot, encoding) of one group for one row: every variant (random where we have
-            no key; a level group's variants name the querier slot they are compared with, and are
-            encoded in that slot's domain)."""
-            if (group.label, row) not in encoded:
-                pairs = [v[row] if isinstance(v[row], tuple) else (0, v[row]) for v in blocked.group_keys[group.label]]
-                encoded[group.label, row] = [(slot, encode_to(secret, f"pair/{group.domains[slot]}", key, length)
-                                              if key else os.urandom(length)) for slot, key in pairs]
-            return encoded[group.label, row]
-        mix = random.Random(os.urandom(16))
-        plan = RoundPlan([], segments=[])
-        entry, position = 0, 0
-        for index, (spec, layout) in enumerate(zip(header.passes, layouts)):
+        passes = []
+        entry = 0
+        for index, spec in enumerate(header.passes):
             entries_blocks = pd.Series(blocks[entry:entry + spec.records], index=range(spec.records))
             pairs = candidate_pairs(entries_blocks, holder_pass_blocks(blocked, secret, index, spec.buckets))
-            order = context.shuffle(f"{context.session_id}/{index}", np.arange(len(pairs)))
-            entries, rows = pairs["entry"].to_numpy(), pairs["row"].to_numpy()
-            positions = layout.slot_positions()
+            order = np.asarray(context.shuffle(f"{context.session_id}/{index}", np.arange(len(pairs))), dtype=np.int64)
+            passes.append((pairs["entry"].to_numpy(dtype=np.int64)[order], pairs["row"].to_numpy(dtype=np.int64)[order]))
+            entry += spec.records
+        tables = {}              # per layout (passes over comparison levels share one): rows and their comparisons
+        for layout in {id(layout): layout for layout in layouts}.values():
+            compared = np.unique(np.concatenate([np.zeros(0, dtype=np.int64)] + [
+                rows for (_, rows), other in zip(passes, layouts) if other is layout]))
+            tables[id(layout)] = (compared, *row_comparisons(blocked.group_keys, layout, compared, secret, length,
+                                                             context.progress))
+        mix = np.random.default_rng(int.from_bytes(os.urandom(16), "big"))
+        plan = RoundPlan([], segments=[])
+        position = 0
+        for index, (spec, layout, (entries, rows)) in enumerate(zip(header.passes, layouts, passes)):
+            compared, offsets, encodings = tables[id(layout)]
             start = len(plan.units)
-            for i in tqdm_rows(order, f"holder: encode pairs of pass {index + 1}", context.progress):
-                row, base = int(rows[i]), position + int(entries[i]) * layout.slots
-                comparisons = []
-                for g, group_spec in enumerate(layout.groups):
-                    group = [(base + positions[g][slot], x) for slot, x in variants(group_spec, row)]
-                    if layout.weighted:           # K sees which groups agree, not which variant did
-                        mix.shuffle(group)
-                    comparisons += group
-                plan.units.append((row, comparisons))
+            plan.units += pass_units(entries, rows, np.searchsorted(compared, rows), position, layout, offsets,
+                                     encodings, mix)
             if layout.weighted:
                 fields, weights, otherwise, threshold = layout.weighted
                 rule = pb.PairRule(group_sizes=layout.group_sizes, weighted=pb.WeightedRule(
@@ -152,8 +193,7 @@ class BlockedEngine:
                 rule = pb.PairRule(group_sizes=layout.group_sizes,
                                    terms=[pb.Conjunction(groups=list(term)) for term in layout.terms])
             plan.segments.append((start, len(plan.units), rule))
-            plan.pass_pairs.append(len(pairs))
-            entry += spec.records
+            plan.pass_pairs.append(len(entries))
             position += spec.records * layout.slots
         return plan
 

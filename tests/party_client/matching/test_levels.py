@@ -160,6 +160,25 @@ def test_missing_gives_weight_zero(rows):
         assert w == expected
 
 
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.sampled_from(["", "4223", "4232", "2423", "9999"]), min_size=2, max_size=6))
+def test_missing_shares_the_value_slot_and_never_agrees_at_another_level(values):
+    """The querier's missing value travels as a marker in its value slot: missing needs no slot of its
+    own, and the marker never agrees at exact or transposed (no holder key is ever the marker)."""
+    field = LevelField("postcode", "text", (Level("exact"), Level("transposed", 4)), "postcode", normalize="identifier")
+    lm = LevelModel([field], {"postcode": {"exact": 8.0, "transposed:4": 4.0, "else": -3.0}}, threshold=5.0)
+    frame = pd.DataFrame({"postcode": values})
+    groups = lm.groups(lm.codes(frame))["postcode"]
+    assert [g.sources for g in groups] == [("value",), ("value",), ("value", "anchor")]
+    left, right = np.repeat(np.arange(len(frame)), len(frame)), np.tile(np.arange(len(frame)), len(frame))
+    levels = pair_levels(lm, {"postcode": groups}, {"postcode": groups}, left, right)[:, 0]
+    for i, j, level in zip(left, right, levels):
+        x, y = values[i], values[j]
+        swaps = {y[:k] + y[k + 1] + y[k] + y[k + 2:] for k in range(3) if y and y[k] != y[k + 1]}
+        expected = 2 if not x or not y else 0 if x == y else 1 if x in swaps else 3
+        assert level == expected, (x, y)
+
+
 def test_swapped_first_and_last_reach_the_swapped_level():
     frame_q = pd.DataFrame({"first": ["jack"], "last": ["steinert"]})
     frame_h = pd.DataFrame({"first": ["steinert"], "last": ["jack"]})
