@@ -126,8 +126,10 @@ class KeyHolder:
         if removed:
             log.info("removed %d stale spool files", removed)
 
-    def add_listener(self, listener: Callable[[], None]) -> None:
-        """Call ``listener`` (from any thread) whenever a round, message or session changes."""
+    def add_listener(self, listener: Callable[[tuple[str, ...]], None]) -> None:
+        """Call ``listener(keys)`` (from any thread) whenever a round, message or session changes:
+        ``keys`` name what changed (a session id, a holder's name), so that only the long-polls
+        waiting on those look again; empty: anything may have changed."""
         self._listeners.append(listener)
 
     def shutdown(self) -> None:
@@ -136,9 +138,11 @@ class KeyHolder:
         self.stopping = True
         self.changed()
 
-    def changed(self) -> None:
+    def changed(self, *keys: str) -> None:
+        """Tell the listeners what changed (:meth:`add_listener`): the session ids whose rounds a
+        querier may wait on, the holders whose work list changed; nothing named: everything."""
         for listener in self._listeners:
-            listener()
+            listener(keys)
 
     # -- parties --------------------------------------------------------------
     def register(self, name: str, public_key: bytes, cert_name: str | None,
@@ -315,6 +319,7 @@ class KeyHolder:
 
     def _end(self, session_id: str, status: int) -> None:
         """Destroy the session's private key, spool and sealed results."""
+        session = self.store.get_session(session_id)
         for path in self.store.end_session(session_id, status):
             Path(path).unlink(missing_ok=True)
         folder = self.spool / session_id
@@ -324,7 +329,7 @@ class KeyHolder:
             folder.rmdir()
         with self._keys_lock:
             self._keys.pop(session_id, None)
-        self.changed()
+        self.changed(session_id, *([session.holder] if session is not None else []))
         log.info("session %s %s; its private key was destroyed", session_id,
                  "expired" if status == EXPIRED else "closed")
 
@@ -498,12 +503,13 @@ class KeyHolder:
                                f"round {round_no}: batches {missing or 'beyond the count'} are missing "
                                f"({len(seqs)} received, {batches} announced)")
         self.store.finish_round(session_id, round_no, DONE, batches, holder_note, None)
+        self._drop_query(session_id, round_no)     # served: the holder needs its query no more
         found = self.store.get_round(session_id, round_no)
         self.store.audit(holder, "finish_round", session_id, round_no, count=found.comparisons,
                          detail=f"batches={batches} matched_rows={found.matched_rows}")
         log.info("session %s round %d: %d comparisons zero-tested", session_id, round_no,
                  found.comparisons)
-        self.changed()
+        self.changed(session_id)
         return found
 
     def abort_round(self, holder: str, session_id: str, round_no: int, reason: str) -> Round:
@@ -512,13 +518,17 @@ class KeyHolder:
         found = self._open_round(session, round_no)
         reason = " ".join((reason or "refused by the holder").split())[:300]
         self.store.finish_round(session_id, round_no, ABORTED, 0, None, reason)
+        self._drop_query(session_id, round_no)
+        self.store.audit(holder, "abort_round", session_id, round_no)
+        self.changed(session_id)
+        return self.store.get_round(session_id, round_no)
+
+    def _drop_query(self, session_id: str, round_no: int) -> None:
+        """Delete a finished round's spooled query (as if its holder had acknowledged it)."""
         path = self.store.round_message_path(session_id, round_no)
         if path is not None:
             Path(path).unlink(missing_ok=True)
-            self.store.ack_message(found.message_id)
-        self.store.audit(holder, "abort_round", session_id, round_no)
-        self.changed()
-        return self.store.get_round(session_id, round_no)
+            self.store.ack_message(self.store.get_round(session_id, round_no).message_id)
 
     def round_for_querier(self, querier: str, session_id: str, round_no: int) -> Round:
         """The round's status now (the server long-polls until it is no longer pending)."""

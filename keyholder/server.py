@@ -78,22 +78,46 @@ def pair_rule(rule: pb.PairRule) -> PairRule:
 
 
 class Changes:
-    """Wakes the async long-polls when the core reports a change (from any thread).
+    """Wakes the async long-polls when the core reports a change (from any thread), only those waiting
+    on what changed: a session's rounds (``WaitRound``) or a holder's work list (``ListWork``).
 
-    A waiter takes :attr:`event` before it looks at the state, so a change between its look and its
-    wait still wakes it.
+    A waiter takes :meth:`event` for its key (inside :meth:`watch`) before it looks at the state, so a
+    change between its look and its wait still wakes it.  A change naming no key wakes every waiter.
     """
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
-        self.event = asyncio.Event()
+        self._events: dict[str, asyncio.Event] = {}
+        self._watchers: dict[str, int] = {}
 
-    def notify(self) -> None:
-        self.loop.call_soon_threadsafe(self._fire)
+    @contextlib.contextmanager
+    def watch(self, key: str):
+        """Count a waiter on ``key`` (on the event loop); the key's event goes with its last waiter."""
+        self._watchers[key] = self._watchers.get(key, 0) + 1
+        try:
+            yield
+        finally:
+            left = self._watchers.pop(key) - 1
+            if left:
+                self._watchers[key] = left
+            else:
+                self._events.pop(key, None)
 
-    def _fire(self) -> None:
-        self.event.set()
-        self.event = asyncio.Event()
+    def event(self, key: str) -> asyncio.Event:
+        """The event set at the next change of ``key`` (take it before looking)."""
+        event = self._events.get(key)
+        if event is None:
+            event = self._events[key] = asyncio.Event()
+        return event
+
+    def notify(self, keys: tuple[str, ...] = ()) -> None:
+        self.loop.call_soon_threadsafe(self._fire, keys)
+
+    def _fire(self, keys: tuple[str, ...]) -> None:
+        for key in keys or list(self._events):
+            event = self._events.pop(key, None)
+            if event is not None:
+                event.set()
 
 
 class WaitSlots:
@@ -176,20 +200,28 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
             error = ServiceError("INTERNAL", "internal error in the key holder (see its log)")
         await refuse(context, error)
 
-    async def _long_poll(self, context, party: str, wait: float, ready: Callable[[], T | None]) -> T | None:
-        """Check ``ready`` on the pool until it gives something or ``wait`` seconds pass; no thread waits."""
+    async def _long_poll(self, context, party: str, key: str, wait: float, ready: Callable[[], T | None],
+                         looked: asyncio.Event | None = None) -> T | None:
+        """Check ``ready`` on the pool until it gives something or ``wait`` seconds pass; no thread waits.
+        It looks again when ``key`` changes (:class:`Changes`).  ``looked``: the caller has just looked,
+        after taking this event of ``key``, so the first look is skipped."""
         deadline = time.monotonic() + wait
-        with self.waits.hold(party):
+        with self.waits.hold(party), self.changes.watch(key):
+            event = looked
             while True:
-                event = self.changes.event
-                value = await self._thread(ready)
+                if event is None:
+                    event = self.changes.event(key)
+                    value = await self._thread(ready)
+                    if value:
+                        return value
                 remaining = deadline - time.monotonic()
-                if value or remaining <= 0 or self.core.stopping:
-                    return value
+                if remaining <= 0 or self.core.stopping:
+                    return None
                 try:
                     await asyncio.wait_for(event.wait(), min(remaining, RECHECK_SECONDS))
                 except asyncio.TimeoutError:
                     pass
+                event = None
 
     # -- parties --------------------------------------------------------------
     async def Register(self, request, context):
@@ -284,7 +316,7 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
     async def ListWork(self, request, context):
         party = await self._run(context, "ListWork", request, lambda party: party)
         try:
-            items = await self._long_poll(context, party, min(request.wait_seconds, self.limits.max_wait),
+            items = await self._long_poll(context, party, party, min(request.wait_seconds, self.limits.max_wait),
                                           lambda: self.core.list_work(party))
         except ServiceError as error:
             return await refuse(context, error)
@@ -311,14 +343,17 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
     async def WaitRound(self, request, context):
         def current(party: str) -> Round:
             return self.core.round_for_querier(party, request.session_id, request.round)
-        found = await self._run(context, "WaitRound", request, lambda party: (party, current(party)))
-        party, found = found
-        if found.status == PENDING:
-            try:
-                found = await self._long_poll(context, party, min(request.wait_seconds, self.limits.max_wait),
-                                              lambda: finished(current(party))) or await self._thread(current, party)
-            except ServiceError as error:
-                return await refuse(context, error)
+        key = request.session_id
+        with self.changes.watch(key):
+            looked = self.changes.event(key)          # before the first look: a change after it wakes the wait
+            party, found = await self._run(context, "WaitRound", request, lambda party: (party, current(party)))
+            if found.status == PENDING:
+                try:
+                    found = await self._long_poll(context, party, key, min(request.wait_seconds, self.limits.max_wait),
+                                                  lambda: finished(current(party)), looked) \
+                        or await self._thread(current, party)
+                except ServiceError as error:
+                    return await refuse(context, error)
         return round_info(found, for_querier=True)
 
     async def FetchResults(self, request, context):

@@ -309,18 +309,12 @@ class Holder:
 
     def _finish(self, item: pb.WorkItem, secret: bytes, blinding: Blinding, release_columns: list[str],
                 batches: int) -> None:
-        """Acknowledge the query and finish the round with the holder's sealed note."""
+        """Finish the round with the holder's sealed note (K then deletes the spooled query: finishing
+        acknowledges it, so no separate ``AckMessage`` call is needed)."""
         session = item.session
         note = pb.HolderNote(release_columns=release_columns, blinding=blinding.name,
                              refused_fast_blinding=blinding.refused)
         sealed_note = note_cipher(secret, session.session_id, item.round).seal(
             note.SerializeToString(), SessionCipher.padded_width(len(note.SerializeToString())))
-        # Acknowledge (K deletes the spooled query) before finishing: once the round is finished the
-        # querier may close the session at any moment.
-        try:
-            self.connection.call("AckMessage", pb.MessageRef(message_id=item.message_id))
-        except KeyHolderRefusal as refusal:   # already acknowledged: a retried call had gone through
-            if refusal.code != "FAILED_PRECONDITION":
-                raise
         self.connection.call("FinishRound", pb.FinishRoundRequest(
             session_id=session.session_id, round=item.round, batches=batches, holder_note=sealed_note))
