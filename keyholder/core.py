@@ -95,6 +95,9 @@ class KeyHolder:
         self.throttle = FailureThrottle(limits.max_auth_failures, limits.auth_window)
         self.keys = KeyFactory(limits.keygen_workers, limits.keygen_queue, limits.keygen_seconds)
         self._opening: dict[str, int] = {}         # querier -> sessions planned, key not yet stored
+        self._party_keys: dict[str, bytes] = {}    # name -> X25519 public key (public; a registration replaces it)
+        self._party_keys_version = 0
+        self._party_keys_lock = threading.Lock()
         self._opening_lock = threading.RLock()
         self.expire_due()
         self._clean_spool()
@@ -164,6 +167,9 @@ class KeyHolder:
                                    f"party '{name}' is already registered; re-register with its token")
         token = secrets.token_urlsafe(32)
         self.store.put_party(name, public_key, fingerprint(public_key), token_digest(token))
+        with self._party_keys_lock:
+            self._party_keys_version += 1
+            self._party_keys.pop(name, None)
         self.store.audit(name, "register" if existing is None else "re-register")
         log.info("party %s registered", name)
         return token, fingerprint(public_key)
@@ -203,6 +209,17 @@ class KeyHolder:
         if found is None:
             raise ServiceError("NOT_FOUND", f"party '{name}' is not registered")
         return found
+
+    def party_key(self, name: str) -> bytes:
+        """A registered party's X25519 public key (what ``GetParty`` says), kept in memory once read."""
+        with self._party_keys_lock:
+            key, version = self._party_keys.get(name), self._party_keys_version
+        if key is None:
+            key = self.party(name).x25519
+            with self._party_keys_lock:
+                if version == self._party_keys_version:     # no registration meanwhile
+                    self._party_keys[name] = key
+        return key
 
     # -- sessions -------------------------------------------------------------
     def query_limit(self, ciphertext_width: int, query_ciphertexts: int) -> int:

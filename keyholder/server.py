@@ -43,12 +43,15 @@ GRPC_OPTIONS = [("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
                 ("grpc.max_send_message_length", MAX_MESSAGE_BYTES)]
 
 
-def session_info(session: Session) -> pb.SessionInfo:
+def session_info(session: Session, holder_key: bytes = b"") -> pb.SessionInfo:
+    """A session as the parties see it; ``holder_key`` the holder's X25519 key (for the querier to seal
+    its query without a ``GetParty`` call)."""
     return pb.SessionInfo(session_id=session.id, mode=session.mode, querier=session.querier,
                           holder=session.holder, key_bits=session.key_bits, public_key=session.public_key,
                           status=session.status, created_at=session.created_at,
                           expires_at=session.expires_at, rounds=session.rounds,
-                          max_query_bytes=session.max_query_bytes, scheme=session.scheme)
+                          max_query_bytes=session.max_query_bytes, scheme=session.scheme,
+                          holder_x25519_public_key=holder_key)
 
 
 def message_info(message: Message) -> pb.MessageInfo:
@@ -248,16 +251,19 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
             request.query_ciphertexts, validation.scheme(request.scheme)))
         try:
             key = await asyncio.wrap_future(self.core.keys.submit(plan.querier, plan.scheme, plan.key_bits))
-            session = await self._thread(self.core.create_session, plan, key)
+            session, holder_key = await self._thread(
+                lambda: (self.core.create_session(plan, key), self.core.party_key(plan.holder)))
         except Exception as error:
             return await self._fail(context, error)
         finally:
             self.core.release(plan)
-        return session_info(session)
+        return session_info(session, holder_key)
 
     async def GetSession(self, request, context):
-        return session_info(await self._run(context, "GetSession", request,
-                                            lambda party: self.core.session(party, request.session_id)))
+        def found(party: str) -> tuple[Session, bytes]:
+            session = self.core.session(party, request.session_id)
+            return session, self.core.party_key(session.holder)
+        return session_info(*await self._run(context, "GetSession", request, found))
 
     async def CloseSession(self, request, context):
         return session_info(await self._run(context, "CloseSession", request,
@@ -317,13 +323,14 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
         party = await self._run(context, "ListWork", request, lambda party: party)
         try:
             items = await self._long_poll(context, party, party, min(request.wait_seconds, self.limits.max_wait),
-                                          lambda: self.core.list_work(party))
+                                          lambda: [(*item, self.core.party_key(item[0].querier))
+                                                   for item in self.core.list_work(party)])
         except ServiceError as error:
             return await refuse(context, error)
         return pb.WorkList(items=[
             pb.WorkItem(session=session_info(session), round=found.round, message_id=found.message_id,
-                        querier=session.querier, received_seqs=seqs)
-            for session, found, seqs in items or []])
+                        querier=session.querier, received_seqs=seqs, querier_x25519_public_key=querier_key)
+            for session, found, seqs, querier_key in items or []])
 
     async def SubmitComparisons(self, request, context):
         rule = pair_rule(request.rule) if request.HasField("rule") else None

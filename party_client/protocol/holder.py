@@ -213,7 +213,7 @@ class Holder:
         chunks = self.connection.stream("GetMessage", pb.MessageRef(message_id=item.message_id),
                                         split=lambda message: [message.data], length=len)
         try:
-            records = open_records(chunks, self.party.private_key, party_key(self.connection, item.querier),
+            records = open_records(chunks, self.party.private_key, party_key(self.connection, item.querier, item.querier_x25519_public_key),
                                    message_context(session.session_id, "query"))
             cluster = self.options.cluster if session.mode != pb.LOOKUP else None
             query, ciphertexts = read_query(records, scheme, session.public_key,

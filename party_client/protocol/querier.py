@@ -207,9 +207,10 @@ class Querier:
         note = pb.HolderNote.FromString(
             note_cipher(secret, session.session_id, round_no).open(info.holder_note))
         cipher = attachment_cipher(secret, session.session_id, round_no)
+        # K says how many holder rows matched (the querier learns it anyway): none, nothing to fetch.
         matches_found = self.connection.stream("FetchResults", pb.RoundRef(session_id=session.session_id,
                                                                            round=round_no),
-                                               split=lambda page: page.matches)
+                                               split=lambda page: page.matches) if info.matched_rows else []
         results = [(pb.RowAttachment.FromString(cipher.open(match.attachment)), list(match.match_indices))
                    for match in matches_found]
         engine = engine_for(session.mode, keys.blocked is not None)
@@ -231,7 +232,7 @@ class Querier:
         started = time.perf_counter()
         scheme = session_scheme(session)
         progress = self._progress(options)
-        holder_key = party_key(self.connection, session.holder)
+        holder_key = party_key(self.connection, session.holder, session.holder_x25519_public_key)
         engine = engine_for(session.mode, keys.blocked is not None)
         prepared, encodings = engine.prepare(keys, options, scheme.encoding_bytes(session.public_key), lookup_secret,
                                              progress)
