@@ -512,7 +512,7 @@ class KeyHolder:
     def finish_round(self, holder: str, session_id: str, round_no: int, batches: int,
                      holder_note: bytes) -> Round:
         session = self.session(holder, session_id, "holder")
-        self._open_round(session, round_no)
+        found = self._open_round(session, round_no)
         seqs = self.store.batch_seqs(session_id, round_no)
         if seqs != list(range(batches)):
             missing = sorted(set(range(batches)) - set(seqs))[:5]
@@ -520,7 +520,7 @@ class KeyHolder:
                                f"round {round_no}: batches {missing or 'beyond the count'} are missing "
                                f"({len(seqs)} received, {batches} announced)")
         self.store.finish_round(session_id, round_no, DONE, batches, holder_note, None)
-        self._drop_query(session_id, round_no)     # served: the holder needs its query no more
+        self._drop_query(session_id, round_no, found.message_id)     # served: the holder needs it no more
         found = self.store.get_round(session_id, round_no)
         self.store.audit(holder, "finish_round", session_id, round_no, count=found.comparisons,
                          detail=f"batches={batches} matched_rows={found.matched_rows}")
@@ -535,17 +535,17 @@ class KeyHolder:
         found = self._open_round(session, round_no)
         reason = " ".join((reason or "refused by the holder").split())[:300]
         self.store.finish_round(session_id, round_no, ABORTED, 0, None, reason)
-        self._drop_query(session_id, round_no)
+        self._drop_query(session_id, round_no, found.message_id)
         self.store.audit(holder, "abort_round", session_id, round_no)
         self.changed(session_id)
         return self.store.get_round(session_id, round_no)
 
-    def _drop_query(self, session_id: str, round_no: int) -> None:
+    def _drop_query(self, session_id: str, round_no: int, message_id: str) -> None:
         """Delete a finished round's spooled query (as if its holder had acknowledged it)."""
         path = self.store.round_message_path(session_id, round_no)
         if path is not None:
             Path(path).unlink(missing_ok=True)
-            self.store.ack_message(self.store.get_round(session_id, round_no).message_id)
+            self.store.ack_message(message_id)
 
     def round_for_querier(self, querier: str, session_id: str, round_no: int) -> Round:
         """The round's status now (the server long-polls until it is no longer pending)."""

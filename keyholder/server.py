@@ -17,7 +17,7 @@ import time
 from concurrent import futures
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, TypeVar
+from typing import Callable, Iterator, TypeVar
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -31,6 +31,7 @@ from keyholder.core import KeyHolder
 from keyholder.pair_rule import PairRule, WeightedRule
 from keyholder.states import PENDING
 from keyholder.store import Message, Round, Session
+from keyholder.uploads import Upload
 from proto import linkage_pb2 as pb
 from proto import linkage_pb2_grpc as pb_grpc
 
@@ -281,10 +282,18 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
             validation.message_header(header, self.limits)
             token, cert_name, peer = self._credentials(context)
             self.core.screen(token)
-            upload = await self._thread(lambda: self.core.begin_message(
-                self.core.authenticate(token, cert_name, peer), header.session_id, header.kind, header.recipient))
-            if first.data:
-                await self._thread(upload.write, first.data)
+
+            def begin() -> Upload:
+                started = self.core.begin_message(self.core.authenticate(token, cert_name, peer), header.session_id,
+                                                  header.kind, header.recipient)
+                try:
+                    if first.data:
+                        started.write(first.data)
+                except BaseException:
+                    started.abort()
+                    raise
+                return started
+            upload = await self._thread(begin)
             async for chunk in chunks:
                 if chunk.HasField("header"):
                     raise ServiceError("INVALID_ARGUMENT", "only the first chunk carries a header")
@@ -305,14 +314,18 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
         await refuse(context, failure)
 
     async def GetMessage(self, request, context):
-        message, chunks = await self._run(context, "GetMessage", request,
-                                          lambda party: self.core.get_message(party, request.message_id))
+        def opened(party: str) -> tuple[Message, Iterator[bytes], list[bytes]]:
+            message, chunks = self.core.get_message(party, request.message_id)
+            return message, chunks, read_ahead(chunks)
+        message, chunks, ready = await self._run(context, "GetMessage", request, opened)
         header = pb.MessageHeader(session_id=message.session_id, kind=message.kind,
                                   recipient=message.recipient)
         first = True
-        while (data := await self._thread(next, chunks, None)) is not None:
+        for data in ready:
             yield pb.MessageChunk(header=header, data=data) if first else pb.MessageChunk(data=data)
             first = False
+        while len(ready) == READ_AHEAD and (data := await self._thread(next, chunks, None)) is not None:
+            yield pb.MessageChunk(data=data)
 
     async def AckMessage(self, request, context):
         return message_info(await self._run(context, "AckMessage", request,
@@ -364,10 +377,23 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
         return round_info(found, for_querier=True)
 
     async def FetchResults(self, request, context):
-        pages = await self._run(context, "FetchResults", request, lambda party: self.core.fetch_results(
-            party, request.session_id, request.round))
-        while (page := await self._thread(next, pages, None)) is not None:
+        def opened(party: str) -> tuple[Iterator[list], list[list]]:
+            pages = self.core.fetch_results(party, request.session_id, request.round)
+            return pages, read_ahead(pages)
+        pages, ready = await self._run(context, "FetchResults", request, opened)
+        for page in ready:
             yield pb.ResultBatch(matches=[pb.Match(match_indices=indices, attachment=blob) for indices, blob in page])
+        while len(ready) == READ_AHEAD and (page := await self._thread(next, pages, None)) is not None:
+            yield pb.ResultBatch(matches=[pb.Match(match_indices=indices, attachment=blob) for indices, blob in page])
+
+
+READ_AHEAD = 2     # pieces of a streamed answer read with the call's checks (a lookup's whole answer)
+
+
+def read_ahead(pieces: Iterator[T]) -> list[T]:
+    """The first ``READ_AHEAD`` pieces of a stream, read in the thread that checked the call: fewer
+    means the stream is all there (a small message, a lookup's results), saving a thread hop each."""
+    return [piece for piece in (next(pieces, None) for _ in range(READ_AHEAD)) if piece is not None]
 
 
 def finished(found: Round) -> Round | None:
