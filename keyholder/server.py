@@ -345,16 +345,24 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
                         querier=session.querier, received_seqs=seqs, querier_x25519_public_key=querier_key)
             for session, found, seqs, querier_key in items or []])
 
+    def _submit(self, party: str, batch: pb.ComparisonBatch) -> tuple[int, bool]:
+        """Zero-test one batch (checked by :mod:`keyholder.validation`): (comparisons, duplicate)."""
+        rule = pair_rule(batch.rule) if batch.HasField("rule") else None
+        return self.core.submit_batch(party, batch.session_id, batch.round, batch.seq, batch.ciphertexts,
+                                      list(batch.row_comparisons), list(batch.attachments), rule)
+
     async def SubmitComparisons(self, request, context):
-        rule = pair_rule(request.rule) if request.HasField("rule") else None
-        count, duplicate = await self._run(context, "SubmitComparisons", request, lambda party: self.core.submit_batch(
-            party, request.session_id, request.round, request.seq, request.ciphertexts,
-            list(request.row_comparisons), list(request.attachments), rule))
+        count, duplicate = await self._run(context, "SubmitComparisons", request,
+                                           lambda party: self._submit(party, request))
         return pb.BatchAck(seq=request.seq, comparisons=count, duplicate=duplicate)
 
     async def FinishRound(self, request, context):
-        return round_info(await self._run(context, "FinishRound", request, lambda party: self.core.finish_round(
-            party, request.session_id, request.round, request.batches, request.holder_note)), for_querier=False)
+        def finish(party: str) -> Round:
+            if request.HasField("last_batch"):
+                self._submit(party, request.last_batch)
+            return self.core.finish_round(party, request.session_id, request.round, request.batches,
+                                          request.holder_note)
+        return round_info(await self._run(context, "FinishRound", request, finish), for_querier=False)
 
     async def AbortRound(self, request, context):
         return round_info(await self._run(context, "AbortRound", request, lambda party: self.core.abort_round(

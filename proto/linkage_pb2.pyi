@@ -255,16 +255,18 @@ class BatchAck(_message.Message):
     def __init__(self, seq: _Optional[int] = ..., comparisons: _Optional[int] = ..., duplicate: _Optional[bool] = ...) -> None: ...
 
 class FinishRoundRequest(_message.Message):
-    __slots__ = ("session_id", "round", "batches", "holder_note")
+    __slots__ = ("session_id", "round", "batches", "holder_note", "last_batch")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     ROUND_FIELD_NUMBER: _ClassVar[int]
     BATCHES_FIELD_NUMBER: _ClassVar[int]
     HOLDER_NOTE_FIELD_NUMBER: _ClassVar[int]
+    LAST_BATCH_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     round: int
     batches: int
     holder_note: bytes
-    def __init__(self, session_id: _Optional[str] = ..., round: _Optional[int] = ..., batches: _Optional[int] = ..., holder_note: _Optional[bytes] = ...) -> None: ...
+    last_batch: ComparisonBatch
+    def __init__(self, session_id: _Optional[str] = ..., round: _Optional[int] = ..., batches: _Optional[int] = ..., holder_note: _Optional[bytes] = ..., last_batch: _Optional[_Union[ComparisonBatch, _Mapping]] = ...) -> None: ...
 
 class AbortRoundRequest(_message.Message):
     __slots__ = ("session_id", "round", "reason")

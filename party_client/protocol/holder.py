@@ -289,15 +289,21 @@ class Holder:
                 nonlocal comparisons
                 comparisons += sum(message.row_comparisons)
                 progress.update(len(message.row_comparisons))
-            window = SubmitWindow(self.connection, 1 if lookup else self.options.submit_window, sent)
-            try:
-                for _, message in scheduler.messages(todo):
-                    window.send(message)
-                window.drain()
-            finally:
-                window.close()
-        self._finish(item, header.session_secret, blinding, self.data.release_columns if releasing else [],
-                     len(batches))
+            last = None
+            if lookup and len(todo) == len(batches) == 1:     # the whole round in one batch: sent as it finishes
+                [(_, last)] = scheduler.messages(todo)
+            else:
+                window = SubmitWindow(self.connection, 1 if lookup else self.options.submit_window, sent)
+                try:
+                    for _, message in scheduler.messages(todo):
+                        window.send(message)
+                    window.drain()
+                finally:
+                    window.close()
+            self._finish(item, header.session_secret, blinding, self.data.release_columns if releasing else [],
+                         len(batches), last)
+            if last is not None:
+                sent(last)
         elapsed = time.perf_counter() - started
         log.info("session %s round %d: %d rows compared (%d comparisons) in %.1f s", session.session_id,
                  item.round, len(plan.units), comparisons, elapsed)
@@ -308,13 +314,14 @@ class Holder:
         return served
 
     def _finish(self, item: pb.WorkItem, secret: bytes, blinding: Blinding, release_columns: list[str],
-                batches: int) -> None:
-        """Finish the round with the holder's sealed note (K then deletes the spooled query: finishing
-        acknowledges it, so no separate ``AckMessage`` call is needed)."""
+                batches: int, last: pb.ComparisonBatch | None = None) -> None:
+        """Finish the round with the holder's sealed note, and its ``last`` batch if not yet sent (K then
+        deletes the spooled query: finishing acknowledges it, so no ``AckMessage`` call is needed)."""
         session = item.session
         note = pb.HolderNote(release_columns=release_columns, blinding=blinding.name,
                              refused_fast_blinding=blinding.refused)
         sealed_note = note_cipher(secret, session.session_id, item.round).seal(
             note.SerializeToString(), SessionCipher.padded_width(len(note.SerializeToString())))
         self.connection.call("FinishRound", pb.FinishRoundRequest(
-            session_id=session.session_id, round=item.round, batches=batches, holder_note=sealed_note))
+            session_id=session.session_id, round=item.round, batches=batches, holder_note=sealed_note,
+            last_batch=last))
