@@ -20,7 +20,8 @@ says) and write matched pairs; this process scores them against the same truth w
   are not one-to-one (a record may have several duplicates), also the candidate pairs unsolved;
 - ``person`` / ``person-typo``: ``party join|dedup --preset`` through ``keyholder serve``, ``party hold``
   and the querier (``fuzzy_quality.run_secure``) under ``--scheme``; the rule file the preset writes
-  out, so both parties use the same model; comparisons per querier record from the holder's summary.
+  out, so both parties use the same model; comparisons per querier record from the holder's summary,
+  and whether the secure run found exactly the pairs of the model's plaintext reference.
   ``--reference`` scores the plaintext reference of the same model instead (the secure run returns
   the same pairs; tests/party_client/matching checks it): for quick diagnosis, labelled as such.
 
@@ -99,7 +100,9 @@ def ours(preset: str, a: pd.DataFrame, b: pd.DataFrame, truth: set, mode: str, a
         return {**quality(per_record(found, mode), truth), "seconds": round(seconds, 1), "secure": False,
                 "comparisons_per_record": None}
     report, holder_round, out, seconds = run_schemes(a, b, rules_text, mode, args, [args.scheme])[args.scheme]
-    return {**quality(output_pairs(a, b, out, mode), truth), "seconds": round(seconds, 1), "secure": True,
+    found = output_pairs(a, b, out, mode)
+    reference = per_record(preset_reference(rules, a, b)[0], mode)
+    return {**quality(found, truth), "seconds": round(seconds, 1), "secure": True, "same_as_plaintext": found == reference,
             "scheme": args.scheme, "comparisons": holder_round["comparisons"],
             "comparisons_per_record": round(holder_round["comparisons"] / len(a), 1),
             "candidate_pairs": sum(holder_round["candidate_pairs"])}
@@ -168,7 +171,8 @@ def table(results: dict) -> str:
                     lines.append(f"| {dataset} | {system} {name} (Dice >= {v['threshold']}, all candidate pairs) | "
                                  f"{v['precision']:.4f} | {v['recall']:.4f} | {v['f1']:.4f} | | |")
             else:
-                how = f"secure, {r['scheme']}" if r["secure"] else "plaintext reference"
+                how = (f"secure, {r['scheme']}" + ("" if r["same_as_plaintext"] else ", NOT the plaintext pairs")
+                       if r["secure"] else "plaintext reference")
                 per = "" if r["comparisons_per_record"] is None else f"{r['comparisons_per_record']:.1f}"
                 lines.append(f"| {dataset} | --preset {system} ({how}) | {r['precision']:.4f} | {r['recall']:.4f} | "
                              f"**{r['f1']:.4f}** | {r['seconds']:.1f} | {per} |")
