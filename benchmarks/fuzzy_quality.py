@@ -303,7 +303,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.preset:
         import tomli_w
         from party_client.matching.level_rules import rules_document as level_document
-        from party_client.matching.presets import parse_map, person_rules
+        from party_client.matching.preset_roles import parse_map
+        from party_client.matching.presets import person_rules
         rule = f"--preset {args.preset}"
         rules = person_rules(parse_map(PRESET_MAP), args.population, args.max_risk, preset=args.preset)
         rules_text = tomli_w.dumps(level_document(rules))

@@ -10,7 +10,8 @@ import time
 import pandas as pd
 
 from linkhelpers import TEST_KEY_BITS, make_party, run_party
-from party_client.matching.presets import parse_map, person_rules
+from party_client.matching.preset_roles import parse_map
+from party_client.matching.presets import person_rules
 
 QUERIER_MAP = "first=given_name,last=surname,dob=date_of_birth,postcode=postcode,id=soc_sec_id"
 HOLDER_MAP = "first=vorname,last=name,birth_year=y,birth_month=m,birth_day=d,postcode=plz,id=ssn"
