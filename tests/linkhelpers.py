@@ -194,7 +194,7 @@ def join_with_interrupted_key_holder(server: KeyHolderProcess, tmp_path: Path, s
                                      interrupt, key_bits: int):
     """A real join (80 × 200 rows, 16-row batches) whose key holder is interrupted by ``interrupt()``
     right after the holder's third batch; returns (querier, holder, result, batches submitted)."""
-    (qdir, _), (hdir, hname) = make_party(server, tmp_path), make_party(server, tmp_path)
+    (qdir, _), (hdir, hname) = make_party(server, tmp_path, cli=False), make_party(server, tmp_path, cli=False)
     querier, holder = tables(seed, n=80, m=200, overlap=50)
     serving = Party(hdir, progress=False).holder(holder, "health_no", ["cost"])
     serving.options.batch_rows = 16
