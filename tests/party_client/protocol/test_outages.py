@@ -12,10 +12,9 @@ import pytest
 from linkhelpers import REPRESENTATIVE, TEST_KEY_BITS, free_port, keyholder_cmd, make_party, party_cmd, run_party, \
     scheme_flags
 from party_client.identity import PartyDir
-from party_client.sessions_state import SessionStates
 from party_client.transport import FIRST_CONTACT_SECONDS, RETRY_WINDOW_SECONDS, Contact, RetryPolicy
 from party_client.waiting import Notice, human_seconds
-from linkhelpers import canonical, plaintext_join, tables
+from linkhelpers import canonical, plaintext_join, relayed, tables
 
 
 class FakeClock:
@@ -136,17 +135,6 @@ def _linked_pair(server, tmp_path, seed: int):
     return qdir, hdir, hname, plaintext_join(querier, holder, ["diagnosis"])
 
 
-def _relayed(qdir, deadline: float = 60.0) -> str:
-    """Wait until the querier's saved state says its query opened round 1; returns the session id."""
-    states, limit = SessionStates(PartyDir.load(qdir)), time.monotonic() + deadline
-    while time.monotonic() < limit:
-        relayed = [s for s in states.all() if s.round == 1]
-        if relayed:
-            return relayed[0].session_id
-        time.sleep(0.1)
-    raise AssertionError("the querier never relayed its query")
-
-
 def _audit(server) -> list[str]:
     result = subprocess.run(keyholder_cmd("audit", "--data-dir", str(server.data_dir)), capture_output=True,
                             text=True, check=True)
@@ -160,7 +148,7 @@ def test_outage_longer_than_the_call_in_flight_allows_is_survived(fresh_keyholde
     server = fresh_keyholder()
     qdir, hdir, hname, expected = _linked_pair(server, tmp_path, 11)
     join = _join(server, qdir, hname, tmp_path, "--retry-window", "12")
-    _relayed(qdir)
+    relayed(qdir)
     line = join.stderr.readline()                       # printed just before the next 10-s long poll starts
     assert "waiting for holder" in line and "to serve round 1" in line, line
     time.sleep(8.5)
@@ -182,7 +170,7 @@ def test_querier_killed_mid_round_resumes_without_new_comparisons(fresh_keyholde
     server = fresh_keyholder()
     qdir, hdir, hname, expected = _linked_pair(server, tmp_path, 12)
     join = _join(server, qdir, hname, tmp_path, scheme=scheme)
-    session_id = _relayed(qdir)
+    session_id = relayed(qdir)
     assert "waiting for holder" in join.stderr.readline()   # a late holder: the wait is announced
     join.kill()                                          # kill -9 the querier
     join.wait()
