@@ -264,7 +264,8 @@ def preset_rules(preset: str, population: int | None, max_risk: float, mapping: 
     """The preset over FEBRL's columns: (its rules, the rules file a party would write out)."""
     import tomli_w
     from party_client.matching.level_rules import rules_document as level_document
-    from party_client.matching.presets import parse_map, person_rules
+    from party_client.matching.preset_roles import parse_map
+    from party_client.matching.presets import person_rules
     rules = person_rules(parse_map(mapping), population, max_risk, preset=preset)
     return rules, tomli_w.dumps(level_document(rules))
 

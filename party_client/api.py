@@ -20,7 +20,6 @@ import pandas as pd
 from common.distributed import CONNECT_SECONDS, Cluster
 from common.schemes import SCHEME_NAMES, Scheme, get_scheme, parse_scheme_list
 from party_client.errors import PartyError
-from party_client.identity import PartyDir
 from party_client.lookups import BucketPlan, LookupState, lookup_report, plan_buckets, run_lookup
 from party_client.matching.normalize import FIELD_TYPES
 from party_client.matching.assignment import one_to_one as choose_one_to_one, reported_weight
@@ -36,8 +35,8 @@ from party_client.protocol.submitting import SUBMIT_WINDOW
 from party_client.protocol.wire import MODE_NAMES, session_scheme
 from party_client.sessions_state import SessionState, SessionStates, fingerprint
 from party_client.files import read_table, require_columns, require_records
-from party_client.transport import (FIRST_CONTACT_SECONDS, RETRY_WINDOW_SECONDS, Connection, ConnectionProblem,
-                                    KeyHolderRefusal, register)
+from party_client.registrant import Registrant
+from party_client.transport import Connection, ConnectionProblem, KeyHolderRefusal
 from proto import linkage_pb2 as pb
 
 
@@ -123,42 +122,9 @@ def _frame(data: pd.DataFrame | str | Path) -> pd.DataFrame:
     return data if isinstance(data, pd.DataFrame) else read_table(data)
 
 
-class Party:
-    """One party: its directory, and a connection to the key holder on demand."""
-
-    def __init__(self, directory: str | Path, keyholder: str | None = None, insecure: bool | None = None,
-                 tls_dir: str | Path | None = None, progress: bool | None = None,
-                 retry_window: float = RETRY_WINDOW_SECONDS, connect_timeout: float = FIRST_CONTACT_SECONDS) -> None:
-        """``retry_window``: seconds of key-holder outage survived, counted from the last contact;
-        ``connect_timeout``: seconds before a key holder never reached is reported."""
-        self.dir = PartyDir.load(Path(directory))
-        self.retry_window, self.connect_timeout = retry_window, connect_timeout
-        self.keyholder = keyholder or self.dir.keyholder
-        self.insecure = self.dir.insecure if insecure is None else insecure
-        self.tls_dir = Path(tls_dir) if tls_dir else None
-        self.progress = progress
-
-    @classmethod
-    def init(cls, directory: str | Path, name: str, **kwargs) -> "Party":
-        PartyDir.create(Path(directory), name)
-        return cls(directory, **kwargs)
-
-    @property
-    def name(self) -> str:
-        return self.dir.name
-
-    def connect(self) -> Connection:
-        return Connection(self.dir, self.keyholder, self.insecure, self.tls_dir, retry_window=self.retry_window,
-                          first_contact=self.connect_timeout)
-
-    def register(self, keyholder: str | None = None, insecure: bool | None = None) -> str:
-        """Register with the key holder; returns this party's key fingerprint."""
-        if keyholder:
-            self.keyholder = keyholder
-        if insecure is not None:
-            self.insecure = insecure
-        with self.connect() as connection:
-            return register(self.dir, connection).fingerprint
+class Party(Registrant):
+    """One party: its directory, a connection to the key holder on demand (:class:`Registrant`), and
+    the linkage it takes part in: join, dedup, lookup (as querier) and hold."""
 
     # -- querier ----------------------------------------------------------------
     def _options(self, key_bits: int | None, fast_blinding: bool, timeout: float,

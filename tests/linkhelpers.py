@@ -194,7 +194,7 @@ def join_with_interrupted_key_holder(server: KeyHolderProcess, tmp_path: Path, s
                                      interrupt, key_bits: int):
     """A real join (80 × 200 rows, 16-row batches) whose key holder is interrupted by ``interrupt()``
     right after the holder's third batch; returns (querier, holder, result, batches submitted)."""
-    (qdir, _), (hdir, hname) = make_party(server, tmp_path), make_party(server, tmp_path)
+    (qdir, _), (hdir, hname) = make_party(server, tmp_path, cli=False), make_party(server, tmp_path, cli=False)
     querier, holder = tables(seed, n=80, m=200, overlap=50)
     serving = Party(hdir, progress=False).holder(holder, "health_no", ["cost"])
     serving.options.batch_rows = 16
@@ -220,6 +220,20 @@ def join_with_interrupted_key_holder(server: KeyHolderProcess, tmp_path: Path, s
         stop.set()
         thread.join(timeout=60)
     return querier, holder, result, submitted
+
+def relayed(qdir: Path, deadline: float = 60.0) -> str:
+    """Wait until a querier's saved state says its query opened round 1 (the query is at K, for the holder
+    to serve); returns the session id."""
+    from party_client.identity import PartyDir
+    from party_client.sessions_state import SessionStates
+    states, limit = SessionStates(PartyDir.load(qdir)), time.monotonic() + deadline
+    while time.monotonic() < limit:
+        found = [s for s in states.all() if s.round == 1]
+        if found:
+            return found[0].session_id
+        time.sleep(0.1)
+    raise AssertionError("the querier never relayed its query")
+
 
 def tables(seed: int, n: int = 120, m: int = 150, overlap: int = 60):
     rng = np.random.default_rng(seed)

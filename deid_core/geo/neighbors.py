@@ -5,11 +5,12 @@ Data*, ch. 9, "Flat Earth" and "Fast Nearest Neighbor"; docs/geography.md, "Neig
 Both use a k-d tree on the areas' unit vectors: the straight-line (chord) distance between unit vectors is an
 increasing function of the great-circle distance, so the tree's neighbor ranks are the great-circle ranks
 exactly — where the book approximates with a flat-Earth Euclidean distance or a Hilbert curve.
+scipy's k-d tree is imported on use (scipy.spatial takes ~0.2 s to import, and every ``deid`` command
+builds the parser that names this package's defaults).
 """
 from __future__ import annotations
 
 import numpy as np
-from scipy.spatial import cKDTree
 
 from .distance import EARTH_RADIUS_KM, cap_hausdorff, great_circle
 
@@ -34,6 +35,7 @@ def knn_edges(vectors: np.ndarray, boundary: np.ndarray, k: int) -> np.ndarray:
     n = len(vectors)
     if n < 2 or k < 1:
         return np.empty((0, 2), dtype=np.int64)
+    from scipy.spatial import cKDTree
     _, nbr = cKDTree(_separated(vectors, boundary)).query(_separated(vectors, boundary), k=min(k + 1, n))
     nbr = nbr.reshape(n, -1)
     src = np.repeat(np.arange(n), nbr.shape[1])
@@ -68,6 +70,7 @@ def nearest_by_hausdorff(vectors: np.ndarray, radii: np.ndarray, sources: np.nda
     """
     total = len(vectors)
     n = min(n, total)
+    from scipy.spatial import cKDTree
     tree = cKDTree(vectors)
     out_s, out_a, out_r = [], [], []
     todo = np.arange(len(sources))

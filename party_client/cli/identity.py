@@ -14,7 +14,7 @@ def cmd_init(args) -> int:
 
 
 def cmd_register(args) -> int:
-    registered = party(args)
+    registered = party(args, linking=False)
     fingerprint = registered.register()
     print(f"registered with the key holder at {registered.dir.keyholder}; key fingerprint {fingerprint}")
     return 0

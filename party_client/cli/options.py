@@ -14,12 +14,16 @@ def columns(text: str | None) -> list[str]:
     return [c.strip() for c in text.split(",") if c.strip()] if text else []
 
 
-def party(args: argparse.Namespace):
-    """The :class:`party_client.api.Party` of a connected command's options."""
-    from party_client.api import Party
-    return Party(args.dir, keyholder=args.keyholder, insecure=args.insecure, tls_dir=args.tls_dir,
-                 progress=None if not args.quiet else False, retry_window=args.retry_window,
-                 connect_timeout=args.connect_timeout)
+def party(args: argparse.Namespace, linking: bool = True):
+    """The :class:`party_client.api.Party` of a connected command's options; with ``linking`` False
+    its :class:`party_client.registrant.Registrant` (connect and register only: no pandas imported)."""
+    if linking:
+        from party_client.api import Party as kind
+    else:
+        from party_client.registrant import Registrant as kind
+    return kind(args.dir, keyholder=args.keyholder, insecure=args.insecure, tls_dir=args.tls_dir,
+                progress=None if not args.quiet else False, retry_window=args.retry_window,
+                connect_timeout=args.connect_timeout)
 
 
 def connected(sub: argparse.ArgumentParser) -> argparse.ArgumentParser:

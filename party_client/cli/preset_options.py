@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 
-import tomli_w
-
 from party_client.errors import PartyError
-from party_client.matching.level_rules import LevelRules, rules_document
-from party_client.matching.presets import DEFAULT_THRESHOLD, PRESETS, ROLES, parse_map, person_rules
+from party_client.matching.preset_roles import DEFAULT_THRESHOLD, PRESETS, ROLES, parse_map
+
+# The matching machinery (pandas, the levels, the blocking passes) is imported on use, so that the
+# commands that do not link (init, register, sessions, --help) start without it.
 
 
 def add_preset_options(sub: argparse.ArgumentParser, querier: bool) -> None:
@@ -43,6 +43,7 @@ def preset_rules(args: argparse.Namespace):
         if getattr(args, "map", None):
             raise PartyError("--map goes with --preset")
         return getattr(args, "rules", None)
+    from party_client.matching.presets import person_rules
     if getattr(args, "rules", None) or getattr(args, "id_column", None):
         raise PartyError(f"party {args.command}: give one of --id-column, --rules and --preset")
     if not args.map:
@@ -50,7 +51,10 @@ def preset_rules(args: argparse.Namespace):
     rules = person_rules(parse_map(args.map), getattr(args, "population", None), getattr(args, "max_risk", 0.05),
                          args.date_format, args.match_threshold, preset)
     if args.write_rules:
+        import tomli_w
+
         from party_client.files import check_output, read_table, write_text
+        from party_client.matching.level_rules import rules_document
         check_output(args.write_rules, args.input, suffixes=(".toml",), kind="a .toml")
         rules.codes(read_table(args.input))          # the mapped columns exist before anything is written
         write_text(tomli_w.dumps(rules_document(rules)), args.write_rules)
@@ -62,6 +66,7 @@ def check_plan(args: argparse.Namespace, rules) -> bool:
     dry_run, limit = getattr(args, "dry_run", False), getattr(args, "max_comparisons", None)
     if not dry_run and limit is None:
         return False
+    from party_client.matching.level_rules import LevelRules
     if not isinstance(rules, LevelRules):
         from party_client.matching.rules_file import load_rules
         rules = load_rules(rules) if rules is not None else None
@@ -83,6 +88,7 @@ def write_page(args: argparse.Namespace, rules, result) -> None:
     path = getattr(args, "html", None)
     if not path:
         return
+    from party_client.matching.level_rules import LevelRules
     if not isinstance(rules, LevelRules) or "match_weight" not in result.frame.columns:
         raise PartyError("--html needs a join with --preset or a rules file with comparison levels")
     from party_client.matching.linkage_page import render_page
@@ -95,8 +101,11 @@ def write_page(args: argparse.Namespace, rules, result) -> None:
 def estimate_preset(args: argparse.Namespace, frame) -> int:
     """``party estimate --preset``: m by EM over the table's own blocked pairs, u from its frequencies,
     written as a rules file for both parties (refused when EM did not converge)."""
-    from party_client.matching.presets import estimate_person
+    import tomli_w
+
     from party_client.files import write_text
+    from party_client.matching.level_rules import rules_document
+    from party_client.matching.presets import estimate_person, person_rules
     if args.rules:
         raise PartyError("party estimate: give --rules or --preset, not both")
     if not args.map:

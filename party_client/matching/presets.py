@@ -20,10 +20,7 @@ from party_client.matching.blocking import BlockingPass, RiskPolicy
 from party_client.matching.fellegi_sunter import ELSE_LEVEL, LevelField, LevelModel, u_from_frequencies
 from party_client.matching.level_rules import LevelRules
 from party_client.matching.levels import Level
-
-DATE_ROLES = ("birth_year", "birth_month", "birth_day")
-TEXT_ROLES = ("first", "last", "sex", "postcode", "id", "street_number", "address", "city", "state")
-ROLES = TEXT_ROLES + ("dob",) + DATE_ROLES
+from party_client.matching.preset_roles import DATE_ROLES, DEFAULT_THRESHOLD, PRESETS
 
 # Per role: (value type, normalization, [(level, m, u)]); the rest of m and u is the else level.
 # m: the share of true matches reaching the level (first agreeing); u: of random pairs.  The priors are
@@ -50,7 +47,6 @@ TYPO_LEVELS: dict[str, list[tuple[str, float, float, int]]] = {     # (level, m,
     "id": [("typo:10", 0.04, 1e-5, 2)],
     "address": [("typo:10", 0.25, 0.0005, 1)], "city": [("typo:8", 0.15, 0.001, 1)],
 }
-PRESETS = ("person", "person-typo")
 # Blocking passes, in order of preference, each used when all its roles are mapped (risk-checked keyed
 # buckets), at most ``MAX_PASSES`` of them; the last only without an id.  Every pass compares every level
 # of every field, and a true pair found by several passes is compared in each (passes are unlinkable for
@@ -62,7 +58,6 @@ PRESETS = ("person", "person-typo")
 PASSES = (("id",), ("dob",), ("postcode", "street_number"), ("address", "last:initial"), ("first", "last"),
           ("first:nysiis", "postcode"), ("last:soundex", "dob:year"))
 MAX_PASSES = 4
-DEFAULT_THRESHOLD = 12.0
 # The share of true matches agreeing at no level of a field (a value replaced by another, as FEBRL's
 # generator does, or edited beyond every level): at least this, so disagreement costs log2(0.03/u).
 ELSE_M = 0.03
@@ -75,29 +70,6 @@ ELSE_M = 0.03
 # agreeing id.  The preset counts the address once: each location role's weights are its log2(m/u)
 # divided by the number of location roles mapped (their mean is the address's evidence).
 LOCATION_GROUPS = (("postcode", "city", "state"), ("street_number", "address"))
-
-
-def parse_map(text: str) -> dict[str, str]:
-    """``first=COL,last=COL,...`` -> {role: column}; unknown roles and a half-split date are refused."""
-    mapping: dict[str, str] = {}
-    for item in filter(None, (part.strip() for part in text.split(","))):
-        role, sep, column = item.partition("=")
-        role = role.strip()
-        if not sep or not column.strip():
-            raise PartyError(f"--map item '{item}' must be ROLE=COLUMN")
-        if role not in ROLES:
-            raise PartyError(f"--map role '{role}' unknown (use {', '.join(ROLES)})")
-        if role in mapping:
-            raise PartyError(f"--map names role '{role}' twice")
-        mapping[role] = column.strip()
-    split = [r for r in DATE_ROLES if r in mapping]
-    if split and len(split) != 3:
-        raise PartyError("a date of birth in parts needs birth_year, birth_month and birth_day")
-    if split and "dob" in mapping:
-        raise PartyError("map dob or birth_year/birth_month/birth_day, not both")
-    if len({r for r in mapping if r not in DATE_ROLES} | ({"dob"} if split else set())) < 2:
-        raise PartyError("--preset person needs at least two of first, last, dob, sex, postcode, id, ...")
-    return mapping
 
 
 def role_priors(role: str, preset: str = "person") -> tuple[str, str, list[tuple[str, float, float]]]:

@@ -134,7 +134,7 @@ def test_unknown_schemes_are_refused_in_one_line(querier_setup, tmp_path):
 
 def test_a_key_holder_refuses_a_scheme_it_does_not_offer(fresh_keyholder, tmp_path):
     server = fresh_keyholder(extra=("--schemes", "ec"))
-    (qdir, _), (_, hname) = make_party(server, tmp_path), make_party(server, tmp_path)
+    (qdir, _), (_, hname) = make_party(server, tmp_path, cli=False), make_party(server, tmp_path, cli=False)
     q, qmeta = stub_for(server, qdir)
     for scheme in ("", "paillier"):
         with pytest.raises(grpc.RpcError) as caught:
@@ -147,7 +147,7 @@ def test_a_key_holder_refuses_a_scheme_it_does_not_offer(fresh_keyholder, tmp_pa
 
 def test_service_errors_carry_status_and_message(fresh_keyholder, tmp_path):
     server = fresh_keyholder(extra=("--max-message-mb", "1"))
-    (qdir, _), (hdir, hname) = make_party(server, tmp_path), make_party(server, tmp_path)
+    (qdir, _), (hdir, hname) = make_party(server, tmp_path, cli=False), make_party(server, tmp_path, cli=False)
     q, qmeta = stub_for(server, qdir)
     h, hmeta = stub_for(server, hdir)
 

@@ -10,7 +10,7 @@ import json
 
 import pandas as pd
 import pytest
-from hypothesis import assume, HealthCheck, given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from linkhelpers import REPRESENTATIVE, SCHEMES, canonical, key_bits_for, make_party, party_cmd, plaintext_join, run_party, \
@@ -91,11 +91,18 @@ def test_python_api_join_and_lookup_session_reuse(keyholder, tmp_path, scheme):
         thread.join(timeout=30)
 
 
-@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(data=st.data())
-def test_property_random_tables_with_overlaps_and_duplicates(keyholder, tmp_path_factory, data):
+@pytest.fixture(scope="module")
+def linked_pair(keyholder, tmp_path_factory):
+    """A querier and a holder registered once for every example of the property test (each example is a
+    join of its own tables; party creation is tested by the other tests)."""
     folder = tmp_path_factory.mktemp("prop")
-    (qdir, _), (hdir, hname) = make_party(keyholder, folder), make_party(keyholder, folder)
+    return make_party(keyholder, folder), make_party(keyholder, folder)
+
+
+@settings(max_examples=6, deadline=None)
+@given(data=st.data())
+def test_property_random_tables_with_overlaps_and_duplicates(linked_pair, data):
+    (qdir, _), (hdir, hname) = linked_pair
     pool = data.draw(st.lists(st.text(alphabet="0123456789-ab ", min_size=0, max_size=6), min_size=1, max_size=25))
     q_ids = data.draw(st.lists(st.sampled_from(pool), min_size=1, max_size=30))
     h_ids = data.draw(st.lists(st.sampled_from(pool), min_size=1, max_size=30))

@@ -19,7 +19,7 @@ from linkhelpers import canonical, plaintext_join, tables
 def test_restart_between_query_and_holder(fresh_keyholder, tmp_path, scheme):
     """K's private key of either scheme, wrapped at rest, is unwrapped after a SIGKILL and restart."""
     server = fresh_keyholder()
-    (qdir, _), (hdir, hname) = make_party(server, tmp_path), make_party(server, tmp_path)
+    (qdir, _), (hdir, hname) = make_party(server, tmp_path, cli=False), make_party(server, tmp_path, cli=False)
     querier, holder = tables(7, n=60, m=80, overlap=30)
     querier.to_csv(tmp_path / "q.csv", index=False)
     holder.to_csv(tmp_path / "h.csv", index=False)

@@ -9,8 +9,9 @@ import time
 
 import pandas as pd
 
-from linkhelpers import TEST_KEY_BITS, make_party, run_party
-from party_client.matching.presets import parse_map, person_rules
+from linkhelpers import TEST_KEY_BITS, make_party, relayed, run_party
+from party_client.matching.preset_roles import parse_map
+from party_client.matching.presets import person_rules
 
 QUERIER_MAP = "first=given_name,last=surname,dob=date_of_birth,postcode=postcode,id=soc_sec_id"
 HOLDER_MAP = "first=vorname,last=name,birth_year=y,birth_month=m,birth_day=d,postcode=plz,id=ssn"
@@ -51,6 +52,7 @@ def test_preset_person_links_like_its_plaintext_model_and_writes_its_rules(keyho
                                     "--holder", hname, "--input", str(tmp_path / "q.csv"), *how, "--key-bits",
                                     str(TEST_KEY_BITS), "--quiet", "--timeout", "180", "--out", str(tmp_path / out)],
                                    stderr=subprocess.PIPE, text=True)
+        relayed(qdir)                                    # the query is at K: one holder run serves it
         for _ in range(200):
             served = run_party("hold", "--dir", str(hdir), *flags, "--input", str(tmp_path / "h.csv"), *holder_how,
                                "--release-columns", "rec_id", "--once", "--quiet")

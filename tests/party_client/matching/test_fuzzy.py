@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from linkhelpers import (REPRESENTATIVE, SCHEMES, TEST_KEY_BITS, key_bits_for, make_party, refusal_line,
-                         run_party, serve_and_join)
+                         relayed, run_party, serve_and_join)
 from party_client.errors import PartyError
 from party_client.matching.quality import plaintext_pairs
 from party_client.matching.rules import fellegi_sunter_terms, parse_boolean_rule
@@ -259,6 +259,7 @@ match = "sn and dob"
     import sys
     def hold(rules_file: str, *extra: str) -> None:
         """Serve once the query is pending (the querier runs in another process)."""
+        relayed(qdir)                                    # the query is at K: one holder run serves it
         for _ in range(100):
             served = run_party("hold", "--dir", str(hdir), *flags, "--input", str(tmp_path / "h.csv"), "--rules",
                                str(tmp_path / rules_file), *extra, "--once", "--quiet")

@@ -7,7 +7,8 @@ import pandas as pd
 
 from party_client.matching.level_rules import block_codes
 from party_client.matching.plan import plan, plan_text
-from party_client.matching.presets import parse_map, person_rules
+from party_client.matching.preset_roles import parse_map
+from party_client.matching.presets import person_rules
 
 MAP = ("id=soc_sec_id,first=given_name,last=surname,dob=date_of_birth,postcode=postcode,"
        "street_number=street_number,address=address_1,city=suburb,state=state")

@@ -96,7 +96,7 @@ def test_lookups_are_served_while_a_large_join_is_compared(keyholder, parties, t
 def test_a_lookup_session_full_of_rounds_is_replaced(fresh_keyholder, tmp_path):
     """K caps the rounds of a session (here 2): the next lookup continues in a fresh session."""
     server = fresh_keyholder(extra=("--max-rounds", "2"))
-    (qdir, _), (hdir, hname) = make_party(server, tmp_path), make_party(server, tmp_path)
+    (qdir, _), (hdir, hname) = make_party(server, tmp_path, cli=False), make_party(server, tmp_path, cli=False)
     querier, holder = tables(3, n=20, m=30, overlap=10)
     q = Party(qdir, progress=False)
     stop = threading.Event()

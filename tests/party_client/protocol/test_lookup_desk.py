@@ -50,7 +50,7 @@ def test_concurrent_lookups_of_one_party_share_one_session(fresh_keyholder, tmp_
     """16 lookups at once from one party (14 threads, 2 CLI processes) against a real ``party hold``:
     one lookup session, listed and open at K; a replaced session is closed once unused."""
     server = fresh_keyholder()
-    (qdir, _), (hdir, hname) = make_party(server, tmp_path), make_party(server, tmp_path)
+    (qdir, _), (hdir, hname) = make_party(server, tmp_path, cli=False), make_party(server, tmp_path, cli=False)
     querier, holder = tables(11, n=40, m=400, overlap=20)
     holder.to_csv(tmp_path / "h.csv", index=False)
     expected = _expected(querier, holder)
