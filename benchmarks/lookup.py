@@ -4,7 +4,8 @@
                                 [--max-risk 0.05] [--scheme paillier|ec] [--key-bits 2048]
                                 [--no-release] [--json OUT]
     python -m benchmarks.lookup --desk [--rows 1000000] [--parties 64] [--rate 20] [--seconds 60]
-                                [--clerks 8] [--workers 4] [--scheme ec] [--json OUT]
+                                [--clerks 8] [--workers 4] [--scheme ec] [--hostile [--churn-bits 4096]]
+                                [--json OUT]
 
 ``--desk``: the holder is a real ``party hold`` process; the queriers are real parties run from
 ``--workers`` processes (threads within each).  First the index build for a new session over
@@ -12,7 +13,9 @@ the holder's rows is timed in this process (the digests, once per table, then on
 pass per session).  Then a burst: ``--parties`` parties each look one record up at the same moment
 (each opens its own lookup session: the holder builds one index per party).  Then a steady desk
 load: ``--rate`` lookups per second for ``--seconds`` from ``--clerks`` parties (a party's
-lookups share its session).  Every answer is checked; p50/p95 are end-to-end ``Party.lookup``
+lookups share its session).  ``--hostile``: meanwhile a third party sends calls with a wrong token
+(about 50 a second) and churns ``--churn-bits`` Paillier sessions four at a time
+(``benchmarks.keyholder_contention``'s hostile party).  Every answer is checked; p50/p95 are end-to-end ``Party.lookup``
 times; the load average is printed with them (the machine may be shared).
 
 Without ``--desk``:
@@ -85,6 +88,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=60.0, help="--desk: length of the steady load")
     parser.add_argument("--clerks", type=int, default=8, help="--desk: parties sharing the steady load")
     parser.add_argument("--workers", type=int, default=4, help="--desk: querier processes")
+    parser.add_argument("--hostile", action="store_true",
+                        help="--desk: a third party sends wrong tokens and churns sessions during burst and steady load")
+    parser.add_argument("--churn-bits", type=int, default=4096, help="--hostile: the churned sessions' Paillier key size")
     args = parser.parse_args(argv)
     if args.desk:
         return desk(args)
@@ -385,6 +391,19 @@ def desk(args) -> int:
             present = index % 2 == 0
             value = str(holder_ids[rng.integers(len(holder_ids))] if present else absent[index % len(absent)])
             return (offset, folder, "holder", value, present, args.population, args.max_risk, args.scheme)
+        loops = []
+        if args.hostile:                       # a third party sending bad tokens and churning sessions throughout
+            import grpc
+
+            from benchmarks.keyholder_contention import hostile, token_of
+            from proto import linkage_pb2_grpc as pb_grpc
+            carol = Party.init(work / "carol", "carol", progress=False)
+            carol.register(address, insecure=True)
+            loops = hostile(pb_grpc.KeyHolderStub(grpc.insecure_channel(address)), token_of(carol.dir.path), "holder",
+                            args.churn_bits)
+            results["hostile"] = {"churn_bits": args.churn_bits}
+            print(f"hostile: a third party sends wrong tokens (~50/s) and churns {args.churn_bits}-bit sessions "
+                  "throughout", flush=True)
         context = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(max_workers=args.workers, mp_context=context) as pool:
             list(pool.map(time.sleep, [0.0] * args.workers))                  # the workers' imports, untimed
@@ -419,6 +438,12 @@ def desk(args) -> int:
                   flush=True)
             print(f"  round phases (p50, s): {st['round_phases_p50_s']}; CPU per lookup: {st['cpu_per_lookup']}",
                   flush=True)
+        if loops:
+            results["hostile"]["calls"] = counts = {}
+            for loop in loops:
+                for name, n in loop.halt().items():
+                    counts[name] = counts.get(name, 0) + n
+            print(f"hostile party's calls by outcome: {counts}", flush=True)
         results["load_after"] = os.getloadavg()
         for kind in ("burst", "steady"):
             if results[kind]["errors"]:
