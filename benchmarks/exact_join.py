@@ -179,13 +179,15 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_keyholder(work: Path, transport: list[str], log_level: str | None = None) -> tuple[Child, str]:
+def start_keyholder(work: Path, transport: list[str], log_level: str | None = None,
+                    launcher: tuple[str, ...] = ("-m",)) -> tuple[Child, str]:
     """A benchmark key holder (``transport``: ``["--insecure"]`` or ``["--tls-dir", DIR]``; 1024-bit keys
-    allowed) on a free loopback port; returns the process and its address once it listens."""
+    allowed) on a free loopback port; returns the process and its address once it listens.
+    ``launcher``: how Python starts the module (``benchmarks.profiled``: under a profiler)."""
     port_file = work / "port"
     port_file.unlink(missing_ok=True)
     env = dict(os.environ, KEYHOLDER_PASSPHRASE="benchmark-only")
-    kh = Child("keyholder", [PYTHON, "-m", "keyholder.cli", "serve", "--listen", f"127.0.0.1:{free_port()}",
+    kh = Child("keyholder", [PYTHON, *launcher, "keyholder.cli", "serve", "--listen", f"127.0.0.1:{free_port()}",
                              "--data-dir", str(work / "keyholder"), *transport, "--min-key-bits", "1024",
                              "--port-file", str(port_file), *(["--log-level", log_level] if log_level else [])],
                work / "keyholder.log", env)

@@ -36,6 +36,7 @@ import json
 import logging
 import os
 import shutil
+import signal
 import statistics
 import sys
 import tempfile
@@ -75,7 +76,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fast-blinding", action="store_true")
     parser.add_argument("--no-release", action="store_true", help="the holder releases no column")
     parser.add_argument("--profile", action="store_true",
-                        help="cProfile the holder's round processing over the lookups after the first")
+                        help="cProfile the holder's round processing over the lookups after the first; with "
+                             "--desk: the CPU time of every role's functions during the burst (yappi, "
+                             "installed by hand), written to --profile-dir and summed up")
+    parser.add_argument("--profile-dir", default="desk-profile", help="--desk --profile: where the profiles go")
     parser.add_argument("--seed", type=int, default=3)
     parser.add_argument("--json")
     parser.add_argument("--desk", action="store_true", help="the desk benchmark (see above)")
@@ -240,7 +244,7 @@ def index_build(holder_ids: np.ndarray, sessions: int = 3) -> dict:
             "load": os.getloadavg()[0]}
 
 
-def clerks(jobs: list[tuple], start_at: float) -> list[dict]:
+def clerks(jobs: list[tuple], start_at: float, profile: str | None = None) -> list[dict]:
     """A querier process: each job ``(offset, party dir, holder, value, present, population, max_risk,
     scheme)`` starts ``offset`` seconds after ``start_at`` (wall clock) in a thread of its own."""
     from concurrent.futures import ThreadPoolExecutor
@@ -261,6 +265,11 @@ def clerks(jobs: list[tuple], start_at: float) -> list[dict]:
                 "late": max(0.0, time.time() - start_at - offset - (time.perf_counter() - started)),
                 "error": error}
     futures = []
+    if profile:
+        import yappi
+        yappi.set_clock_type("cpu")
+        yappi.clear_stats()
+        yappi.start(builtins=True, profile_threads=True)
     cpu = time.process_time()
     with ThreadPoolExecutor(max_workers=max(1, len(jobs))) as pool:
         for job in sorted(jobs):
@@ -269,7 +278,11 @@ def clerks(jobs: list[tuple], start_at: float) -> list[dict]:
                 time.sleep(delay)
             futures.append(pool.submit(one, job))
         done = [f.result() for f in futures]
-    return done, time.process_time() - cpu
+    cpu = time.process_time() - cpu
+    if profile:
+        yappi.stop()
+        yappi.get_func_stats().save(f"{profile}-{os.getpid()}.pstat", type="pstat")
+    return done, cpu
 
 
 def process_cpu(pid: int) -> float:
@@ -279,17 +292,39 @@ def process_cpu(pid: int) -> float:
 
 
 def _run_jobs(pool, jobs: list[tuple], workers: int, pids: dict[str, int],
-              lead: float = 3.0) -> tuple[list[dict], dict]:
+              lead: float = 3.0, profile: str | None = None) -> tuple[list[dict], dict]:
     """Run the jobs over the worker processes; the results and the CPU seconds per lookup of the key
     holder, the holder and the queriers (a measure of capacity that a busy machine does not skew)."""
     start_at = time.time() + lead
     before = {name: process_cpu(pid) for name, pid in pids.items()}
     shares = [jobs[w::workers] for w in range(workers)]
-    outcomes = [future.result() for future in [pool.submit(clerks, share, start_at) for share in shares if share]]
+    outcomes = [future.result() for future in [pool.submit(clerks, share, start_at, profile)
+                                               for share in shares if share]]
     results = [r for done, _ in outcomes for r in done]
     cpu = {name: process_cpu(pid) - before[name] for name, pid in pids.items()}
     cpu["queriers"] = sum(seconds for _, seconds in outcomes)
     return results, {f"{name}_ms": round(1000 * seconds / max(1, len(results)), 1) for name, seconds in cpu.items()}
+
+
+def _profiles_report(folder: Path, lookups: int, top: int = 30) -> None:
+    """Per role (the querier processes summed): the functions with the most CPU time, own and
+    inclusive, in milliseconds per lookup (yappi's statistics, in pstats form)."""
+    import io
+    import pstats
+    for role in ("keyholder", "holder", "querier"):
+        paths = sorted(str(p) for p in folder.glob(f"{role}*.pstat"))
+        if not paths:
+            continue
+        stats = pstats.Stats(*paths, stream=io.StringIO())
+        rows = [(tt, ct, nc, f"{Path(file).parent.name}/{Path(file).name}:{line} {name}")
+                for (file, line, name), (_, nc, tt, ct, _) in stats.stats.items()]
+        total = sum(r[0] for r in rows)
+        per = 1000.0 / max(1, lookups)
+        print(f"profile {role}: {total * per:.1f} ms CPU per lookup in Python threads ({len(paths)} file(s))")
+        for title, key in (("own", 0), ("inclusive", 1)):
+            print(f"  {title}:")
+            for row in sorted(rows, key=lambda r: -r[key])[:top]:
+                print(f"    {row[key] * per:8.2f} ms  {row[2] / max(1, lookups):8.1f}/lookup  {row[3][:140]}")
 
 
 def _summary(results: list[dict]) -> dict:
@@ -323,7 +358,14 @@ def desk(args) -> int:
           f"(digests once per table: {build['digests_once_s']:.2f} s; load {build['load']:.1f})", flush=True)
     kh = hold = None
     try:
-        kh, address = start_keyholder(work, ["--insecure"])
+        profiles = Path(args.profile_dir).resolve() if args.profile else None
+        if profiles is not None:
+            profiles.mkdir(parents=True, exist_ok=True)
+            for old in profiles.glob("*.pstat"):
+                old.unlink()
+        def launcher(role: str) -> tuple[str, ...]:
+            return ("-m",) if profiles is None else ("-m", "benchmarks.profiled", str(profiles / f"{role}.pstat"))
+        kh, address = start_keyholder(work, ["--insecure"], launcher=launcher("keyholder"))
         holder_party = Party.init(work / "holder", "holder", progress=False)
         holder_party.register(address, insecure=True)
         count = args.parties + args.clerks
@@ -333,7 +375,7 @@ def desk(args) -> int:
             party.register(address, insecure=True)
             folders.append(str(party.dir.path))
         pd.DataFrame({"id": holder_ids}).to_csv(work / "holder.csv", index=False)
-        hold = Child("holder", [PYTHON, "-m", "party_client.cli", "--log-level", "INFO", "hold", "--dir",
+        hold = Child("holder", [PYTHON, *launcher("holder"), "party_client.cli", "--log-level", "INFO", "hold", "--dir",
                                 str(work / "holder"), "--input", str(work / "holder.csv"), "--id-column", "id",
                                 "--poll-seconds", "5", "--quiet"], work / "holder.log")
         deadline = time.monotonic() + 600
@@ -366,7 +408,16 @@ def desk(args) -> int:
         with ProcessPoolExecutor(max_workers=args.workers, mp_context=context) as pool:
             list(pool.map(time.sleep, [0.0] * args.workers))                  # the workers' imports, untimed
             pids = {"keyholder": kh.proc.pid, "holder": hold.proc.pid}
-            burst, cpu = _run_jobs(pool, [job(0.0, folders[i], i) for i in range(args.parties)], args.workers, pids)
+            if profiles is not None:
+                for pid in pids.values():
+                    os.kill(pid, signal.SIGUSR1)
+            burst, cpu = _run_jobs(pool, [job(0.0, folders[i], i) for i in range(args.parties)], args.workers, pids,
+                                   profile=str(profiles / "querier") if profiles else None)
+            if profiles is not None:
+                for pid in pids.values():
+                    os.kill(pid, signal.SIGUSR2)
+                time.sleep(3.0)
+                _profiles_report(profiles, args.parties)
             results["burst"] = dict(_summary(burst), cpu_per_lookup=cpu)
             b = results["burst"]
             print(f"burst: {args.parties} parties x 1 lookup at once ({args.rows} rows, {args.scheme}): "

@@ -91,6 +91,8 @@ class CallsInFlight:
             with self._counted():
                 result = value(*args, **kwargs)
             return self._stream(result) if inspect.isgenerator(result) else result
+        if inspect.ismethod(value) and value.__self__ is self._core:
+            setattr(self, name, counted)          # the core's own methods: wrapped once, not per call
         return counted
 
     def wait_idle(self, timeout: float) -> int:

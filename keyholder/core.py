@@ -95,6 +95,9 @@ class KeyHolder:
         self.throttle = FailureThrottle(limits.max_auth_failures, limits.auth_window)
         self.keys = KeyFactory(limits.keygen_workers, limits.keygen_queue, limits.keygen_seconds)
         self._opening: dict[str, int] = {}         # querier -> sessions planned, key not yet stored
+        self._party_keys: dict[str, bytes] = {}    # name -> X25519 public key (public; a registration replaces it)
+        self._party_keys_version = 0
+        self._party_keys_lock = threading.Lock()
         self._opening_lock = threading.RLock()
         self.expire_due()
         self._clean_spool()
@@ -126,8 +129,10 @@ class KeyHolder:
         if removed:
             log.info("removed %d stale spool files", removed)
 
-    def add_listener(self, listener: Callable[[], None]) -> None:
-        """Call ``listener`` (from any thread) whenever a round, message or session changes."""
+    def add_listener(self, listener: Callable[[tuple[str, ...]], None]) -> None:
+        """Call ``listener(keys)`` (from any thread) whenever a round, message or session changes:
+        ``keys`` name what changed (a session id, a holder's name), so that only the long-polls
+        waiting on those look again; empty: anything may have changed."""
         self._listeners.append(listener)
 
     def shutdown(self) -> None:
@@ -136,9 +141,11 @@ class KeyHolder:
         self.stopping = True
         self.changed()
 
-    def changed(self) -> None:
+    def changed(self, *keys: str) -> None:
+        """Tell the listeners what changed (:meth:`add_listener`): the session ids whose rounds a
+        querier may wait on, the holders whose work list changed; nothing named: everything."""
         for listener in self._listeners:
-            listener()
+            listener(keys)
 
     # -- parties --------------------------------------------------------------
     def register(self, name: str, public_key: bytes, cert_name: str | None,
@@ -160,6 +167,9 @@ class KeyHolder:
                                    f"party '{name}' is already registered; re-register with its token")
         token = secrets.token_urlsafe(32)
         self.store.put_party(name, public_key, fingerprint(public_key), token_digest(token))
+        with self._party_keys_lock:
+            self._party_keys_version += 1
+            self._party_keys.pop(name, None)
         self.store.audit(name, "register" if existing is None else "re-register")
         log.info("party %s registered", name)
         return token, fingerprint(public_key)
@@ -199,6 +209,17 @@ class KeyHolder:
         if found is None:
             raise ServiceError("NOT_FOUND", f"party '{name}' is not registered")
         return found
+
+    def party_key(self, name: str) -> bytes:
+        """A registered party's X25519 public key (what ``GetParty`` says), kept in memory once read."""
+        with self._party_keys_lock:
+            key, version = self._party_keys.get(name), self._party_keys_version
+        if key is None:
+            key = self.party(name).x25519
+            with self._party_keys_lock:
+                if version == self._party_keys_version:     # no registration meanwhile
+                    self._party_keys[name] = key
+        return key
 
     # -- sessions -------------------------------------------------------------
     def query_limit(self, ciphertext_width: int, query_ciphertexts: int) -> int:
@@ -315,6 +336,7 @@ class KeyHolder:
 
     def _end(self, session_id: str, status: int) -> None:
         """Destroy the session's private key, spool and sealed results."""
+        session = self.store.get_session(session_id)
         for path in self.store.end_session(session_id, status):
             Path(path).unlink(missing_ok=True)
         folder = self.spool / session_id
@@ -324,7 +346,7 @@ class KeyHolder:
             folder.rmdir()
         with self._keys_lock:
             self._keys.pop(session_id, None)
-        self.changed()
+        self.changed(session_id, *([session.holder] if session is not None else []))
         log.info("session %s %s; its private key was destroyed", session_id,
                  "expired" if status == EXPIRED else "closed")
 
@@ -490,7 +512,7 @@ class KeyHolder:
     def finish_round(self, holder: str, session_id: str, round_no: int, batches: int,
                      holder_note: bytes) -> Round:
         session = self.session(holder, session_id, "holder")
-        self._open_round(session, round_no)
+        found = self._open_round(session, round_no)
         seqs = self.store.batch_seqs(session_id, round_no)
         if seqs != list(range(batches)):
             missing = sorted(set(range(batches)) - set(seqs))[:5]
@@ -498,12 +520,13 @@ class KeyHolder:
                                f"round {round_no}: batches {missing or 'beyond the count'} are missing "
                                f"({len(seqs)} received, {batches} announced)")
         self.store.finish_round(session_id, round_no, DONE, batches, holder_note, None)
+        self._drop_query(session_id, round_no, found.message_id)     # served: the holder needs it no more
         found = self.store.get_round(session_id, round_no)
         self.store.audit(holder, "finish_round", session_id, round_no, count=found.comparisons,
                          detail=f"batches={batches} matched_rows={found.matched_rows}")
         log.info("session %s round %d: %d comparisons zero-tested", session_id, round_no,
                  found.comparisons)
-        self.changed()
+        self.changed(session_id)
         return found
 
     def abort_round(self, holder: str, session_id: str, round_no: int, reason: str) -> Round:
@@ -512,13 +535,17 @@ class KeyHolder:
         found = self._open_round(session, round_no)
         reason = " ".join((reason or "refused by the holder").split())[:300]
         self.store.finish_round(session_id, round_no, ABORTED, 0, None, reason)
+        self._drop_query(session_id, round_no, found.message_id)
+        self.store.audit(holder, "abort_round", session_id, round_no)
+        self.changed(session_id)
+        return self.store.get_round(session_id, round_no)
+
+    def _drop_query(self, session_id: str, round_no: int, message_id: str) -> None:
+        """Delete a finished round's spooled query (as if its holder had acknowledged it)."""
         path = self.store.round_message_path(session_id, round_no)
         if path is not None:
             Path(path).unlink(missing_ok=True)
-            self.store.ack_message(found.message_id)
-        self.store.audit(holder, "abort_round", session_id, round_no)
-        self.changed()
-        return self.store.get_round(session_id, round_no)
+            self.store.ack_message(message_id)
 
     def round_for_querier(self, querier: str, session_id: str, round_no: int) -> Round:
         """The round's status now (the server long-polls until it is no longer pending)."""

@@ -17,7 +17,7 @@ import time
 from concurrent import futures
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, TypeVar
+from typing import Callable, Iterator, TypeVar
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -31,6 +31,7 @@ from keyholder.core import KeyHolder
 from keyholder.pair_rule import PairRule, WeightedRule
 from keyholder.states import PENDING
 from keyholder.store import Message, Round, Session
+from keyholder.uploads import Upload
 from proto import linkage_pb2 as pb
 from proto import linkage_pb2_grpc as pb_grpc
 
@@ -43,12 +44,15 @@ GRPC_OPTIONS = [("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
                 ("grpc.max_send_message_length", MAX_MESSAGE_BYTES)]
 
 
-def session_info(session: Session) -> pb.SessionInfo:
+def session_info(session: Session, holder_key: bytes = b"") -> pb.SessionInfo:
+    """A session as the parties see it; ``holder_key`` the holder's X25519 key (for the querier to seal
+    its query without a ``GetParty`` call)."""
     return pb.SessionInfo(session_id=session.id, mode=session.mode, querier=session.querier,
                           holder=session.holder, key_bits=session.key_bits, public_key=session.public_key,
                           status=session.status, created_at=session.created_at,
                           expires_at=session.expires_at, rounds=session.rounds,
-                          max_query_bytes=session.max_query_bytes, scheme=session.scheme)
+                          max_query_bytes=session.max_query_bytes, scheme=session.scheme,
+                          holder_x25519_public_key=holder_key)
 
 
 def message_info(message: Message) -> pb.MessageInfo:
@@ -78,22 +82,46 @@ def pair_rule(rule: pb.PairRule) -> PairRule:
 
 
 class Changes:
-    """Wakes the async long-polls when the core reports a change (from any thread).
+    """Wakes the async long-polls when the core reports a change (from any thread), only those waiting
+    on what changed: a session's rounds (``WaitRound``) or a holder's work list (``ListWork``).
 
-    A waiter takes :attr:`event` before it looks at the state, so a change between its look and its
-    wait still wakes it.
+    A waiter takes :meth:`event` for its key (inside :meth:`watch`) before it looks at the state, so a
+    change between its look and its wait still wakes it.  A change naming no key wakes every waiter.
     """
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
-        self.event = asyncio.Event()
+        self._events: dict[str, asyncio.Event] = {}
+        self._watchers: dict[str, int] = {}
 
-    def notify(self) -> None:
-        self.loop.call_soon_threadsafe(self._fire)
+    @contextlib.contextmanager
+    def watch(self, key: str):
+        """Count a waiter on ``key`` (on the event loop); the key's event goes with its last waiter."""
+        self._watchers[key] = self._watchers.get(key, 0) + 1
+        try:
+            yield
+        finally:
+            left = self._watchers.pop(key) - 1
+            if left:
+                self._watchers[key] = left
+            else:
+                self._events.pop(key, None)
 
-    def _fire(self) -> None:
-        self.event.set()
-        self.event = asyncio.Event()
+    def event(self, key: str) -> asyncio.Event:
+        """The event set at the next change of ``key`` (take it before looking)."""
+        event = self._events.get(key)
+        if event is None:
+            event = self._events[key] = asyncio.Event()
+        return event
+
+    def notify(self, keys: tuple[str, ...] = ()) -> None:
+        self.loop.call_soon_threadsafe(self._fire, keys)
+
+    def _fire(self, keys: tuple[str, ...]) -> None:
+        for key in keys or list(self._events):
+            event = self._events.pop(key, None)
+            if event is not None:
+                event.set()
 
 
 class WaitSlots:
@@ -176,20 +204,28 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
             error = ServiceError("INTERNAL", "internal error in the key holder (see its log)")
         await refuse(context, error)
 
-    async def _long_poll(self, context, party: str, wait: float, ready: Callable[[], T | None]) -> T | None:
-        """Check ``ready`` on the pool until it gives something or ``wait`` seconds pass; no thread waits."""
+    async def _long_poll(self, context, party: str, key: str, wait: float, ready: Callable[[], T | None],
+                         looked: asyncio.Event | None = None) -> T | None:
+        """Check ``ready`` on the pool until it gives something or ``wait`` seconds pass; no thread waits.
+        It looks again when ``key`` changes (:class:`Changes`).  ``looked``: the caller has just looked,
+        after taking this event of ``key``, so the first look is skipped."""
         deadline = time.monotonic() + wait
-        with self.waits.hold(party):
+        with self.waits.hold(party), self.changes.watch(key):
+            event = looked
             while True:
-                event = self.changes.event
-                value = await self._thread(ready)
+                if event is None:
+                    event = self.changes.event(key)
+                    value = await self._thread(ready)
+                    if value:
+                        return value
                 remaining = deadline - time.monotonic()
-                if value or remaining <= 0 or self.core.stopping:
-                    return value
+                if remaining <= 0 or self.core.stopping:
+                    return None
                 try:
                     await asyncio.wait_for(event.wait(), min(remaining, RECHECK_SECONDS))
                 except asyncio.TimeoutError:
                     pass
+                event = None
 
     # -- parties --------------------------------------------------------------
     async def Register(self, request, context):
@@ -216,16 +252,19 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
             request.query_ciphertexts, validation.scheme(request.scheme)))
         try:
             key = await asyncio.wrap_future(self.core.keys.submit(plan.querier, plan.scheme, plan.key_bits))
-            session = await self._thread(self.core.create_session, plan, key)
+            session, holder_key = await self._thread(
+                lambda: (self.core.create_session(plan, key), self.core.party_key(plan.holder)))
         except Exception as error:
             return await self._fail(context, error)
         finally:
             self.core.release(plan)
-        return session_info(session)
+        return session_info(session, holder_key)
 
     async def GetSession(self, request, context):
-        return session_info(await self._run(context, "GetSession", request,
-                                            lambda party: self.core.session(party, request.session_id)))
+        def found(party: str) -> tuple[Session, bytes]:
+            session = self.core.session(party, request.session_id)
+            return session, self.core.party_key(session.holder)
+        return session_info(*await self._run(context, "GetSession", request, found))
 
     async def CloseSession(self, request, context):
         return session_info(await self._run(context, "CloseSession", request,
@@ -243,10 +282,18 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
             validation.message_header(header, self.limits)
             token, cert_name, peer = self._credentials(context)
             self.core.screen(token)
-            upload = await self._thread(lambda: self.core.begin_message(
-                self.core.authenticate(token, cert_name, peer), header.session_id, header.kind, header.recipient))
-            if first.data:
-                await self._thread(upload.write, first.data)
+
+            def begin() -> Upload:
+                started = self.core.begin_message(self.core.authenticate(token, cert_name, peer), header.session_id,
+                                                  header.kind, header.recipient)
+                try:
+                    if first.data:
+                        started.write(first.data)
+                except BaseException:
+                    started.abort()
+                    raise
+                return started
+            upload = await self._thread(begin)
             async for chunk in chunks:
                 if chunk.HasField("header"):
                     raise ServiceError("INVALID_ARGUMENT", "only the first chunk carries a header")
@@ -267,14 +314,18 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
         await refuse(context, failure)
 
     async def GetMessage(self, request, context):
-        message, chunks = await self._run(context, "GetMessage", request,
-                                          lambda party: self.core.get_message(party, request.message_id))
+        def opened(party: str) -> tuple[Message, Iterator[bytes], list[bytes]]:
+            message, chunks = self.core.get_message(party, request.message_id)
+            return message, chunks, read_ahead(chunks)
+        message, chunks, ready = await self._run(context, "GetMessage", request, opened)
         header = pb.MessageHeader(session_id=message.session_id, kind=message.kind,
                                   recipient=message.recipient)
         first = True
-        while (data := await self._thread(next, chunks, None)) is not None:
+        for data in ready:
             yield pb.MessageChunk(header=header, data=data) if first else pb.MessageChunk(data=data)
             first = False
+        while len(ready) == READ_AHEAD and (data := await self._thread(next, chunks, None)) is not None:
+            yield pb.MessageChunk(data=data)
 
     async def AckMessage(self, request, context):
         return message_info(await self._run(context, "AckMessage", request,
@@ -284,25 +335,34 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
     async def ListWork(self, request, context):
         party = await self._run(context, "ListWork", request, lambda party: party)
         try:
-            items = await self._long_poll(context, party, min(request.wait_seconds, self.limits.max_wait),
-                                          lambda: self.core.list_work(party))
+            items = await self._long_poll(context, party, party, min(request.wait_seconds, self.limits.max_wait),
+                                          lambda: [(*item, self.core.party_key(item[0].querier))
+                                                   for item in self.core.list_work(party)])
         except ServiceError as error:
             return await refuse(context, error)
         return pb.WorkList(items=[
             pb.WorkItem(session=session_info(session), round=found.round, message_id=found.message_id,
-                        querier=session.querier, received_seqs=seqs)
-            for session, found, seqs in items or []])
+                        querier=session.querier, received_seqs=seqs, querier_x25519_public_key=querier_key)
+            for session, found, seqs, querier_key in items or []])
+
+    def _submit(self, party: str, batch: pb.ComparisonBatch) -> tuple[int, bool]:
+        """Zero-test one batch (checked by :mod:`keyholder.validation`): (comparisons, duplicate)."""
+        rule = pair_rule(batch.rule) if batch.HasField("rule") else None
+        return self.core.submit_batch(party, batch.session_id, batch.round, batch.seq, batch.ciphertexts,
+                                      list(batch.row_comparisons), list(batch.attachments), rule)
 
     async def SubmitComparisons(self, request, context):
-        rule = pair_rule(request.rule) if request.HasField("rule") else None
-        count, duplicate = await self._run(context, "SubmitComparisons", request, lambda party: self.core.submit_batch(
-            party, request.session_id, request.round, request.seq, request.ciphertexts,
-            list(request.row_comparisons), list(request.attachments), rule))
+        count, duplicate = await self._run(context, "SubmitComparisons", request,
+                                           lambda party: self._submit(party, request))
         return pb.BatchAck(seq=request.seq, comparisons=count, duplicate=duplicate)
 
     async def FinishRound(self, request, context):
-        return round_info(await self._run(context, "FinishRound", request, lambda party: self.core.finish_round(
-            party, request.session_id, request.round, request.batches, request.holder_note)), for_querier=False)
+        def finish(party: str) -> Round:
+            if request.HasField("last_batch"):
+                self._submit(party, request.last_batch)
+            return self.core.finish_round(party, request.session_id, request.round, request.batches,
+                                          request.holder_note)
+        return round_info(await self._run(context, "FinishRound", request, finish), for_querier=False)
 
     async def AbortRound(self, request, context):
         return round_info(await self._run(context, "AbortRound", request, lambda party: self.core.abort_round(
@@ -311,21 +371,37 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
     async def WaitRound(self, request, context):
         def current(party: str) -> Round:
             return self.core.round_for_querier(party, request.session_id, request.round)
-        found = await self._run(context, "WaitRound", request, lambda party: (party, current(party)))
-        party, found = found
-        if found.status == PENDING:
-            try:
-                found = await self._long_poll(context, party, min(request.wait_seconds, self.limits.max_wait),
-                                              lambda: finished(current(party))) or await self._thread(current, party)
-            except ServiceError as error:
-                return await refuse(context, error)
+        key = request.session_id
+        with self.changes.watch(key):
+            looked = self.changes.event(key)          # before the first look: a change after it wakes the wait
+            party, found = await self._run(context, "WaitRound", request, lambda party: (party, current(party)))
+            if found.status == PENDING:
+                try:
+                    found = await self._long_poll(context, party, key, min(request.wait_seconds, self.limits.max_wait),
+                                                  lambda: finished(current(party)), looked) \
+                        or await self._thread(current, party)
+                except ServiceError as error:
+                    return await refuse(context, error)
         return round_info(found, for_querier=True)
 
     async def FetchResults(self, request, context):
-        pages = await self._run(context, "FetchResults", request, lambda party: self.core.fetch_results(
-            party, request.session_id, request.round))
-        while (page := await self._thread(next, pages, None)) is not None:
+        def opened(party: str) -> tuple[Iterator[list], list[list]]:
+            pages = self.core.fetch_results(party, request.session_id, request.round)
+            return pages, read_ahead(pages)
+        pages, ready = await self._run(context, "FetchResults", request, opened)
+        for page in ready:
             yield pb.ResultBatch(matches=[pb.Match(match_indices=indices, attachment=blob) for indices, blob in page])
+        while len(ready) == READ_AHEAD and (page := await self._thread(next, pages, None)) is not None:
+            yield pb.ResultBatch(matches=[pb.Match(match_indices=indices, attachment=blob) for indices, blob in page])
+
+
+READ_AHEAD = 2     # pieces of a streamed answer read with the call's checks (a lookup's whole answer)
+
+
+def read_ahead(pieces: Iterator[T]) -> list[T]:
+    """The first ``READ_AHEAD`` pieces of a stream, read in the thread that checked the call: fewer
+    means the stream is all there (a small message, a lookup's results), saving a thread hop each."""
+    return [piece for piece in (next(pieces, None) for _ in range(READ_AHEAD)) if piece is not None]
 
 
 def finished(found: Round) -> Round | None:

@@ -31,39 +31,54 @@ class UndecodableRequest(ServiceError):
 class DecodeGuard(grpc.aio.ServerInterceptor):
     """Undecodable request bytes become INVALID_ARGUMENT on every RPC of the server (gRPC itself answers
     UNKNOWN "Unexpected <class DecodeError>"): each handler's deserializer hands the servicer a marker
-    instead of raising, and the handler refuses the marker before the servicer sees it."""
+    instead of raising, and the handler refuses the marker before the servicer sees it.  A method's
+    guarded handler is built once (its first call) and reused."""
+
+    def __init__(self) -> None:
+        self._guarded: dict[str, tuple[object, object]] = {}     # method -> (gRPC's handler, guarded)
 
     async def intercept_service(self, continuation, details):
         handler = await continuation(details)
         if handler is None or handler.request_deserializer is None:
             return handler
-        marker = UndecodableRequest(details.method)
-        decode = handler.request_deserializer
+        known = self._guarded.get(details.method)
+        if known is not None and known[0] is handler:
+            return known[1]
+        guarded = _guarded_handler(handler, details.method)
+        self._guarded[details.method] = (handler, guarded)
+        return guarded
 
-        def deserializer(raw: bytes):
-            try:
-                return decode(raw)
-            except Exception:             # noqa: BLE001 - DecodeError, or a field the message type refuses
-                return marker
-        kind = ("stream" if handler.request_streaming else "unary") + "_" + \
-               ("stream" if handler.response_streaming else "unary")
-        behavior = getattr(handler, kind)
-        if handler.request_streaming:
-            async def checked(requests):
-                async for request in requests:
-                    if request is marker:
-                        raise marker
-                    yield request
-            guarded = _guard(behavior, lambda request: checked(request))
-        else:
-            def first(request):
+
+def _guarded_handler(handler, method: str):
+    """``handler`` with a deserializer that never raises and a behaviour that refuses what it could
+    not decode (a fresh :class:`UndecodableRequest` per call)."""
+    marker = object()
+    decode = handler.request_deserializer
+
+    def deserializer(raw: bytes):
+        try:
+            return decode(raw)
+        except Exception:             # noqa: BLE001 - DecodeError, or a field the message type refuses
+            return marker
+    kind = ("stream" if handler.request_streaming else "unary") + "_" + \
+           ("stream" if handler.response_streaming else "unary")
+    behavior = getattr(handler, kind)
+    if handler.request_streaming:
+        async def checked(requests):
+            async for request in requests:
                 if request is marker:
-                    raise marker
-                return request
-            guarded = _guard(behavior, first)
-        if guarded is None:
-            return handler
-        return handler._replace(request_deserializer=deserializer, **{kind: guarded})
+                    raise UndecodableRequest(method)
+                yield request
+        guarded = _guard(behavior, lambda request: checked(request))
+    else:
+        def first(request):
+            if request is marker:
+                raise UndecodableRequest(method)
+            return request
+        guarded = _guard(behavior, first)
+    if guarded is None:
+        return handler
+    return handler._replace(request_deserializer=deserializer, **{kind: guarded})
 
 
 def _guard(behavior, check: Callable):

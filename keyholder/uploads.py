@@ -49,7 +49,7 @@ class Upload:
             Message(self.id, self.session.id, "query", self.sender, self.session.holder, self.size,
                     str(self.final), None), open_round=True, pending=PENDING)
         self.core.store.audit(self.sender, "relay_query", self.session.id, message.round, count=self.size)
-        self.core.changed()
+        self.core.changed(self.session.holder)                  # the holder's work list
         return message
 
     def abort(self) -> None:

@@ -183,6 +183,10 @@ def _finish_round(r, limits: Limits) -> None:
         raise invalid(f"batches must be at most {MAX_SEQ}")
     if len(r.holder_note) > limits.max_note_bytes:
         raise ServiceError("RESOURCE_EXHAUSTED", f"holder_note larger than {limits.max_note_bytes} bytes")
+    if r.HasField("last_batch"):
+        _comparison_batch(r.last_batch, limits)
+        if (r.last_batch.session_id, r.last_batch.round) != (r.session_id, r.round):
+            raise invalid("last_batch must belong to the round being finished")
 
 
 def _abort_round(r, limits: Limits) -> None:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from common.distributed import CONNECT_SECONDS, Cluster
@@ -57,10 +58,10 @@ def assemble(frame: pd.DataFrame, keys: QuerierKeys, outcome: QueryOutcome, matc
     declared free of duplicates) the global assignment of largest total weight.
     """
     base = frame.reset_index(drop=True)
-    linked = linked_records(keys, outcome)
-    matched = base.index.isin(linked["__record"].unique())
+    matched = matched_mask(keys, outcome)
     if not (with_payload and (outcome.release_columns or one_to_one)) and term_column is None:
         return base.assign(**{matched_column: matched})
+    linked = linked_records(keys, outcome)
     names = [c if c not in base.columns else f"{c}_holder" for c in outcome.release_columns]
     pairs = linked.groupby(["__record", "__match"], sort=True)["table"].agg(
         lambda tables: "|".join(keys.tables[t].name for t in sorted(set(tables)))).rename("__terms").reset_index()
@@ -98,9 +99,23 @@ def linked_records(keys: QuerierKeys, outcome: QueryOutcome) -> pd.DataFrame:
     return hits.merge(keys.pairs(), on=["table", "value"]).rename(columns={"record": "__record"})
 
 
+def matched_mask(keys: QuerierKeys, outcome: QueryOutcome) -> np.ndarray:
+    """Per querier record (in input order): did a matching holder row hit one of its keys?  The
+    records of :func:`linked_records`, found with numpy instead of a merge (a lookup's hot path)."""
+    hit: dict[int, list[int]] = {}
+    for found, _ in outcome.matches:
+        for table, value in found:
+            hit.setdefault(table, []).append(value)
+    mask = np.zeros(keys.records, dtype=bool)
+    for table, values in hit.items():
+        key_table = keys.tables[table]
+        mask[key_table.record_index[np.isin(key_table.value_index, values)]] = True
+    return mask
+
+
 def matched_records(keys: QuerierKeys, outcome: QueryOutcome) -> int:
     """How many distinct querier records matched at least one holder row."""
-    return int(linked_records(keys, outcome)["__record"].nunique())
+    return int(matched_mask(keys, outcome).sum())
 
 
 def _frame(data: pd.DataFrame | str | Path) -> pd.DataFrame:

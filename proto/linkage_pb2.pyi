@@ -93,7 +93,7 @@ class OpenSessionRequest(_message.Message):
     def __init__(self, mode: _Optional[_Union[Mode, str]] = ..., holder: _Optional[str] = ..., key_bits: _Optional[int] = ..., ttl_seconds: _Optional[int] = ..., query_ciphertexts: _Optional[int] = ..., scheme: _Optional[str] = ...) -> None: ...
 
 class SessionInfo(_message.Message):
-    __slots__ = ("session_id", "mode", "querier", "holder", "key_bits", "public_key", "status", "created_at", "expires_at", "rounds", "max_query_bytes", "scheme")
+    __slots__ = ("session_id", "mode", "querier", "holder", "key_bits", "public_key", "status", "created_at", "expires_at", "rounds", "max_query_bytes", "scheme", "holder_x25519_public_key")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     MODE_FIELD_NUMBER: _ClassVar[int]
     QUERIER_FIELD_NUMBER: _ClassVar[int]
@@ -106,6 +106,7 @@ class SessionInfo(_message.Message):
     ROUNDS_FIELD_NUMBER: _ClassVar[int]
     MAX_QUERY_BYTES_FIELD_NUMBER: _ClassVar[int]
     SCHEME_FIELD_NUMBER: _ClassVar[int]
+    HOLDER_X25519_PUBLIC_KEY_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     mode: Mode
     querier: str
@@ -118,7 +119,8 @@ class SessionInfo(_message.Message):
     rounds: int
     max_query_bytes: int
     scheme: str
-    def __init__(self, session_id: _Optional[str] = ..., mode: _Optional[_Union[Mode, str]] = ..., querier: _Optional[str] = ..., holder: _Optional[str] = ..., key_bits: _Optional[int] = ..., public_key: _Optional[bytes] = ..., status: _Optional[_Union[SessionStatus, str]] = ..., created_at: _Optional[float] = ..., expires_at: _Optional[float] = ..., rounds: _Optional[int] = ..., max_query_bytes: _Optional[int] = ..., scheme: _Optional[str] = ...) -> None: ...
+    holder_x25519_public_key: bytes
+    def __init__(self, session_id: _Optional[str] = ..., mode: _Optional[_Union[Mode, str]] = ..., querier: _Optional[str] = ..., holder: _Optional[str] = ..., key_bits: _Optional[int] = ..., public_key: _Optional[bytes] = ..., status: _Optional[_Union[SessionStatus, str]] = ..., created_at: _Optional[float] = ..., expires_at: _Optional[float] = ..., rounds: _Optional[int] = ..., max_query_bytes: _Optional[int] = ..., scheme: _Optional[str] = ..., holder_x25519_public_key: _Optional[bytes] = ...) -> None: ...
 
 class SessionRef(_message.Message):
     __slots__ = ("session_id",)
@@ -175,18 +177,20 @@ class ListWorkRequest(_message.Message):
     def __init__(self, wait_seconds: _Optional[float] = ...) -> None: ...
 
 class WorkItem(_message.Message):
-    __slots__ = ("session", "round", "message_id", "querier", "received_seqs")
+    __slots__ = ("session", "round", "message_id", "querier", "received_seqs", "querier_x25519_public_key")
     SESSION_FIELD_NUMBER: _ClassVar[int]
     ROUND_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_ID_FIELD_NUMBER: _ClassVar[int]
     QUERIER_FIELD_NUMBER: _ClassVar[int]
     RECEIVED_SEQS_FIELD_NUMBER: _ClassVar[int]
+    QUERIER_X25519_PUBLIC_KEY_FIELD_NUMBER: _ClassVar[int]
     session: SessionInfo
     round: int
     message_id: str
     querier: str
     received_seqs: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, session: _Optional[_Union[SessionInfo, _Mapping]] = ..., round: _Optional[int] = ..., message_id: _Optional[str] = ..., querier: _Optional[str] = ..., received_seqs: _Optional[_Iterable[int]] = ...) -> None: ...
+    querier_x25519_public_key: bytes
+    def __init__(self, session: _Optional[_Union[SessionInfo, _Mapping]] = ..., round: _Optional[int] = ..., message_id: _Optional[str] = ..., querier: _Optional[str] = ..., received_seqs: _Optional[_Iterable[int]] = ..., querier_x25519_public_key: _Optional[bytes] = ...) -> None: ...
 
 class WorkList(_message.Message):
     __slots__ = ("items",)
@@ -251,16 +255,18 @@ class BatchAck(_message.Message):
     def __init__(self, seq: _Optional[int] = ..., comparisons: _Optional[int] = ..., duplicate: _Optional[bool] = ...) -> None: ...
 
 class FinishRoundRequest(_message.Message):
-    __slots__ = ("session_id", "round", "batches", "holder_note")
+    __slots__ = ("session_id", "round", "batches", "holder_note", "last_batch")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     ROUND_FIELD_NUMBER: _ClassVar[int]
     BATCHES_FIELD_NUMBER: _ClassVar[int]
     HOLDER_NOTE_FIELD_NUMBER: _ClassVar[int]
+    LAST_BATCH_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     round: int
     batches: int
     holder_note: bytes
-    def __init__(self, session_id: _Optional[str] = ..., round: _Optional[int] = ..., batches: _Optional[int] = ..., holder_note: _Optional[bytes] = ...) -> None: ...
+    last_batch: ComparisonBatch
+    def __init__(self, session_id: _Optional[str] = ..., round: _Optional[int] = ..., batches: _Optional[int] = ..., holder_note: _Optional[bytes] = ..., last_batch: _Optional[_Union[ComparisonBatch, _Mapping]] = ...) -> None: ...
 
 class AbortRoundRequest(_message.Message):
     __slots__ = ("session_id", "round", "reason")

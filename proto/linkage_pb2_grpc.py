@@ -197,7 +197,9 @@ class KeyHolderServicer:
         raise NotImplementedError('Method not implemented!')
 
     def FinishRound(self, request, context):
-        """Holder only: all batches of the round were sent.
+        """Holder only: all batches of the round were sent (the last may come with
+        this call).  K deletes the round's query from its spool (finishing
+        acknowledges it).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -213,7 +213,7 @@ class Holder:
         chunks = self.connection.stream("GetMessage", pb.MessageRef(message_id=item.message_id),
                                         split=lambda message: [message.data], length=len)
         try:
-            records = open_records(chunks, self.party.private_key, party_key(self.connection, item.querier),
+            records = open_records(chunks, self.party.private_key, party_key(self.connection, item.querier, item.querier_x25519_public_key),
                                    message_context(session.session_id, "query"))
             cluster = self.options.cluster if session.mode != pb.LOOKUP else None
             query, ciphertexts = read_query(records, scheme, session.public_key,
@@ -289,15 +289,21 @@ class Holder:
                 nonlocal comparisons
                 comparisons += sum(message.row_comparisons)
                 progress.update(len(message.row_comparisons))
-            window = SubmitWindow(self.connection, 1 if lookup else self.options.submit_window, sent)
-            try:
-                for _, message in scheduler.messages(todo):
-                    window.send(message)
-                window.drain()
-            finally:
-                window.close()
-        self._finish(item, header.session_secret, blinding, self.data.release_columns if releasing else [],
-                     len(batches))
+            last = None
+            if lookup and len(todo) == len(batches) == 1:     # the whole round in one batch: sent as it finishes
+                [(_, last)] = scheduler.messages(todo)
+            else:
+                window = SubmitWindow(self.connection, 1 if lookup else self.options.submit_window, sent)
+                try:
+                    for _, message in scheduler.messages(todo):
+                        window.send(message)
+                    window.drain()
+                finally:
+                    window.close()
+            self._finish(item, header.session_secret, blinding, self.data.release_columns if releasing else [],
+                         len(batches), last)
+            if last is not None:
+                sent(last)
         elapsed = time.perf_counter() - started
         log.info("session %s round %d: %d rows compared (%d comparisons) in %.1f s", session.session_id,
                  item.round, len(plan.units), comparisons, elapsed)
@@ -308,19 +314,14 @@ class Holder:
         return served
 
     def _finish(self, item: pb.WorkItem, secret: bytes, blinding: Blinding, release_columns: list[str],
-                batches: int) -> None:
-        """Acknowledge the query and finish the round with the holder's sealed note."""
+                batches: int, last: pb.ComparisonBatch | None = None) -> None:
+        """Finish the round with the holder's sealed note, and its ``last`` batch if not yet sent (K then
+        deletes the spooled query: finishing acknowledges it, so no ``AckMessage`` call is needed)."""
         session = item.session
         note = pb.HolderNote(release_columns=release_columns, blinding=blinding.name,
                              refused_fast_blinding=blinding.refused)
         sealed_note = note_cipher(secret, session.session_id, item.round).seal(
             note.SerializeToString(), SessionCipher.padded_width(len(note.SerializeToString())))
-        # Acknowledge (K deletes the spooled query) before finishing: once the round is finished the
-        # querier may close the session at any moment.
-        try:
-            self.connection.call("AckMessage", pb.MessageRef(message_id=item.message_id))
-        except KeyHolderRefusal as refusal:   # already acknowledged: a retried call had gone through
-            if refusal.code != "FAILED_PRECONDITION":
-                raise
         self.connection.call("FinishRound", pb.FinishRoundRequest(
-            session_id=session.session_id, round=item.round, batches=batches, holder_note=sealed_note))
+            session_id=session.session_id, round=item.round, batches=batches, holder_note=sealed_note,
+            last_batch=last))

@@ -32,6 +32,7 @@ from party_client.transport import Connection, KeyHolderRefusal
 from party_client.waiting import EVERY, human_seconds
 from proto import linkage_pb2 as pb
 
+UPLOAD_CHUNK_BYTES = 1 << 20   # sealed query bytes per PutMessage chunk (small frames are gathered)
 ENCRYPT_BATCH = 256         # encodings per call of the scheme in the querier's own process
 CLUSTER_PIECE = 4096        # encodings per Dask task at most (0.3-0.6 s of work for either scheme)...
 MIN_CLUSTER_PIECE = 256     # ...and at least (Dask costs a few ms per task)
@@ -207,9 +208,10 @@ class Querier:
         note = pb.HolderNote.FromString(
             note_cipher(secret, session.session_id, round_no).open(info.holder_note))
         cipher = attachment_cipher(secret, session.session_id, round_no)
+        # K says how many holder rows matched (the querier learns it anyway): none, nothing to fetch.
         matches_found = self.connection.stream("FetchResults", pb.RoundRef(session_id=session.session_id,
                                                                            round=round_no),
-                                               split=lambda page: page.matches)
+                                               split=lambda page: page.matches) if info.matched_rows else []
         results = [(pb.RowAttachment.FromString(cipher.open(match.attachment)), list(match.match_indices))
                    for match in matches_found]
         engine = engine_for(session.mode, keys.blocked is not None)
@@ -231,7 +233,7 @@ class Querier:
         started = time.perf_counter()
         scheme = session_scheme(session)
         progress = self._progress(options)
-        holder_key = party_key(self.connection, session.holder)
+        holder_key = party_key(self.connection, session.holder, session.holder_x25519_public_key)
         engine = engine_for(session.mode, keys.blocked is not None)
         prepared, encodings = engine.prepare(keys, options, scheme.encoding_bytes(session.public_key), lookup_secret,
                                              progress)
@@ -254,11 +256,23 @@ class Querier:
             save(state)
 
         def upload():
-            yield pb.MessageChunk(header=pb.MessageHeader(session_id=session.session_id, kind="query",
-                                                          recipient=session.holder))
+            """The header, and the sealed frames gathered into chunks of about ``UPLOAD_CHUNK_BYTES``
+            (the first rides with the header): a lookup's query is one gRPC message, not four."""
+            chunk = pb.MessageChunk(header=pb.MessageHeader(session_id=session.session_id, kind="query",
+                                                            recipient=session.holder))
+            frames: list[bytes] = []
+            size = 0
             for frame in seal_records(query_records(prepared, ciphertexts), self.party.private_key,
                                       holder_key, context):
-                yield pb.MessageChunk(data=frame)
+                frames.append(frame)
+                size += len(frame)
+                if size >= UPLOAD_CHUNK_BYTES:
+                    chunk.data = b"".join(frames)
+                    yield chunk
+                    chunk, frames, size = pb.MessageChunk(), [], 0
+            chunk.data = b"".join(frames)
+            if chunk.data or chunk.HasField("header"):
+                yield chunk
 
         def settled() -> pb.MessageInfo | None:
             """After a lost reply: did K keep the query (the session has one more round)?"""

@@ -50,9 +50,12 @@ def note_cipher(secret: bytes, session_id: str, round_no: int) -> SessionCipher:
     return SessionCipher(secret, session_id, round_no, b"holder-note")
 
 
-def party_key(connection: Connection, name: str) -> X25519PublicKey:
-    info = connection.call("GetParty", pb.GetPartyRequest(name=name))
-    return X25519PublicKey.from_public_bytes(info.x25519_public_key)
+def party_key(connection: Connection, name: str, sent: bytes = b"") -> X25519PublicKey:
+    """A party's X25519 key: ``sent`` by K with the session or work item (what ``GetParty`` would
+    answer), else asked for."""
+    if not sent:
+        sent = connection.call("GetParty", pb.GetPartyRequest(name=name)).x25519_public_key
+    return X25519PublicKey.from_public_bytes(sent)
 
 
 def query_records(prepared: PreparedQuery, ciphertexts: list[bytes]) -> Iterator[bytes]:
