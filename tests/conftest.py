@@ -1,11 +1,18 @@
 """Fixtures of the linking tests (helpers live in ``linkhelpers.py``)."""
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 
 import pytest
 
 from linkhelpers import KeyHolderProcess, make_parties, start_keyholder
+
+# Ctrl-C tests send SIGINT to the processes they start, which inherit this process's disposition: a suite
+# started as a background job of a non-interactive shell has SIGINT ignored, and so would every
+# `party hold` it starts.  With Python's own handler here, each child gets the default back at exec.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session")
