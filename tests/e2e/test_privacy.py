@@ -278,25 +278,44 @@ def _bad_comparisons(scheme: str, good: bytes) -> dict[str, bytes]:
     return cases
 
 
+@pytest.mark.parametrize("route", ["SubmitComparisons", "FinishRound"])
 @pytest.mark.parametrize("scheme", ELLIPTIC)
-def test_key_holder_refuses_bad_points_naming_the_check(keyholder, tmp_path, scheme):
-    """A comparison batch with a bad point is refused with INVALID_ARGUMENT naming the check, and
-    the refusal changes nothing: the holder's correct batch is accepted afterwards."""
+def test_key_holder_refuses_bad_points_naming_the_check(keyholder, tmp_path, scheme, route):
+    """A comparison batch with a bad point is refused with INVALID_ARGUMENT naming the check, whether
+    it comes alone or as the last batch a FinishRound carries, and the refusal changes nothing: the
+    holder's correct batch is accepted afterwards (and a last batch of another round is refused)."""
     (qdir, _), (hdir, hname) = make_party(keyholder, tmp_path), make_party(keyholder, tmp_path)
     session_id, round_no, session = _pending_round(keyholder, qdir, hname, scheme)
     h, hmeta = stub_for(keyholder, hdir)
+
+    def send(batch: pb.ComparisonBatch):
+        if route == "SubmitComparisons":
+            return h.SubmitComparisons(batch, metadata=hmeta)
+        return h.FinishRound(pb.FinishRoundRequest(session_id=session_id, round=round_no, batches=1,
+                                                   last_batch=batch), metadata=hmeta)
     good = blinded_comparisons(scheme, session.public_key, [False, True])
     for check, ciphertexts in _bad_comparisons(scheme, good).items():
         batch = pb.ComparisonBatch(session_id=session_id, round=round_no, seq=0, ciphertexts=ciphertexts,
                                    row_comparisons=[1, 1], attachments=[b"x" * 9, b"y" * 9])
         with pytest.raises(grpc.RpcError) as caught:
-            h.SubmitComparisons(batch, metadata=hmeta)
+            send(batch)
         assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT, check
         assert f"comparison 0: {check}" in caught.value.details()
-    h.SubmitComparisons(pb.ComparisonBatch(session_id=session_id, round=round_no, seq=0, ciphertexts=good,
-                                           row_comparisons=[1, 1], attachments=[b"a" * 48, b"b" * 48]),
-                        metadata=hmeta)
-    done = h.FinishRound(pb.FinishRoundRequest(session_id=session_id, round=round_no, batches=1), metadata=hmeta)
+    good_batch = pb.ComparisonBatch(session_id=session_id, round=round_no, seq=0, ciphertexts=good,
+                                    row_comparisons=[1, 1], attachments=[b"a" * 48, b"b" * 48])
+    if route == "FinishRound":
+        elsewhere = pb.ComparisonBatch()
+        elsewhere.CopyFrom(good_batch)
+        elsewhere.round = round_no + 1
+        with pytest.raises(grpc.RpcError) as caught:
+            send(elsewhere)
+        assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "last_batch must belong to the round being finished" in caught.value.details()
+        done = send(good_batch)
+    else:
+        send(good_batch)
+        done = h.FinishRound(pb.FinishRoundRequest(session_id=session_id, round=round_no, batches=1),
+                             metadata=hmeta)
     assert done.comparisons == 2
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from deid_core.cli import main
 from deid_core.risk import k_for_threshold, meets
-from deidspecs import CLAIMS_SPEC
+from deidspecs import write_claims
 
 CROSS = """[columns]
 name = "direct"
@@ -25,7 +25,6 @@ zip = { builder = "prefix" }
 type = "public"
 threshold = 0.2
 """
-LONGITUDINAL = CLAIMS_SPEC
 
 
 @pytest.fixture(scope="module")
@@ -40,11 +39,9 @@ def data(tmp_path_factory) -> dict[str, Path]:
     pop["count"] *= 20
     pop.to_csv(d / "pop.csv", index=False)
     df[["name", "age"]].assign(yob=(2000 - df["age"].astype(int)).astype(str)).to_csv(d / "num.csv", index=False)
-    rows = [(f"p{p:03d}", "FM"[p % 2], str(1940 + p % 30), f"{250 + (p * 7 + e) % 150:03d}.{e % 10}")
-            for p in range(120) for e in range(3)]
-    pd.DataFrame(rows, columns=["pid", "sex", "yob", "dx"]).to_csv(d / "claims.csv", index=False)
+    _, long_spec = write_claims(d, persons=120, claims_each=3)
+    long_spec.rename(d / "long.toml")
     (d / "cross.toml").write_text(CROSS)
-    (d / "long.toml").write_text(LONGITUDINAL)
     (d / "num.toml").write_text('[columns]\nname = "direct"\nage = "quasi"\nyob = "quasi"\n')
     return {"d": d}
 

@@ -11,18 +11,12 @@ import pandas as pd
 import pytest
 
 from deid_core.cli import main
-from deidspecs import CLAIMS_SPEC
-
-SPEC = CLAIMS_SPEC
+from deidspecs import write_claims
 
 
 @pytest.fixture()
 def claims(tmp_path: Path) -> dict[str, Path]:
-    rows = [(f"p{p:03d}", "FM"[p % 2], str(1940 + p % 30), f"{250 + (p * 7 + e) % 150:03d}.{e % 10}")
-            for p in range(60) for e in range(4)]
-    data, spec = tmp_path / "claims.csv", tmp_path / "spec.toml"
-    pd.DataFrame(rows, columns=["pid", "sex", "yob", "dx"]).to_csv(data, index=False)
-    spec.write_text(SPEC)
+    data, spec = write_claims(tmp_path)
     return {"data": data, "spec": spec, "dir": tmp_path}
 
 

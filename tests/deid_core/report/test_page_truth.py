@@ -2,27 +2,14 @@
 re-application, and cells an earlier ``deid codes`` suppressed show as suppressed, not as "0"."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import pandas as pd
 
 from deid_core.cli import main
-from deidspecs import CLAIMS_SPEC
-
-SPEC = CLAIMS_SPEC
-
-
-def _claims(tmp_path: Path) -> tuple[Path, Path]:
-    rows = [(f"p{p:03d}", "FM"[p % 2], str(1940 + p % 30), f"{250 + (p * 7 + e) % 150:03d}.{e % 10}")
-            for p in range(60) for e in range(4)]
-    data, spec = tmp_path / "claims.csv", tmp_path / "spec.toml"
-    pd.DataFrame(rows, columns=["pid", "sex", "yob", "dx"]).to_csv(data, index=False)
-    spec.write_text(SPEC)
-    return data, spec
+from deidspecs import write_claims
 
 
 def test_a_failing_release_is_not_offered_for_reapplication(tmp_path, capsys):
-    data, spec = _claims(tmp_path)
+    data, spec = write_claims(tmp_path)
     page = tmp_path / "r.html"
     assert main(["assess", "--input", str(data), "--spec", str(spec), "--out", str(tmp_path / "r.json"),
                  "--html", str(page)]) == 0
@@ -33,7 +20,7 @@ def test_a_failing_release_is_not_offered_for_reapplication(tmp_path, capsys):
 
 def test_codes_suppressed_before_the_assessment_show_on_the_page(tmp_path, capsys):
     # the defect: after deid codes removed every dx code, the page said dx was generalized, "cells suppressed 0"
-    data, spec = _claims(tmp_path)
+    data, spec = write_claims(tmp_path)
     coded, page = tmp_path / "c.csv", tmp_path / "c.html"
     assert main(["codes", "--input", str(data), "--spec", str(spec), "--suppress", "--code", "dx", "--k", "5",
                  "--out", str(coded), "--force"]) == 0
@@ -59,7 +46,7 @@ def test_plot_axes_count_persons_for_longitudinal_data(tmp_path, monkeypatch):
         original = getattr(Axes, name)
         monkeypatch.setattr(Axes, name, lambda self, text, *a, _o=original, **k: (labels.append(text),
                                                                                   _o(self, text, *a, **k))[1])
-    data, spec = _claims(tmp_path)
+    data, spec = write_claims(tmp_path)
     a = assess(read_table(data), load_spec(spec), levels={"dx": 2})
     plots(a)
     assert "persons" in labels and "persons (sorted by risk, highest first)" in labels and "risk per person" in labels
