@@ -28,11 +28,13 @@ from party_client.errors import PartyError
 MARK = "~"                          # prefixes every typo key, so a deletion leaving "" is still a key
 SEPARATOR = "\x1f"                  # joins two parts of one key; normalized codes never contain it
 PHONETIC = {"soundex": jellyfish.soundex, "nysiis": jellyfish.nysiis, "metaphone": jellyfish.metaphone}
-TEXT_LEVELS = ("exact", "typo", "soundex", "nysiis", "metaphone", "initial", "prefix", "swapped", "transposed")
+TEXT_LEVELS = ("exact", "typo", "soundex", "nysiis", "metaphone", "initial", "prefix", "swapped", "transposed",
+               "slip")
 DATE_LEVELS = ("exact", "day_month_swap", "year", "days")
 NUMBER_LEVELS = ("exact", "within")
 DEFAULT_TYPO_LENGTH = 8
 DEFAULT_TRANSPOSED_LENGTH = 10
+WINDOW = SEPARATOR * 2              # stands for the two characters a ``slip`` key leaves out
 MISSING_LEVEL = "missing"
 ANCHOR = "anchor"                   # the missing level's constant querier slot, one for all fields
 MISSING_MARKER = SEPARATOR + "missing"   # a querier's missing value in its value slot; never a normalized value
@@ -42,7 +44,7 @@ ELSE_LEVEL = "else"
 @dataclass(frozen=True)
 class Level:
     """One comparison level: ``kind`` (``exact``, ``typo``, ...) and its parameter where it has one
-    (``typo``/``transposed``: characters considered; ``prefix``: characters; ``days``/``within``: the
+    (``typo``/``transposed``/``slip``: characters considered; ``prefix``: characters; ``days``/``within``: the
     tolerance; ``swapped``: the other field's name)."""
 
     kind: str
@@ -62,7 +64,8 @@ class Level:
             if not parameter.isidentifier():
                 raise PartyError("level 'swapped' needs the other field's name, e.g. swapped:last")
             return cls(kind, parameter)
-        defaults = {"typo": DEFAULT_TYPO_LENGTH, "transposed": DEFAULT_TRANSPOSED_LENGTH, "prefix": 3,
+        defaults = {"typo": DEFAULT_TYPO_LENGTH, "transposed": DEFAULT_TRANSPOSED_LENGTH,
+                    "slip": DEFAULT_TRANSPOSED_LENGTH, "prefix": 3,
                     "days": 30, "within": 1}
         if kind not in defaults:
             if parameter:
@@ -72,7 +75,7 @@ class Level:
             number = int(parameter) if parameter else defaults[kind]
         except ValueError:
             raise PartyError(f"level '{text}': the parameter must be an integer") from None
-        if number < 1 or (kind in ("typo", "transposed") and number < 2):
+        if number < 1 or (kind in ("typo", "transposed", "slip") and number < 2):
             raise PartyError(f"level '{text}': the parameter is too small")
         return cls(kind, number)
 
@@ -81,7 +84,7 @@ class Level:
         """The comparisons per candidate pair this level costs (fixed, whatever the values)."""
         if self.kind == "typo":
             return 5 * int(self.parameter) - 1
-        if self.kind == "transposed":
+        if self.kind in ("transposed", "slip"):
             return int(self.parameter) - 1
         if self.kind == "year":
             return 2
@@ -118,6 +121,13 @@ def _swapped(values: pd.Series, position: int) -> pd.Series:
     first, second = values.str[position:position + 1], values.str[position + 1:position + 2]
     swapped = values.str[:position] + second + first + values.str[position + 2:]
     return swapped.where(long_enough & (first != second), "")
+
+
+def _windowed(values: pd.Series, position: int) -> pd.Series:
+    """``value`` with characters ``position`` and ``position + 1`` left out (:data:`WINDOW` in their
+    place, so the length is kept), marked; '' where the value does not reach ``position + 1``."""
+    inside = values.str.len() > position + 1
+    return (MARK + values.str[:position] + WINDOW + values.str[position + 2:]).where(inside, "")
 
 
 def _marked(values: pd.Series, present: pd.Series) -> pd.Series:
@@ -159,6 +169,8 @@ def text_keys(level: Level, codes: pd.Series, other: pd.Series | None = None) ->
     if kind == "transposed":
         limit = int(level.parameter)
         return GroupKeys([codes], [(0, _swapped(codes, i)) for i in range(limit - 1)], ("value",))
+    if kind == "slip":
+        return slip_keys(codes, int(level.parameter))
     if kind == "typo":
         return typo_keys(codes, int(level.parameter))
     raise PartyError(f"level {level.name} is not a text level")
@@ -188,6 +200,17 @@ def typo_keys(codes: pd.Series, limit: int) -> GroupKeys:
     holder += [(2 + i, deleted_marked[i + 1]) for i in range(limit - 1)]
     holder += [(2 + i + 1, deleted_marked[i]) for i in range(limit - 1)]
     return GroupKeys(querier, holder, tuple(f"typo{limit}.{k}" for k in range(len(querier))))
+
+
+def slip_keys(codes: pd.Series, limit: int) -> GroupKeys:
+    """Window keys for ``slip:L`` (docs/protocol.md, "Comparison levels", slip): per position
+    ``i < L - 1`` the value with characters ``i`` and ``i + 1`` left out, on both sides; the holder
+    compares the querier's window ``i`` with its own window ``i``: L - 1 comparisons.  Equal at some
+    window means the same length and the same characters everywhere but two adjacent positions, which
+    holds for one substituted character and for two adjacent characters transposed."""
+    codes = _text(codes)
+    windows = [_windowed(codes, i) for i in range(limit - 1)]
+    return GroupKeys(windows, [(i, w) for i, w in enumerate(windows)], tuple(f"slip{limit}.{i}" for i in range(limit - 1)))
 
 
 def date_keys(level: Level, dates: pd.Series) -> GroupKeys:
@@ -299,6 +322,18 @@ def osa_distance(x: str, y: str) -> int:
             if i > 1 and j > 1 and x[i - 1] == y[j - 2] and x[i - 2] == y[j - 1]:
                 rows[i][j] = min(rows[i][j], rows[i - 2][j - 2] + 1)
     return rows[len(x)][len(y)]
+
+
+def slip_reference(x: str, y: str, limit: int) -> bool:
+    """The slip level's semantics on values: the same length, and the positions where they differ are
+    at most two, adjacent, and among the first ``limit`` (a substituted character or two adjacent
+    characters transposed: Hamming distance 1, or 2 on neighbouring positions)."""
+    if not x or not y or len(x) != len(y) or len(x) < 2:
+        return False
+    differ = [i for i in range(len(x)) if x[i] != y[i]]
+    if not differ:
+        return True
+    return differ[-1] - differ[0] <= 1 and differ[-1] < limit
 
 
 def typo_reference(x: str, y: str, limit: int) -> bool:

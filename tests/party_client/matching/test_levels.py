@@ -11,7 +11,7 @@ from hypothesis import given, settings, strategies as st
 from party_client.matching.fellegi_sunter import (LevelField, LevelModel, accepted, expectation_maximisation,
                                                   model_from_fit, pair_levels, pattern_weights)
 from party_client.matching.levels import (Level, date_keys, group_agreement, missing_keys, number_keys,
-                                          osa_distance, text_keys, typo_reference)
+                                          osa_distance, slip_reference, text_keys, typo_reference)
 
 LIMIT = 8
 letters = st.text(alphabet="abcde", min_size=1, max_size=LIMIT)
@@ -90,6 +90,42 @@ def test_adjacent_digit_transposition_agrees_at_transposed(x, i):
     i = min(i, len(x) - 2)
     y = x[:i] + x[i + 1] + x[i] + x[i + 2:]
     assert agree(Level("transposed", 10), x, y) == (x != y)
+
+
+digits = st.text(alphabet="0123", min_size=1, max_size=12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet="0123456789", min_size=2, max_size=10), st.integers(0, 9), st.sampled_from("0123456789"))
+def test_a_substituted_or_transposed_digit_agrees_at_slip(x, i, digit):
+    i = min(i, len(x) - 1)
+    substituted = x[:i] + digit + x[i + 1:]
+    j = min(i, len(x) - 2)
+    transposed = x[:j] + x[j + 1] + x[j] + x[j + 2:]
+    for y in (substituted, transposed):
+        assert agree(Level("slip", 10), x, y) and agree(Level("slip", 10), y, x)
+
+
+@settings(max_examples=300, deadline=None)
+@given(digits, digits)
+def test_slip_keys_decide_exactly_the_stated_semantics(x, y):
+    """Keys and the stated semantics agree on every pair, including lengths that differ, values longer
+    than the limit and differences beyond it; no pair differing at two positions apart ever agrees."""
+    level = Level("slip", 6)
+    assert agree(level, x, y) == slip_reference(x, y, 6) == slip_reference(y, x, 6)
+    differ = [k for k in range(min(len(x), len(y))) if x[k] != y[k]]
+    if len(x) != len(y) or (differ and differ[-1] - differ[0] > 1):
+        assert not agree(level, x, y)
+
+
+def test_slip_examples():
+    level = Level("slip", 10)
+    assert agree(level, "3776965", "3776945")          # one digit replaced
+    assert agree(level, "5714719", "5714791")          # two adjacent digits swapped
+    assert not agree(level, "3776965", "3776956 ")      # lengths differ
+    assert not agree(level, "3776965", "4776964")      # two digits apart
+    assert not agree(level, "3", "3") and not agree(level, "", "")
+    assert Level.parse("slip:7", "text").comparisons == 6
 
 
 def test_phonetic_initial_prefix():

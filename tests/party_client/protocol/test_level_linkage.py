@@ -18,7 +18,7 @@ LAST = ["steinert", "jack", "smith", "smyth", "weber", "webber", "nguyen", "li"]
 
 def random_tables(seed: int, n: int = 14) -> tuple[pd.DataFrame, pd.DataFrame]:
     """A querier table and a holder holding corrupted copies of most of its records (a typo, swapped names,
-    a transposed postcode, a near or swapped date, a gap) plus random ones: pairs reach every level."""
+    a transposed or mistyped postcode, a near or swapped date, a gap) plus random ones: pairs reach every level."""
     rng = np.random.default_rng(seed)
 
     def random_rows(prefix: str, count: int) -> pd.DataFrame:
@@ -37,8 +37,10 @@ def random_tables(seed: int, n: int = 14) -> tuple[pd.DataFrame, pd.DataFrame]:
             copies.loc[i, "first"] = row["first"][:1] + "x" + row["first"][1:]
         elif change == 1:
             copies.loc[i, ["first", "last"]] = [row["last"], row["first"]]
-        elif change == 2:
+        elif change == 2 and i % 2:
             copies.loc[i, "postcode"] = row["postcode"][1] + row["postcode"][0] + row["postcode"][2:]
+        elif change == 2:
+            copies.loc[i, "postcode"] = row["postcode"][:2] + ("9" if row["postcode"][2] != "9" else "8") + row["postcode"][3:]
         elif change == 3:
             copies.loc[i, "dob"] = str(int(row["dob"][:4]) + 1) + row["dob"][4:]
         elif change == 4:
@@ -57,11 +59,12 @@ def level_rules() -> LevelRules:
               LevelField("last", "text", (Level("exact"), Level("typo", 4), Level("initial")), "last"),
               LevelField("dob", "date", (Level("exact"), Level("day_month_swap"), Level("year"), Level("days", 2)),
                          "dob", date_format="%Y%m%d"),
-              LevelField("postcode", "text", (Level("exact"), Level("transposed", 4)), "postcode", normalize="identifier")]
+              LevelField("postcode", "text", (Level("exact"), Level("transposed", 4), Level("slip", 4)), "postcode",
+                         normalize="identifier")]
     weights = {"first": {"exact": 5.0, "swapped:last": 4.5, "typo:4": 3.0, "soundex": 1.5, "else": -3.0},
                "last": {"exact": 6.0, "typo:4": 3.5, "initial": 0.5, "else": -4.0},
                "dob": {"exact": 7.0, "day_month_swap": 3.0, "year": 2.5, "days:2": 1.0, "else": -5.0},
-               "postcode": {"exact": 3.0, "transposed:4": 1.5, "else": -2.0}}
+               "postcode": {"exact": 3.0, "transposed:4": 1.5, "slip:4": 1.0, "else": -2.0}}
     model = LevelModel(fields, weights, threshold=6.0)
     return LevelRules(model, [BlockingPass(("dob:month",), clear=True), BlockingPass(("last:initial",), clear=True)],
                       RiskPolicy(0.5, 10_000_000))
