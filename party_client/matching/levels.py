@@ -34,7 +34,6 @@ DATE_LEVELS = ("exact", "day_month_swap", "year", "days")
 NUMBER_LEVELS = ("exact", "within")
 DEFAULT_TYPO_LENGTH = 8
 DEFAULT_TRANSPOSED_LENGTH = 10
-WINDOW = SEPARATOR * 2              # stands for the two characters a ``slip`` key leaves out
 MISSING_LEVEL = "missing"
 ANCHOR = "anchor"                   # the missing level's constant querier slot, one for all fields
 MISSING_MARKER = SEPARATOR + "missing"   # a querier's missing value in its value slot; never a normalized value
@@ -84,8 +83,10 @@ class Level:
         """The comparisons per candidate pair this level costs (fixed, whatever the values)."""
         if self.kind == "typo":
             return 5 * int(self.parameter) - 1
-        if self.kind in ("transposed", "slip"):
+        if self.kind == "transposed":
             return int(self.parameter) - 1
+        if self.kind == "slip":
+            return int(self.parameter) // 2
         if self.kind == "year":
             return 2
         if self.kind in ("days", "within"):
@@ -124,10 +125,11 @@ def _swapped(values: pd.Series, position: int) -> pd.Series:
 
 
 def _windowed(values: pd.Series, position: int) -> pd.Series:
-    """``value`` with characters ``position`` and ``position + 1`` left out (:data:`WINDOW` in their
-    place, so the length is kept), marked; '' where the value does not reach ``position + 1``."""
+    """``value`` with characters ``position`` to ``position + 2`` left out (a separator in place of each,
+    so the length is kept), marked; '' where the value does not reach ``position + 1``."""
     inside = values.str.len() > position + 1
-    return (MARK + values.str[:position] + WINDOW + values.str[position + 2:]).where(inside, "")
+    left_out = values.str[position:position + 3].str.replace(r"(?s).", SEPARATOR, regex=True)
+    return (MARK + values.str[:position] + left_out + values.str[position + 3:]).where(inside, "")
 
 
 def _marked(values: pd.Series, present: pd.Series) -> pd.Series:
@@ -203,14 +205,16 @@ def typo_keys(codes: pd.Series, limit: int) -> GroupKeys:
 
 
 def slip_keys(codes: pd.Series, limit: int) -> GroupKeys:
-    """Window keys for ``slip:L`` (docs/protocol.md, "Comparison levels", slip): per position
-    ``i < L - 1`` the value with characters ``i`` and ``i + 1`` left out, on both sides; the holder
-    compares the querier's window ``i`` with its own window ``i``: L - 1 comparisons.  Equal at some
-    window means the same length and the same characters everywhere but two adjacent positions, which
-    holds for one substituted character and for two adjacent characters transposed."""
+    """Window keys for ``slip:L`` (docs/protocol.md, "Comparison levels", slip): per even position
+    ``i < L - 1`` the value with characters ``i``, ``i + 1`` and ``i + 2`` left out, on both sides; the
+    holder compares the querier's window ``i`` with its own window ``i``: L // 2 comparisons.  Every
+    adjacent pair of positions lies in some window, so one substituted character and two adjacent
+    characters transposed always agree; equal keys mean the same length and every difference within
+    one window."""
     codes = _text(codes)
-    windows = [_windowed(codes, i) for i in range(limit - 1)]
-    return GroupKeys(windows, [(i, w) for i, w in enumerate(windows)], tuple(f"slip{limit}.{i}" for i in range(limit - 1)))
+    windows = [_windowed(codes, i) for i in range(0, limit - 1, 2)]
+    return GroupKeys(windows, [(k, w) for k, w in enumerate(windows)],
+                     tuple(f"slip{limit}.{k}" for k in range(len(windows))))
 
 
 def date_keys(level: Level, dates: pd.Series) -> GroupKeys:
@@ -325,15 +329,16 @@ def osa_distance(x: str, y: str) -> int:
 
 
 def slip_reference(x: str, y: str, limit: int) -> bool:
-    """The slip level's semantics on values: the same length, and the positions where they differ are
-    at most two, adjacent, and among the first ``limit`` (a substituted character or two adjacent
-    characters transposed: Hamming distance 1, or 2 on neighbouring positions)."""
+    """The slip level's semantics on values: the same length (at least 2), and every position where they
+    differ lies in one window ``{i, i + 1, i + 2}`` with ``i`` even and ``i < limit - 1`` (so one
+    substituted character, or two adjacent characters transposed, among the first ``limit``; at most
+    three differences, all within such a window)."""
     if not x or not y or len(x) != len(y) or len(x) < 2:
         return False
-    differ = [i for i in range(len(x)) if x[i] != y[i]]
+    differ = [k for k in range(len(x)) if x[k] != y[k]]
     if not differ:
         return True
-    return differ[-1] - differ[0] <= 1 and differ[-1] < limit
+    return any(i <= differ[0] and differ[-1] <= i + 2 for i in range(0, min(limit - 1, len(x) - 1), 2))
 
 
 def typo_reference(x: str, y: str, limit: int) -> bool:

@@ -33,7 +33,7 @@ PRIORS: dict[str, tuple[str, str, list[tuple[str, float, float]]]] = {
     "dob": ("date", "", [("exact", 0.88, 4e-5), ("day_month_swap", 0.01, 1e-5), ("year", 0.02, 1e-4)]),
     "sex": ("text", "name", [("exact", 0.97, 0.5)]),
     "postcode": ("text", "identifier", [("exact", 0.84, 0.002), ("transposed:4", 0.05, 0.0005)]),
-    "id": ("text", "identifier", [("exact", 0.90, 1e-6), ("slip:10", 0.06, 8e-5)]),
+    "id": ("text", "identifier", [("exact", 0.90, 1e-6), ("slip:10", 0.06, 3e-4)]),
     "street_number": ("text", "identifier", [("exact", 0.85, 0.02)]),
     "address": ("text", "name", [("exact", 0.60, 0.0005)]),
     "city": ("text", "name", [("exact", 0.75, 0.002)]),
