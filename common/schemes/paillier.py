@@ -35,7 +35,6 @@ Every comparison is first checked to lie in Z*_{n^2}.
 """
 from __future__ import annotations
 
-import os
 import secrets
 from dataclasses import dataclass
 from functools import lru_cache
@@ -45,7 +44,7 @@ import gmpy2
 from phe import paillier
 
 from common.schemes.base import InvalidCiphertext, KeyPair, Scheme
-from common.schemes.pool import release_gil, worker_pool
+from common.schemes.pool import pool_threads, release_gil, worker_pool
 
 __all__ = ["PaillierScheme", "PublicKey", "SessionKey", "Encryptor", "ZeroTester", "generate_session_key",
            "negated_generator_power", "blinding_factor", "blinded_comparison", "book_literal_comparison",
@@ -225,7 +224,7 @@ class ZeroTester:
         if len(values) < 64:
             return [self.is_zero(c) for c in values]
         pool = worker_pool()
-        step = max(16, len(values) // (4 * (os.cpu_count() or 2)))
+        step = max(16, len(values) // (4 * pool_threads()))
         chunks = [values[i:i + step] for i in range(0, len(values), step)]
         results: list[bool] = []
         for part in pool.map(lambda chunk: [self.is_zero(c) for c in chunk], chunks):

@@ -43,3 +43,12 @@ def test_a_query_validated_on_the_cluster_as_locally(cluster, monkeypatch, schem
     with pytest.raises(InvalidCiphertext) as remote:
         scheduling.validate_on_cluster(cluster, scheme, pair.public, broken)
     assert str(remote.value) == str(local.value) and str(bad) in str(remote.value)
+
+
+def test_a_dask_worker_sizes_the_arithmetic_pool_by_its_own_threads(cluster):
+    """A worker started with ``--nthreads 1`` was given one core: the scheme's threads there are one, not
+    one per core of the host (which would take the neighbouring workers' cores); outside Dask, one per
+    core."""
+    from common.schemes.pool import pool_threads
+    assert cluster.submit(pool_threads).result() == 1
+    assert pool_threads() == (os.cpu_count() or 2)
