@@ -6,26 +6,64 @@ block key frequencies) and every record to have one partner there.  A pass's can
 the partners that share the record's key (the share of true matches whose key parts agree, from the
 model's m of each part's levels), the other records with the same key (the sum over keys of the squared
 counts, less the record itself), and the pairs keyed buckets merge by chance (entries² / buckets, with
-the buckets the risk check picks).  The time is the querier's ciphertexts plus the comparisons, at the
-rates measured by ``benchmarks/fuzzy_quality.py`` on an idle 2-core machine (README, "Speed").
+the buckets the risk check picks).  The time is the querier's ciphertexts plus the comparisons at the CPU
+cost of each call timed on this machine when the plan is made (:func:`call_costs`), over its cores, with
+the overhead measured on FEBRL 4 (``OVERHEAD``).
 """
 from __future__ import annotations
+
+import os
+import time
+from functools import lru_cache
 
 import numpy as np
 import pandas as pd
 
+from common.schemes import get_scheme
 from party_client.matching.blocking import plan_passes
 from party_client.matching.fellegi_sunter import ELSE_LEVEL
 from party_client.matching.level_rules import LevelRules, block_codes
 
-# per second on 2 idle cores: querier ciphertexts (encryption, validation at the holder) and comparisons
-# (blinded at the holder, zero-tested at K).  ec: FEBRL 4 with --preset person encrypted 274,000
-# ciphertexts in 15 s and compared 486,000 times in 70 s (benchmarks/README.md); Paillier at 2048 bits:
-# a fixed-base encryption costs 0.15 ms per core (docs/protocol.md, "Speed reference") and a
-# comparison round about 6 ms, so its comparisons dominate; ristretto: FEBRL 4 with the same preset (37
-# comparisons per pair) took 56.5 s for 642,000 comparisons, its calls 1.5x (encryption) and 1.8x
-# (comparison and zero test) ec's speed (README, "Speed")
-RATES = {"ec": (18_000.0, 7_000.0), "ristretto": (26_000.0, 13_000.0), "paillier": (13_000.0, 160.0)}
+# A run's wall time over its arithmetic floor with the three roles on idle cores: FEBRL 4 with the preset
+# took 1.15x the CPU of its calls (ec 153.3 s, ristretto 82.4 s on 2 cores; benchmarks/README.md,
+# "Linkage peers again with the slip level").
+OVERHEAD = 1.15
+SAMPLE = {"paillier": 24}   # items per timed call (about 0.3 s per scheme)...
+DEFAULT_SAMPLE = 256        # ...for the others
+SCHEMES = ("ec", "ristretto", "paillier")
+
+
+@lru_cache(maxsize=None)
+def call_costs(scheme_name: str) -> tuple[float, float]:
+    """CPU seconds on this machine, timed now, per querier ciphertext (its encryption and the holder's
+    validation) and per comparison (the holder's blinded comparison and K's zero test), for a session
+    key of the scheme's default size; most comparisons are non-zero, as in a linkage."""
+    scheme = get_scheme(scheme_name)
+    pair = scheme.generate_key(scheme.fixed_key_bits or 2048)        # K's default session key
+    length, count = scheme.encoding_bytes(pair.public), SAMPLE.get(scheme_name, DEFAULT_SAMPLE)
+    ours = [os.urandom(length) for _ in range(count)]
+    theirs = ours[:count // 8] + [os.urandom(length) for _ in range(count - count // 8)]
+    warm = scheme.encrypt(pair.public, ours[:2])                # one-time tables (Paillier's comb), first calls
+    scheme.zero_test(pair.public, pair.private, scheme.compare(pair.public, warm, [0, 1], theirs[-2:]))
+    started = time.process_time()
+    query = scheme.encrypt(pair.public, ours)
+    scheme.validate(pair.public, query)
+    per_ciphertext = (time.process_time() - started) / count
+    started = time.process_time()
+    compared = scheme.compare(pair.public, query, list(range(count)), theirs)
+    scheme.zero_test(pair.public, pair.private, compared)
+    per_comparison = (time.process_time() - started) / count
+    return per_ciphertext, per_comparison
+
+
+def estimated_seconds(ciphertexts: int, comparisons: int, cores: int | None = None) -> dict[str, float]:
+    """Per scheme: the plan's calls at this machine's measured costs, over its cores, times ``OVERHEAD``."""
+    cores = cores or os.cpu_count() or 1
+    seconds = {}
+    for name in SCHEMES:
+        per_ciphertext, per_comparison = call_costs(name)
+        seconds[name] = round(OVERHEAD * (ciphertexts * per_ciphertext + comparisons * per_comparison) / cores, 1)
+    return seconds
 
 
 def key_agreement(rules: LevelRules, parts: tuple[str, ...]) -> float:
@@ -72,8 +110,7 @@ def plan(rules: LevelRules, frame: pd.DataFrame) -> dict:
     records = max(1, len(frame))
     return {"records": len(frame), "passes": passes, "comparisons": total, "ciphertexts": ciphertexts,
             "ciphertexts_per_entry": slots, "comparisons_per_record": round(total / records, 1),
-            "seconds": {scheme: round(ciphertexts / encrypt + total / compare, 1)
-                        for scheme, (encrypt, compare) in RATES.items()}}
+            "cores": os.cpu_count() or 1, "seconds": estimated_seconds(ciphertexts, total)}
 
 
 def plan_text(estimate: dict) -> str:
@@ -85,6 +122,7 @@ def plan_text(estimate: dict) -> str:
     seconds = ", ".join(f"{scheme} about {value:,.0f} s" for scheme, value in estimate["seconds"].items())
     lines.append(f"total {estimate['comparisons']:,} comparisons ({estimate['comparisons_per_record']:,} per record) and "
                  f"{estimate['ciphertexts']:,} querier ciphertexts ({estimate['ciphertexts_per_entry']} per entry); "
-                 f"estimated time on 2 idle cores: {seconds}")
+                 f"estimated time with the three roles on this machine's {estimate['cores']} idle cores "
+                 f"(costs per call timed here just now): {seconds}")
     lines.append("(assumes the holder's table resembles yours and holds a partner for each of your records)")
     return "\n".join(lines)

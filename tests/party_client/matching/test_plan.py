@@ -33,3 +33,8 @@ def test_the_estimate_is_close_to_the_candidate_pairs_on_febrl4():
     assert estimate["comparisons_per_record"] == round(estimate["comparisons"] / len(a), 1)
     text = plan_text(estimate)
     assert f"({estimate['comparisons_per_record']:,} per record)" in text and "per entry" in text
+    # the time comes from each scheme's calls timed on this machine: ristretto's are the cheapest and
+    # Paillier's comparisons cost tens of times an elliptic-curve one
+    seconds = estimate["seconds"]
+    assert 0 < seconds["ristretto"] < seconds["ec"] < seconds["paillier"] / 10
+    assert f"this machine's {estimate['cores']} idle cores" in text
