@@ -74,7 +74,7 @@ def check_plan(args: argparse.Namespace, rules) -> bool:
             raise PartyError("--dry-run and --max-comparisons need --preset or a rules file with comparison levels")
     from party_client.matching.plan import plan, plan_text
     from party_client.files import read_table
-    estimate = plan(rules, read_table(args.input))
+    estimate = plan(rules, read_table(args.input), timed=dry_run)
     if limit is not None and estimate["comparisons"] > limit:
         cheaper = ", or use --preset person instead of person-typo" if getattr(args, "preset", None) == "person-typo" \
             else ""

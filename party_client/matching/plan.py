@@ -86,9 +86,9 @@ def key_agreement(rules: LevelRules, parts: tuple[str, ...]) -> float:
     return share
 
 
-def plan(rules: LevelRules, frame: pd.DataFrame) -> dict:
+def plan(rules: LevelRules, frame: pd.DataFrame, timed: bool = True) -> dict:
     """Per pass: querier entries, buckets, estimated candidate pairs and comparisons; totals, per record
-    and seconds per scheme."""
+    and (``timed``: the schemes' calls timed here, about a second) seconds per scheme."""
     codes = rules.codes(frame)
     layout = rules.layout()
     per_pair, slots = layout.comparisons, layout.slots
@@ -110,7 +110,8 @@ def plan(rules: LevelRules, frame: pd.DataFrame) -> dict:
     records = max(1, len(frame))
     return {"records": len(frame), "passes": passes, "comparisons": total, "ciphertexts": ciphertexts,
             "ciphertexts_per_entry": slots, "comparisons_per_record": round(total / records, 1),
-            "cores": os.cpu_count() or 1, "seconds": estimated_seconds(ciphertexts, total)}
+            "cores": os.cpu_count() or 1,
+            "seconds": estimated_seconds(ciphertexts, total) if timed else {}}
 
 
 def plan_text(estimate: dict) -> str:
