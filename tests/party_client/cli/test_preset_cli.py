@@ -1,6 +1,8 @@
 """``--preset person``: each party maps its own columns (one a date of birth in one column, the other in
 year/month/day columns), the secure join finds what the plaintext model finds, the preset is written
-out as a rules file that links the same, and ``--max-comparisons`` refuses before any session."""
+out as a rules file that links the same, and ``--max-comparisons`` refuses before any session.  The
+joins run under ``ristretto``: the level arithmetic is the same under every scheme, which
+tests/party_client/protocol/test_level_linkage.py checks for each."""
 from __future__ import annotations
 
 import subprocess
@@ -9,7 +11,7 @@ import time
 
 import pandas as pd
 
-from linkhelpers import TEST_KEY_BITS, make_party, relayed, run_party
+from linkhelpers import make_party, relayed, run_party
 from party_client.matching.preset_roles import parse_map
 from party_client.matching.presets import person_rules
 
@@ -49,8 +51,8 @@ def test_preset_person_links_like_its_plaintext_model_and_writes_its_rules(keyho
 
     def link(out: str, *how: str, holder_how: tuple[str, ...]) -> pd.DataFrame:
         process = subprocess.Popen([sys.executable, "-m", "party_client.cli", "join", "--dir", str(qdir), *flags,
-                                    "--holder", hname, "--input", str(tmp_path / "q.csv"), *how, "--key-bits",
-                                    str(TEST_KEY_BITS), "--quiet", "--timeout", "180", "--out", str(tmp_path / out)],
+                                    "--holder", hname, "--input", str(tmp_path / "q.csv"), *how, "--scheme", "ristretto",
+                                    "--quiet", "--timeout", "180", "--out", str(tmp_path / out)],
                                    stderr=subprocess.PIPE, text=True)
         relayed(qdir)                                    # the query is at K: one holder run serves it
         for _ in range(200):
