@@ -79,6 +79,24 @@ class Level:
         return cls(kind, number)
 
     @property
+    def meaning(self) -> str:
+        """What agreeing at this level means, in a few words (docs/protocol.md, "Comparison levels", has
+        the exact semantics)."""
+        p = self.parameter
+        return {
+            "exact": "the same value",
+            "typo": f"one edit apart (first {p} characters)",
+            "soundex": "the same Soundex code", "nysiis": "the same NYSIIS code",
+            "metaphone": "the same Metaphone code",
+            "initial": "the same first letter", "prefix": f"the same first {p} characters",
+            "swapped": f"swapped with {p}",
+            "transposed": f"two adjacent characters swapped (first {p})",
+            "slip": f"one character replaced or two adjacent swapped (first {p})",
+            "day_month_swap": "day and month swapped", "year": "year one apart, same day and month",
+            "days": f"at most {p} days apart", "within": f"at most {p} apart",
+        }[self.kind]
+
+    @property
     def comparisons(self) -> int:
         """The comparisons per candidate pair this level costs (fixed, whatever the values)."""
         if self.kind == "typo":

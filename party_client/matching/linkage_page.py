@@ -10,6 +10,7 @@ the match prior from the matches found among all querier x holder pairs.
 """
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 
 import numpy as np
@@ -76,10 +77,19 @@ def render_page(model: LevelModel, result: pd.DataFrame, weight_column: str, mat
         if model.m and model.u else None
     levels = []
     for f in model.fields:
-        for name in [level.name for level in f.levels] + [ELSE_LEVEL]:
-            levels.append([f.name, name, model.m.get(f.name, {}).get(name), model.u.get(f.name, {}).get(name),
+        meanings = [(level.name, level.meaning) for level in f.levels] + [(ELSE_LEVEL, "none of the levels above")]
+        for name, meaning in meanings:
+            levels.append([f.name, name, meaning, model.m.get(f.name, {}).get(name), model.u.get(f.name, {}).get(name),
                            f"{model.weights[f.name][name]:+.2f}"])
-        levels.append([f.name, "missing", None, None, "+0.00"])
+        levels.append([f.name, "missing", "no value on either side", None, None, "+0.00"])
+    scaled = [f.name for f in model.fields
+              if any(model.m.get(f.name, {}).get(name) and model.u.get(f.name, {}).get(name)
+                     and abs(math.log2(model.m[f.name][name] / model.u[f.name][name]) - weight) > 0.01
+                     for name, weight in model.weights[f.name].items())]
+    caveat = ([Paragraph(f"The weights of {', '.join(scaled)} are not log2(m/u) of the m and u shown. With "
+                         "--preset person, where a person lives counts once: each location role's log2(m/u) is "
+                         "divided by the number of roles of its group mapped (postcode, city and state; street "
+                         "number and address). A rules file may set any weights.")] if scaled else [])
     nearest = matched.assign(__gap=(matched[weight_column] - model.threshold).abs()).nsmallest(BORDERLINE, "__gap")
     shown = [c for c in own_columns if c in nearest.columns] + [weight_column]
     estimate = (f"Precision {quality['precision']:.3f}, recall {quality['recall']:.3f} (the model's own estimate: "
@@ -90,8 +100,8 @@ def render_page(model: LevelModel, result: pd.DataFrame, weight_column: str, mat
         f"{len(matched):,} matched pairs for {int(matched.index.nunique()):,} of your {len(result):,} rows; "
         f"threshold {model.threshold:g} bits."), sections=[
         Section("Estimated quality at the threshold", [Paragraph(estimate)]),
-        Section("m, u and weight per level", [Table(["field", "level", "m", "u", "weight (bits)"], levels,
-                                                    numeric=(2, 3, 4))]),
+        Section("m, u and weight per level", [Table(["field", "level", "agrees when", "m", "u", "weight (bits)"],
+                                                    levels, numeric=(3, 4, 5)), *caveat]),
         Section("Match weights", [Figure(_histogram(weights, model.threshold),
                                          "histogram of the matches' weights, with the threshold")]),
         Section("Borderline matches (your own records only)", [

@@ -261,3 +261,12 @@ def test_em_that_does_not_converge_writes_no_rule():
     assert not fit.converged
     with pytest.raises(PartyError, match="did not converge"):
         model_from_fit(fields, fit, threshold=1.0)
+
+
+def test_every_level_kind_says_what_agreeing_means():
+    """The linkage page explains each level in words: every kind has a meaning, parameters included."""
+    from party_client.matching.levels import DATE_LEVELS, NUMBER_LEVELS, TEXT_LEVELS
+    for value_type, kinds in (("text", TEXT_LEVELS), ("date", DATE_LEVELS), ("number", NUMBER_LEVELS)):
+        for kind in kinds:
+            level = Level.parse(f"{kind}:last" if kind == "swapped" else kind, value_type)
+            assert level.meaning and (level.parameter is None or str(level.parameter) in level.meaning)
