@@ -28,8 +28,8 @@ from party_client.errors import PartyError
 MARK = "~"                          # prefixes every typo key, so a deletion leaving "" is still a key
 SEPARATOR = "\x1f"                  # joins two parts of one key; normalized codes never contain it
 PHONETIC = {"soundex": jellyfish.soundex, "nysiis": jellyfish.nysiis, "metaphone": jellyfish.metaphone}
-TEXT_LEVELS = ("exact", "typo", "soundex", "nysiis", "metaphone", "initial", "prefix", "swapped", "transposed",
-               "slip")
+TEXT_LEVELS = ("exact", "frequent", "typo", "soundex", "nysiis", "metaphone", "initial", "prefix", "swapped",
+               "transposed", "slip")
 DATE_LEVELS = ("exact", "day_month_swap", "year", "days")
 NUMBER_LEVELS = ("exact", "within")
 DEFAULT_TYPO_LENGTH = 8
@@ -63,7 +63,7 @@ class Level:
             if not parameter.isidentifier():
                 raise PartyError("level 'swapped' needs the other field's name, e.g. swapped:last")
             return cls(kind, parameter)
-        defaults = {"typo": DEFAULT_TYPO_LENGTH, "transposed": DEFAULT_TRANSPOSED_LENGTH,
+        defaults = {"typo": DEFAULT_TYPO_LENGTH, "transposed": DEFAULT_TRANSPOSED_LENGTH, "frequent": 50,
                     "slip": DEFAULT_TRANSPOSED_LENGTH, "prefix": 3,
                     "days": 30, "within": 1}
         if kind not in defaults:
@@ -85,6 +85,7 @@ class Level:
         p = self.parameter
         return {
             "exact": "the same value",
+            "frequent": f"the same value, among the {p} most frequent of each side's own table",
             "typo": f"one edit apart (first {p} characters)",
             "soundex": "the same Soundex code", "nysiis": "the same NYSIIS code",
             "metaphone": "the same Metaphone code",
@@ -171,6 +172,9 @@ def text_keys(level: Level, codes: pd.Series, other: pd.Series | None = None) ->
     kind = level.kind
     if kind == "exact":
         return _one(codes, codes, "value")
+    if kind == "frequent":
+        frequent = codes.where(codes.isin(most_frequent(codes, int(level.parameter))), "")
+        return _one(frequent, frequent, level.name)
     if kind in PHONETIC:
         encode = PHONETIC[kind]
         lookup = {v: (encode(v) if v else "") for v in pd.unique(codes)}
@@ -220,6 +224,14 @@ def typo_keys(codes: pd.Series, limit: int) -> GroupKeys:
     holder += [(2 + i, deleted_marked[i + 1]) for i in range(limit - 1)]
     holder += [(2 + i + 1, deleted_marked[i]) for i in range(limit - 1)]
     return GroupKeys(querier, holder, tuple(f"typo{limit}.{k}" for k in range(len(querier))))
+
+
+def most_frequent(codes: pd.Series, count: int) -> set[str]:
+    """The ``count`` most frequent non-empty values of a party's own column (ties broken by value, so
+    the class is a function of the table alone): the term-frequency class of ``frequent:N``."""
+    counts = codes[codes != ""].value_counts()
+    ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    return {value for value, _ in ranked[:count]}
 
 
 def slip_keys(codes: pd.Series, limit: int) -> GroupKeys:

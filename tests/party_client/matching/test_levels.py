@@ -130,6 +130,20 @@ def test_slip_examples():
     assert Level.parse("slip:10", "text").comparisons == 5 and Level.parse("slip:7", "text").comparisons == 3
 
 
+def test_frequent_agrees_on_equal_values_each_side_counts_among_its_own_most_frequent():
+    """Term-frequency class: each party ranks its own column; a pair agrees when the values are equal and
+    each side has the value among its N most frequent (ties broken by value)."""
+    from party_client.matching.levels import most_frequent
+    level = Level("frequent", 2)
+    querier = pd.Series(["smith", "smith", "smith", "li", "li", "zyx", "brown"], dtype=object)
+    holder = pd.Series(["smith", "smith", "brown", "brown", "zyx", "li"], dtype=object)
+    assert most_frequent(querier, 2) == {"smith", "li"} and most_frequent(holder, 2) == {"brown", "smith"}
+    q, h = text_keys(level, querier), text_keys(level, holder)
+    left, right = np.array([0, 3, 6, 5]), np.array([0, 5, 2, 4])     # smith, li, brown, zyx on both sides
+    assert group_agreement(q, h, left, right).tolist() == [True, False, False, False]
+    assert agree(Level("exact"), "zyx", "zyx")                         # the next level still sees them equal
+
+
 def test_phonetic_initial_prefix():
     assert agree(Level("soundex"), "robert", "rupert") and not agree(Level("soundex"), "robert", "weber")
     assert agree(Level("initial"), "robert", "rob") and not agree(Level("initial"), "robert", "bob")
