@@ -229,9 +229,8 @@ def typo_keys(codes: pd.Series, limit: int) -> GroupKeys:
 def most_frequent(codes: pd.Series, count: int) -> set[str]:
     """The ``count`` most frequent non-empty values of a party's own column (ties broken by value, so
     the class is a function of the table alone): the term-frequency class of ``frequent:N``."""
-    counts = codes[codes != ""].value_counts()
-    ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
-    return {value for value, _ in ranked[:count]}
+    counts = codes[codes != ""].value_counts().sort_index(kind="stable")
+    return set(counts.sort_values(ascending=False, kind="stable").index[:count])
 
 
 def slip_keys(codes: pd.Series, limit: int) -> GroupKeys:

@@ -25,8 +25,9 @@ from party_client.matching.fellegi_sunter import ELSE_LEVEL
 from party_client.matching.level_rules import LevelRules, block_codes
 
 # A run's wall time over its arithmetic floor with the three roles on idle cores: FEBRL 4 with the preset
-# took 1.15x the CPU of its calls (ec 153.3 s, ristretto 82.4 s on 2 cores; benchmarks/README.md,
-# "Linkage peers again with the slip level").
+# took 1.09-1.15x the CPU of its calls over 2 cores (ec 153.3 and 170.0 s, ristretto 82.4 and 86.3 s in two
+# versions of the preset; benchmarks/README.md, "Linkage peers again, with slip and frequent"); the
+# estimate takes the upper end.
 OVERHEAD = 1.15
 SAMPLE = {"paillier": 24}   # items per timed call (about 0.3 s per scheme)...
 DEFAULT_SAMPLE = 256        # ...for the others

@@ -31,8 +31,8 @@ from party_client.matching.preset_roles import DATE_ROLES, DEFAULT_THRESHOLD, PR
 # 1-4 and the corrupted set agree on a frequent name; their u keep the m-weighted weight of the single
 # ``exact`` level used before (first 7.6 bits, last 8.6), split into 5.5 / 8.2 and 5.7 / 8.8 bits.
 PRIORS: dict[str, tuple[str, str, list[tuple[str, float, float]]]] = {
-    "first": ("text", "name", [("frequent:50", 0.28, 0.006), ("exact", 0.52, 0.0018), ("swapped:last", 0.03, 1e-5), ("nysiis", 0.05, 0.01),
-                               ("initial", 0.05, 0.06)]),
+    "first": ("text", "name", [("frequent:50", 0.28, 0.006), ("exact", 0.52, 0.0018), ("swapped:last", 0.03, 1e-5),
+                               ("nysiis", 0.05, 0.01), ("initial", 0.05, 0.06)]),
     "last": ("text", "name", [("frequent:50", 0.26, 0.005), ("exact", 0.54, 0.0012), ("soundex", 0.10, 0.01)]),
     "dob": ("date", "", [("exact", 0.88, 4e-5), ("day_month_swap", 0.01, 1e-5), ("year", 0.02, 1e-4)]),
     "sex": ("text", "name", [("exact", 0.97, 0.5)]),
