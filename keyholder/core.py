@@ -29,7 +29,7 @@ from keyholder.pair_rule import PairRule
 from keyholder.states import ABORTED, CLOSED, DONE, EXPIRED, MODES, OPEN, PENDING
 from keyholder.store import STORE_FILE, Message, Round, Session, Store
 from keyholder.throttle import FailureThrottle, failure_keys
-from keyholder.uploads import Upload
+from keyholder.uploads import Follower, Upload, Uploads
 from keyholder.vault import KeyVault
 
 log = logging.getLogger("keyholder")
@@ -99,6 +99,7 @@ class KeyHolder:
         self._party_keys_version = 0
         self._party_keys_lock = threading.Lock()
         self._opening_lock = threading.RLock()
+        self.uploads = Uploads()                   # queries streaming in (docs/protocol.md, "Streaming the query")
         self.expire_due()
         self._clean_spool()
 
@@ -337,6 +338,8 @@ class KeyHolder:
     def _end(self, session_id: str, status: int) -> None:
         """Destroy the session's private key, spool and sealed results."""
         session = self.store.get_session(session_id)
+        for upload in self.uploads.of_session(session_id):
+            upload.abort("the session ended")
         for path in self.store.end_session(session_id, status):
             Path(path).unlink(missing_ok=True)
         folder = self.spool / session_id
@@ -382,8 +385,11 @@ class KeyHolder:
             raise ServiceError("RESOURCE_EXHAUSTED", f"a session has at most {self.limits.max_rounds} rounds: "
                                                      "open a new session")
 
-    def begin_message(self, sender: str, session_id: str, kind: str, recipient: str) -> Upload:
-        """Start spooling a query; its size is bounded by the session's declaration and the spool quotas."""
+    def begin_message(self, sender: str, session_id: str, kind: str, recipient: str,
+                      streamed: bool = False) -> Upload:
+        """Start spooling a query; its size is bounded by the session's declaration and the spool quotas.
+        A ``streamed`` query is listed to its holder at once, to read while it grows
+        (:mod:`keyholder.uploads`)."""
         session = self.session(sender, session_id)
         if kind != "query":
             raise ServiceError("INVALID_ARGUMENT", f"unknown message kind '{kind}'")
@@ -401,7 +407,11 @@ class KeyHolder:
         limit, why = min(bounds)
         if limit <= 0:
             raise ServiceError("RESOURCE_EXHAUSTED", f"no room for another message ({why})")
-        return Upload(self, session, sender, limit, why)
+        upload = Upload(self, session, sender, limit, why, streamed)
+        self.uploads.add(upload)
+        if streamed:
+            self.changed(session.holder)         # listed to the holder at once
+        return upload
 
     def put_message(self, sender: str, session_id: str, kind: str, recipient: str,
                     chunks: Iterable[bytes]) -> Message:
@@ -426,6 +436,17 @@ class KeyHolder:
             raise ServiceError("FAILED_PRECONDITION", "the message was already acknowledged")
         return message
 
+    def follow_message(self, party: str, message_id: str) -> tuple[Upload, Follower] | None:
+        """A query still streaming in, for its recipient to read as it grows; ``None`` when
+        ``message_id`` names no upload in progress (:meth:`get_message` then)."""
+        upload = self.uploads.get(message_id)
+        if upload is None or party not in (upload.sender, upload.recipient):
+            return None
+        if upload.recipient != party:
+            raise ServiceError("PERMISSION_DENIED", "only the recipient may fetch a message")
+        self.session(party, upload.session.id)
+        return upload, upload.follower()
+
     def get_message(self, party: str, message_id: str) -> tuple[Message, Iterator[bytes]]:
         message = self._message_for(party, message_id)
 
@@ -436,6 +457,8 @@ class KeyHolder:
         return message, chunks()
 
     def ack_message(self, party: str, message_id: str) -> Message:
+        if self.uploads.get(message_id) is not None:
+            raise ServiceError("FAILED_PRECONDITION", "the message is still being uploaded")
         message = self._message_for(party, message_id)
         Path(message.path).unlink(missing_ok=True)
         self.store.ack_message(message_id)
@@ -449,12 +472,19 @@ class KeyHolder:
         return found
 
     def list_work(self, holder: str) -> list[tuple[Session, Round, list[int]]]:
-        """The rounds waiting for ``holder`` now (the server long-polls)."""
+        """The rounds waiting for ``holder`` now (the server long-polls), and the streamed queries
+        still coming in to it, as round 0 (the round is known when the query is complete)."""
         items = []
         for found in self.store.pending_rounds(holder, PENDING, OPEN):
             session = self.store.get_session(found.session_id)
             if session.expires_at > time.time():
                 items.append((session, found, self.store.batch_seqs(session.id, found.round)))
+        listed = {found.message_id for _, found, _ in items}
+        for upload in self.uploads.streamed_to(holder):
+            session = self.store.get_session(upload.session.id)
+            if upload.id not in listed and session is not None and session.status == OPEN \
+                    and session.expires_at > time.time():
+                items.append((session, Round(session.id, 0, PENDING, upload.id, 0, 0, None, None, None), []))
         return items
 
     def _open_round(self, session: Session, round_no: int) -> Round:

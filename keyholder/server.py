@@ -31,7 +31,7 @@ from keyholder.core import KeyHolder
 from keyholder.pair_rule import PairRule, WeightedRule
 from keyholder.states import PENDING
 from keyholder.store import Message, Round, Session
-from keyholder.uploads import Upload
+from keyholder.uploads import Follower, Upload
 from proto import linkage_pb2 as pb
 from proto import linkage_pb2_grpc as pb_grpc
 
@@ -285,7 +285,7 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
 
             def begin() -> Upload:
                 started = self.core.begin_message(self.core.authenticate(token, cert_name, peer), header.session_id,
-                                                  header.kind, header.recipient)
+                                                  header.kind, header.recipient, header.stream)
                 try:
                     if first.data:
                         started.write(first.data)
@@ -309,23 +309,61 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
             failure = ServiceError("RESOURCE_EXHAUSTED", f"the message stream failed: {type(error).__name__}")
             log.warning("PutMessage stream failed: %s", type(error).__name__)
         finally:
-            if upload is not None:
+            if upload is not None:               # refused or cancelled: a holder following it is told
                 await self._thread(upload.abort)
         await refuse(context, failure)
 
     async def GetMessage(self, request, context):
-        def opened(party: str) -> tuple[Message, Iterator[bytes], list[bytes]]:
+        def opened(party: str) -> tuple:
+            followed = self.core.follow_message(party, request.message_id)
+            if followed is not None:                 # still streaming in: read as it grows
+                return followed
             message, chunks = self.core.get_message(party, request.message_id)
             return message, chunks, read_ahead(chunks)
-        message, chunks, ready = await self._run(context, "GetMessage", request, opened)
+        found = await self._run(context, "GetMessage", request, opened)
+        if len(found) == 2:
+            async for chunk in self._follow(context, *found):
+                yield chunk
+            return
+        message, chunks, ready = found
         header = pb.MessageHeader(session_id=message.session_id, kind=message.kind,
                                   recipient=message.recipient)
         first = True
         for data in ready:
-            yield pb.MessageChunk(header=header, data=data) if first else pb.MessageChunk(data=data)
+            yield pb.MessageChunk(header=header, data=data, round=message.round or 0) if first \
+                else pb.MessageChunk(data=data)
             first = False
         while len(ready) == READ_AHEAD and (data := await self._thread(next, chunks, None)) is not None:
             yield pb.MessageChunk(data=data)
+
+    async def _follow(self, context, upload: Upload, follower: Follower):
+        """Stream a query as its upload grows (:class:`keyholder.uploads.Follower`), woken by each
+        write; the last chunk names the round the query opened.  No thread waits."""
+        header = pb.MessageHeader(session_id=upload.session.id, kind="query", recipient=upload.recipient)
+        first = True
+        try:
+            with self.changes.watch(upload.key):
+                while True:
+                    event = self.changes.event(upload.key)
+                    try:
+                        data = await self._thread(follower.read)
+                    except ServiceError as error:
+                        await refuse(context, error)
+                        return
+                    if data:
+                        yield pb.MessageChunk(header=header, data=data) if first else pb.MessageChunk(data=data)
+                        first = False
+                    elif data is None:
+                        yield pb.MessageChunk(round=upload.round)
+                        return
+                    elif self.core.stopping:
+                        await refuse(context, ServiceError("UNAVAILABLE", "the key holder is stopping"))
+                        return
+                    else:
+                        with contextlib.suppress(asyncio.TimeoutError):
+                            await asyncio.wait_for(event.wait(), RECHECK_SECONDS)
+        finally:
+            follower.close()
 
     async def AckMessage(self, request, context):
         return message_info(await self._run(context, "AckMessage", request,

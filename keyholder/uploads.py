@@ -1,9 +1,27 @@
-"""A query message being spooled to disk while it streams in (the key holder's relay of sealed queries)."""
+"""A query message being spooled to disk while it streams in, and readable while it does
+(the key holder's relay of sealed queries; docs/protocol.md, "Streaming the query").
+
+The querier seals a large query record by record and uploads it as it encrypts, saying so in
+the message header (``stream``).  K then lists the upload to the holder as soon as it starts,
+as round 0 (a session's concurrent uploads open their rounds in the order they complete), and
+the holder may follow it (:class:`Follower`) while it grows: it opens and validates the records
+as they arrive and plans its comparisons from the header, instead of waiting for the last byte.
+An upload ends in one of two ways:
+
+* **committed**: the whole message is on disk (fsynced and renamed) and its round is open; a
+  follower reads to the end and learns the round (:attr:`Upload.round`);
+* **aborted**: the stream broke or the session ended; its bytes are deleted and a follower's next
+  read is refused with ``ABORTED``.  No round was opened, so nothing the holder did for it can be
+  submitted; the querier's retry is a new upload.
+
+K sees only sealed bytes either way.
+"""
 from __future__ import annotations
 
 import os
+import threading
 import uuid
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
 from keyholder.errors import ServiceError
 from keyholder.states import PENDING
@@ -12,47 +30,145 @@ from keyholder.store import Message, Session
 if TYPE_CHECKING:
     from keyholder.core import KeyHolder
 
+RECEIVING, COMMITTED, ABORTED = "receiving", "committed", "aborted"
+READ_BYTES = 1 << 20        # at most this much per read of a follower
+
 
 class Upload:
     """One query being spooled: written to a ``.partial`` file, renamed when complete."""
 
-    def __init__(self, core: "KeyHolder", session: Session, sender: str, limit: int, why: str) -> None:
+    def __init__(self, core: "KeyHolder", session: Session, sender: str, limit: int, why: str,
+                 listed: bool = False) -> None:
         self.core, self.session, self.sender = core, session, sender
+        self.listed = listed              # streamed: listed to the holder while it grows
+        self.recipient = session.holder
         self.limit, self.why = limit, why
         folder = core.spool / session.id
         folder.mkdir(exist_ok=True)
         self.id = uuid.uuid4().hex
         self.final = folder / f"{self.id}.sealed"
         self.partial = folder / f"{self.id}.partial"
-        self.size = 0
+        self.path = self.partial          # where a follower opens it
+        self.size = 0                     # bytes written and flushed: what a follower may read
+        self.state, self.reason = RECEIVING, ""
+        self.round = 0                    # once committed: the round its query opened
+        self._lock = threading.Lock()
         self._out = open(self.partial, "wb")
 
+    @property
+    def key(self) -> str:
+        """What the core names in its change notices when this upload grows or ends."""
+        return f"message:{self.id}"
+
     def write(self, data: bytes) -> None:
-        self.size += len(data)
-        if self.size > self.limit:
-            raise ServiceError("RESOURCE_EXHAUSTED", f"message larger than {self.limit} bytes ({self.why})")
-        self._out.write(data)
+        with self._lock:
+            if self.state != RECEIVING:
+                raise ServiceError("ABORTED", self.reason or "the upload has ended")
+            if self.size + len(data) > self.limit:
+                raise ServiceError("RESOURCE_EXHAUSTED", f"message larger than {self.limit} bytes ({self.why})")
+            self._out.write(data)
+            self._out.flush()             # a follower reads through its own handle
+            self.size += len(data)
+        self.core.changed(self.key)
 
     def commit(self) -> Message:
+        """Keep the whole message and open its round; exactly one of this and :meth:`abort` wins."""
         try:
-            self._out.flush()
-            os.fsync(self._out.fileno())
-            self._out.close()
-            if self.size == 0:
-                raise ServiceError("INVALID_ARGUMENT", "empty message")
-            self.core.session(self.sender, self.session.id)          # still open
-            self.core.check_rounds(self.session.id)
-            os.replace(self.partial, self.final)
-        finally:
-            self.abort()
-        message = self.core.store.add_message(
-            Message(self.id, self.session.id, "query", self.sender, self.session.holder, self.size,
-                    str(self.final), None), open_round=True, pending=PENDING)
+            with self._lock:
+                if self.state != RECEIVING:
+                    raise ServiceError("ABORTED", self.reason or "the upload has ended")
+                os.fsync(self._out.fileno())
+                self._out.close()
+                if self.size == 0:
+                    raise ServiceError("INVALID_ARGUMENT", "empty message")
+                self.core.session(self.sender, self.session.id)          # still open
+                self.core.check_rounds(self.session.id)
+                os.replace(self.partial, self.final)
+                self.path = self.final
+                message = self.core.store.add_message(
+                    Message(self.id, self.session.id, "query", self.sender, self.recipient, self.size,
+                            str(self.final), None), open_round=True, pending=PENDING)
+                self.state, self.round = COMMITTED, message.round
+        except BaseException as error:
+            self.abort(getattr(error, "message", "") or "the query could not be kept")
+            raise
+        self.core.uploads.remove(self)
         self.core.store.audit(self.sender, "relay_query", self.session.id, message.round, count=self.size)
-        self.core.changed(self.session.holder)                  # the holder's work list
+        self.core.changed(self.key, self.recipient)          # followers, and the holder's work list
         return message
 
-    def abort(self) -> None:
-        if not self._out.closed:
-            self._out.close()
-        self.partial.unlink(missing_ok=True)
+    def abort(self, reason: str = "the querier's upload of this query broke off") -> None:
+        """End an upload that will not be committed: its bytes go; followers are refused."""
+        with self._lock:
+            if self.state == RECEIVING:
+                self.state, self.reason = ABORTED, reason
+            if not self._out.closed:
+                self._out.close()
+            if self.state == ABORTED:
+                self.partial.unlink(missing_ok=True)
+        self.core.uploads.remove(self)
+        self.core.changed(self.key, self.recipient)
+
+    def follower(self) -> "Follower":
+        with self._lock:
+            if self.state == ABORTED:
+                raise ServiceError("ABORTED", self.reason)
+            return Follower(self, open(self.path, "rb"))
+
+
+class Follower:
+    """The recipient's read of an upload while it grows: :meth:`read` never waits."""
+
+    def __init__(self, upload: Upload, source: BinaryIO) -> None:
+        self.upload, self._source, self.offset = upload, source, 0
+
+    def read(self) -> bytes | None:
+        """The next bytes (at most ``READ_BYTES``); ``b""`` when none were written since; ``None``
+        once the committed message is read to its end (:attr:`Upload.round` is then its round).
+        ``ABORTED`` when the upload was aborted."""
+        upload = self.upload
+        with upload._lock:
+            state, size, reason = upload.state, upload.size, upload.reason
+        if state == ABORTED:
+            self.close()
+            raise ServiceError("ABORTED", f"{reason}; the querier may send it again")
+        if self.offset < size:
+            data = self._source.read(min(READ_BYTES, size - self.offset))
+            self.offset += len(data)
+            return data
+        if state == COMMITTED:
+            self.close()
+            return None
+        return b""
+
+    def close(self) -> None:
+        self._source.close()
+
+
+class Uploads:
+    """The uploads in progress."""
+
+    def __init__(self) -> None:
+        self._by_id: dict[str, Upload] = {}
+        self._lock = threading.Lock()
+
+    def add(self, upload: Upload) -> None:
+        with self._lock:
+            self._by_id[upload.id] = upload
+
+    def remove(self, upload: Upload) -> None:
+        with self._lock:
+            self._by_id.pop(upload.id, None)
+
+    def get(self, upload_id: str) -> Upload | None:
+        with self._lock:
+            return self._by_id.get(upload_id)
+
+    def streamed_to(self, recipient: str) -> list[Upload]:
+        """The streamed uploads addressed to ``recipient`` (listed to it while they grow)."""
+        with self._lock:
+            return [u for u in self._by_id.values() if u.listed and u.recipient == recipient]
+
+    def of_session(self, session_id: str) -> list[Upload]:
+        with self._lock:
+            return [u for u in self._by_id.values() if u.session.id == session_id]

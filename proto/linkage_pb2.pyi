@@ -129,22 +129,26 @@ class SessionRef(_message.Message):
     def __init__(self, session_id: _Optional[str] = ...) -> None: ...
 
 class MessageChunk(_message.Message):
-    __slots__ = ("header", "data")
+    __slots__ = ("header", "data", "round")
     HEADER_FIELD_NUMBER: _ClassVar[int]
     DATA_FIELD_NUMBER: _ClassVar[int]
+    ROUND_FIELD_NUMBER: _ClassVar[int]
     header: MessageHeader
     data: bytes
-    def __init__(self, header: _Optional[_Union[MessageHeader, _Mapping]] = ..., data: _Optional[bytes] = ...) -> None: ...
+    round: int
+    def __init__(self, header: _Optional[_Union[MessageHeader, _Mapping]] = ..., data: _Optional[bytes] = ..., round: _Optional[int] = ...) -> None: ...
 
 class MessageHeader(_message.Message):
-    __slots__ = ("session_id", "kind", "recipient")
+    __slots__ = ("session_id", "kind", "recipient", "stream")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
     RECIPIENT_FIELD_NUMBER: _ClassVar[int]
+    STREAM_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     kind: str
     recipient: str
-    def __init__(self, session_id: _Optional[str] = ..., kind: _Optional[str] = ..., recipient: _Optional[str] = ...) -> None: ...
+    stream: bool
+    def __init__(self, session_id: _Optional[str] = ..., kind: _Optional[str] = ..., recipient: _Optional[str] = ..., stream: _Optional[bool] = ...) -> None: ...
 
 class MessageInfo(_message.Message):
     __slots__ = ("message_id", "session_id", "kind", "sender", "recipient", "size", "round")

@@ -167,7 +167,8 @@ class KeyHolderServicer:
         raise NotImplementedError('Method not implemented!')
 
     def GetMessage(self, request, context):
-        """Recipient only: stream a relayed message back.
+        """Recipient only: stream a relayed message back.  A query still streaming in is
+        streamed as it grows (ABORTED if its upload breaks off).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -16,15 +16,18 @@ The worker's encryptions are as good as the parent's: any valid encryption will 
 """
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import tempfile
+import time
 from typing import BinaryIO, Sequence
 
 from common.schemes import Scheme, get_scheme
 
 MIN_ITEMS_FOR_WORKERS = 20_000
 BATCH_ITEMS = 1024
+READ_POLL_SECONDS = 0.005   # how often the parent looks for a worker's next ciphertexts
 
 
 def _read_exact(stream: BinaryIO, size: int) -> bytes:
@@ -61,7 +64,7 @@ def serve(source: BinaryIO, sink: BinaryIO) -> int:
         if not items:
             break
         sink.write(encrypt_items(name, public, width, items))
-    sink.flush()
+        sink.flush()                     # the parent reads each batch as it is written
     return 0
 
 
@@ -86,19 +89,36 @@ def encrypt_in_worker(scheme: Scheme, public: bytes, encodings: Sequence[bytes |
 
 
 class WorkerJob:
-    """A running encryption worker; :meth:`result` waits for its ciphertexts."""
+    """A running encryption worker: :meth:`read` returns its ciphertexts as they are written,
+    :meth:`result` all of them."""
 
     def __init__(self, process: subprocess.Popen, sink: BinaryIO, ciphertext_width: int, count: int) -> None:
         self.process, self.sink, self.width, self.count = process, sink, ciphertext_width, count
 
+    def read(self, first: int, count: int) -> bytes:
+        """Ciphertexts ``first`` to ``first + count`` of the worker's items, once written (it
+        writes them in order); ``RuntimeError`` if the worker ended without them."""
+        need, fd = (first + count) * self.width, self.sink.fileno()
+        while os.fstat(fd).st_size < need:
+            if self.process.poll() is not None and os.fstat(fd).st_size < need:
+                raise RuntimeError("the encryption worker failed")
+            time.sleep(READ_POLL_SECONDS)
+        return os.pread(fd, count * self.width, first * self.width)
+
     def result(self) -> list[bytes]:
         self.process.wait()
-        self.sink.seek(0)
-        out = self.sink.read()
+        out = self.read(0, self.count) if self.process.returncode == 0 else b""
         self.sink.close()
-        if self.process.returncode != 0 or len(out) != self.count * self.width:
+        if len(out) != self.count * self.width:
             raise RuntimeError("the encryption worker failed")
         return [out[i:i + self.width] for i in range(0, len(out), self.width)]
+
+    def stop(self) -> None:
+        """End the worker if it still runs (the query it encrypts for was abandoned)."""
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        self.sink.close()
 
 
 if __name__ == "__main__":

@@ -18,7 +18,6 @@ import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field as dataclass_field
-from functools import partial
 from typing import Any, Callable
 
 import numpy as np
@@ -36,7 +35,7 @@ from party_client.protocol.engines.interface import HolderContext, HolderData, R
 from party_client.protocol.engines.session_indexes import DEFAULT_BUDGET_BYTES
 from party_client.protocol.wire import (MODE_NAMES, attachment_cipher, message_context, note_cipher,
                                         known_scheme, party_key, read_query, session_scheme)
-from party_client.protocol.scheduling import BatchScheduler, Inline, validate_on_cluster
+from party_client.protocol.scheduling import BatchScheduler, Inline, cluster_validation
 from party_client.protocol.submitting import SUBMIT_WINDOW, SubmitWindow
 from party_client.transport import Connection, ConnectionProblem, KeyHolderRefusal
 from proto import linkage_pb2 as pb
@@ -61,6 +60,16 @@ class HolderOptions:
     progress: bool | None = None
     cluster: Any = None              # a common.distributed.Cluster: comparisons run on the holder's Dask workers
     lookup_memory: int = DEFAULT_BUDGET_BYTES     # bytes of per-session lookup indexes kept
+
+
+def work_key(item: pb.WorkItem) -> tuple[str, str]:
+    """Names a work item across listings: a streamed query is listed as round 0 while it comes in,
+    then as its round, with the same message."""
+    return item.session.session_id, item.message_id
+
+
+def described(item: pb.WorkItem) -> str:
+    return f"round {item.round}" if item.round else "(a query still coming in)"
 
 
 class Holder:
@@ -117,24 +126,25 @@ class Holder:
         running: dict[Future, str] = {}
 
         def serve_one(item: pb.WorkItem) -> None:
-            log.info("serving session %s round %d (%s)", item.session.session_id, item.round,
+            log.info("serving session %s %s (%s)", item.session.session_id,
+                     f"round {item.round}" if item.round else "(a query still coming in)",
                      MODE_NAMES.get(item.session.mode, "?"))
             try:
                 summary = self.process(item)
             except ConnectionProblem:
                 raise
             except PartyError as error:  # e.g. the querier closed or the session expired meanwhile
-                key = (item.session.session_id, item.round)
+                key = work_key(item)
                 if isinstance(error, KeyHolderRefusal) and error.code in TRANSIENT:
                     with lock:
                         attempts = again.get(key, (0.0, 0))[1] + 1
                         pause = min(RETRY_ROUND_SECONDS, 2.0 ** (attempts - 1))
                         again[key] = (time.monotonic() + pause, attempts)
                         taken.discard(key)
-                    log.warning("session %s round %d not served yet: %s; serving it again in %.0f s (attempt %d)",
-                                *key, error, pause, attempts + 1)
+                    log.warning("session %s %s not served yet: %s; serving it again in %.0f s (attempt %d)",
+                                key[0], described(item), error, pause, attempts + 1)
                     return
-                log.warning("session %s round %d not served: %s", *key, error)
+                log.warning("session %s %s not served: %s", key[0], described(item), error)
                 return
             with lock:
                 served.append(summary)
@@ -154,8 +164,8 @@ class Holder:
                 items = self.pending(0.0 if once or busy else poll_seconds)
                 now = time.monotonic()
                 with lock:
-                    new = sorted((i for i in items if (i.session.session_id, i.round) not in taken
-                                  and again.get((i.session.session_id, i.round), (0.0, 0))[0] <= now),
+                    new = sorted((i for i in items if work_key(i) not in taken
+                                  and again.get(work_key(i), (0.0, 0))[0] <= now),
                                  key=lambda i: i.session.mode != pb.LOOKUP)
                 started = 0
                 for item in new:
@@ -163,13 +173,13 @@ class Holder:
                     if sum(1 for name in running.values() if name == lane) >= widths[lane]:
                         continue                     # left pending: taken at a later poll
                     with lock:
-                        taken.add((item.session.session_id, item.round))
+                        taken.add(work_key(item))
                     future = lanes[lane].submit(serve_one, item)
                     future.add_done_callback(lambda _: finished.set())
                     running[future] = lane
                     started += 1
                 with lock:
-                    deferred = [again[key][0] for key in ((i.session.session_id, i.round) for i in items)
+                    deferred = [again[key][0] for key in map(work_key, items)
                                 if key not in taken and key in again and again[key][0] > now]
                 if once and not started and not running and not deferred:
                     break
@@ -202,7 +212,8 @@ class Holder:
         return {"session_id": item.session.session_id, "round": item.round, "refused": reason}
 
     def process(self, item: pb.WorkItem) -> dict:
-        """Serve one round: open the query, compare, submit, finish."""
+        """Serve one round: open the query (a streamed one as it arrives, validating it and, where the
+        engine needs only the header, planning meanwhile), compare, submit, finish."""
         session = item.session
         if self.options.allowed_queriers is not None and item.querier not in self.options.allowed_queriers:
             return self._abort(item, f"querier '{item.querier}' is not on the holder's allow-list")
@@ -210,17 +221,59 @@ class Holder:
         if scheme not in self.options.schemes:
             return self._abort(item, f"the holder does not serve the {scheme or session.scheme} scheme "
                                      f"(it serves: {', '.join(s.name for s in self.options.schemes)})")
-        chunks = self.connection.stream("GetMessage", pb.MessageRef(message_id=item.message_id),
-                                        split=lambda message: [message.data], length=len)
+        opened_round: list[int] = []
+
+        def data(message: pb.MessageChunk) -> list[bytes]:
+            if message.round:                  # K names the round the query opened (a streamed one: at its end)
+                opened_round.append(message.round)
+            return [message.data]
+        chunks = self.connection.stream("GetMessage", pb.MessageRef(message_id=item.message_id), split=data,
+                                        length=len)
+
+        def in_round() -> pb.WorkItem:
+            """The item with its round: a streamed query's is named by K once it is complete (read to
+            its end, e.g. to refuse a query found malformed while it still came in)."""
+            for _ in chunks:
+                pass
+            named = opened_round[-1] if opened_round else item.round
+            if not named or (item.round and named != item.round):
+                raise KeyHolderRefusal(f"the key holder named round {named} for a query listed as round "
+                                       f"{item.round}", "ABORTED")
+            served = pb.WorkItem()
+            served.CopyFrom(item)
+            served.round = named
+            return served
+        planner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="holder-plan")
+        early: list[tuple[int, Future]] = []
+
+        def on_header(header: pb.QueryHeader) -> None:
+            """Plan from the header while the rest streams in, where the engine needs no more."""
+            expected = engine_for(session.mode, bool(header.passes)).planned_from_header(header)
+            if expected is not None:
+                early.append((expected, planner.submit(self._plan, session, ReceivedQuery(header, expected, [], []),
+                                                       scheme)))
         try:
-            records = open_records(chunks, self.party.private_key, party_key(self.connection, item.querier, item.querier_x25519_public_key),
+            records = open_records(chunks, self.party.private_key,
+                                   party_key(self.connection, item.querier, item.querier_x25519_public_key),
                                    message_context(session.session_id, "query"))
             cluster = self.options.cluster if session.mode != pb.LOOKUP else None
             query, ciphertexts = read_query(records, scheme, session.public_key,
-                                            None if cluster is None else partial(validate_on_cluster, cluster))
-            plan = self._plan(session, query, scheme)
+                                            None if cluster is None else
+                                            cluster_validation(cluster, scheme, session.public_key), on_header)
+            item = in_round()
+            if early:
+                expected, planning = early[0]
+                if query.ciphertexts != expected:
+                    raise ValueError(f"{query.ciphertexts} ciphertexts where its header declares {expected}")
+                plan = planning.result()
+            else:
+                plan = self._plan(session, query, scheme)
+        except (KeyHolderRefusal, ConnectionProblem):     # e.g. the querier's upload broke off: not the query's fault
+            raise
         except (ValueError, PartyError) as error:
-            return self._abort(item, f"malformed query: {error}")
+            return self._abort(in_round(), f"malformed query: {error}")
+        finally:
+            planner.shutdown(wait=False, cancel_futures=True)
         if isinstance(plan, str):
             return self._abort(item, plan)
         return self._compare(item, query.header, ciphertexts, plan)

@@ -1,30 +1,26 @@
 """The querier's driver (docs/protocol.md, "Session"): open a session (K issues a
 fresh key pair of the comparison scheme), prepare the round with its engine
 (:mod:`party_client.protocol.engines.choice`), encrypt the encodings through the
-scheme, seal the query to the holder, relay it, wait for the round, then open
-the attachments of the matching rows.  A re-run after a crash resumes a round
+scheme, seal the query to the holder and relay it (a large query streams: it is
+sent while it is encrypted, :mod:`party_client.protocol.encryption`), wait for the
+round, then open the attachments of the matching rows.  A re-run after a crash resumes a round
 whose query was already relayed.
 """
 from __future__ import annotations
 
 import logging
-import os
 import time
-from collections import deque
 from dataclasses import dataclass, field as dataclass_field
-from itertools import islice
 from typing import Callable
 
-from common.distributed import Cluster, ClusterLost
-from common.schemes import Scheme
-from party_client.crypto.encrypt_worker import MIN_ITEMS_FOR_WORKERS, encrypt_in_worker, encrypt_items, frame_items
 from party_client.crypto.seal import seal_records
 from party_client.errors import PartyError
 from party_client.identity import PartyDir
 from party_client.matching.keys import QuerierKeys
 from party_client.progress import bar
 from party_client.protocol.engines.choice import engine_for
-from party_client.protocol.engines.interface import PreparedQuery, Progress, QueryOptions
+from party_client.protocol.encryption import SlotEncryption, encrypt_on_cluster, encrypt_slots
+from party_client.protocol.engines.interface import PreparedQuery, QueryOptions
 from party_client.protocol.wire import (MODES, attachment_cipher, message_context, note_cipher, party_key,
                                         query_records, session_scheme)
 from party_client.sessions_state import SessionState
@@ -33,9 +29,10 @@ from party_client.waiting import EVERY, human_seconds
 from proto import linkage_pb2 as pb
 
 UPLOAD_CHUNK_BYTES = 1 << 20   # sealed query bytes per PutMessage chunk (small frames are gathered)
-ENCRYPT_BATCH = 256         # encodings per call of the scheme in the querier's own process
-CLUSTER_PIECE = 4096        # encodings per Dask task at most (0.3-0.6 s of work for either scheme)...
-MIN_CLUSTER_PIECE = 256     # ...and at least (Dask costs a few ms per task)
+#: Queries of at least this many slots are streamed: sent while they are encrypted, the header
+#: first (docs/protocol.md, "Streaming the query"); smaller ones (a lookup) are encrypted, then sent
+#: as one gRPC message.
+STREAM_MIN_SLOTS = 4096
 log = logging.getLogger("party")
 
 
@@ -61,94 +58,6 @@ class QueryOutcome:
 def declared_ciphertexts(mode: str, keys: QuerierKeys, options: QueryOptions) -> int:
     """At least the ciphertexts of the query the round's engine will build."""
     return engine_for(MODES[mode], keys.blocked is not None).declared(keys, options)
-
-
-def encrypt_slots(scheme: Scheme, public: bytes, encodings: list[bytes | None], progress: Progress) -> list[bytes]:
-    """Encrypt every slot through the scheme: real keys as ``E(X)``, padding as ``E(random)``.
-
-    Large tables are shared with worker processes (raw bytes over pipes, see
-    :mod:`party_client.crypto.encrypt_worker`): gmpy2 holds the GIL for the comb's multiplications, so
-    threads do not help.  With a Dask cluster, :func:`encrypt_on_cluster` instead.
-    """
-    width = scheme.ciphertext_width(public)
-    cores = os.cpu_count() or 1
-    jobs, mine = [], encodings
-    if cores > 1 and len(encodings) >= MIN_ITEMS_FOR_WORKERS:
-        share = -(-len(encodings) // cores)
-        mine = encodings[:share]
-        jobs = [encrypt_in_worker(scheme, public, encodings[i:i + share], scheme.encoding_bytes(public))
-                for i in range(share, len(encodings), share)]
-    ciphertexts: list[bytes] = []
-    batch: list[bytes | None] = []
-
-    def flush() -> None:
-        block = scheme.encrypt(public, batch)
-        ciphertexts.extend(block[i:i + width] for i in range(0, len(block), width))
-        batch.clear()
-    for x in progress("encrypt", len(mine))(mine):
-        batch.append(x)
-        if len(batch) >= ENCRYPT_BATCH:
-            flush()
-    if batch:
-        flush()
-    for job in jobs:
-        ciphertexts.extend(job.result())
-    return ciphertexts
-
-
-def encrypt_on_cluster(cluster: Cluster, scheme: Scheme, public: bytes, encodings: list[bytes | None],
-                       progress: Progress, notice: Callable[[str], None] = log.warning) -> list[bytes]:
-    """:func:`encrypt_slots` on the querier's Dask cluster: pieces of framed items, each encrypted by
-    :func:`party_client.crypto.encrypt_worker.encrypt_items` (what the local worker process runs), at
-    most two per worker thread in flight, results in slot order.  Only bytes, ints and the scheme's
-    name are task arguments.  A lost scheduler costs no result: ``notice`` says so once and the slots
-    still missing are encrypted locally (any valid encryption will do)."""
-    width, out_width = scheme.encoding_bytes(public), scheme.ciphertext_width(public)
-    count = len(encodings)
-    ticks = iter(progress("encrypt", count)(range(count)))
-    done: list[bytes] = []
-    window: deque = deque()
-    try:
-        threads = cluster.threads()
-        size = max(MIN_CLUSTER_PIECE, min(CLUSTER_PIECE, -(-count // (4 * threads))))
-        starts = iter(range(0, count, size))
-
-        def start(first: int) -> None:
-            window.append((first, cluster.submit(encrypt_items, scheme.name, public, width,
-                                                 frame_items(encodings[first:first + size], width))))
-        for first in starts:
-            start(first)
-            if len(window) >= 2 * threads:
-                break
-        while window:
-            first, task = window[0]
-            block = task.result()
-            window.popleft()
-            if len(block) != min(size, count - first) * out_width:
-                raise ValueError(f"an encryption task returned {len(block)} bytes")
-            done.append(block)
-            for _ in islice(ticks, min(size, count - first)):
-                pass
-            following = next(starts, None)
-            if following is not None:
-                start(following)
-    except ClusterLost as error:
-        for _, task in window:
-            task.cancel()
-        notice(f"{error}; encrypting the rest of the query locally")
-    ciphertexts = [block[i:i + out_width] for block in done for i in range(0, len(block), out_width)]
-    if len(ciphertexts) < count:           # pieces are taken in order: what is missing is the rest
-        ciphertexts.extend(encrypt_slots(scheme, public, encodings[len(ciphertexts):], _ticking(ticks)))
-    return ciphertexts
-
-
-def _ticking(ticks) -> Progress:
-    """A :data:`Progress` that advances the bar already shown (``ticks``) instead of starting one."""
-    def iterate(items):
-        for item in items:
-            next(ticks, None)
-            yield item
-    return lambda phase, total: iterate
 
 
 class Querier:
@@ -243,33 +152,39 @@ class Querier:
         prepared.encryptions = len(encodings)
         timings["encode"] = time.perf_counter() - started
         mark = time.perf_counter()
-        if options.cluster is None:
+        streamed = len(encodings) >= STREAM_MIN_SLOTS
+        if streamed:                           # encrypted in the background while the upload reads it
+            ciphertexts = SlotEncryption(scheme, session.public_key, encodings, progress, options.cluster,
+                                         self.notice.now)
+        elif options.cluster is None:
             ciphertexts = encrypt_slots(scheme, session.public_key, encodings, progress)
         else:                                  # party join|dedup --dask
             ciphertexts = encrypt_on_cluster(options.cluster, scheme, session.public_key, encodings, progress,
                                              self.notice.now)
-        timings["encrypt"] = time.perf_counter() - mark
-        mark = time.perf_counter()
+        encrypted = [time.perf_counter()]     # streamed: set again when the upload has read the last slot
         context = message_context(session.session_id, "query")
         if state is not None:
             state.prepared, state.rounds_before, state.round = prepared.to_state(), session.rounds, 0
             save(state)
 
         def upload():
-            """The header, and the sealed frames gathered into chunks of about ``UPLOAD_CHUNK_BYTES``
-            (the first rides with the header): a lookup's query is one gRPC message, not four."""
+            """The header, and the sealed frames gathered into chunks of about ``UPLOAD_CHUNK_BYTES``:
+            a streamed query's header goes alone, at once (the holder starts on it); a small query's
+            rides with its frames (a lookup's query is one gRPC message, not four)."""
             chunk = pb.MessageChunk(header=pb.MessageHeader(session_id=session.session_id, kind="query",
-                                                            recipient=session.holder))
+                                                            recipient=session.holder, stream=streamed))
             frames: list[bytes] = []
             size = 0
-            for frame in seal_records(query_records(prepared, ciphertexts), self.party.private_key,
-                                      holder_key, context):
+            for index, frame in enumerate(seal_records(query_records(prepared, ciphertexts),
+                                                       self.party.private_key, holder_key, context)):
                 frames.append(frame)
                 size += len(frame)
-                if size >= UPLOAD_CHUNK_BYTES:
+                if size >= UPLOAD_CHUNK_BYTES or (streamed and index == 1):   # 0: the seal's, 1: the header
                     chunk.data = b"".join(frames)
                     yield chunk
                     chunk, frames, size = pb.MessageChunk(), [], 0
+            if streamed:
+                encrypted[0] = time.perf_counter()
             chunk.data = b"".join(frames)
             if chunk.data or chunk.HasField("header"):
                 yield chunk
@@ -278,11 +193,16 @@ class Querier:
             """After a lost reply: did K keep the query (the session has one more round)?"""
             current = self.connection.call("GetSession", pb.SessionRef(session_id=session.session_id))
             return pb.MessageInfo(round=session.rounds + 1) if current.rounds > session.rounds else None
-        message = self.connection.upload("PutMessage", upload, settled=settled)
+        try:
+            message = self.connection.upload("PutMessage", upload, settled=settled)
+        finally:
+            if streamed:
+                ciphertexts.close()
         if state is not None:
             state.round = message.round
             save(state)
-        timings["relay"] = time.perf_counter() - mark
+        # streamed, encryption and upload overlap: "relay" is then the upload's tail after the last slot
+        timings["encrypt"], timings["relay"] = encrypted[0] - mark, time.perf_counter() - encrypted[0]
         return prepared, message.round
 
     def wait(self, session_id: str, round_no: int, timeout: float, holder: str = "") -> pb.RoundInfo:

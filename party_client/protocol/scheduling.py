@@ -2,7 +2,7 @@
 the process's GIL-free thread pool (whole messages), inline (a lookup's few batches), or as tasks on the
 holder's Dask cluster (only the comparisons, :mod:`common.distributed`), their messages handed back in
 order; a stopping holder stops waiting within :data:`STOP_POLL_SECONDS`.  A large received query is
-validated on the cluster too (:func:`validate_on_cluster`).
+validated on the cluster too, as it arrives (:func:`cluster_validation`).
 """
 from __future__ import annotations
 
@@ -21,39 +21,12 @@ STOP_POLL_SECONDS = 0.25    # a round waiting for a batch checks whether the hol
 VALIDATION_PIECE_BYTES = 1 << 20    # a query's bytes per validation task on the cluster (ec: 16,384 ciphertexts)
 
 
-def validate_on_cluster(cluster: Any, scheme: Scheme, public: bytes, block: bytes) -> int:
-    """:meth:`common.schemes.Scheme.validate_all` of a received query on the holder's Dask cluster
-    (``cluster``, a :class:`common.distributed.Cluster`): pieces of about :data:`VALIDATION_PIECE_BYTES`,
-    at most two per worker thread in flight, checked in query order, so the failure reported is the
-    first in the query, as locally.  A query of fewer than two pieces is validated locally."""
-    width = scheme.ciphertext_width(public)
-    count, piece = len(block) // width, max(1, VALIDATION_PIECE_BYTES // width)
-    if len(block) % width or count < 2 * piece:
-        from common.schemes.pool import worker_pool
-        return scheme.validate_all(public, block, worker_pool())
-    depth = 2 * cluster.threads()
-    starts = iter(range(0, count, piece))
-    window: deque = deque()
-
-    def start(first: int) -> None:
-        window.append(cluster.submit(validate_piece, scheme.name, public,
-                                     block[first * width:min(first + piece, count) * width], first))
-    for first in starts:
-        start(first)
-        if len(window) >= depth:
-            break
-    total = 0
-    try:
-        while window:
-            total += window[0].result()
-            window.popleft()
-            following = next(starts, None)
-            if following is not None:
-                start(following)
-    finally:
-        for task in window:
-            task.cancel()
-    return total
+def cluster_validation(cluster: Any, scheme: Scheme, public: bytes) -> tuple[Callable[[bytes, int], Any], int]:
+    """How :func:`party_client.protocol.wire.read_query` validates a query on the holder's Dask cluster:
+    each piece of about :data:`VALIDATION_PIECE_BYTES` a task (:func:`validate_piece`), submitted as it
+    arrives; and the piece size in ciphertexts."""
+    return (lambda block, first: cluster.submit(validate_piece, scheme.name, public, block, first),
+            max(1, VALIDATION_PIECE_BYTES // scheme.ciphertext_width(public)))
 
 
 class Inline:

@@ -355,6 +355,35 @@ def test_holder_refuses_a_query_with_a_bad_point(keyholder, tmp_path, monkeypatc
     assert check in served[0]["refused"]
 
 
+@pytest.mark.parametrize("scheme,bad,check", [("ec", ORDER_4, "small-order point"),
+                                               ("ristretto", NOT_DECODABLE, "not the encoding of a group element")],
+                         ids=ELLIPTIC)
+def test_holder_refuses_a_streamed_query_with_a_bad_point_in_a_late_piece(keyholder, tmp_path, monkeypatch, scheme,
+                                                                          bad, check):
+    """A query large enough to be streamed (docs/protocol.md, "Streaming the query"), validated piece by
+    piece as it comes in: a bad point in its third piece aborts the round, naming the check and the item."""
+    import party_client.protocol.encryption as encryption
+    from party_client.errors import PartyError
+    from party_client.protocol.querier import STREAM_MIN_SLOTS
+    late = 4500                                     # of the 4,916 slots of 2,000 keys: the third piece of 2,048
+    original = encryption.SlotEncryption._fill
+
+    def corrupted(self, stop: int) -> None:
+        original(self, stop)
+        if len(self._done) > late and not self._done[late].startswith(bad):
+            self._done[late] = bad + self._done[late][32:]
+    monkeypatch.setattr(encryption.SlotEncryption, "_fill", corrupted)
+    querier, hname, stop, thread, served = _join_with_holder(keyholder, tmp_path)
+    try:
+        with pytest.raises(PartyError, match=f"malformed query: ciphertext {late}: first point: {check}"):
+            querier.dedup(hname, pd.DataFrame({"id": [f"{i:06d}" for i in range(2000)]}), "id", scheme=scheme,
+                          timeout=60)
+    finally:
+        stop.set()
+        thread.join(timeout=30)
+    assert check in served[0]["refused"] and 4916 >= STREAM_MIN_SLOTS
+
+
 def test_holder_refuses_a_scheme_it_does_not_serve_or_a_header_of_another_scheme(keyholder, tmp_path,
                                                                                   monkeypatch):
     """``party hold --schemes paillier`` refuses an ec round; a query header naming another scheme than

@@ -147,6 +147,9 @@ class BlockedEngine:
                 progress: Progress) -> tuple[PreparedQuery, list[bytes | None]]:
         return prepare_blocked(keys, options, length, progress)
 
+    def planned_from_header(self, header: pb.QueryHeader) -> int | None:
+        return None             # the plan needs the blocks, which come with the ciphertexts
+
     def plan(self, context: HolderContext, query: ReceivedQuery) -> RoundPlan | str:
         """Per pass, the candidate pairs (our rows in each querier entry's block), in a keyed order."""
         header, blocks = query.header, query.blocks

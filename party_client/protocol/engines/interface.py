@@ -171,6 +171,10 @@ class Engine(Protocol):
                 progress: Progress) -> tuple[PreparedQuery, list[bytes | None]]:
         """Querier: the query header and what to keep, and the encodings to encrypt (None: padding)."""
 
+    def planned_from_header(self, header: pb.QueryHeader) -> int | None:
+        """Holder: when :meth:`plan` needs only the header, the ciphertexts the query must carry (the
+        holder then plans while the rest streams in and checks the count at the end); else None."""
+
     def plan(self, context: HolderContext, query: ReceivedQuery) -> RoundPlan | str:
         """Holder: the comparison units of the round, or the reason to refuse the query."""
 

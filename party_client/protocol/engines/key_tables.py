@@ -86,6 +86,9 @@ class KeyTablesEngine:
                 progress: Progress) -> tuple[PreparedQuery, list[bytes | None]]:
         return prepare_tables(keys, options, length, progress)
 
+    def planned_from_header(self, header: pb.QueryHeader) -> int | None:
+        return sum(t.bins + t.stash for t in header.tables)
+
     def plan(self, context: HolderContext, query: ReceivedQuery) -> RoundPlan | str:
         header, keys = query.header, context.data.keys
         sizes = [t.bins + t.stash for t in header.tables]

@@ -75,6 +75,9 @@ class LookupEngine:
                 progress: Progress) -> tuple[PreparedQuery, list[bytes | None]]:
         return prepare_lookup(keys, options, length, lookup_secret, progress)
 
+    def planned_from_header(self, header: pb.QueryHeader) -> int | None:
+        return None             # the plan needs the buckets, which come with the ciphertexts
+
     def plan(self, context: HolderContext, query: ReceivedQuery) -> RoundPlan | str:
         header, buckets = query.header, query.buckets
         if header.lookup_buckets < 1 or query.ciphertexts != header.entries or len(buckets) != header.entries:

@@ -106,7 +106,7 @@ def test_every_table_slot_holds_a_ciphertext(keypair):
     """All bins filled: empty bins hold E(random), indistinguishable in size and range."""
     from party_client.matching.keys import exact_querier_keys
     from party_client.protocol.engines.interface import QueryOptions
-    from party_client.protocol.querier import encrypt_slots
+    from party_client.protocol.encryption import encrypt_slots
     from party_client.protocol.engines.key_tables import prepare_tables
     public, private = keypair
     keys = exact_querier_keys(pd.Series([f"{i:09d}" for i in range(50)]), "identifier")

@@ -1,0 +1,111 @@
+"""A query the holder reads while it streams in (docs/protocol.md, "Streaming the query"), driven in
+process on the key holder's core with its real SQLite store and spool: K lists a streamed upload at
+once as round 0, a follower reads what was written and no more, learns the round at the end, and is
+refused (``ABORTED``) when the upload breaks off or its session ends; no round is opened then, and
+the querier's next upload opens the same round number.  Uploads not marked as streamed are listed
+only when complete (a lookup's query), and a session's concurrent uploads each open their own round."""
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+
+import pytest
+
+from common.schemes import get_scheme
+from keyholder.core import KeyHolder
+from keyholder.errors import ServiceError
+from keyholder.limits import Limits
+from keyholder.states import PENDING
+
+JOIN = 1
+
+
+@pytest.fixture
+def core(tmp_path: Path):
+    keyholder = KeyHolder(tmp_path / "keyholder", b"test passphrase", Limits(max_rounds=2))
+    for name in ("querier", "holder", "stranger"):
+        keyholder.register(name, secrets.token_bytes(32), None, None)
+    yield keyholder
+    keyholder.close()
+
+
+def open_session(core: KeyHolder):
+    return core.open_session("querier", JOIN, "holder", 256, 0, scheme=get_scheme("ristretto"))
+
+
+def refused(code: str, call, *args) -> str:
+    with pytest.raises(ServiceError) as caught:
+        call(*args)
+    assert caught.value.code == code, caught.value.message
+    return caught.value.message
+
+
+def test_the_holder_reads_a_query_while_it_streams_in_and_learns_its_round(core):
+    session = open_session(core)
+    changes: list[tuple[str, ...]] = []
+    core.add_listener(changes.append)
+    upload = core.begin_message("querier", session.id, "query", "holder", streamed=True)
+    assert ("holder",) in changes                                   # the holder's long-poll wakes at once
+    [(listed, work, seqs)] = core.list_work("holder")
+    assert (listed.id, work.round, work.status, work.message_id, seqs) == (session.id, 0, PENDING, upload.id, [])
+    assert core.store.get_session(session.id).rounds == 0            # no round is open yet
+    refused("PERMISSION_DENIED", core.follow_message, "querier", upload.id)   # only the recipient reads it
+    assert core.follow_message("stranger", upload.id) is None          # a third party is told nothing
+    _, follower = core.follow_message("holder", upload.id)
+    assert follower.read() == b""                                     # nothing written yet: no wait either
+    upload.write(b"header")
+    assert follower.read() == b"header" and follower.read() == b""
+    upload.write(b" and the rest")
+    refused("FAILED_PRECONDITION", core.ack_message, "holder", upload.id)
+    message = upload.commit()
+    assert follower.read() == b" and the rest"
+    assert follower.read() is None and upload.round == message.round == 1
+    [(_, work, _)] = core.list_work("holder")                        # now the round itself, listed once
+    assert (work.round, work.message_id) == (1, upload.id)
+    fetched, chunks = core.get_message("holder", upload.id)
+    assert b"".join(chunks) == b"header and the rest" and fetched.round == 1
+
+
+def test_a_broken_upload_refuses_its_follower_opens_no_round_and_leaves_no_bytes(core):
+    session = open_session(core)
+    upload = core.begin_message("querier", session.id, "query", "holder", streamed=True)
+    upload.write(b"half a query")
+    _, follower = core.follow_message("holder", upload.id)
+    assert follower.read() == b"half a query"
+    upload.abort()                                                    # the stream broke (PutMessage's finally)
+    assert "broke off" in refused("ABORTED", follower.read)
+    assert core.list_work("holder") == [] and core.store.get_session(session.id).rounds == 0
+    assert not list((core.spool / session.id).iterdir())              # its bytes are gone
+    again = core.put_message("querier", session.id, "query", "holder", [b"the whole query"])
+    assert again.round == 1                                           # the retry opens the same round
+
+
+def test_uploads_not_streamed_are_listed_when_complete_and_concurrent_ones_open_their_own_rounds(core):
+    session = open_session(core)
+    whole = core.begin_message("querier", session.id, "query", "holder")      # a lookup's query
+    whole.write(b"small")
+    assert core.list_work("holder") == []
+    first = core.begin_message("querier", session.id, "query", "holder", streamed=True)
+    second = core.begin_message("querier", session.id, "query", "holder", streamed=True)
+    first.write(b"one")
+    second.write(b"two")
+    assert sorted((w.round, w.message_id) for _, w, _ in core.list_work("holder")) == \
+        sorted([(0, first.id), (0, second.id)])
+    followers = [core.follow_message("holder", u.id)[1] for u in (first, second)]
+    assert (second.commit().round, whole.commit().round) == (1, 2)      # rounds in the order of completion
+    assert [f.read() for f in followers] == [b"one", b"two"]
+    assert followers[1].read() is None and second.round == 1
+    assert followers[0].read() == b"" and first.round == 0               # still coming in
+    refused("RESOURCE_EXHAUSTED", first.commit)                          # the session's two rounds are taken
+    assert "2 rounds" in refused("ABORTED", followers[0].read)
+
+
+def test_ending_the_session_aborts_its_upload(core):
+    session = open_session(core)
+    upload = core.begin_message("querier", session.id, "query", "holder", streamed=True)
+    upload.write(b"part")
+    _, follower = core.follow_message("holder", upload.id)
+    core.close_session("querier", session.id)
+    assert "session ended" in refused("ABORTED", follower.read)
+    refused("ABORTED", upload.commit)
+    assert core.list_work("holder") == []

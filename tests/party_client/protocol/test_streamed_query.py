@@ -1,0 +1,93 @@
+"""A large query is sent while it is encrypted and read by the holder while it comes in
+(docs/protocol.md, "Streaming the query"), with a real key holder process and the real ``party`` CLI
+or API: the holder starts on it before the upload ends and the join is exact under either kind of
+arithmetic; a querier killed in the middle of its upload leaves no round, no spooled bytes and a
+holder that goes on, and its re-run sends the query again and gets the exact join."""
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+
+import pandas as pd
+import pytest
+
+from linkhelpers import REPRESENTATIVE, canonical, keyholder_cmd, make_party, party_cmd, plaintext_join, \
+    scheme_flags, tables
+from party_client.protocol.querier import STREAM_MIN_SLOTS
+
+
+def start_holder(server, hdir, tmp_path) -> subprocess.Popen:
+    """``party hold`` polling, its INFO log in holder.log."""
+    return subprocess.Popen(party_cmd("--log-level", "INFO", "hold", "--dir", str(hdir), *server.flags(), "--input",
+                                      str(tmp_path / "h.csv"), "--id-column", "health_no", "--release-columns",
+                                      "diagnosis", "--poll-seconds", "5", "--quiet"),
+                            stdout=subprocess.DEVNULL, stderr=open(tmp_path / "holder.log", "w"), text=True)
+
+
+def join_command(server, qdir, hname, tmp_path, scheme: str) -> list[str]:
+    return party_cmd("join", "--dir", str(qdir), *server.flags(), "--holder", hname, "--input",
+                     str(tmp_path / "q.csv"), "--id-column", "hcn", "--out", str(tmp_path / "j.csv"),
+                     "--report", str(tmp_path / "report.json"), *scheme_flags(scheme), "--quiet")
+
+
+def linked_pair(server, tmp_path, seed: int, n: int, m: int):
+    (qdir, _), (hdir, hname) = make_party(server, tmp_path, cli=False), make_party(server, tmp_path, cli=False)
+    querier_rows, holder_rows = tables(seed, n=n, m=m, overlap=m // 2)
+    querier_rows.to_csv(tmp_path / "q.csv", index=False)
+    holder_rows.to_csv(tmp_path / "h.csv", index=False)
+    return qdir, hdir, hname, plaintext_join(querier_rows, holder_rows, ["diagnosis"])
+
+
+def holder_log(tmp_path) -> str:
+    return (tmp_path / "holder.log").read_text()
+
+
+@pytest.mark.parametrize("scheme", REPRESENTATIVE)
+def test_the_holder_reads_a_streamed_query_while_it_comes_in_and_the_join_is_exact(fresh_keyholder, tmp_path, scheme):
+    server = fresh_keyholder()
+    qdir, hdir, hname, expected = linked_pair(server, tmp_path, 21, n=2000, m=80)
+    holder = start_holder(server, hdir, tmp_path)
+    try:
+        join = subprocess.run(join_command(server, qdir, hname, tmp_path, scheme), stderr=subprocess.PIPE,
+                              text=True, timeout=180)
+        assert join.returncode == 0, join.stderr
+    finally:
+        holder.terminate()
+        holder.wait(timeout=30)
+    assert json.loads((tmp_path / "report.json").read_text())["table_slots"] >= STREAM_MIN_SLOTS   # streamed
+    joined = pd.read_csv(tmp_path / "j.csv", dtype=str, keep_default_na=False)
+    assert canonical(joined) == canonical(expected)
+    assert "(a query still coming in)" in holder_log(tmp_path)        # listed and read before its end
+
+
+def test_a_querier_killed_mid_upload_leaves_nothing_and_its_rerun_joins_exactly(fresh_keyholder, tmp_path):
+    server = fresh_keyholder()
+    qdir, hdir, hname, expected = linked_pair(server, tmp_path, 22, n=20000, m=60)   # 55,611 slots: seconds
+    holder = start_holder(server, hdir, tmp_path)
+    command = join_command(server, qdir, hname, tmp_path, "ristretto")
+    try:
+        join = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while "a query still coming in" not in holder_log(tmp_path):      # the holder has started on it
+            assert time.monotonic() < deadline and join.poll() is None, holder_log(tmp_path)
+            time.sleep(0.02)
+        join.kill()                                                        # kill -9 the querier mid-upload
+        join.wait()
+        deadline = time.monotonic() + 30
+        while "broke off" not in holder_log(tmp_path):                     # K told the holder
+            assert time.monotonic() < deadline, holder_log(tmp_path)
+            time.sleep(0.05)
+        assert holder.poll() is None                                       # the holder goes on
+        assert [p for p in (server.data_dir / "spool").rglob("*") if p.is_file()] == []   # no half query at K
+        again = subprocess.run(command, stderr=subprocess.PIPE, text=True, timeout=180)
+        assert again.returncode == 0, again.stderr
+    finally:
+        holder.terminate()
+        holder.wait(timeout=30)
+    joined = pd.read_csv(tmp_path / "j.csv", dtype=str, keep_default_na=False)
+    assert canonical(joined) == canonical(expected)
+    audit = subprocess.run(keyholder_cmd("audit", "--data-dir", str(server.data_dir)), capture_output=True,
+                           text=True, check=True).stdout
+    actions = [line.split("\t")[2] for line in audit.splitlines()]
+    assert actions.count("open_session") == 1 and actions.count("relay_query") == 1    # one round: the re-run's
