@@ -126,9 +126,9 @@ class Holder:
         running: dict[Future, str] = {}
 
         def serve_one(item: pb.WorkItem) -> None:
-            log.info("serving session %s %s (%s)", item.session.session_id,
-                     f"round {item.round}" if item.round else "(a query still coming in)",
-                     MODE_NAMES.get(item.session.mode, "?"))
+            mode = MODE_NAMES.get(item.session.mode, "?")
+            log.info("serving session %s %s", item.session.session_id,
+                     f"round {item.round} ({mode})" if item.round else f"(a {mode} query still coming in)")
             try:
                 summary = self.process(item)
             except ConnectionProblem:
@@ -268,7 +268,12 @@ class Holder:
                 plan = planning.result()
             else:
                 plan = self._plan(session, query, scheme)
-        except (KeyHolderRefusal, ConnectionProblem):     # e.g. the querier's upload broke off: not the query's fault
+        except KeyHolderRefusal as refusal:        # e.g. the querier's upload broke off: not the query's fault
+            if not item.round and refusal.code == "NOT_FOUND":    # K restarted under it: that upload is gone
+                raise KeyHolderRefusal("the querier's upload of this query ended before it was complete (the key "
+                                       "holder restarted); the querier sends it again", "ABORTED") from None
+            raise
+        except ConnectionProblem:
             raise
         except (ValueError, PartyError) as error:
             return self._abort(in_round(), f"malformed query: {error}")

@@ -2,7 +2,9 @@
 (docs/protocol.md, "Streaming the query"), with a real key holder process and the real ``party`` CLI
 or API: the holder starts on it before the upload ends and the join is exact under either kind of
 arithmetic; a querier killed in the middle of its upload leaves no round, no spooled bytes and a
-holder that goes on, and its re-run sends the query again and gets the exact join."""
+holder that goes on, and its re-run sends the query again and gets the exact join; a key holder
+killed in the middle of an upload comes back to a querier that sends the query again and a holder
+that serves the new upload."""
 from __future__ import annotations
 
 import json
@@ -58,7 +60,7 @@ def test_the_holder_reads_a_streamed_query_while_it_comes_in_and_the_join_is_exa
     assert json.loads((tmp_path / "report.json").read_text())["table_slots"] >= STREAM_MIN_SLOTS   # streamed
     joined = pd.read_csv(tmp_path / "j.csv", dtype=str, keep_default_na=False)
     assert canonical(joined) == canonical(expected)
-    assert "(a query still coming in)" in holder_log(tmp_path)        # listed and read before its end
+    assert "(a join query still coming in)" in holder_log(tmp_path)        # listed and read before its end
 
 
 def test_a_querier_killed_mid_upload_leaves_nothing_and_its_rerun_joins_exactly(fresh_keyholder, tmp_path):
@@ -69,7 +71,7 @@ def test_a_querier_killed_mid_upload_leaves_nothing_and_its_rerun_joins_exactly(
     try:
         join = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 60
-        while "a query still coming in" not in holder_log(tmp_path):      # the holder has started on it
+        while "query still coming in" not in holder_log(tmp_path):      # the holder has started on it
             assert time.monotonic() < deadline and join.poll() is None, holder_log(tmp_path)
             time.sleep(0.02)
         join.kill()                                                        # kill -9 the querier mid-upload
@@ -91,3 +93,31 @@ def test_a_querier_killed_mid_upload_leaves_nothing_and_its_rerun_joins_exactly(
                            text=True, check=True).stdout
     actions = [line.split("\t")[2] for line in audit.splitlines()]
     assert actions.count("open_session") == 1 and actions.count("relay_query") == 1    # one round: the re-run's
+
+
+def test_a_key_holder_killed_mid_upload_gets_the_query_again_and_the_join_is_exact(fresh_keyholder, tmp_path):
+    server = fresh_keyholder()
+    qdir, hdir, hname, expected = linked_pair(server, tmp_path, 23, n=20000, m=60)
+    holder = start_holder(server, hdir, tmp_path)
+    try:
+        join = subprocess.Popen(join_command(server, qdir, hname, tmp_path, "ristretto"), stderr=subprocess.PIPE,
+                                text=True)
+        deadline = time.monotonic() + 60
+        while "query still coming in" not in holder_log(tmp_path):
+            assert time.monotonic() < deadline and join.poll() is None, holder_log(tmp_path)
+            time.sleep(0.02)
+        server.stop(kill=True)                                              # kill -9 K mid-upload
+        time.sleep(1.0)
+        server.start()                                                      # same port, same data
+        assert join.wait(timeout=180) == 0, join.stderr.read()
+        deadline = time.monotonic() + 60           # the holder's read of the first upload: retried, then dropped
+        while "ended before it was complete" not in holder_log(tmp_path) and "broke off" not in holder_log(tmp_path):
+            assert time.monotonic() < deadline, holder_log(tmp_path)
+            time.sleep(0.1)
+        assert holder.poll() is None
+    finally:
+        holder.terminate()
+        holder.wait(timeout=30)
+    joined = pd.read_csv(tmp_path / "j.csv", dtype=str, keep_default_na=False)
+    assert canonical(joined) == canonical(expected)
+    assert [p for p in (server.data_dir / "spool").rglob("*.partial")] == []
