@@ -43,6 +43,21 @@ MIN_CLUSTER_PIECE = 256     # ...and at least (Dask costs a few ms per task)
 log = logging.getLogger("party")
 
 
+class EncryptionStopped(RuntimeError):
+    """Raised where the upload reads a slot after :meth:`SlotEncryption.close` (Ctrl-C, a failed call)."""
+
+
+class _QuietWhenStopped(logging.Filter):
+    """grpc logs any exception of a request iterator with its traceback, at ERROR.  An upload abandoned
+    on purpose ends its iterator with :class:`EncryptionStopped`: that one is not an error to show."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.exc_info and isinstance(record.exc_info[1], EncryptionStopped))
+
+
+logging.getLogger("grpc._channel").addFilter(_QuietWhenStopped())
+
+
 class SlotEncryption(Sequence):
     """The ciphertexts of ``encodings`` (``E(X)``, or ``E(random)`` for ``None``: padding), produced
     in the background in slot order; indexing waits for the slots it reads.  :meth:`close` stops
@@ -86,9 +101,14 @@ class SlotEncryption(Sequence):
 
     def _fill(self, stop: int) -> None:
         while len(self._done) < stop:
-            if self._closed.is_set() and len(self._done) < self.count:
-                raise RuntimeError("the encryption was stopped")
-            block = next(self._blocks)
+            if self._closed.is_set():
+                raise EncryptionStopped("the encryption was stopped")
+            try:
+                block = next(self._blocks)
+            except Exception:              # a cancelled piece, a stopped worker's closed file
+                if self._closed.is_set():
+                    raise EncryptionStopped("the encryption was stopped") from None
+                raise
             slots = len(block) // self.width
             self._done.extend(block[i:i + self.width] for i in range(0, len(block), self.width))
             for _ in islice(self._ticks, slots):

@@ -4,10 +4,11 @@ or API: the holder starts on it before the upload ends and the join is exact und
 arithmetic; a querier killed in the middle of its upload leaves no round, no spooled bytes and a
 holder that goes on, and its re-run sends the query again and gets the exact join; a key holder
 killed in the middle of an upload comes back to a querier that sends the query again and a holder
-that serves the new upload."""
+that serves the new upload; Ctrl-C in the middle of an upload stops the querier with one line."""
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import time
 
@@ -121,3 +122,25 @@ def test_a_key_holder_killed_mid_upload_gets_the_query_again_and_the_join_is_exa
     joined = pd.read_csv(tmp_path / "j.csv", dtype=str, keep_default_na=False)
     assert canonical(joined) == canonical(expected)
     assert [p for p in (server.data_dir / "spool").rglob("*.partial")] == []
+
+
+def test_ctrl_c_mid_upload_stops_the_querier_with_one_line_and_no_traceback(fresh_keyholder, tmp_path):
+    """The upload's encryption is stopped under grpc's request thread: no "Exception iterating requests"."""
+    server = fresh_keyholder()
+    qdir, hdir, hname, _ = linked_pair(server, tmp_path, 24, n=20000, m=60)
+    holder = start_holder(server, hdir, tmp_path)
+    try:
+        join = subprocess.Popen(join_command(server, qdir, hname, tmp_path, "ristretto"), stderr=subprocess.PIPE,
+                                text=True)
+        deadline = time.monotonic() + 60
+        while "query still coming in" not in holder_log(tmp_path):
+            assert time.monotonic() < deadline and join.poll() is None, holder_log(tmp_path)
+            time.sleep(0.02)
+        join.send_signal(signal.SIGINT)
+        assert join.wait(timeout=30) == 130
+        message = join.stderr.read()
+        assert "Traceback" not in message and "Exception iterating" not in message, message
+        assert len(message.strip().splitlines()) == 1, message
+    finally:
+        holder.terminate()
+        holder.wait(timeout=30)
