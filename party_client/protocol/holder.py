@@ -33,8 +33,8 @@ from party_client.protocol.batches import BatchBuilder, Blinding, cut_batches, n
 from party_client.protocol.engines.choice import engine_for
 from party_client.protocol.engines.interface import HolderContext, HolderData, ReceivedQuery, RoundPlan
 from party_client.protocol.engines.session_indexes import DEFAULT_BUDGET_BYTES
-from party_client.protocol.wire import (MODE_NAMES, attachment_cipher, message_context, note_cipher,
-                                        known_scheme, party_key, read_query, session_scheme)
+from party_client.protocol.wire import (MODE_NAMES, IncomingQuery, attachment_cipher, message_context,
+                                        note_cipher, known_scheme, party_key, read_query, session_scheme)
 from party_client.protocol.scheduling import BatchScheduler, Inline, cluster_validation
 from party_client.protocol.submitting import SUBMIT_WINDOW, SubmitWindow
 from party_client.transport import Connection, ConnectionProblem, KeyHolderRefusal
@@ -221,28 +221,7 @@ class Holder:
         if scheme not in self.options.schemes:
             return self._abort(item, f"the holder does not serve the {scheme or session.scheme} scheme "
                                      f"(it serves: {', '.join(s.name for s in self.options.schemes)})")
-        opened_round: list[int] = []
-
-        def data(message: pb.MessageChunk) -> list[bytes]:
-            if message.round:                  # K names the round the query opened (a streamed one: at its end)
-                opened_round.append(message.round)
-            return [message.data]
-        chunks = self.connection.stream("GetMessage", pb.MessageRef(message_id=item.message_id), split=data,
-                                        length=len)
-
-        def in_round() -> pb.WorkItem:
-            """The item with its round: a streamed query's is named by K once it is complete (read to
-            its end, e.g. to refuse a query found malformed while it still came in)."""
-            for _ in chunks:
-                pass
-            named = opened_round[-1] if opened_round else item.round
-            if not named or (item.round and named != item.round):
-                raise KeyHolderRefusal(f"the key holder named round {named} for a query listed as round "
-                                       f"{item.round}", "ABORTED")
-            served = pb.WorkItem()
-            served.CopyFrom(item)
-            served.round = named
-            return served
+        message = IncomingQuery(self.connection, item)
         planner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="holder-plan")
         early: list[tuple[int, Future]] = []
 
@@ -253,14 +232,14 @@ class Holder:
                 early.append((expected, planner.submit(self._plan, session, ReceivedQuery(header, expected, [], []),
                                                        scheme)))
         try:
-            records = open_records(chunks, self.party.private_key,
+            records = open_records(message.chunks, self.party.private_key,
                                    party_key(self.connection, item.querier, item.querier_x25519_public_key),
                                    message_context(session.session_id, "query"))
             cluster = self.options.cluster if session.mode != pb.LOOKUP else None
             query, ciphertexts = read_query(records, scheme, session.public_key,
                                             None if cluster is None else
                                             cluster_validation(cluster, scheme, session.public_key), on_header)
-            item = in_round()
+            item = message.in_round()
             if early:
                 expected, planning = early[0]
                 if query.ciphertexts != expected:
@@ -276,7 +255,7 @@ class Holder:
         except ConnectionProblem:
             raise
         except (ValueError, PartyError) as error:
-            return self._abort(in_round(), f"malformed query: {error}")
+            return self._abort(message.in_round(), f"malformed query: {error}")
         finally:
             planner.shutdown(wait=False, cancel_futures=True)
         if isinstance(plan, str):

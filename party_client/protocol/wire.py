@@ -20,7 +20,7 @@ from common.schemes.base import VALIDATION_PIECE
 from common.schemes.pool import worker_pool
 from party_client.crypto.seal import SessionCipher
 from party_client.protocol.engines.interface import CIPHERTEXTS_PER_RECORD, PreparedQuery, ReceivedQuery
-from party_client.transport import Connection
+from party_client.transport import Connection, KeyHolderRefusal
 from proto import linkage_pb2 as pb
 
 MODES = {"join": pb.JOIN, "dedup": pb.DEDUP, "lookup": pb.LOOKUP}
@@ -78,6 +78,38 @@ def query_records(prepared: PreparedQuery, ciphertexts: list[bytes]) -> Iterator
         if prepared.buckets:
             chunk.buckets.extend(prepared.buckets[start:start + CIPHERTEXTS_PER_RECORD])
         yield chunk.SerializeToString()
+
+
+class IncomingQuery:
+    """The holder's read of a round's query from K, as it arrives (docs/protocol.md, "Streaming the
+    query"): :attr:`chunks` are its sealed bytes; K names the round the query opened on its first
+    chunk (a complete query) or after its last (one listed as round 0 while it still came in)."""
+
+    def __init__(self, connection: Connection, item: pb.WorkItem) -> None:
+        self.item = item
+        self.named: list[int] = []
+        self.chunks = connection.stream("GetMessage", pb.MessageRef(message_id=item.message_id), split=self._data,
+                                        length=len)
+
+    def _data(self, message: pb.MessageChunk) -> list[bytes]:
+        if message.round:
+            self.named.append(message.round)
+        return [message.data]
+
+    def in_round(self) -> pb.WorkItem:
+        """The work item with its round, once the query is read to its end (the rest is read first,
+        e.g. to refuse a query found malformed while it still came in)."""
+        for _ in self.chunks:
+            pass
+        listed = self.item.round
+        named = self.named[-1] if self.named else listed
+        if not named or (listed and named != listed):
+            raise KeyHolderRefusal(f"the key holder named round {named} for a query listed as round {listed}",
+                                   "ABORTED")
+        served = pb.WorkItem()
+        served.CopyFrom(self.item)
+        served.round = named
+        return served
 
 
 #: Validation of a received piece of the query: (ciphertexts, index of the first in the query) -> a
