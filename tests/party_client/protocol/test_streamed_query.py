@@ -46,6 +46,16 @@ def holder_log(tmp_path) -> str:
     return (tmp_path / "holder.log").read_text()
 
 
+def join_while_holder_reads(server, qdir, hname, tmp_path) -> subprocess.Popen:
+    """A ristretto ``party join`` under way, returned once the holder reads its query (still coming in)."""
+    join = subprocess.Popen(join_command(server, qdir, hname, tmp_path, "ristretto"), stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while "query still coming in" not in holder_log(tmp_path):
+        assert time.monotonic() < deadline and join.poll() is None, holder_log(tmp_path)
+        time.sleep(0.02)
+    return join
+
+
 @pytest.mark.parametrize("scheme", REPRESENTATIVE)
 def test_the_holder_reads_a_streamed_query_while_it_comes_in_and_the_join_is_exact(fresh_keyholder, tmp_path, scheme):
     server = fresh_keyholder()
@@ -64,30 +74,40 @@ def test_the_holder_reads_a_streamed_query_while_it_comes_in_and_the_join_is_exa
     assert "(a join query still coming in)" in holder_log(tmp_path)        # listed and read before its end
 
 
-def test_a_querier_killed_mid_upload_leaves_nothing_and_its_rerun_joins_exactly(fresh_keyholder, tmp_path):
+def wait_for_holder_log(tmp_path, *needles: str, seconds: float = 60) -> None:
+    """Until the holder's log says one of ``needles``."""
+    deadline = time.monotonic() + seconds
+    while not any(needle in holder_log(tmp_path) for needle in needles):
+        assert time.monotonic() < deadline, holder_log(tmp_path)
+        time.sleep(0.05)
+
+
+@pytest.fixture
+def big_join(fresh_keyholder, tmp_path, request):
+    """A key holder, a polling ``party hold`` (stopped after the test) and a querier with 20,000 keys
+    (55,611 slots: seconds of encryption); yields (server, querier dir, holder name, expected join)."""
     server = fresh_keyholder()
-    qdir, hdir, hname, expected = linked_pair(server, tmp_path, 22, n=20000, m=60)   # 55,611 slots: seconds
+    qdir, hdir, hname, expected = linked_pair(server, tmp_path, request.param, n=20000, m=60)
     holder = start_holder(server, hdir, tmp_path)
-    command = join_command(server, qdir, hname, tmp_path, "ristretto")
     try:
-        join = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 60
-        while "query still coming in" not in holder_log(tmp_path):      # the holder has started on it
-            assert time.monotonic() < deadline and join.poll() is None, holder_log(tmp_path)
-            time.sleep(0.02)
-        join.kill()                                                        # kill -9 the querier mid-upload
-        join.wait()
-        deadline = time.monotonic() + 30
-        while "broke off" not in holder_log(tmp_path):                     # K told the holder
-            assert time.monotonic() < deadline, holder_log(tmp_path)
-            time.sleep(0.05)
-        assert holder.poll() is None                                       # the holder goes on
-        assert [p for p in (server.data_dir / "spool").rglob("*") if p.is_file()] == []   # no half query at K
-        again = subprocess.run(command, stderr=subprocess.PIPE, text=True, timeout=180)
-        assert again.returncode == 0, again.stderr
+        yield server, qdir, hname, expected
+        assert holder.poll() is None                                       # the holder went on throughout
     finally:
         holder.terminate()
         holder.wait(timeout=30)
+
+
+@pytest.mark.parametrize("big_join", [22], indirect=True)
+def test_a_querier_killed_mid_upload_leaves_nothing_and_its_rerun_joins_exactly(big_join, tmp_path):
+    server, qdir, hname, expected = big_join
+    join = join_while_holder_reads(server, qdir, hname, tmp_path)
+    join.kill()                                                            # kill -9 the querier mid-upload
+    join.wait()
+    wait_for_holder_log(tmp_path, "broke off", seconds=30)                 # K told the holder
+    assert [p for p in (server.data_dir / "spool").rglob("*") if p.is_file()] == []   # no half query at K
+    again = subprocess.run(join_command(server, qdir, hname, tmp_path, "ristretto"), stderr=subprocess.PIPE,
+                           text=True, timeout=180)
+    assert again.returncode == 0, again.stderr
     joined = pd.read_csv(tmp_path / "j.csv", dtype=str, keep_default_na=False)
     assert canonical(joined) == canonical(expected)
     audit = subprocess.run(keyholder_cmd("audit", "--data-dir", str(server.data_dir)), capture_output=True,
@@ -96,51 +116,27 @@ def test_a_querier_killed_mid_upload_leaves_nothing_and_its_rerun_joins_exactly(
     assert actions.count("open_session") == 1 and actions.count("relay_query") == 1    # one round: the re-run's
 
 
-def test_a_key_holder_killed_mid_upload_gets_the_query_again_and_the_join_is_exact(fresh_keyholder, tmp_path):
-    server = fresh_keyholder()
-    qdir, hdir, hname, expected = linked_pair(server, tmp_path, 23, n=20000, m=60)
-    holder = start_holder(server, hdir, tmp_path)
-    try:
-        join = subprocess.Popen(join_command(server, qdir, hname, tmp_path, "ristretto"), stderr=subprocess.PIPE,
-                                text=True)
-        deadline = time.monotonic() + 60
-        while "query still coming in" not in holder_log(tmp_path):
-            assert time.monotonic() < deadline and join.poll() is None, holder_log(tmp_path)
-            time.sleep(0.02)
-        server.stop(kill=True)                                              # kill -9 K mid-upload
-        time.sleep(1.0)
-        server.start()                                                      # same port, same data
-        assert join.wait(timeout=180) == 0, join.stderr.read()
-        deadline = time.monotonic() + 60           # the holder's read of the first upload: retried, then dropped
-        while "ended before it was complete" not in holder_log(tmp_path) and "broke off" not in holder_log(tmp_path):
-            assert time.monotonic() < deadline, holder_log(tmp_path)
-            time.sleep(0.1)
-        assert holder.poll() is None
-    finally:
-        holder.terminate()
-        holder.wait(timeout=30)
+@pytest.mark.parametrize("big_join", [23], indirect=True)
+def test_a_key_holder_killed_mid_upload_gets_the_query_again_and_the_join_is_exact(big_join, tmp_path):
+    server, qdir, hname, expected = big_join
+    join = join_while_holder_reads(server, qdir, hname, tmp_path)
+    server.stop(kill=True)                                                  # kill -9 K mid-upload
+    time.sleep(1.0)
+    server.start()                                                          # same port, same data
+    assert join.wait(timeout=180) == 0, join.stderr.read()
+    wait_for_holder_log(tmp_path, "ended before it was complete", "broke off")   # its read of the first upload
     joined = pd.read_csv(tmp_path / "j.csv", dtype=str, keep_default_na=False)
     assert canonical(joined) == canonical(expected)
     assert [p for p in (server.data_dir / "spool").rglob("*.partial")] == []
 
 
-def test_ctrl_c_mid_upload_stops_the_querier_with_one_line_and_no_traceback(fresh_keyholder, tmp_path):
+@pytest.mark.parametrize("big_join", [24], indirect=True)
+def test_ctrl_c_mid_upload_stops_the_querier_with_one_line_and_no_traceback(big_join, tmp_path):
     """The upload's encryption is stopped under grpc's request thread: no "Exception iterating requests"."""
-    server = fresh_keyholder()
-    qdir, hdir, hname, _ = linked_pair(server, tmp_path, 24, n=20000, m=60)
-    holder = start_holder(server, hdir, tmp_path)
-    try:
-        join = subprocess.Popen(join_command(server, qdir, hname, tmp_path, "ristretto"), stderr=subprocess.PIPE,
-                                text=True)
-        deadline = time.monotonic() + 60
-        while "query still coming in" not in holder_log(tmp_path):
-            assert time.monotonic() < deadline and join.poll() is None, holder_log(tmp_path)
-            time.sleep(0.02)
-        join.send_signal(signal.SIGINT)
-        assert join.wait(timeout=30) == 130
-        message = join.stderr.read()
-        assert "Traceback" not in message and "Exception iterating" not in message, message
-        assert len(message.strip().splitlines()) == 1, message
-    finally:
-        holder.terminate()
-        holder.wait(timeout=30)
+    server, qdir, hname, _ = big_join
+    join = join_while_holder_reads(server, qdir, hname, tmp_path)
+    join.send_signal(signal.SIGINT)
+    assert join.wait(timeout=30) == 130
+    message = join.stderr.read()
+    assert "Traceback" not in message and "Exception iterating" not in message, message
+    assert len(message.strip().splitlines()) == 1, message
