@@ -7,7 +7,7 @@ from tqdm import tqdm
 def bar(total: int | None, description: str, enabled: bool | None = None, unit: str = "it") -> tqdm:
     """A tqdm bar; ``enabled=None`` shows it only on a terminal."""
     return tqdm(total=total, desc=description, unit=unit, disable=None if enabled is None else not enabled,
-                leave=False, dynamic_ncols=True, mininterval=0.5)
+                leave=False, dynamic_ncols=True, mininterval=0.5, unit_scale=unit == "B")
 
 
 def tqdm_rows(items, description: str, enabled: bool | None = None):

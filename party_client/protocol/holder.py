@@ -221,7 +221,10 @@ class Holder:
         if scheme not in self.options.schemes:
             return self._abort(item, f"the holder does not serve the {scheme or session.scheme} scheme "
                                      f"(it serves: {', '.join(s.name for s in self.options.schemes)})")
-        message = IncomingQuery(self.connection, item)
+        # a streamed query arrives as fast as the querier encrypts it: its bytes are shown as they come
+        receiving = bar(None, f"{self.party.name}: query coming in", self.options.progress if not item.round
+                        else False, unit="B")
+        message = IncomingQuery(self.connection, item, receiving.update)
         planner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="holder-plan")
         early: list[tuple[int, Future]] = []
 
@@ -258,6 +261,7 @@ class Holder:
             return self._abort(message.in_round(), f"malformed query: {error}")
         finally:
             planner.shutdown(wait=False, cancel_futures=True)
+            receiving.close()
         if isinstance(plan, str):
             return self._abort(item, plan)
         return self._compare(item, query.header, ciphertexts, plan)

@@ -82,11 +82,13 @@ def query_records(prepared: PreparedQuery, ciphertexts: list[bytes]) -> Iterator
 
 class IncomingQuery:
     """The holder's read of a round's query from K, as it arrives (docs/protocol.md, "Streaming the
-    query"): :attr:`chunks` are its sealed bytes; K names the round the query opened on its first
-    chunk (a complete query) or after its last (one listed as round 0 while it still came in)."""
+    query"): :attr:`chunks` are its sealed bytes (``received`` is told each piece's size, e.g. a progress
+    bar); K names the round the query opened on its first chunk (a complete query) or after its last (one
+    listed as round 0 while it still came in)."""
 
-    def __init__(self, connection: Connection, item: pb.WorkItem) -> None:
-        self.item = item
+    def __init__(self, connection: Connection, item: pb.WorkItem,
+                 received: Callable[[int], object] = lambda size: None) -> None:
+        self.item, self.received = item, received
         self.named: list[int] = []
         self.chunks = connection.stream("GetMessage", pb.MessageRef(message_id=item.message_id), split=self._data,
                                         length=len)
@@ -94,6 +96,7 @@ class IncomingQuery:
     def _data(self, message: pb.MessageChunk) -> list[bytes]:
         if message.round:
             self.named.append(message.round)
+        self.received(len(message.data))
         return [message.data]
 
     def in_round(self) -> pb.WorkItem:
