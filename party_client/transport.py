@@ -46,6 +46,7 @@ FIRST_CONTACT_SECONDS = 30.0        # a key holder never reached
 RETRYABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
 RETRY_IN = re.compile(r"retry in (\d+(?:\.\d+)?) s\b")
 TLS_MARKERS = ("ssl", "handshake", "certificate")
+POLLER_TICK_SECONDS = 0.5          # > gRPC's connectivity poll of 0.2 s: the poller has ended by then
 TLS_STRIKES = 2                     # consecutive TLS-looking failures before we call it a TLS problem
 
 
@@ -205,9 +206,16 @@ class Connection:
     def close(self) -> None:
         """Stop watching the channel and close it.  gRPC's ``close`` waits for its connectivity
         poller's next tick (up to 0.2 s, measured 0.18 s a call), which would double a lookup's
-        latency, so the channel is closed on a daemon thread: nothing of this call waits for it."""
+        latency, so the channel is closed on a daemon thread: nothing of this call waits for it.
+        That thread first lets the poller, which has nothing left to watch, end at its next tick:
+        a channel closed under a running poller makes it raise in its own thread ("Cannot monitor
+        channel state: Channel closed!", printed with a traceback)."""
         self.channel.unsubscribe(self._on_state)
-        threading.Thread(target=self.channel.close, name="grpc-channel-close", daemon=True).start()
+
+        def close_after_the_poller() -> None:
+            time.sleep(POLLER_TICK_SECONDS)
+            self.channel.close()
+        threading.Thread(target=close_after_the_poller, name="grpc-channel-close", daemon=True).start()
 
     def __enter__(self) -> "Connection":
         return self
