@@ -213,8 +213,15 @@ class Querier:
         while True:
             remaining = deadline - time.monotonic()
             wait_seconds = max(0.0, min(poll, remaining))
-            info = self.connection.call("WaitRound", pb.WaitRoundRequest(
-                session_id=session_id, round=round_no, wait_seconds=wait_seconds), timeout=wait_seconds + 60.0)
+            try:
+                info = self.connection.call("WaitRound", pb.WaitRoundRequest(
+                    session_id=session_id, round=round_no, wait_seconds=wait_seconds), timeout=wait_seconds + 60.0)
+            except KeyHolderRefusal as refusal:
+                # A stopping K cancels the calls still under way after its grace period; asking again is
+                # harmless (the transport waits for K to come back).
+                if refusal.code != "CANCELLED":
+                    raise
+                info = pb.RoundInfo(status=pb.PENDING)
             if info.status != pb.PENDING:
                 return info
             remaining = deadline - time.monotonic()

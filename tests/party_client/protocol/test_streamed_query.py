@@ -21,11 +21,17 @@ from party_client.protocol.querier import STREAM_MIN_SLOTS
 
 
 def start_holder(server, hdir, tmp_path) -> subprocess.Popen:
-    """``party hold`` polling, its INFO log in holder.log."""
-    return subprocess.Popen(party_cmd("--log-level", "INFO", "hold", "--dir", str(hdir), *server.flags(), "--input",
-                                      str(tmp_path / "h.csv"), "--id-column", "health_no", "--release-columns",
-                                      "diagnosis", "--poll-seconds", "5", "--quiet"),
-                            stdout=subprocess.DEVNULL, stderr=open(tmp_path / "holder.log", "w"), text=True)
+    """``party hold`` polling, its INFO log in holder.log; returned once it waits for queries (a streamed
+    query then wakes its long-poll at once, so it reads the query while it still comes in)."""
+    holder = subprocess.Popen(party_cmd("--log-level", "INFO", "hold", "--dir", str(hdir), *server.flags(), "--input",
+                                        str(tmp_path / "h.csv"), "--id-column", "health_no", "--release-columns",
+                                        "diagnosis", "--poll-seconds", "5", "--quiet"),
+                              stdout=subprocess.DEVNULL, stderr=open(tmp_path / "holder.log", "w"), text=True)
+    deadline = time.monotonic() + 60
+    while "waiting for queries" not in (tmp_path / "holder.log").read_text():
+        assert time.monotonic() < deadline and holder.poll() is None, (tmp_path / "holder.log").read_text()
+        time.sleep(0.05)
+    return holder
 
 
 def join_command(server, qdir, hname, tmp_path, scheme: str) -> list[str]:
@@ -46,25 +52,29 @@ def holder_log(tmp_path) -> str:
     return (tmp_path / "holder.log").read_text()
 
 
-def join_while_holder_reads(server, qdir, hname, tmp_path) -> subprocess.Popen:
-    """A ristretto ``party join`` under way, returned once the holder reads its query (still coming in)."""
-    join = subprocess.Popen(join_command(server, qdir, hname, tmp_path, "ristretto"), stderr=subprocess.PIPE, text=True)
+def join_while_holder_reads(server, qdir, hname, tmp_path, scheme: str = "ristretto") -> subprocess.Popen:
+    """A ``party join`` frozen (SIGSTOP) in the middle of its upload, returned once the holder reads
+    the query (the caller resumes it with SIGCONT or kills it): whatever the machine's load, the holder
+    reads a query still coming in."""
+    join = subprocess.Popen(join_command(server, qdir, hname, tmp_path, scheme), stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
-    while "query still coming in" not in holder_log(tmp_path):
-        assert time.monotonic() < deadline and join.poll() is None, holder_log(tmp_path)
-        time.sleep(0.02)
+    while not list((server.data_dir / "spool").rglob("*.partial")):       # K has begun spooling it
+        assert time.monotonic() < deadline and join.poll() is None, "the upload never began"
+        time.sleep(0.01)
+    join.send_signal(signal.SIGSTOP)
+    wait_for_holder_log(tmp_path, "query still coming in")
     return join
 
 
 @pytest.mark.parametrize("scheme", REPRESENTATIVE)
 def test_the_holder_reads_a_streamed_query_while_it_comes_in_and_the_join_is_exact(fresh_keyholder, tmp_path, scheme):
     server = fresh_keyholder()
-    qdir, hdir, hname, expected = linked_pair(server, tmp_path, 21, n=2000, m=80)
+    qdir, hdir, hname, expected = linked_pair(server, tmp_path, 21, n=8000, m=80)   # 19,661 slots
     holder = start_holder(server, hdir, tmp_path)
     try:
-        join = subprocess.run(join_command(server, qdir, hname, tmp_path, scheme), stderr=subprocess.PIPE,
-                              text=True, timeout=180)
-        assert join.returncode == 0, join.stderr
+        join = join_while_holder_reads(server, qdir, hname, tmp_path, scheme)
+        join.send_signal(signal.SIGCONT)
+        assert join.wait(timeout=180) == 0, join.stderr.read()
     finally:
         holder.terminate()
         holder.wait(timeout=30)
@@ -121,6 +131,7 @@ def test_a_key_holder_killed_mid_upload_gets_the_query_again_and_the_join_is_exa
     server, qdir, hname, expected = big_join
     join = join_while_holder_reads(server, qdir, hname, tmp_path)
     server.stop(kill=True)                                                  # kill -9 K mid-upload
+    join.send_signal(signal.SIGCONT)
     time.sleep(1.0)
     server.start()                                                          # same port, same data
     assert join.wait(timeout=180) == 0, join.stderr.read()
@@ -136,6 +147,7 @@ def test_ctrl_c_mid_upload_stops_the_querier_with_one_line_and_no_traceback(big_
     server, qdir, hname, _ = big_join
     join = join_while_holder_reads(server, qdir, hname, tmp_path)
     join.send_signal(signal.SIGINT)
+    join.send_signal(signal.SIGCONT)
     assert join.wait(timeout=30) == 130
     message = join.stderr.read()
     assert "Traceback" not in message and "Exception iterating" not in message, message
