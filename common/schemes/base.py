@@ -18,9 +18,9 @@ comparisons travel as concatenations of fixed-width items
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from concurrent.futures import Executor
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 VALIDATION_PIECE = 2048
 """Ciphertexts per validation task of a received query (a few ms of work per piece for either scheme)."""
@@ -113,17 +113,11 @@ class Scheme(ABC):
                      piece: int = VALIDATION_PIECE) -> int:
         """:meth:`validate` of a whole query in pieces of ``piece`` ciphertexts, spread over ``pool``'s
         threads (the libraries behind both schemes release the GIL); the first failing piece in query
-        order is the one reported."""
-        width = self.ciphertext_width(public)
-        if len(ciphertexts) % width:
-            raise InvalidCiphertext(f"a query block of {len(ciphertexts)} bytes is not a multiple of {width}")
-        count = len(ciphertexts) // width
-        starts = range(0, count, piece)
-
-        def check(start: int) -> int:
-            return self.validate(public, ciphertexts[start * width:min(start + piece, count) * width], first=start)
-        counted = pool.map(check, starts) if pool is not None and len(starts) > 1 else map(check, starts)
-        return sum(counted)
+        order is the one reported (:class:`PieceValidation`, all at once)."""
+        submit = None if pool is None else (lambda block, first: pool.submit(self.validate, public, block, first))
+        validation = PieceValidation(self, public, submit, piece)
+        validation.add(ciphertexts)
+        return validation.count()
 
     @abstractmethod
     def compare(self, public: bytes, query: bytes, positions: Sequence[int], encodings: Sequence[bytes],
@@ -133,3 +127,50 @@ class Scheme(ABC):
         ``query`` is the querier's whole (validated) ciphertext block; ``encodings[i]`` is the
         holder's encoding ``Y_i``.  ``fast_blinding`` asks for a short ``r`` where the scheme has one
         (schemes without a cheaper variant ignore it)."""
+
+
+class PieceValidation:
+    """The validation of a received query's ciphertexts as they arrive: each full piece of ``piece``
+    ciphertexts is handed to ``submit(block, first)`` (a future of :meth:`Scheme.validate`'s count, e.g.
+    on a thread pool or a Dask cluster) at once; :meth:`count` waits for them all and raises the first
+    failure in query order.  A query of one piece (a lookup) is validated in the calling thread, never
+    queued behind other work; so is everything without ``submit``."""
+
+    def __init__(self, scheme: Scheme, public: bytes,
+                 submit: Callable[[bytes, int], Future] | None = None, piece: int = VALIDATION_PIECE) -> None:
+        self.scheme, self.public, self.submit, self.piece = scheme, public, submit, piece
+        self.width = scheme.ciphertext_width(public)
+        self._waiting = bytearray()         # arrived, not yet handed out
+        self._handed = 0                    # ciphertexts handed out before those
+        self._checks: list[Future] = []
+
+    def add(self, block: bytes) -> None:
+        if len(block) % self.width:
+            raise InvalidCiphertext(f"a query block of {len(block)} bytes is not a multiple of {self.width}")
+        self._waiting += block
+        while self.submit is not None and len(self._waiting) >= self.piece * self.width:
+            self._hand_out(self.piece)
+
+    def _hand_out(self, size: int) -> None:
+        cut = size * self.width
+        self._checks.append(self.submit(bytes(self._waiting[:cut]), self._handed))
+        del self._waiting[:cut]
+        self._handed += size
+
+    def count(self) -> int:
+        """How many ciphertexts arrived, all valid (else the first failure in query order)."""
+        try:
+            if not self._checks:             # nothing handed out: one piece, or no submit
+                step = self.piece * self.width
+                return sum(self.scheme.validate(self.public, bytes(self._waiting[i:i + step]), i // self.width)
+                           for i in range(0, len(self._waiting), step))
+            while self._waiting:
+                self._hand_out(min(self.piece, len(self._waiting) // self.width))
+            return sum(check.result() for check in self._checks)
+        finally:
+            self.cancel()
+
+    def cancel(self) -> None:
+        """Drop the pieces not yet checked (the query is refused, or counted)."""
+        for check in self._checks:
+            check.cancel()

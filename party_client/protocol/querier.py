@@ -19,7 +19,7 @@ from party_client.identity import PartyDir
 from party_client.matching.keys import QuerierKeys
 from party_client.progress import bar
 from party_client.protocol.engines.choice import engine_for
-from party_client.protocol.encryption import SlotEncryption, encrypt_on_cluster, encrypt_slots
+from party_client.protocol.encryption import SlotEncryption
 from party_client.protocol.engines.interface import PreparedQuery, QueryOptions
 from party_client.protocol.wire import (MODES, attachment_cipher, message_context, note_cipher, party_key,
                                         query_records, session_scheme)
@@ -153,14 +153,11 @@ class Querier:
         timings["encode"] = time.perf_counter() - started
         mark = time.perf_counter()
         streamed = len(encodings) >= STREAM_MIN_SLOTS
-        if streamed:                           # encrypted in the background while the upload reads it
-            ciphertexts = SlotEncryption(scheme, session.public_key, encodings, progress, options.cluster,
-                                         self.notice.now)
-        elif options.cluster is None:
-            ciphertexts = encrypt_slots(scheme, session.public_key, encodings, progress)
-        else:                                  # party join|dedup --dask
-            ciphertexts = encrypt_on_cluster(options.cluster, scheme, session.public_key, encodings, progress,
-                                             self.notice.now)
+        # here or on the querier's cluster (party join|dedup --dask); a streamed query is encrypted in
+        # the background while the upload reads it, a small one first
+        encryption = SlotEncryption(scheme, session.public_key, encodings, progress, options.cluster,
+                                    self.notice.now)
+        ciphertexts = encryption if streamed else encryption.all()
         encrypted = [time.perf_counter()]     # streamed: set again when the upload has read the last slot
         context = message_context(session.session_id, "query")
         if state is not None:
@@ -196,8 +193,7 @@ class Querier:
         try:
             message = self.connection.upload("PutMessage", upload, settled=settled)
         finally:
-            if streamed:
-                ciphertexts.close()
+            encryption.close()
         if state is not None:
             state.round = message.round
             save(state)

@@ -15,8 +15,8 @@ from typing import Callable, Iterable, Iterator
 
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PublicKey
 
-from common.schemes import InvalidCiphertext, Scheme, get_scheme
-from common.schemes.base import VALIDATION_PIECE
+from common.schemes import Scheme, get_scheme
+from common.schemes.base import VALIDATION_PIECE, PieceValidation
 from common.schemes.pool import worker_pool
 from party_client.crypto.seal import SessionCipher
 from party_client.protocol.engines.interface import CIPHERTEXTS_PER_RECORD, PreparedQuery, ReceivedQuery
@@ -115,55 +115,30 @@ class IncomingQuery:
         return served
 
 
-#: Validation of a received piece of the query: (ciphertexts, index of the first in the query) -> a
-#: future of their count (raising :class:`common.schemes.InvalidCiphertext` naming the bad item).
-Validation = Callable[[bytes, int], Future]
-
-
 def read_query(records: Iterable[bytes], scheme: Scheme, public: bytes,
-               validation: tuple[Validation, int] | None = None,
+               validation: tuple[Callable[[bytes, int], Future], int] | None = None,
                on_header: Callable[[pb.QueryHeader], None] = lambda header: None) -> tuple[ReceivedQuery, bytes]:
     """The opened query's header and clear parts, and its ciphertexts as one block, each validated by
     the scheme (``ValueError``, e.g. :class:`common.schemes.InvalidCiphertext`, when malformed).
 
     ``on_header`` sees the header as soon as it is read.  Ciphertexts are validated as they arrive
-    (a streamed query: while the querier still encrypts the rest), in pieces of ``VALIDATION_PIECE``
-    on the process's threads or, with ``validation`` (submit, piece: the holder's Dask cluster), as it
-    says; the first failure in query order is the one reported.  A query of one piece (a lookup) is
-    validated in the calling thread, never queued behind a join's work."""
+    (a streamed query: while the querier still encrypts the rest) by a
+    :class:`common.schemes.base.PieceValidation`: in pieces of ``VALIDATION_PIECE`` on the process's
+    threads or, with ``validation`` (submit, piece: the holder's Dask cluster), as it says."""
     submit, piece = validation or (partial(worker_pool().submit, scheme.validate, public), VALIDATION_PIECE)
+    checking = PieceValidation(scheme, public, submit, piece)
     records = iter(records)
     header = pb.QueryHeader.FromString(next(records))
     on_header(header)
-    width = scheme.ciphertext_width(public)
     ciphertexts, buckets, blocks = bytearray(), [], []
-    checks: list[Future] = []          # validations under way, in query order
-    checked = 0                        # ciphertexts handed to them
-
-    def check_arrived(final: bool) -> None:
-        nonlocal checked
-        arrived = len(ciphertexts) // width
-        while arrived - checked >= piece or final and arrived > checked:
-            size = min(piece, arrived - checked)
-            checks.append(submit(bytes(ciphertexts[checked * width:(checked + size) * width]), checked))
-            checked += size
     try:
         for record in records:
             chunk = pb.CiphertextChunk.FromString(record)
-            if len(chunk.ciphertexts) % width:
-                raise InvalidCiphertext(f"a query block of {len(chunk.ciphertexts)} bytes is not a multiple "
-                                        f"of {width}")
+            checking.add(chunk.ciphertexts)
             ciphertexts += chunk.ciphertexts
             buckets.extend(chunk.buckets)
             blocks.extend(chunk.blocks)
-            check_arrived(False)
-        block = bytes(ciphertexts)
-        if checks:
-            check_arrived(True)
-            count = sum(check.result() for check in checks)
-        else:
-            count = scheme.validate(public, block)
-    finally:
-        for check in checks:
-            check.cancel()
-    return ReceivedQuery(header, count, buckets, blocks), block
+    except BaseException:
+        checking.cancel()
+        raise
+    return ReceivedQuery(header, checking.count(), buckets, blocks), bytes(ciphertexts)

@@ -331,19 +331,26 @@ def _join_with_holder(keyholder, tmp_path, **holder_options) -> tuple[Party, str
     return Party(qdir, progress=False), hname, stop, thread, served
 
 
+def corrupt_slot(monkeypatch, slot: int, bad: bytes) -> None:
+    """The querier's ciphertext of ``slot`` gets ``bad`` as its first point (the rest of its encryption is
+    the product's)."""
+    import party_client.protocol.encryption as encryption
+    original = encryption.SlotEncryption._fill
+
+    def corrupted(self, stop: int) -> None:
+        original(self, stop)
+        if len(self._done) > slot and not self._done[slot].startswith(bad):
+            self._done[slot] = bad + self._done[slot][32:]
+    monkeypatch.setattr(encryption.SlotEncryption, "_fill", corrupted)
+
+
 @pytest.mark.parametrize("scheme,bad,check", [("ec", ORDER_4, "small-order point"),
                                                ("ristretto", NOT_DECODABLE, "not the encoding of a group element")],
                          ids=ELLIPTIC)
 def test_holder_refuses_a_query_with_a_bad_point(keyholder, tmp_path, monkeypatch, scheme, bad, check):
     """A query whose ciphertext holds a bad point: the holder aborts the round, naming the check."""
-    import party_client.protocol.querier as querier_module
     from party_client.errors import PartyError
-    original = querier_module.encrypt_slots
-
-    def corrupted(scheme_name, public, encodings, progress):
-        ciphertexts = original(scheme_name, public, encodings, progress)
-        return [bad + ciphertexts[0][32:]] + ciphertexts[1:]
-    monkeypatch.setattr(querier_module, "encrypt_slots", corrupted)
+    corrupt_slot(monkeypatch, 0, bad)
     querier, hname, stop, thread, served = _join_with_holder(keyholder, tmp_path)
     try:
         with pytest.raises(PartyError, match=f"refused the query: malformed query: ciphertext 0: first point: "
@@ -362,17 +369,10 @@ def test_holder_refuses_a_streamed_query_with_a_bad_point_in_a_late_piece(keyhol
                                                                           bad, check):
     """A query large enough to be streamed (docs/protocol.md, "Streaming the query"), validated piece by
     piece as it comes in: a bad point in its third piece aborts the round, naming the check and the item."""
-    import party_client.protocol.encryption as encryption
     from party_client.errors import PartyError
     from party_client.protocol.querier import STREAM_MIN_SLOTS
     late = 4500                                     # of the 4,916 slots of 2,000 keys: the third piece of 2,048
-    original = encryption.SlotEncryption._fill
-
-    def corrupted(self, stop: int) -> None:
-        original(self, stop)
-        if len(self._done) > late and not self._done[late].startswith(bad):
-            self._done[late] = bad + self._done[late][32:]
-    monkeypatch.setattr(encryption.SlotEncryption, "_fill", corrupted)
+    corrupt_slot(monkeypatch, late, bad)
     querier, hname, stop, thread, served = _join_with_holder(keyholder, tmp_path)
     try:
         with pytest.raises(PartyError, match=f"malformed query: ciphertext {late}: first point: {check}"):
