@@ -57,7 +57,10 @@ class HierarchySpec:
         return HierarchySpec("csv", {**self.params, "csv": Path(rel).as_posix()})
 
     @classmethod
-    def from_dict(cls, column: str, raw: Mapping[str, Any], base_dir: Path | None = None) -> "HierarchySpec":
+    def from_dict(cls, column: str, raw: Mapping[str, Any], base_dir: Path | None = None,
+                  refuse_files: str | None = None) -> "HierarchySpec":
+        """``refuse_files`` (a reason) is for a spec from someone who may not read this computer's files (one
+        uploaded to the workbench): a ``csv = "path"`` key is refused with it, only embedded ``rows`` are taken."""
         if not isinstance(raw, Mapping):
             raise DeidInputError(f"hierarchy of {column!r} must be a table")
         raw = dict(raw)
@@ -67,6 +70,8 @@ class HierarchySpec:
         if builder not in BUILDERS:
             raise DeidInputError(f"hierarchy of {column!r}: unknown builder {builder!r} (expected one of {', '.join(BUILDERS)})")
         _check_builder_params(column, builder, raw)
+        if refuse_files is not None and "csv" in raw:
+            raise DeidInputError(f"hierarchy of {column!r}: {refuse_files}")
         if builder == "csv" and "rows" in raw:
             rows = raw["rows"]
             if (not isinstance(rows, list) or not rows
@@ -305,8 +310,9 @@ def _longitudinal(raw: Any, columns: Mapping[str, str]) -> LongitudinalSpec | No
     return LongitudinalSpec(person=person, level1=levels["level1"], level2=levels["level2"], adversary_power=power)
 
 
-def parse_spec(raw: Mapping[str, Any], base_dir: Path | None = None) -> Spec:
-    """Build a validated :class:`Spec` from a parsed TOML mapping."""
+def parse_spec(raw: Mapping[str, Any], base_dir: Path | None = None, refuse_files: str | None = None) -> Spec:
+    """Build a validated :class:`Spec` from a parsed TOML mapping; with ``refuse_files`` (the reason) a hierarchy
+    naming a file is refused (:meth:`HierarchySpec.from_dict`)."""
     unknown = sorted(k for k in raw if k not in SECTIONS)
     if unknown:
         raise DeidInputError(f"spec: unknown section [{unknown[0]}] (sections: {', '.join(SECTIONS)})")
@@ -320,7 +326,8 @@ def parse_spec(raw: Mapping[str, Any], base_dir: Path | None = None) -> Spec:
         for col in raw.get(section, {}) or {}:
             if col not in columns:
                 raise DeidInputError(f"unknown column {col!r} in [{section}]: not declared in [columns]")
-    hierarchies = {c: HierarchySpec.from_dict(c, h, base_dir) for c, h in (raw.get("hierarchies") or {}).items()}
+    hierarchies = {c: HierarchySpec.from_dict(c, h, base_dir, refuse_files)
+                   for c, h in (raw.get("hierarchies") or {}).items()}
     rel = _check_section(raw, "release", ("type", "threshold", "pr_attempt", "prevalence", "friends",
                                            "friends_divisor", "strict_cut"))
     rtype = rel.pop("type", "non-public")

@@ -96,7 +96,9 @@ def action(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
 
 
 async def receive_file(request: Request, ws: Workspace, folder: str) -> tuple[Path, str, dict[str, str]]:
-    """The one file of a multipart post, streamed into the workspace under the upload cap; other fields."""
+    """The one file of a multipart post, streamed into the workspace's ``folder`` under the upload cap; other
+    fields. The file is stored by its base name (path parts and other characters dropped), as a new file: one
+    already there, a symlink included, is replaced, never written through."""
     cap = request.app.state.max_upload
     length = request.headers.get("content-length")
     if length is None or not length.isdigit():
@@ -112,7 +114,8 @@ async def receive_file(request: Request, ws: Workspace, folder: str) -> tuple[Pa
         target = ws.path(folder)
         target.mkdir(exist_ok=True)
         path, size = target / name, 0
-        with open(path, "wb") as out:
+        path.unlink(missing_ok=True)
+        with open(path, "xb") as out:
             while chunk := await upload.read(1 << 20):
                 size += len(chunk)
                 if size > cap:

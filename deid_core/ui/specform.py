@@ -5,13 +5,11 @@ from __future__ import annotations
 import math
 import tomllib
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import tomli_w
 
 from ..errors import DeidInputError
-from ..hierarchy import portable
 from ..spec import BUILDERS, RELEASE_TYPES, ROLES, Spec, parse_spec
 
 #: ``[types]`` the Safe Harbor treatment and the detector know (docs/deid.md, "Spec (TOML)").
@@ -23,6 +21,9 @@ FORM_BUILDERS = tuple(b for b in BUILDERS if b != "csv") + ("csv",)
 #: Sections and keys a loaded spec may carry that the form does not edit: kept as they are.
 KEPT_SECTIONS = ("risk", "data", "transform")
 KEPT_RELEASE_KEYS = ("pr_attempt", "prevalence", "friends", "friends_divisor", "strict_cut")
+#: The workbench reads no file on the server it was not given: a spec it is handed names none.
+NO_FILES = ("a spec uploaded to the workbench may not name files (csv = ...); upload the hierarchy's CSV in its "
+            "column instead, or embed rows = [...]")
 
 
 @dataclass
@@ -154,28 +155,28 @@ class SpecForm:
 
     def spec(self) -> Spec:
         """The validated spec (:func:`deid_core.spec.parse_spec`)."""
-        return parse_spec(self.raw())
+        return parse_spec(self.raw(), refuse_files=NO_FILES)
 
     def toml(self) -> str:
         """The spec as TOML text, as it is shown and downloaded."""
         return tomli_w.dumps(self.raw())
 
     @classmethod
-    def from_toml(cls, text: str, columns: Sequence[str], base_dir: Path | None = None) -> "SpecForm":
+    def from_toml(cls, text: str, columns: Sequence[str]) -> "SpecForm":
         """The form a loaded spec fills: every column of the table must be declared (or covered by ``[columns]
-        default``); CSV hierarchy files are read and embedded."""
+        default``); a CSV hierarchy comes embedded (``rows``), a file it names is refused (:data:`NO_FILES`)."""
         try:
             raw = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
             raise DeidInputError(f"the spec is not valid TOML: {exc}") from None
-        spec = parse_spec(raw, base_dir=base_dir)
+        spec = parse_spec(raw, refuse_files=NO_FILES)
         spec.check_columns(columns)
         fates = spec.fates(columns)
         form = cls({c: ColumnForm(role="direct" if fates[c] == "direct" else fates[c]) for c in columns})
         for c, t in spec.types.items():
             form.columns[c].type = str(t)
         for c, h in spec.hierarchies.items():
-            col, params = form.columns[c], dict(portable(h, max_rows=1_000_000).params)
+            col, params = form.columns[c], dict(h.params)
             if h.builder == "csv":
                 col.builder, col.rows, col.source = "csv", params["rows"], str(params.get("source", ""))
                 continue

@@ -13,7 +13,7 @@ from ..errors import DeidInputError
 from ..hierarchy import build_hierarchy
 from ..report import EXAMPLE_MIN_RECORDS
 from ..spec import RELEASE_TYPES, ROLES, HierarchySpec
-from .specform import FORM_BUILDERS, TYPES, ColumnForm
+from .specform import FORM_BUILDERS, NO_FILES, TYPES, ColumnForm
 from .workspace import SearchJob, Workspace
 
 esc = html.escape
@@ -99,7 +99,7 @@ def _preview(column: str, col: ColumnForm, values: pd.Series) -> str:
         return ""
     try:
         raw = col.hierarchy(column)
-        hspec = HierarchySpec.from_dict(column, raw) if raw else HierarchySpec("flat", {})
+        hspec = HierarchySpec.from_dict(column, raw, refuse_files=NO_FILES) if raw else HierarchySpec("flat", {})
         counts = values.value_counts(dropna=True)
         h = build_hierarchy(hspec, [str(v) for v in counts.index], name=column)
         sizes = " → ".join(f"{h.cardinality(level):,}" for level in range(h.height + 1))

@@ -89,10 +89,11 @@ def upload_hierarchy(ws: Workspace, column: str, path: Path, name: str) -> None:
 
 
 def upload_spec(ws: Workspace, path: Path) -> None:
-    """A TOML spec fills the form (hierarchy files it names are read and embedded)."""
+    """A TOML spec fills the form (its hierarchies embedded; one naming a file is refused: the workbench reads
+    only what is uploaded)."""
     require_table(ws)
     text = path.read_bytes().decode("utf-8")
-    ws.form = SpecForm.from_toml(text, list(ws.table.columns), base_dir=path.parent)
+    ws.form = SpecForm.from_toml(text, list(ws.table.columns))
     ws.reset_after_spec()
 
 

@@ -10,7 +10,7 @@ from deid_core.ui.specform import SpecForm
 COLUMNS = ["member", "zip", "age", "dx", "visit", "note"]
 
 
-def test_form_to_toml_and_back_keeps_every_field(tmp_path):
+def test_form_to_toml_and_back_keeps_every_field():
     form = SpecForm.for_columns(COLUMNS, flagged={"member": ["long_digits"]})
     assert form.columns["member"].role == "direct" and form.columns["zip"].role == "other"
     form.update({"role:zip": "quasi", "builder:zip": "prefix", "prefix_levels:zip": "5", "type:zip": "zip",
@@ -23,16 +23,17 @@ def test_form_to_toml_and_back_keeps_every_field(tmp_path):
     assert spec.quasi == ["zip", "age", "dx", "visit"] and spec.release.type == "public"
     assert spec.hierarchies["age"].to_dict() == {"builder": "interval", "widths": [5, 10, 20], "top_code": 90}
     assert spec.longitudinal.level1 == ("zip", "age") and spec.longitudinal.adversary_power == 3
-    again = SpecForm.from_toml(text, COLUMNS, base_dir=tmp_path)
+    again = SpecForm.from_toml(text, COLUMNS)
     assert again.toml() == text
 
 
-def test_csv_hierarchy_is_embedded_and_a_loaded_spec_keeps_what_the_form_does_not_edit(tmp_path):
-    (tmp_path / "sex.csv").write_text("F;*\nM;*\n")
-    loaded = SpecForm.from_toml('[columns]\nsex = "quasi"\ndefault = "other"\n[hierarchies]\nsex = { csv = "sex.csv" }\n'
+def test_csv_hierarchy_is_embedded_and_a_loaded_spec_keeps_what_the_form_does_not_edit():
+    loaded = SpecForm.from_toml('[columns]\nsex = "quasi"\ndefault = "other"\n[hierarchies]\n'
+                                'sex = { rows = [["F", "*"], ["M", "*"]], source = "sex.csv" }\n'
                                 '[release]\nthreshold = 0.1\npr_attempt = 0.3\n[risk]\nmissing = "match_any"\n',
-                                ["sex", "a", "b"], base_dir=tmp_path)
+                                ["sex", "a", "b"])
     assert loaded.columns["a"].role == "other" and loaded.columns["sex"].rows == [["F", "*"], ["M", "*"]]
+    assert loaded.columns["sex"].source == "sex.csv"
     raw = loaded.raw()
     assert raw["release"]["pr_attempt"] == 0.3 and raw["risk"] == {"missing": "match_any"}
     assert parse_spec(raw).hierarchies["sex"].params["rows"] == [["F", "*"], ["M", "*"]]
