@@ -46,7 +46,7 @@ from keyholder.cluster import MIN_PIECE, cluster_zero_test, piece_size
 from party_client.crypto.cuckoo import EXPANSION, HASH_FUNCTIONS, padded_size
 from party_client.crypto.encoding import new_session_secret
 from party_client.matching.keys import exact_holder_keys, exact_querier_keys
-from party_client.protocol.batches import BatchBuilder, Blinding, compare_units
+from party_client.protocol.batches import BatchBuilder, compare_units
 from party_client.protocol.engines.choice import engine_for
 from party_client.protocol.engines.interface import HolderContext, HolderData, QueryOptions, ReceivedQuery
 from party_client.protocol.encryption import CLUSTER_PIECE, encrypt_on_cluster
@@ -128,7 +128,7 @@ def run_stage(stage: str, cluster: Cluster, material: Material) -> None:
         step = 2 * BATCH_ROWS
         for at in range(0, len(material.holder), step):
             window.append(cluster.submit(compare_units, scheme.name, public, shared, material.positions[at:at + step],
-                                         material.holder[at:at + step], False))
+                                         material.holder[at:at + step]))
             if len(window) >= depth:
                 window.popleft().result()
         while window:
@@ -174,11 +174,11 @@ def task_overhead(cluster: Cluster, name: str, tasks: int = 300) -> dict:
     """Per empty task: wall seconds, and CPU seconds of this process (the client and, in a
     LocalCluster, the scheduler: what a role's scheduler spends per task, counted high) and of the worker."""
     pids = list(cluster.client.run(os.getpid).values())
-    [t.result() for t in [cluster.submit(compare_units, name, b"", b"", [], [], False) for _ in range(10)]]
+    [t.result() for t in [cluster.submit(compare_units, name, b"", b"", [], []) for _ in range(10)]]
     mine, workers, started = time.process_time(), sum(cpu_seconds(pid) for pid in pids), time.perf_counter()
     window: deque = deque()
     for _ in range(tasks):
-        window.append(cluster.submit(compare_units, name, b"", b"", [], [], False))
+        window.append(cluster.submit(compare_units, name, b"", b"", [], []))
         if len(window) >= 2:
             window.popleft().result()
     while window:
@@ -234,9 +234,8 @@ def _round_costs(scheme, public: bytes, rows: int) -> dict:
                             lambda _: (lambda row: b""), False)
     plan = engine.plan(context, ReceivedQuery(prepared.header, len(slots), [], []))
     holder_plan = (time.thread_time() - started) / rows
-    builder = BatchBuilder("bench", 1, scheme, public, b"", Blinding(False),
-                           attachment_cipher(new_session_secret(), "bench", 1), plan.units,
-                           payloads=data.payloads, longest_payload=data.longest_payload)
+    builder = BatchBuilder("bench", 1, scheme, public, b"", attachment_cipher(new_session_secret(), "bench", 1),
+                           plan.units, payloads=data.payloads, longest_payload=data.longest_payload)
     dummy = bytes(scheme.ciphertext_width(public) * 2 * BATCH_ROWS)
     started = time.thread_time()
     messages = [builder.build(seq, plan.units[at:at + BATCH_ROWS], None, out=dummy)

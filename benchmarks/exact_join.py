@@ -1,7 +1,7 @@
 """Exact join / dedup benchmark: the three roles as separate processes on loopback.
 
     python -m benchmarks.exact_join --n 10000 --m 10000 [--scheme paillier|ec|ristretto[,...]] [--overlap 0.5]
-                                    [--key-bits 2048] [--fast-blinding] [--mode join|dedup] [--json OUT.json]
+                                    [--key-bits 2048] [--mode join|dedup] [--json OUT.json]
 
 What runs:
 
@@ -9,7 +9,7 @@ What runs:
    ``overlap * min(n, m)`` of them are shared; the holder releases one column;
 2. ``keyholder serve --insecure`` on a free loopback port (temp data dir);
 3. ``party hold`` (started first, without ``--once``, polling; stopped after the last
-   round; ``--allow-fast-blinding`` so that ``--fast-blinding`` is honoured) and, per
+   round) and, per
    scheme named (``--scheme ristretto,ec,paillier``: one join each, in that order,
    against the same holder), ``party join|dedup --report R.json`` as separate processes;
    the querier's command is timed from its start to its exit, as a user sees it;
@@ -336,10 +336,8 @@ def run_join(scheme: str, index: int, args: argparse.Namespace, work: Path, part
     query = party + ["--log-level", "INFO", args.mode, "--dir", str(work / "querier"), "--holder", "holder",
                      "--input", str(q_csv), "--id-column", "id", "--out", str(out), "--report", str(report),
                      "--scheme", scheme, *([] if elliptic else ["--key-bits", str(key_bits)]), "--quiet"]
-    if args.fast_blinding:
-        query.append("--fast-blinding")
-    print(f"run: {args.mode} {args.n} x {args.m}, {scheme} at {key_bits} bits, "
-          f"{'fast' if args.fast_blinding else 'full'} blinding, files in {work}", file=sys.stderr, flush=True)
+    print(f"run: {args.mode} {args.n} x {args.m}, {scheme} at {key_bits} bits, files in {work}", file=sys.stderr,
+          flush=True)
     load_before = os.getloadavg()
     kh_cpu_before = cpu_seconds(kh.proc.pid)
     holder_cpu_before = cpu_seconds(holder.proc.pid)
@@ -380,7 +378,6 @@ def run_join(scheme: str, index: int, args: argparse.Namespace, work: Path, part
     check = check_output(out, args.mode, shared)
 
     rates_after = measure_rates(scheme, args)
-    fast = facts.get("blinding") == "fast"
     matched_rows = int(facts["matched_holder_rows"])
     slots = int(facts["table_slots"])
     if elliptic:
@@ -388,7 +385,7 @@ def run_join(scheme: str, index: int, args: argparse.Namespace, work: Path, part
         bound = floor_mod.floor_seconds_ec(rates, comparisons, matched_rows, slots, rows, cores)
     else:
         rates = floor_mod.best(rates_before, rates_after)
-        bound = floor_mod.floor_seconds(rates, comparisons, comparisons + matched_rows, slots, fast, cores)
+        bound = floor_mod.floor_seconds(rates, comparisons, comparisons + matched_rows, slots, cores)
     seconds = facts["seconds"]
     relay_to_finish = audit["finish_round"] - audit["relay_query"] if {"finish_round", "relay_query"} <= audit.keys() else None
     phases = {
@@ -402,7 +399,7 @@ def run_join(scheme: str, index: int, args: argparse.Namespace, work: Path, part
     wall = float(seconds["total"])
     result = dict(
         scheme=scheme, key_bits=key_bits, load_before=load_before,
-        blinding=facts.get("blinding"), rows=rows, comparisons=comparisons, table_slots=slots,
+        rows=rows, comparisons=comparisons, table_slots=slots,
         cuckoo_bins=facts.get("cuckoo_bins"), matched_holder_rows=matched_rows, check=check,
         phases=phases, querier_seconds=seconds, wall=wall, querier_process_wall=round(querier.wall, 3),
         relay_to_finish=relay_to_finish,
@@ -437,7 +434,6 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"comparison scheme, or several separated by commas, one join each against the same "
                              f"holder in this run ({', '.join(SCHEMES)}; default paillier)")
     parser.add_argument("--key-bits", type=int, default=2048, help="Paillier key size (the curves have one size)")
-    parser.add_argument("--fast-blinding", action="store_true")
     parser.add_argument("--mode", choices=("join", "dedup"), default="join")
     parser.add_argument("--json", help="write all numbers here")
     parser.add_argument("--floor-samples", type=int, default=200,
@@ -452,7 +448,7 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="bench-join-"))
     work.mkdir(parents=True, exist_ok=True)
     results: dict = {"n": args.n, "m": args.m, "overlap": args.overlap, "mode": args.mode,
-                     "fast_blinding": args.fast_blinding, "cores": os.cpu_count() or 1,
+                     "cores": os.cpu_count() or 1,
                      "load_before": os.getloadavg(), "code": code_version(), "joins": []}
     children: list[Child] = []
     try:
@@ -471,7 +467,7 @@ def main(argv: list[str] | None = None) -> int:
 
         holder = Child("holder", party + ["--log-level", "INFO", "hold", "--dir", str(work / "holder"),
                                           "--input", str(h_csv), "--id-column", "id", "--release-columns", "age",
-                                          "--allow-fast-blinding", "--quiet", "--poll-seconds", "5"],
+                                          "--quiet", "--poll-seconds", "5"],
                        work / "holder.log")
         children.append(holder)
         wait_idle(holder.proc.pid)
@@ -529,7 +525,7 @@ def print_results(results: dict) -> None:
 def _print_join(results: dict, r: dict, line: str) -> None:
     print(line)
     print(f"{results['mode']} {results['n']} x {results['m']} (overlap {results['overlap']}), {r['scheme']} "
-          f"{r['key_bits']}-bit key, {r['blinding']} blinding, {results['cores']} cores")
+          f"{r['key_bits']}-bit key, {results['cores']} cores")
     print(f"holder rows {r['rows']}, comparisons {r['comparisons']}, querier slots {r['table_slots']}, "
           f"matched {r['check']['matched']} / expected {r['check']['expected']} "
           f"({'exact' if r['check']['exact'] else 'WRONG'})")
@@ -545,7 +541,7 @@ def _print_join(results: dict, r: dict, line: str) -> None:
         print(f"floor rates (ms/call, one core): scalar mult {u['mult']:.4f}, fixed-base mult {u['base']:.4f}, "
               f"add/sub {u['add']:.4f}, point validation {u['valid']:.4f}")
     else:
-        print(f"floor rates (ms/op, one core): full exp {u['full_exp']:.3f}, 128-bit exp {u['fast_exp']:.3f}, "
+        print(f"floor rates (ms/op, one core): full exp {u['full_exp']:.3f}, "
               f"half-CRT {u['half_crt']:.3f}, Encryptor.encrypt {u['encrypt']:.3f} (r^n: {u['encrypt_powmod']:.3f})")
     print(f"floor CPU: holder {f['holder_cpu']:.2f} s + key holder {f['keyholder_cpu']:.2f} s + "
           f"querier {f['querier_cpu']:.2f} s, / {f['cores']} cores = {f['floor']:.2f} s")

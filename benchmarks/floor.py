@@ -2,10 +2,9 @@
 
 Paillier (``Rates``, :func:`measure`): raw gmpy2 rates.
 
-Per holder row ``h`` exponentiations mod n^2 (full-size exponent uniform in [1, n),
-or 128 bits with fast blinding) at the holder, ``h`` half-CRT exponentiations
-``c^(p-1) mod p^2`` at the key holder, and per querier slot one fixed-base
-encryption.  For the encryption we time the product's own primitive
+Per holder row ``h`` exponentiations mod n^2 (exponent uniform in [1, n)) at the
+holder, ``h`` half-CRT exponentiations ``c^(p-1) mod p^2`` at the key holder, and
+per querier slot one fixed-base encryption.  For the encryption we time the product's own primitive
 ``common.schemes.paillier.Encryptor.encrypt`` (a 32-entry comb over a
 precomputed table: 31 multiplications mod n^2 plus ``(1 + m n)``), because raw
 ``gmpy2.powmod`` has no fixed-base mode; ``r^n mod n^2`` is printed for scale.
@@ -24,7 +23,7 @@ from nacl.bindings import (crypto_core_ed25519_add, crypto_core_ed25519_is_valid
                            crypto_scalarmult_ed25519_base_noclamp, crypto_scalarmult_ed25519_noclamp)
 
 from common.schemes.ec import random_scalar
-from common.schemes.paillier import FAST_BLINDING_BITS, Encryptor, PublicKey
+from common.schemes.paillier import Encryptor, PublicKey
 
 
 @dataclass
@@ -34,7 +33,6 @@ class Rates:
     key_bits: int
     samples: int
     full_exp: float          # powmod(x, r < n, n^2)
-    fast_exp: float          # powmod(x, r < 2^128, n^2)
     half_crt: float          # powmod(c, p - 1, p^2)
     encrypt: float           # Encryptor.encrypt (fixed-base comb)
     encrypt_powmod: float    # r^n mod n^2 (textbook obfuscator, for scale only)
@@ -59,17 +57,15 @@ def measure(key_bits: int, samples: int = 200) -> Rates:
     p2, p1 = p * p, p - 1
     bases = [gmpy2.mpz(secrets.randbelow(int(n2) - 2) + 2) for _ in range(samples)]
     full = [gmpy2.mpz(secrets.randbelow(int(n) - 1) + 1) for _ in range(samples)]
-    fast = [gmpy2.mpz(secrets.randbelow((1 << FAST_BLINDING_BITS) - 1) + 1) for _ in range(samples)]
     powmod = gmpy2.powmod
     full_exp = _per_op(powmod, [(b, r, n2) for b, r in zip(bases, full)])
-    fast_exp = _per_op(powmod, [(b, r, n2) for b, r in zip(bases, fast)])
     half_crt = _per_op(powmod, [(b, p1, p2) for b in bases])
     encryptor = Encryptor(PublicKey(int(n)))
     messages = [secrets.randbelow(int(n)) for _ in range(samples)]
     encrypt = _per_op(encryptor.encrypt, [(m,) for m in messages])
     small = max(10, samples // 10)
     encrypt_powmod = _per_op(powmod, [(b % n, n, n2) for b in bases[:small]])
-    return Rates(key_bits, samples, full_exp, fast_exp, half_crt, encrypt, encrypt_powmod)
+    return Rates(key_bits, samples, full_exp, half_crt, encrypt, encrypt_powmod)
 
 
 def best(*rates: Rates) -> Rates:
@@ -77,14 +73,13 @@ def best(*rates: Rates) -> Rates:
     first = rates[0]
     return Rates(first.key_bits, sum(r.samples for r in rates),
                  *(min(getattr(r, f) for r in rates)
-                   for f in ("full_exp", "fast_exp", "half_crt", "encrypt", "encrypt_powmod")))
+                   for f in ("full_exp", "half_crt", "encrypt", "encrypt_powmod")))
 
 
-def floor_seconds(rates: Rates, comparisons: int, zero_tests: int, slots: int, fast: bool,
-                  cores: int | None = None) -> dict:
+def floor_seconds(rates: Rates, comparisons: int, zero_tests: int, slots: int, cores: int | None = None) -> dict:
     """The floor for a run with these counts, spread over ``cores`` cores."""
     cores = cores or os.cpu_count() or 1
-    holder = comparisons * (rates.fast_exp if fast else rates.full_exp)
+    holder = comparisons * rates.full_exp
     keyholder = zero_tests * rates.half_crt
     querier = slots * rates.encrypt
     return {"holder_cpu": holder, "keyholder_cpu": keyholder, "querier_cpu": querier,

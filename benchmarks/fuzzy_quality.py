@@ -2,7 +2,7 @@
 
     python -m benchmarks.fuzzy_quality [--dataset febrl4|febrl1|febrl2|febrl3|corrupted] [--n 5000]
         [--rules-set a|b | --preset person|person-typo] [--block FIELDS[:clear|:BUCKETS]]... [--population N] [--max-risk 0.05]
-        [--fast-blinding] [--key-bits 2048] [--scheme paillier|ec|ristretto[,...]|both] [--no-baseline] [--json OUT]
+        [--key-bits 2048] [--scheme paillier|ec|ristretto[,...]|both] [--no-baseline] [--json OUT]
 
 FEBRL 4 (5,000 + 5,000 records with known links) runs ``party join``; FEBRL 1-3
 (one file with duplicates each) are split at random into two registries that
@@ -202,10 +202,10 @@ def floor_seconds_ec(scheme: str, comparisons: int, matches: int, slots: int, ho
     return bound(measure_group(scheme, 2000), comparisons, matches, slots, holder_terms, cores)["floor"]
 
 
-def floor_seconds(comparisons: int, slots: int, key_bits: int, fast: bool, cores: int) -> float:
+def floor_seconds(comparisons: int, slots: int, key_bits: int, cores: int) -> float:
     """Raw gmpy2 time for the run's exponentiations (benchmarks/floor.py), on ``cores`` cores."""
     from benchmarks.floor import floor_seconds as bound, measure
-    return bound(measure(key_bits, 100), comparisons, comparisons, slots, fast, cores)["floor"]
+    return bound(measure(key_bits, 100), comparisons, comparisons, slots, cores)["floor"]
 
 
 def run_secure(folder: Path, mode: str, args, scheme: str) -> tuple[dict, dict, pd.DataFrame, float]:
@@ -231,7 +231,7 @@ def run_secure(folder: Path, mode: str, args, scheme: str) -> tuple[dict, dict, 
         release = ["--release-columns", "rec_id"] if mode == "join" else []
         holder = Child("holder", [sys.executable, "-m", "party_client.cli", "hold", "--dir", str(own / "holder"),
                                   "--input", str(folder / "b.csv"), "--rules", str(folder / "rules.toml"), *release,
-                                  "--quiet", "--allow-fast-blinding", "--poll-seconds", "5"], own / "holder.log")
+                                  "--quiet", "--poll-seconds", "5"], own / "holder.log")
         wait_idle(holder.proc.pid)
         started = time.perf_counter()
         query = subprocess.run([sys.executable, "-m", "party_client.cli", mode, "--dir", str(own / "querier"),
@@ -239,8 +239,7 @@ def run_secure(folder: Path, mode: str, args, scheme: str) -> tuple[dict, dict, 
                                 str(folder / "rules.toml"), "--out", str(own / "out.csv"), "--report",
                                 str(own / "report.json"), "--scheme", scheme, "--quiet",
                                 *([] if scheme in ELLIPTIC else ["--key-bits", str(args.key_bits)]),
-                                "--term-column", "terms"] + (["--fast-blinding"] if args.fast_blinding else []),
-                               stderr=subprocess.PIPE, text=True)
+                                "--term-column", "terms"], stderr=subprocess.PIPE, text=True)
         seconds = time.perf_counter() - started
         if query.returncode != 0:
             raise SystemExit(query.stderr)
@@ -342,7 +341,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--population", type=int, help="[risk] population for the blocking keys")
     parser.add_argument("--max-risk", type=float, default=0.05)
     parser.add_argument("--key-bits", type=int, default=2048)
-    parser.add_argument("--fast-blinding", action="store_true")
     parser.add_argument("--scheme", default="paillier",
                         help="paillier, ec or ristretto, or several separated by commas (each run against its own "
                              "key holder and holder, in this order; 'both' is paillier,ec)")
@@ -426,10 +424,10 @@ def score(a: pd.DataFrame, b: pd.DataFrame, truth: set, mode: str, rules, args, 
     if scheme in ELLIPTIC:
         floor = floor_seconds_ec(scheme, comparisons, len(secure), slots, len(b) * len(rules.terms), cores)
     else:
-        floor = floor_seconds(comparisons, slots, args.key_bits, args.fast_blinding, cores)
+        floor = floor_seconds(comparisons, slots, args.key_bits, cores)
     return {
         "dataset": args.dataset, "mode": mode, "records": [len(a), len(b)], "rule": rule, "scheme": scheme,
-        "terms": len(rules.terms), "key_bits": report.get("key_bits", args.key_bits), "blinding": report["blinding"],
+        "terms": len(rules.terms), "key_bits": report.get("key_bits", args.key_bits),
         **scored, "identical": identical, "blocking": blocking,
         "secure_seconds": round(secure_seconds, 1), "protocol_seconds": report["seconds"]["total"],
         "baseline_seconds": baseline_seconds and round(baseline_seconds, 2),

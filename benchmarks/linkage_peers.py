@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--peers", default="/work/peers", help="folder of the peers' environments")
     parser.add_argument("--json", help="write the results here")
     args = parser.parse_args(argv)
-    args.key_bits, args.fast_blinding = 2048, False          # what fuzzy_quality.run_secure reads
+    args.key_bits = 2048                                     # what fuzzy_quality.run_secure reads
     results = {"load_average_start": load_average(), "scheme": args.scheme, "datasets": {}}
     for dataset in args.dataset:
         a, b, truth = load_dataset(dataset, args.n)

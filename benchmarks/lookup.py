@@ -73,7 +73,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scheme", choices=("paillier", "ec", "ristretto"), default="paillier")
     parser.add_argument("--key-bits", type=int, default=2048,
                         help="Paillier key size (ignored with --scheme ec|ristretto)")
-    parser.add_argument("--fast-blinding", action="store_true")
     parser.add_argument("--no-release", action="store_true", help="the holder releases no column")
     parser.add_argument("--profile", action="store_true",
                         help="cProfile the holder's round processing over the lookups after the first; with "
@@ -119,8 +118,7 @@ def main(argv: list[str] | None = None) -> int:
         holder_ids, absent = holder_and_absent_ids(args.rows, rng)
         frame = pd.DataFrame({"id": holder_ids, "age": (holder_ids.astype(np.int64) % 97)})
         t = time.perf_counter()
-        holder = holder_party.holder(frame, "id", [] if args.no_release else ["age"],
-                                     allow_fast_blinding=True)
+        holder = holder_party.holder(frame, "id", [] if args.no_release else ["age"])
         results["holder_load_s"] = round(time.perf_counter() - t, 2)
         print(f"holder: {args.rows} rows loaded in {results['holder_load_s']} s", file=sys.stderr, flush=True)
         served: list = []
@@ -163,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
             result = querier.lookup("holder", pd.DataFrame({"id": [value]}), "id", args.population,
                                     max_risk=args.max_risk,
                                     key_bits=None if args.scheme != "paillier" else args.key_bits,
-                                    fast_blinding=args.fast_blinding, scheme=args.scheme)
+                                    scheme=args.scheme)
             elapsed = time.perf_counter() - t
             matched = bool(result.frame["matched"].iloc[0])
             ok = matched == present

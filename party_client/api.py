@@ -127,8 +127,7 @@ class Party(Registrant):
     the linkage it takes part in: join, dedup, lookup (as querier) and hold."""
 
     # -- querier ----------------------------------------------------------------
-    def _options(self, key_bits: int | None, fast_blinding: bool, timeout: float,
-                 scheme: str | Scheme | None) -> QueryOptions:
+    def _options(self, key_bits: int | None, timeout: float, scheme: str | Scheme | None) -> QueryOptions:
         """The query's options; ``key_bits`` None (0) is the scheme's default size; ``scheme`` a
         :class:`Scheme` or its name (empty or None: the default)."""
         if not isinstance(scheme, Scheme):
@@ -136,8 +135,7 @@ class Party(Registrant):
                 scheme = get_scheme(scheme)
             except ValueError as error:
                 raise PartyError(str(error)) from None
-        return QueryOptions(key_bits=key_bits or 0, fast_blinding=fast_blinding, timeout=timeout, scheme=scheme,
-                            progress=self.progress)
+        return QueryOptions(key_bits=key_bits or 0, timeout=timeout, scheme=scheme, progress=self.progress)
 
     @staticmethod
     def _prepare(data, id_column: str | None, id_type: str, rules, matched_column: str,
@@ -159,18 +157,17 @@ class Party(Registrant):
         return frame, keys(frame[id_column], id_type)
 
     def _query(self, mode: str, holder: str, data, id_column: str | None, *, rules=None,
-               id_type: str = "identifier", key_bits: int | None = None, fast_blinding: bool = False,
-               timeout: float = 3600.0, matched_column: str = "matched",
-               term_column: str | None = None, one_to_one: bool = False,
+               id_type: str = "identifier", key_bits: int | None = None, timeout: float = 3600.0,
+               matched_column: str = "matched", term_column: str | None = None, one_to_one: bool = False,
                scheme: str | Scheme | None = None, duplicate_free: bool = False, dask_client=None,
                dask_timeout: float = CONNECT_SECONDS) -> LinkResult:
-        options = self._options(key_bits, fast_blinding, timeout, scheme)
+        options = self._options(key_bits, timeout, scheme)
         if dask_client is not None:         # the encryption runs on the querier's own Dask cluster
             options.cluster = Cluster(dask_client, dask_timeout)
         frame, keys = self._prepare(data, id_column, id_type, rules, matched_column, "querier")
         states = SessionStates(self.dir)
         signature = fingerprint(mode, holder, self.keyholder, data, id_column, id_type, rules, options.key_bits,
-                                fast_blinding, options.cuckoo, options.scheme.name)
+                                options.cuckoo, options.scheme.name)
         with self.connect() as connection:
             querier = Querier(connection, self.dir)
             session, state = self._resume(querier, states, signature)
@@ -289,9 +286,9 @@ class Party(Registrant):
     def _report(self, mode: str, holder: str, session, outcome: QueryOutcome, result: pd.DataFrame,
                 matched_column: str) -> dict:
         return {"mode": mode, "querier": self.name, "holder": holder, "session_id": session.session_id,
-                "scheme": session_scheme(session), "key_bits": session.key_bits, "blinding": outcome.blinding,
+                "scheme": session_scheme(session), "key_bits": session.key_bits,
                 "release_columns": outcome.release_columns, "output_rows": int(len(result)),
-                "matched_output_rows": int(result[matched_column].sum()), "note": outcome.note, **outcome.facts}
+                "matched_output_rows": int(result[matched_column].sum()), **outcome.facts}
 
     def join(self, holder: str, data, id_column: str | None = None, **options) -> LinkResult:
         """Equi-join (or fuzzy join with ``rules=``): our rows plus the holder's released columns.  With
@@ -304,11 +301,11 @@ class Party(Registrant):
 
     def lookup(self, holder: str, data, id_column: str, population: int, *, max_risk: float = 0.05,
                buckets: int | None = None, id_type: str = "identifier", key_bits: int | None = None,
-               fast_blinding: bool = False, timeout: float = 3600.0, session_ttl: float = 24 * 3600.0,
-               matched_column: str = "matched", scheme: str | Scheme | None = None) -> LinkResult:
+               timeout: float = 3600.0, session_ttl: float = 24 * 3600.0, matched_column: str = "matched",
+               scheme: str | Scheme | None = None) -> LinkResult:
         """Look a few records up in a large holder through risk-bounded buckets."""
         plan: BucketPlan = plan_buckets(population, max_risk, buckets)
-        options = self._options(key_bits, fast_blinding, timeout, scheme)
+        options = self._options(key_bits, timeout, scheme)
         options.lookup_buckets = plan.buckets
         frame, keys = self._prepare(data, id_column, id_type, None, matched_column, "querier")
         values = keys.tables[0].values
@@ -330,10 +327,9 @@ class Party(Registrant):
 
     # -- holder -----------------------------------------------------------------
     def holder(self, data, id_column: str | None = None, release_columns: list[str] | None = None, *,
-               rules=None, id_type: str = "identifier", allow_fast_blinding: bool = False,
-               allowed_queriers: list[str] | None = None, connection: Connection | None = None,
-               schemes: str | tuple[str | Scheme, ...] = SCHEME_NAMES, dask_client=None,
-               dask_timeout: float = CONNECT_SECONDS, lookup_memory: int = DEFAULT_BUDGET_BYTES,
+               rules=None, id_type: str = "identifier", allowed_queriers: list[str] | None = None,
+               connection: Connection | None = None, schemes: str | tuple[str | Scheme, ...] = SCHEME_NAMES,
+               dask_client=None, dask_timeout: float = CONNECT_SECONDS, lookup_memory: int = DEFAULT_BUDGET_BYTES,
                submit_window: int = SUBMIT_WINDOW) -> Holder:
         """A holder ready to serve (``serve(once=...)``), keys computed once; it refuses rounds of a
         comparison scheme not in ``schemes`` (schemes or names, or a comma-separated string); with a
@@ -352,8 +348,8 @@ class Party(Registrant):
         release_columns = list(release_columns or [])
         require_columns(frame, release_columns, "release")
         return Holder(connection or self.connect(), self.dir, HolderData(frame, keys, release_columns, self.progress),
-                      HolderOptions(release_columns=release_columns, allow_fast_blinding=allow_fast_blinding,
-                                    allowed_queriers=allowed_queriers, schemes=schemes, progress=self.progress,
+                      HolderOptions(release_columns=release_columns, allowed_queriers=allowed_queriers,
+                                    schemes=schemes, progress=self.progress,
                                     cluster=None if dask_client is None else Cluster(dask_client, dask_timeout),
                                     lookup_memory=lookup_memory, submit_window=submit_window))
 

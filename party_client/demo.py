@@ -390,8 +390,7 @@ def run_demo(out: str | None = None, rows: int = 300, force: bool = False) -> in
             actions[(row["party"] or "", row["action"])] = actions.get((row["party"] or "", row["action"]), 0) + 1
         for (party, action), count in sorted(actions.items()):
             print(f"    {party or '-':14s} {action:15s} x{count}")
-        print(f"\n{linkage['key_bits']}-bit Paillier, {linkage['blinding']} blinding, mTLS; "
-              f"link-release, dedup-many and lookup took {elapsed:.1f} s")
+        print(f"\n{linkage['key_bits']}-bit Paillier, mTLS; link-release, dedup-many and lookup took {elapsed:.1f} s")
         print(f"\nOpen (everything stays in {folder}):")
         print(f"  release report (HTML) for the ethics board: {released['html']}")
         print(f"  joined tables: {released['release']} (de-identified), {folder / 'cohort_linked.csv'}, "

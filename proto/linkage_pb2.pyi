@@ -345,7 +345,7 @@ class TableSpec(_message.Message):
     def __init__(self, name: _Optional[str] = ..., bins: _Optional[int] = ..., hash_functions: _Optional[int] = ..., stash: _Optional[int] = ...) -> None: ...
 
 class QueryHeader(_message.Message):
-    __slots__ = ("session_secret", "mode", "key_bits", "key_spec", "tables", "lookup_buckets", "entries", "request_fast_blinding", "records_per_chunk", "passes", "pair_layout", "scheme")
+    __slots__ = ("session_secret", "mode", "key_bits", "key_spec", "tables", "lookup_buckets", "entries", "records_per_chunk", "passes", "pair_layout", "scheme")
     SESSION_SECRET_FIELD_NUMBER: _ClassVar[int]
     MODE_FIELD_NUMBER: _ClassVar[int]
     KEY_BITS_FIELD_NUMBER: _ClassVar[int]
@@ -353,7 +353,6 @@ class QueryHeader(_message.Message):
     TABLES_FIELD_NUMBER: _ClassVar[int]
     LOOKUP_BUCKETS_FIELD_NUMBER: _ClassVar[int]
     ENTRIES_FIELD_NUMBER: _ClassVar[int]
-    REQUEST_FAST_BLINDING_FIELD_NUMBER: _ClassVar[int]
     RECORDS_PER_CHUNK_FIELD_NUMBER: _ClassVar[int]
     PASSES_FIELD_NUMBER: _ClassVar[int]
     PAIR_LAYOUT_FIELD_NUMBER: _ClassVar[int]
@@ -365,12 +364,11 @@ class QueryHeader(_message.Message):
     tables: _containers.RepeatedCompositeFieldContainer[TableSpec]
     lookup_buckets: int
     entries: int
-    request_fast_blinding: bool
     records_per_chunk: int
     passes: _containers.RepeatedCompositeFieldContainer[BlockingPassSpec]
     pair_layout: str
     scheme: str
-    def __init__(self, session_secret: _Optional[bytes] = ..., mode: _Optional[_Union[Mode, str]] = ..., key_bits: _Optional[int] = ..., key_spec: _Optional[str] = ..., tables: _Optional[_Iterable[_Union[TableSpec, _Mapping]]] = ..., lookup_buckets: _Optional[int] = ..., entries: _Optional[int] = ..., request_fast_blinding: _Optional[bool] = ..., records_per_chunk: _Optional[int] = ..., passes: _Optional[_Iterable[_Union[BlockingPassSpec, _Mapping]]] = ..., pair_layout: _Optional[str] = ..., scheme: _Optional[str] = ...) -> None: ...
+    def __init__(self, session_secret: _Optional[bytes] = ..., mode: _Optional[_Union[Mode, str]] = ..., key_bits: _Optional[int] = ..., key_spec: _Optional[str] = ..., tables: _Optional[_Iterable[_Union[TableSpec, _Mapping]]] = ..., lookup_buckets: _Optional[int] = ..., entries: _Optional[int] = ..., records_per_chunk: _Optional[int] = ..., passes: _Optional[_Iterable[_Union[BlockingPassSpec, _Mapping]]] = ..., pair_layout: _Optional[str] = ..., scheme: _Optional[str] = ...) -> None: ...
 
 class BlockingPassSpec(_message.Message):
     __slots__ = ("name", "buckets", "records")
@@ -403,11 +401,7 @@ class RowAttachment(_message.Message):
     def __init__(self, positions: _Optional[_Iterable[int]] = ..., values: _Optional[_Iterable[str]] = ..., row_tag: _Optional[bytes] = ...) -> None: ...
 
 class HolderNote(_message.Message):
-    __slots__ = ("release_columns", "blinding", "refused_fast_blinding")
+    __slots__ = ("release_columns",)
     RELEASE_COLUMNS_FIELD_NUMBER: _ClassVar[int]
-    BLINDING_FIELD_NUMBER: _ClassVar[int]
-    REFUSED_FAST_BLINDING_FIELD_NUMBER: _ClassVar[int]
     release_columns: _containers.RepeatedScalarFieldContainer[str]
-    blinding: str
-    refused_fast_blinding: str
-    def __init__(self, release_columns: _Optional[_Iterable[str]] = ..., blinding: _Optional[str] = ..., refused_fast_blinding: _Optional[str] = ...) -> None: ...
+    def __init__(self, release_columns: _Optional[_Iterable[str]] = ...) -> None: ...

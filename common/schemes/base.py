@@ -45,9 +45,6 @@ class Scheme(ABC):
     name: str = ""
     #: what a report calls it
     title: str = ""
-    #: whether :meth:`compare` has a cheaper short-``r`` variant (``fast_blinding``); a holder records
-    #: "full" blinding for a scheme without one, whatever the querier asked.
-    has_fast_blinding: bool = False
     #: the one size parameter of a scheme whose group is fixed (``None``: the key size is chosen per session)
     fixed_key_bits: int | None = None
     #: whether :meth:`generate_key` is costly (a search for large primes holding the GIL for up to seconds):
@@ -120,13 +117,12 @@ class Scheme(ABC):
         return validation.count()
 
     @abstractmethod
-    def compare(self, public: bytes, query: bytes, positions: Sequence[int], encodings: Sequence[bytes],
-                fast_blinding: bool = False) -> bytes:
+    def compare(self, public: bytes, query: bytes, positions: Sequence[int], encodings: Sequence[bytes]) -> bytes:
         """Blinded comparisons ``E(r_i (X_{positions[i]} - Y_i))`` with a fresh ``r_i`` each, concatenated.
 
         ``query`` is the querier's whole (validated) ciphertext block; ``encodings[i]`` is the
-        holder's encoding ``Y_i``.  ``fast_blinding`` asks for a short ``r`` where the scheme has one
-        (schemes without a cheaper variant ignore it)."""
+        holder's encoding ``Y_i``.  Each ``r_i`` is uniform over the whole plaintext space, never
+        shorter (docs/protocol.md, "The blinded comparison")."""
 
 
 class PieceValidation:

@@ -21,7 +21,7 @@ exponent), mapped onto docs/protocol.md, "The blinded comparison":
   encrypts a fresh uniform scalar.  A ciphertext is 64 bytes.
 - **H**, holding ``Y``, sends ``c = r·(E(X) − (0, Y·G)) = (r·c1, r·(c2 − Y·G))`` with a fresh
   uniform ``r`` in ``[1, ℓ)`` per comparison, which is an encryption of ``r·(X − Y)`` under the
-  randomness ``r·k``.  There is no short-``r`` variant: ``fast_blinding`` is ignored.
+  randomness ``r·k``.
 - **K** tests zero without taking a discrete logarithm: ``c`` encrypts 0 iff ``c2 = x·c1``.
 
 Why it is sound.  Under the decisional Diffie–Hellman assumption in this group, ``(k·G, k·P)``
@@ -191,8 +191,7 @@ class EcScheme(ElGamalScheme):
                     raise InvalidCiphertext(f"ciphertext {first + i}: {name} point: {failed}")
         return count
 
-    def compare(self, public: bytes, query: bytes, positions: Sequence[int], encodings: Sequence[bytes],
-                fast_blinding: bool = False) -> bytes:
+    def compare(self, public: bytes, query: bytes, positions: Sequence[int], encodings: Sequence[bytes]) -> bytes:
         """``(r·c1, r·(c2 − Y·G))`` per position with a fresh ``r``; ``Y·G`` is reused while the
         encoding repeats (a row's positions arrive one after the other)."""
         if len(positions) != len(encodings):

@@ -20,10 +20,10 @@ hand-written table.
 
 Comparison (H).  docs/protocol.md, "The blinded comparison":
 ``c = (E(X) * g^(-Y))^r mod n^2 = E(r (X - Y))`` with ``g^(-Y) = 1 - Y n mod n^2``.
-``r`` is fresh for every comparison and uniform in [1, n) by default (a
-non-match decrypts to a uniform value); with fast blinding it is uniform in
-[1, 2^128), about 16x cheaper, safe against K alone but not against a querier
-colluding with K.  El Emam & Arbuckle (Anonymizing Health Data, ch. 12) print
+``r`` is fresh for every comparison and uniform in [1, n), so a non-match decrypts to a
+uniform value.  A short ``r`` would not do: K decrypts ``r (X - Y)``, and two comparisons
+hiding the same difference then have a ratio of two small numbers mod n, which rational
+reconstruction finds.  El Emam & Arbuckle (Anonymizing Health Data, ch. 12) print
 ``((E(x) * E(y))^-1)^r``, which tests x = -y; :func:`book_literal_comparison`
 keeps it only for the test that shows why.
 
@@ -48,9 +48,8 @@ from common.schemes.pool import pool_threads, release_gil, worker_pool
 
 __all__ = ["PaillierScheme", "PublicKey", "SessionKey", "Encryptor", "ZeroTester", "generate_session_key",
            "negated_generator_power", "blinding_factor", "blinded_comparison", "book_literal_comparison",
-           "release_gil", "worker_pool", "FAST_BLINDING_BITS"]
+           "release_gil", "worker_pool"]
 
-FAST_BLINDING_BITS = 128
 OBFUSCATOR_BITS = 256
 WINDOW_BITS = 8
 ENCODING_MARGIN_BITS = 64       # an encoding has |n| - 64 bits, so X < n
@@ -128,10 +127,8 @@ def negated_generator_power(key: PublicKey, y: int):
     return (key.n_square + 1 - gmpy2.mpz(y) * key.n) % key.n_square
 
 
-def blinding_factor(key: PublicKey, fast: bool):
-    """A fresh ``r``: uniform in [1, n) (full) or [1, 2^128) (fast)."""
-    if fast:
-        return gmpy2.mpz(secrets.randbelow((1 << FAST_BLINDING_BITS) - 1) + 1)
+def blinding_factor(key: PublicKey):
+    """A fresh ``r``, uniform in [1, n)."""
     return gmpy2.mpz(secrets.randbelow(int(key.n) - 1) + 1)
 
 
@@ -248,7 +245,6 @@ class PaillierScheme(Scheme):
 
     name = "paillier"
     title = "Paillier"
-    has_fast_blinding = True
     costly_keys = True              # two primes of half the modulus each (gmpy2.next_prime keeps the GIL)
 
     def generate_key(self, bits: int) -> KeyPair:
@@ -282,8 +278,7 @@ class PaillierScheme(Scheme):
     def validate(self, public: bytes, ciphertexts: bytes, first: int = 0) -> int:
         return len(_public_key(public).from_bytes(ciphertexts, first))
 
-    def compare(self, public: bytes, query: bytes, positions: Sequence[int], encodings: Sequence[bytes],
-                fast_blinding: bool = False) -> bytes:
+    def compare(self, public: bytes, query: bytes, positions: Sequence[int], encodings: Sequence[bytes]) -> bytes:
         key = _public_key(public)
         width, n_square = key.width, key.n_square
         out = bytearray()
@@ -295,5 +290,5 @@ class PaillierScheme(Scheme):
             ciphertext = gmpy2.mpz.from_bytes(query[start:start + width], "big")
             if not start + width <= len(query) or not 0 < ciphertext < n_square:
                 raise InvalidCiphertext(f"query position {position} holds no valid ciphertext")
-            out += key.to_bytes(blinded_comparison(key, ciphertext, negated, blinding_factor(key, fast_blinding)))
+            out += key.to_bytes(blinded_comparison(key, ciphertext, negated, blinding_factor(key)))
         return bytes(out)

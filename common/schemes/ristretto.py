@@ -214,8 +214,7 @@ class RistrettoScheme(ElGamalScheme):
                                     or "a ciphertext was refused")
         return count
 
-    def compare(self, public: bytes, query: bytes, positions: Sequence[int], encodings: Sequence[bytes],
-                fast_blinding: bool = False) -> bytes:
+    def compare(self, public: bytes, query: bytes, positions: Sequence[int], encodings: Sequence[bytes]) -> bytes:
         """``(r·c1, r·(c2 − Y·G))`` per position with a fresh ``r``; ``Y·G`` is computed once per
         distinct encoding of the batch."""
         if len(positions) != len(encodings):

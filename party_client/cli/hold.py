@@ -29,7 +29,6 @@ def cmd_hold(args) -> int:
     try:                                      # (connected before reading the table)
         served = holder.hold(args.input, args.id_column, columns(args.release_columns), once=args.once,
                              poll_seconds=args.poll_seconds, id_type=args.id_type, rules=args.rules,
-                             allow_fast_blinding=args.allow_fast_blinding,
                              allowed_queriers=columns(args.allow_querier) or None, schemes=args.schemes,
                              on_ready=None if args.once else waiting, on_served=None if args.once else served_one,
                              concurrency=args.concurrency, dask_client=cluster and cluster.client,
@@ -76,9 +75,6 @@ def register(commands: argparse._SubParsersAction) -> None:
     hold.add_argument("--once", action="store_true", help="serve what is pending, then exit")
     hold.add_argument("--poll-seconds", type=float, default=20.0,
                       help="how long each poll waits at the key holder for new queries")
-    hold.add_argument("--allow-fast-blinding", action="store_true",
-                      help="honour a querier's request for 128-bit blinding (16x faster; a querier "
-                           "colluding with the key holder could then test guesses of non-matching ids)")
     hold.add_argument("--schemes", type=_scheme_list, default=",".join(SCHEME_NAMES),
                       help=f"comparison schemes this holder serves, comma-separated (default: "
                            f"{','.join(SCHEME_NAMES)}); a round of another scheme is refused")

@@ -34,7 +34,7 @@ def _finish(result, out: str, report_file: str | None) -> int:
         with open(report_file, "w") as sink:
             json.dump(result.report, sink, indent=2, default=str)
     summary = {k: result.report[k] for k in ("mode", "holder", "scheme", "records", "matched_output_rows", "output_rows",
-                                             "blinding", "risk", "buckets", "warning") if k in result.report}
+                                             "risk", "buckets", "warning") if k in result.report}
     print(json.dumps(summary, default=str))
     if result.report.get("warning"):
         print(f"party: warning: {result.report['warning']}", file=sys.stderr)
@@ -50,8 +50,8 @@ def cmd_query(args) -> int:
         if check_plan(args, args.rules):           # before any session, or even a party directory
             return 0
     querier = party(args)
-    common = dict(id_type=args.id_type, key_bits=args.key_bits, fast_blinding=args.fast_blinding,
-                  timeout=args.timeout, matched_column=args.matched_column, scheme=args.scheme)
+    common = dict(id_type=args.id_type, key_bits=args.key_bits, timeout=args.timeout,
+                  matched_column=args.matched_column, scheme=args.scheme)
     if args.command == "lookup":
         if args.id_column is None:
             raise UsageError("party lookup: --id-column is required")
@@ -96,8 +96,6 @@ def register(commands: argparse._SubParsersAction) -> None:
         sub.add_argument("--out", required=True, help="CSV or Parquet (.parquet)")
         sub.add_argument("--report", help="write the run's report (JSON) here")
         scheme_options(sub)
-        sub.add_argument("--fast-blinding", action="store_true",
-                         help="ask the holder for 128-bit blinding (the holder decides; Paillier only)")
         sub.add_argument("--timeout", type=float, default=3600.0, help="seconds to wait for the holder")
         sub.add_argument("--matched-column", default="matched",
                          help="output column saying whether the row matched (True/False)")

@@ -29,8 +29,7 @@ def cmd_link_release(args) -> int:
                            out=args.out, report_dir=args.report_dir, id_column=args.id_column, rules=args.rules,
                            policy=args.policy, threshold=args.threshold, max_suppression=args.max_suppression,
                            accepted=_accepted_columns(args.accept_column),
-                           key_bits=args.key_bits, fast_blinding=args.fast_blinding, timeout=args.timeout,
-                           scheme=args.scheme)
+                           key_bits=args.key_bits, timeout=args.timeout, scheme=args.scheme)
     print(json.dumps(summary, default=str))
     return 0
 
@@ -42,7 +41,7 @@ def cmd_dedup_many(args) -> int:
     check_output(args.out, args.input)
     output, report = dedup_many(party(args), columns(args.registries), args.input, id_column=args.id_column,
                                 rules=args.rules, column=args.column, key_bits=args.key_bits,
-                                fast_blinding=args.fast_blinding, timeout=args.timeout, scheme=args.scheme)
+                                timeout=args.timeout, scheme=args.scheme)
     write_table(output, args.out)
     print(json.dumps(report))
     return 0
@@ -55,8 +54,6 @@ def _querier_options(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("--rules", help="fuzzy matching with this rules file (TOML), instead of --id-column")
     sub.add_argument("--out", required=True, help="output table (CSV or .parquet)")
     scheme_options(sub)
-    sub.add_argument("--fast-blinding", action="store_true",
-                     help="ask the holders for 128-bit blinding (each holder decides; Paillier only)")
     sub.add_argument("--timeout", type=float, default=3600.0, help="seconds to wait for each holder")
 
 

@@ -1,5 +1,5 @@
-"""The holder's comparison batches (docs/protocol.md, "The blinded comparison"): the blinding a round
-uses, the batches its comparison units are cut into, and each batch's message: the blinded comparisons
+"""The holder's comparison batches (docs/protocol.md, "The blinded comparison"): the batches a round's
+comparison units are cut into, and each batch's message: the blinded comparisons
 (:func:`compare_units`, a pure function run on the holder's thread pool or a Dask worker) and one sealed
 attachment per row (positions + released values, padded to one length); and the validation of a received
 query's pieces (:func:`validate_piece`, pure as well).  No I/O: the holder's driver
@@ -8,7 +8,6 @@ sends the messages.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from common.schemes import Scheme, get_scheme
@@ -20,11 +19,11 @@ Batch = tuple[int, list[Unit], "pb.PairRule | None"]     # (seq, the batch's uni
 
 
 def compare_units(scheme_name: str, public: bytes, query: bytes, positions: Sequence[int],
-                  encodings: Sequence[bytes], fast: bool) -> bytes:
+                  encodings: Sequence[bytes]) -> bytes:
     """The blinded comparisons ``E(r_i (X_{positions[i]} - Y_i))`` of one batch, concatenated: a pure
     function of its arguments (docs/protocol.md, "The blinded comparison"); the scheme by its name, since
     this may run in a Dask worker's process."""
-    return get_scheme(scheme_name).compare(public, query, positions, encodings, fast)
+    return get_scheme(scheme_name).compare(public, query, positions, encodings)
 
 
 def validate_piece(scheme_name: str, public: bytes, ciphertexts: bytes, first: int) -> int:
@@ -32,30 +31,6 @@ def validate_piece(scheme_name: str, public: bytes, ciphertexts: bytes, first: i
     (:class:`common.schemes.InvalidCiphertext` naming item ``first + i`` otherwise): a pure function,
     run on the holder's Dask cluster for a large query."""
     return get_scheme(scheme_name).validate(public, ciphertexts, first=first)
-
-
-@dataclass(frozen=True)
-class Blinding:
-    """The blinding a round uses, and why a querier's request for fast blinding was not honoured."""
-
-    fast: bool
-    refused: str = ""
-
-    @property
-    def name(self) -> str:
-        return "fast" if self.fast else "full"
-
-
-def negotiate_blinding(requested: bool, allowed: bool, scheme: Scheme) -> Blinding:
-    """Fast (128-bit) blinding only when the querier asks, the holder allows it and the scheme has it."""
-    if not requested:
-        return Blinding(False)
-    if not scheme.has_fast_blinding:
-        return Blinding(False, f"the {scheme.name} scheme has no fast blinding (its full blinding costs the same); "
-                               "full blinding was used")
-    if not allowed:
-        return Blinding(False, "the holder does not allow fast blinding; full blinding was used")
-    return Blinding(True)
 
 
 def cut_batches(plan: RoundPlan, batch_rows: int) -> list[Batch]:
@@ -78,11 +53,10 @@ class BatchBuilder:
     """
 
     def __init__(self, session_id: str, round_: int, scheme: Scheme, public: bytes, query: bytes,
-                 blinding: Blinding, cipher: SessionCipher, units: list[Unit],
-                 payloads: list[list[str]] | None = None, longest_payload: int = 0,
-                 row_tag: Callable[[int], bytes] | None = None) -> None:
+                 cipher: SessionCipher, units: list[Unit], payloads: list[list[str]] | None = None,
+                 longest_payload: int = 0, row_tag: Callable[[int], bytes] | None = None) -> None:
         self.session_id, self.round, self.scheme = session_id, round_, scheme
-        self.public, self.query, self.fast = public, query, blinding.fast
+        self.public, self.query = public, query
         self.cipher, self.payloads, self.row_tag = cipher, payloads, row_tag
         positions_bound = max((len(c) for _, c in units), default=1) * 5 + 4 + (18 if row_tag is not None else 0)
         self.width = SessionCipher.padded_width((longest_payload if payloads is not None else 0) + positions_bound)
@@ -95,8 +69,7 @@ class BatchBuilder:
 
     def comparisons(self, chunk: list[Unit], query: object | None = None) -> tuple:
         """The arguments of :func:`compare_units` for a batch (``query``: the query as shared with a cluster)."""
-        return (self.scheme.name, self.public, self.query if query is None else query, *self.unit_lists(chunk),
-                self.fast)
+        return (self.scheme.name, self.public, self.query if query is None else query, *self.unit_lists(chunk))
 
     def submit(self, cluster: Any, chunk: list[Unit], shared: Any) -> Any:
         """A batch's comparisons as a task on a :class:`common.distributed.Cluster` (``shared``: the query

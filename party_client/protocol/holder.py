@@ -29,7 +29,7 @@ from party_client.crypto.seal import SessionCipher, open_records
 from party_client.errors import PartyError
 from party_client.identity import PartyDir
 from party_client.progress import bar
-from party_client.protocol.batches import BatchBuilder, Blinding, cut_batches, negotiate_blinding
+from party_client.protocol.batches import BatchBuilder, cut_batches
 from party_client.protocol.engines.choice import engine_for
 from party_client.protocol.engines.interface import HolderContext, HolderData, ReceivedQuery, RoundPlan
 from party_client.protocol.engines.session_indexes import DEFAULT_BUDGET_BYTES
@@ -52,7 +52,6 @@ STOP_SECONDS = 2.0          # interrupted: the rounds in flight get this long to
 @dataclass
 class HolderOptions:
     release_columns: list[str] = dataclass_field(default_factory=list)
-    allow_fast_blinding: bool = False
     allowed_queriers: list[str] | None = None
     schemes: tuple[Scheme, ...] = dataclass_field(default_factory=all_schemes)   # comparison schemes served
     batch_rows: int = 256
@@ -306,9 +305,8 @@ class Holder:
         """Compare the round's batches (those K lacks), send each as it is ready, then finish the round."""
         session = item.session
         scheme = session_scheme(session)
-        blinding = negotiate_blinding(header.request_fast_blinding, self.options.allow_fast_blinding, scheme)
         releasing = session.mode == pb.JOIN and self.data.payloads is not None   # dedup, lookup: no payload
-        builder = BatchBuilder(session.session_id, item.round, scheme, session.public_key, ciphertexts, blinding,
+        builder = BatchBuilder(session.session_id, item.round, scheme, session.public_key, ciphertexts,
                                attachment_cipher(header.session_secret, session.session_id, item.round), plan.units,
                                payloads=self.data.payloads if releasing else None,
                                longest_payload=self.data.longest_payload,
@@ -341,7 +339,7 @@ class Holder:
                     window.drain()
                 finally:
                     window.close()
-            self._finish(item, header.session_secret, blinding, self.data.release_columns if releasing else [],
+            self._finish(item, header.session_secret, self.data.release_columns if releasing else [],
                          len(batches), last)
             if last is not None:
                 sent(last)
@@ -349,18 +347,17 @@ class Holder:
         log.info("session %s round %d: %d rows compared (%d comparisons) in %.1f s", session.session_id,
                  item.round, len(plan.units), comparisons, elapsed)
         served = {"session_id": session.session_id, "round": item.round, "rows": len(plan.units),
-                  "comparisons": comparisons, "blinding": blinding.name, "seconds": round(elapsed, 3)}
+                  "comparisons": comparisons, "seconds": round(elapsed, 3)}
         if plan.segments is not None:
             served["candidate_pairs"] = plan.pass_pairs          # per pass
         return served
 
-    def _finish(self, item: pb.WorkItem, secret: bytes, blinding: Blinding, release_columns: list[str],
-                batches: int, last: pb.ComparisonBatch | None = None) -> None:
+    def _finish(self, item: pb.WorkItem, secret: bytes, release_columns: list[str], batches: int,
+                last: pb.ComparisonBatch | None = None) -> None:
         """Finish the round with the holder's sealed note, and its ``last`` batch if not yet sent (K then
         deletes the spooled query: finishing acknowledges it, so no ``AckMessage`` call is needed)."""
         session = item.session
-        note = pb.HolderNote(release_columns=release_columns, blinding=blinding.name,
-                             refused_fast_blinding=blinding.refused)
+        note = pb.HolderNote(release_columns=release_columns)
         sealed_note = note_cipher(secret, session.session_id, item.round).seal(
             note.SerializeToString(), SessionCipher.padded_width(len(note.SerializeToString())))
         self.connection.call("FinishRound", pb.FinishRoundRequest(

@@ -48,8 +48,6 @@ class QueryOutcome:
     round: int
     matches: list[tuple[list[tuple[int, int]], list]]   # ([(table, key index)], released values)
     release_columns: list[str]
-    blinding: str
-    note: str
     facts: dict
     levels: dict = dataclass_field(default_factory=dict)   # comparison levels: (match, record) -> levels K reported
 
@@ -133,7 +131,7 @@ class Querier:
         facts.update(engine.facts(keys, prepared, options))
         facts["resumed"] = resumed
         return QueryOutcome(session.session_id, round_no, matches, list(note.release_columns),
-                            note.blinding, note.refused_fast_blinding, facts, prepared.decided)
+                            facts, prepared.decided)
 
     def _relay(self, session: pb.SessionInfo, keys: QuerierKeys, options: QueryOptions,
                lookup_secret: bytes | None, timings: dict, state: SessionState | None,

@@ -23,7 +23,6 @@ class LinkageSummary:
     session_id: str | None
     scheme: Scheme
     key_bits: int | None
-    blinding: str | None
     records: int | None
     matched_records: int | None
     output_rows: int | None
@@ -55,8 +54,7 @@ def linkage_prose(link: LinkageSummary) -> dict[str, Any]:
     table = {
         "querier (ran the join, wrote this report)": link.querier, "holder": link.holder,
         "key holder": "K: registers parties, relays sealed messages, decides which blinded comparisons are zero",
-        "scheme": f"{link.scheme.title}, "
-                  f"{link.key_bits}-bit keys, {link.blinding} blinding",
+        "scheme": f"{link.scheme.title}, {link.key_bits}-bit keys",
         "mode": link.mode, "matching": link.matching, "blocking": link.blocking,
         "querier's records": link.records, "matched records": link.matched_records,
         "blank identifiers (never match)": link.blank_identifiers,

@@ -218,10 +218,10 @@ def test_fresh_r_for_every_comparison_and_padded_table_sizes(fresh_keyholder, tm
     calls, lock = [], threading.Lock()
     original = batches_module.compare_units
 
-    def recording(scheme_name, public, query, positions, encodings, fast):
-        out = original(scheme_name, public, query, positions, encodings, fast)
+    def recording(scheme_name, public, query, positions, encodings):
+        out = original(scheme_name, public, query, positions, encodings)
         with lock:
-            calls.append((scheme_name, public, query, list(positions), list(encodings), fast, out))
+            calls.append((scheme_name, public, query, list(positions), list(encodings), out))
         return out
     monkeypatch.setattr(batches_module, "compare_units", recording)
     holder_frame = pd.DataFrame({"id": [f"{i:08d}" for i in range(60)]})
@@ -240,10 +240,10 @@ def test_fresh_r_for_every_comparison_and_padded_table_sizes(fresh_keyholder, tm
     assert small.report["matched_records"] == 20 and larger.report["matched_records"] == 22
     assert {call[0] for call in calls} == {scheme}
     items = []
-    for name, public, query, positions, encodings, fast, out in calls:
+    for name, public, query, positions, encodings, out in calls:
         width = len(out) // len(positions)
         items += [out[i:i + width] for i in range(0, len(out), width)]
-        again = original(name, public, query, positions, encodings, fast)      # the same pairs once more
+        again = original(name, public, query, positions, encodings)      # the same pairs once more
         assert all(again[i:i + width] != out[i:i + width] for i in range(0, len(out), width))
     assert len(items) == 2 * 2 * 60                         # h = 2 comparisons per holder row, two sessions
     assert len(set(items)) == len(items)                    # no two comparisons alike, not per row or session

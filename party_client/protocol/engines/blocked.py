@@ -54,7 +54,7 @@ def prepare_blocked(keys: QuerierKeys, options: QueryOptions, length: int,
         blocks.extend(planned.blocks)
     header = pb.QueryHeader(session_secret=blocked.secret, key_spec=keys.spec, passes=specs,
                             pair_layout=";".join(layout.name for layout in blocked.layouts),
-                            request_fast_blinding=options.fast_blinding, records_per_chunk=CIPHERTEXTS_PER_RECORD)
+                            records_per_chunk=CIPHERTEXTS_PER_RECORD)
     return PreparedQuery(blocked.secret, header, [], [], blocks, entry_records, entry_passes, offsets), encodings
 
 

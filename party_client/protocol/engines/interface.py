@@ -37,7 +37,6 @@ Matches = list[tuple[list[tuple[int, int]], list]]              # ([(table, key 
 class QueryOptions:
     key_bits: int = 0                   # 0: the scheme's default size (Paillier: 2048 bits)
     scheme: Scheme = dataclass_field(default_factory=get_scheme)     # the default scheme unless named
-    fast_blinding: bool = False
     timeout: float = 3600.0
     cuckoo: CuckooParams = dataclass_field(default_factory=CuckooParams)
     lookup_buckets: int = 0

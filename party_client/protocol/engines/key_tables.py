@@ -58,7 +58,7 @@ def prepare_tables(keys: QuerierKeys, options: QueryOptions, length: int,
     else:
         raise PartyError("cuckoo table construction failed repeatedly; raise the expansion factor")
     header = pb.QueryHeader(session_secret=secret, key_spec=keys.spec, tables=specs,
-                            request_fast_blinding=options.fast_blinding, records_per_chunk=CIPHERTEXTS_PER_RECORD)
+                            records_per_chunk=CIPHERTEXTS_PER_RECORD)
     flat = [None if slot is None else encoded[slot[0]][slot[1]] for slot in slots]
     return PreparedQuery(secret, header, slots, []), flat
 

@@ -42,7 +42,7 @@ def prepare_lookup(keys: QuerierKeys, options: QueryOptions, length: int, secret
     slots = [(0, k) for k in range(len(encodings))] + [None] * (entries - len(encodings))
     header = pb.QueryHeader(session_secret=secret, key_spec=keys.spec, tables=[pb.TableSpec(name=table.name)],
                             lookup_buckets=options.lookup_buckets, entries=entries,
-                            request_fast_blinding=options.fast_blinding, records_per_chunk=CIPHERTEXTS_PER_RECORD)
+                            records_per_chunk=CIPHERTEXTS_PER_RECORD)
     return PreparedQuery(secret, header, slots, buckets), encodings + [None] * (entries - len(encodings))
 
 

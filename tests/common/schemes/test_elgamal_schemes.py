@@ -84,14 +84,6 @@ def test_the_same_pair_compared_twice_gives_unrelated_bytes(group) -> None:
         assert group.scheme.zero_test(group.key.public, group.key.private, comparisons) == [zero, zero]
 
 
-def test_fast_blinding_is_ignored(group) -> None:
-    x = os.urandom(64)
-    query = group.scheme.encrypt(group.key.public, [x])
-    comparisons = group.scheme.compare(group.key.public, query, [0, 0], [x, os.urandom(64)], fast_blinding=True)
-    assert not group.scheme.has_fast_blinding
-    assert group.scheme.zero_test(group.key.public, group.key.private, comparisons) == [True, False]
-
-
 def test_encodings_that_reduce_to_zero_compare_correctly(group) -> None:
     """libsodium refuses the zero scalar (test_ec_scheme.py, test_ristretto_scheme.py); ``0·G`` is the identity."""
     zero, also_zero = bytes(64), _enc(group.ORDER)

@@ -1,26 +1,9 @@
-"""The holder's batches: which blinding a round uses, and how its units are cut into batches."""
+"""The holder's batches: how a round's units are cut into batches."""
 from __future__ import annotations
 
-import pytest
-
-from common.schemes import get_scheme
-from party_client.protocol.batches import cut_batches, negotiate_blinding
+from party_client.protocol.batches import cut_batches
 from party_client.protocol.engines.interface import RoundPlan
 from proto import linkage_pb2 as pb
-
-
-@pytest.mark.parametrize("requested, allowed, scheme, fast, refused", [
-    (False, True, "paillier", False, ""),
-    (True, True, "paillier", True, ""),
-    (True, False, "paillier", False, "the holder does not allow fast blinding"),
-    (True, True, "ec", False, "the ec scheme has no fast blinding"),
-    (True, False, "ec", False, "the ec scheme has no fast blinding"),
-    (True, True, "ristretto", False, "the ristretto scheme has no fast blinding"),
-])
-def test_fast_blinding_only_when_asked_allowed_and_offered(requested, allowed, scheme, fast, refused):
-    blinding = negotiate_blinding(requested, allowed, get_scheme(scheme))
-    assert blinding.fast == fast and blinding.name == ("fast" if fast else "full")
-    assert blinding.refused.startswith(refused) and bool(blinding.refused) == bool(refused)
 
 
 def test_batches_cover_every_unit_in_order_and_never_span_two_passes():
