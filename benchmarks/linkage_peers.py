@@ -2,7 +2,7 @@
 anonlink + clkhash (each in its own environment) on FEBRL 1-4 and the corrupted set, scored alike.
 
     python -m benchmarks.linkage_peers [--dataset febrl1 febrl2 febrl3 febrl4 corrupted] [--n 5000]
-        [--system splink anonlink person person-typo] [--scheme ristretto|ec] [--population N]
+        [--system splink anonlink person person-typo] [--scheme ristretto|ec]
         [--reference] [--peers /work/peers] [--json OUT]
 
 Each dataset is loaded as ``benchmarks.fuzzy_quality`` loads it (FEBRL 1-3 split at random into two
@@ -94,18 +94,19 @@ def peer_quality(name: str, pairs: pd.DataFrame, a: pd.DataFrame, b: pd.DataFram
 def ours(preset: str, a: pd.DataFrame, b: pd.DataFrame, truth: set, mode: str, args) -> dict:
     """The preset, secure (or its plaintext reference with ``--reference``), scored."""
     from party_client.matching.quality import quality
-    rules, rules_text = preset_rules(preset, args.population, args.max_risk)
+    rules, rules_text = preset_rules(preset)
     if args.reference:
         found, seconds = preset_reference(rules, a, b)
         return {**quality(per_record(found, mode), truth), "seconds": round(seconds, 1), "secure": False,
                 "comparisons_per_record": None}
     report, holder_round, out, seconds = run_schemes(a, b, rules_text, mode, args, [args.scheme])[args.scheme]
     found = output_pairs(a, b, out, mode)
-    reference = per_record(preset_reference(rules, a, b)[0], mode)
+    reference = per_record(preset_reference(rules, a, b, report)[0], mode)
     return {**quality(found, truth), "seconds": round(seconds, 1), "secure": True, "same_as_plaintext": found == reference,
             "scheme": args.scheme, "comparisons": holder_round["comparisons"],
             "comparisons_per_record": round(holder_round["comparisons"] / len(a), 1),
-            "candidate_pairs": sum(holder_round["candidate_pairs"])}
+            "compared_pairs": sum(holder_round["candidate_pairs"]),
+            "left_out": [p["left_out"] for p in report["passes"]]}
 
 
 def load_average() -> list[float]:
@@ -118,8 +119,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n", type=int, default=5000, help="records per side (FEBRL 1-3: at most half the file)")
     parser.add_argument("--system", nargs="+", choices=SYSTEMS, default=list(SYSTEMS))
     parser.add_argument("--scheme", choices=("ristretto", "ec"), default="ristretto")
-    parser.add_argument("--population", type=int, default=10_000_000, help="[risk] population for the blocking keys")
-    parser.add_argument("--max-risk", type=float, default=0.05)
     parser.add_argument("--reference", action="store_true",
                         help="score our presets' plaintext reference instead of the secure run (diagnosis)")
     parser.add_argument("--peers", default="/work/peers", help="folder of the peers' environments")

@@ -23,12 +23,9 @@ def add_preset_options(sub: argparse.ArgumentParser, querier: bool) -> None:
                           f"both parties must give the same)")
     sub.add_argument("--write-rules", metavar="FILE.toml", help="also write the preset as a rules file to edit")
     if querier:
-        sub.add_argument("--population", type=int,
-                         help="people in the population the records come from (rates what blocking reveals)")
-        sub.add_argument("--max-risk", type=float, default=0.05,
-                         help="largest re-identification risk of a blocking pass's blocks (default 0.05)")
         sub.add_argument("--dry-run", action="store_true",
-                         help="print the candidate pairs, comparisons and time per scheme; link nothing")
+                         help="print per blocking pass the pairs and comparisons, and the time per scheme; "
+                              "link nothing")
         sub.add_argument("--max-comparisons", type=int, metavar="N",
                          help="refuse (exit 2, no session opened) when the plan needs more comparisons")
         sub.add_argument("--html", metavar="PAGE.html",
@@ -48,8 +45,7 @@ def preset_rules(args: argparse.Namespace):
         raise PartyError(f"party {args.command}: give one of --id-column, --rules and --preset")
     if not args.map:
         raise PartyError(f"--preset {preset} needs --map ROLE=COLUMN,... (e.g. first=given,last=surname,dob=birth)")
-    rules = person_rules(parse_map(args.map), getattr(args, "population", None), getattr(args, "max_risk", 0.05),
-                         args.date_format, args.match_threshold, preset)
+    rules = person_rules(parse_map(args.map), args.date_format, args.match_threshold, preset)
     if args.write_rules:
         import tomli_w
 
@@ -112,7 +108,7 @@ def estimate_preset(args: argparse.Namespace, frame) -> int:
         raise PartyError("party estimate: give --rules or --preset, not both")
     if not args.map:
         raise PartyError(f"--preset {args.preset} needs --map ROLE=COLUMN,...")
-    rules = person_rules(parse_map(args.map), None, 0.05, args.date_format,
+    rules = person_rules(parse_map(args.map), args.date_format,
                          args.match_threshold if args.threshold is None else args.threshold, args.preset)
     estimated, fit, pairs = estimate_person(rules, frame, max_pairs=args.max_pairs, seed=args.seed)
     write_text(tomli_w.dumps(rules_document(estimated)), args.out)

@@ -121,12 +121,14 @@ def lookup_buckets(secret: bytes, words: np.ndarray, buckets: int) -> np.ndarray
     return out
 
 
-def block_prf(secret: bytes, blocking_pass: int, key: str) -> int:
-    """``PRF_s("block" || pass || key)`` as a 64-bit integer; a keyed block bucket is this mod B.
+def block_prf(secret: bytes, blocking_pass: int, key: str) -> tuple[int, int]:
+    """``PRF_s("block" || pass || key)`` as two 64-bit integers: the two bins a blocking key may use
+    (docs/protocol.md, "Blocking passes as padded bins").
 
-    64 bits keep the bucket search vectorized (numpy ``uint64``); the bias mod ``B < 2^32`` is
-    below 2^-32, irrelevant for blocking.
+    64 bits each keep the bin arithmetic vectorized (numpy ``uint64``); the bias mod ``B < 2^32`` is
+    below 2^-32, irrelevant for placement.
     """
     mac = hmac.HMAC(secret, hashes.SHA256())
     mac.update(b"block" + blocking_pass.to_bytes(2, "big") + key.encode("utf-8"))
-    return int.from_bytes(mac.finalize()[:8], "big")
+    digest = mac.finalize()
+    return int.from_bytes(digest[:8], "big"), int.from_bytes(digest[8:16], "big")

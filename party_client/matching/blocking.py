@@ -1,117 +1,145 @@
-"""Blocking passes for fuzzy rules (docs/protocol.md, "Fuzzy, multi-field matching";
-El Emam & Arbuckle, Anonymizing Health Data, ch. 12; Christen, Data Matching, 2012, ch. 4).
+"""Blocking passes for fuzzy rules, sent as padded bins (docs/protocol.md, "Blocking passes as padded
+bins"; blocking after El Emam & Arbuckle, Anonymizing Health Data, ch. 12, and Christen, Data Matching,
+2012, ch. 4; the table after Pagh & Rodler, "Cuckoo hashing", 2004).
 
-With ``[[blocking]]`` in a rules file the fuzzy join compares candidate pairs
-instead of padded cuckoo tables: per pass, the querier sends each record's
-block (the key itself, or ``PRF_s(key) mod B``) with one ciphertext per
-comparison group, the holder pairs them with its rows of the same block and
-K evaluates the rule per pair.  Candidate pairs are the union over passes, so
-a typo in one key or the NDI +-1-year rule does not lose a match that another
-pass catches.  A pass compares only the rule terms that force its block key
-to agree (any pair such a term accepts is in that pass's block), plus terms
-that no pass covers, so the union over passes finds exactly the rule's
-matches among the candidates while each pair costs only the comparisons of
-its pass's terms.
+With ``[[blocking]]`` in a rules file (or ``--preset``) the fuzzy join compares candidate pairs instead
+of one padded cuckoo table per rule term.  The holder knows the session secret ``s``, so any block the
+querier reveals, keyed or not, the holder can compute for each of its own rows: a revealed block that
+holds one of its rows names that row as a member of the querier's table.  So nothing about blocks is
+revealed.  Per pass the querier sends a table of ``B`` bins of ``capacity`` entries each, every entry
+one record's ciphertexts or a dummy's (random ciphertexts, which never agree):
 
-What travels in the clear is the querier's blocks, seen by the holder (who
-also knows ``s``, so a keyed bucket protects only by merging keys).  Before
-anything is sent, each pass's blocks are measured with
-:func:`deid_core.risk.buckets.disclosed_key_risk` (population-based when the rules
-give a population size, otherwise from the data; keyed buckets with
-:func:`deid_core.risk.buckets.keyed_bucket_risk`) and a pass above
-``[risk] max`` is refused; without ``buckets`` the pass takes the most keyed
-buckets whose risk meets the threshold.  Passes are unlinkable for the holder:
-each has its own shuffle and fresh ciphertexts, so each pass's risk is that of
-its own key.
+* a record whose pass key is ``k`` sits in one of the two bins ``PRF_s("block" || pass || k)`` picks
+  (cuckoo placement over the ``2 * capacity`` entries of both bins);
+* the holder compares each of its rows having a key with all ``2 * capacity`` entries of its key's two
+  bins, whatever they hold, so its work and everything it sees are fixed by its own table and the
+  public ``B`` and ``capacity``;
+* each entry carries one more ciphertext, the pass key itself, and each pair one more comparison (the
+  *gate*): K's pair rule accepts a pair only when the gate agrees, so the pairs compared are exactly
+  the pairs sharing the pass key, as in the clear.
+
+``B`` follows the padded count of the pass's records (the exact join's step of sqrt 2 and 2.4 entries
+per record).  A key can hold at most ``2 * capacity`` of the querier's records (two bins): the records
+after that many (in table order) are left out of the pass, and so is a record the cuckoo walk cannot
+place (both its bins full of records that cannot move: keys of 2 * capacity records pin both their
+bins; 40 of FEBRL 4's 5,000 records in its date-of-birth pass at capacity 1).  The querier's report
+names them; the other passes may still find them.  Unless a rules file fixes it, ``capacity`` is the
+smallest power of two that leaves at most ``LEFT_OUT_SHARE`` of the pass's records out (at most
+``MAX_CAPACITY``): the holder learns it, i.e. roughly how often the querier's commonest keys repeat,
+never which keys.
 """
 from __future__ import annotations
 
-import secrets
+import math
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from deid_core.risk.buckets import disclosed_key_risk, keyed_bucket_risk
+from party_client.crypto.cuckoo import EMPTY, padded_size, place
 from party_client.crypto.encoding import block_prf, new_session_secret
 from party_client.errors import PartyError
 from party_client.matching.keys import BlockedHolder, PlannedPass
 
-BUCKET_STEP = 2 ** 0.25          # the default bucket search tries B, B / 2^(1/4), ...
+CHOICES = 2                      # bins per key: the holder compares 2 * capacity entries per row and pass
+EXPANSION = 2.4                  # entries per padded record, as the exact join's cuckoo table
+MAX_CAPACITY = 64                # bounds the holder's work per row: 2 * 64 entries per pass
+LEFT_OUT_SHARE = 0.01            # the default capacity leaves at most this share of a pass's records out
+GATE_DOMAIN = "#block"           # encoding domain of a pass's gate key (no field name starts with '#')
 
 
 @dataclass(frozen=True)
 class BlockingPass:
-    """One ``[[blocking]]`` pass: its key's fields; keyed buckets (given, or the most the risk allows) or clear."""
+    """One ``[[blocking]]`` pass: its key's fields, and the bin capacity (None: chosen from the data)."""
 
     fields: tuple[str, ...]
-    buckets: int | None = None
-    clear: bool = False
+    capacity: int | None = None
 
     @property
     def name(self) -> str:
         return "+".join(self.fields)
 
 
-@dataclass(frozen=True)
-class RiskPolicy:
-    """``[risk]``: the threshold for what travels in the clear, and the population behind the data."""
+def refuse_risk_table(document: dict, where: str) -> None:
+    """A rules file's ``[risk]`` rated the blocks a pass revealed; passes reveal none now, so it is
+    refused rather than left to say something untrue."""
+    if "risk" in document:
+        raise PartyError(f"{where}: [risk] is no longer accepted: blocking passes are sent as padded bins that "
+                         f"reveal no block to the holder, so there is no risk of theirs to rate (docs/protocol.md, "
+                         f"\"Blocking passes as padded bins\"); remove the [risk] table")
 
-    max: float = 0.05
-    population: int | None = None
+
+def parse_pass_options(entry: dict, where: str) -> int | None:
+    """A ``[[blocking]]`` entry's ``capacity`` (None: chosen from the data); ``buckets`` and ``clear``,
+    which revealed the querier's blocks, are refused with what replaced them."""
+    for gone in ("buckets", "clear"):
+        if gone in entry:
+            raise PartyError(f"{where}: [[blocking]] {gone} is no longer accepted: every pass is sent as padded "
+                             f"bins that tell the holder nothing about the querier's blocks (docs/protocol.md, "
+                             f"\"Blocking passes as padded bins\"); remove it (capacity = N fixes the bin capacity)")
+    capacity = entry.get("capacity")
+    if capacity is not None and (not isinstance(capacity, int) or isinstance(capacity, bool)
+                                 or not 1 <= capacity <= MAX_CAPACITY):
+        raise PartyError(f"{where}: [[blocking]] capacity must be an integer from 1 to {MAX_CAPACITY}")
+    return capacity
 
 
-def _bucket_values(secret: bytes, pass_index: int, keys: pd.Series) -> np.ndarray:
-    """``PRF_s(key)`` (64 bits) per record, computed once per distinct key."""
+def kept_in_pass(keys: pd.Series, capacity: int) -> pd.Series:
+    """Whether each record takes part in a pass: it has a key, and is among the first ``2 * capacity``
+    records (in table order) with that key."""
+    keyed = keys != ""
+    return keyed & (keys.groupby(keys).cumcount() < CHOICES * capacity)
+
+
+def bin_count(records: int, capacity: int) -> int:
+    """Bins of a pass holding ``records`` records: 2.4 entries per padded record, at least two bins."""
+    return max(2, math.ceil(EXPANSION * padded_size(records) / capacity))
+
+
+def key_bins(secret: bytes, pass_index: int, keys: pd.Series, bins: int) -> np.ndarray:
+    """The two distinct bins of each key (rows: one per key of ``keys``), from ``PRF_s`` computed once
+    per distinct key."""
     codes, uniques = pd.factorize(keys)
-    prf = np.array([block_prf(secret, pass_index, str(k)) for k in uniques], dtype=np.uint64)
-    return prf[codes]
+    prf = np.array([block_prf(secret, pass_index, str(k)) for k in uniques], dtype=np.uint64).reshape(-1, 2)
+    first = prf[:, 0] % np.uint64(bins)
+    second = (first + np.uint64(1) + prf[:, 1] % np.uint64(bins - 1)) % np.uint64(bins)
+    return np.stack([first, second], axis=1).astype(np.int64)[codes]
 
 
-def choose_buckets(prf: np.ndarray, policy: RiskPolicy) -> tuple[int, dict]:
-    """The most keyed buckets whose blocks meet ``policy.max`` (and that risk); 1 bucket always does."""
-    size = max(len(prf), policy.population or 0, 1)
-    candidate = float(1 << int(size - 1).bit_length())
+def bin_entries(bins_of: np.ndarray, capacity: int) -> np.ndarray:
+    """The entries (bin * capacity + slot) of each row's two bins: shape (rows, 2 * capacity)."""
+    slots = np.arange(capacity, dtype=np.int64)
+    return (bins_of[:, :, None] * capacity + slots).reshape(len(bins_of), CHOICES * capacity)
+
+
+def _placed_pass(secret: bytes, index: int, blocking: BlockingPass, keys: pd.Series) -> PlannedPass:
+    """One pass placed in bins: at the rules' capacity, or at the smallest power of two that leaves at
+    most ``LEFT_OUT_SHARE`` of the keyed records out (at most ``MAX_CAPACITY``)."""
+    keyed = int((keys != "").sum())
+    capacity = blocking.capacity or 1
     while True:
-        buckets = max(1, int(candidate))
-        risk = keyed_bucket_risk(prf % np.uint64(buckets), buckets, policy.population)
-        if risk["max"] <= policy.max or buckets == 1:
-            return buckets, risk
-        candidate /= BUCKET_STEP
+        kept = kept_in_pass(keys, capacity)
+        chosen = keys[kept]
+        bins = bin_count(len(chosen), capacity)
+        entries = bin_entries(key_bins(secret, index, chosen, bins), capacity)
+        table, unplaced = place(entries.tolist(), bins * capacity, stash=len(entries))
+        records = np.asarray(chosen.index, dtype=np.int64)
+        left_out = np.union1d(np.flatnonzero(((keys != "") & ~kept).to_numpy()), records[unplaced])
+        if blocking.capacity or capacity >= MAX_CAPACITY or len(left_out) <= LEFT_OUT_SHARE * keyed:
+            break
+        capacity *= 2
+    slots = np.asarray(table, dtype=np.int64)
+    entry_records = np.where(slots == EMPTY, EMPTY, records[np.maximum(slots, 0)]) if len(records) else slots
+    entry_keys = np.where(entry_records == EMPTY, "", keys.to_numpy(dtype=object)[np.maximum(entry_records, 0)])
+    return PlannedPass(blocking.name, bins, capacity, entry_records, entry_keys.tolist(), left_out.astype(np.int64))
 
 
-def plan_passes(passes: list[BlockingPass], block_keys: list[pd.Series], policy: RiskPolicy,
-                records: int) -> tuple[bytes, list[PlannedPass]]:
-    """The querier's passes (``block_keys``: each pass's clear key per record, '' missing) under a fresh
-    session secret, each risk-checked before anything is sent."""
+def plan_passes(passes: list[BlockingPass], block_keys: list[pd.Series]) -> tuple[bytes, list[PlannedPass]]:
+    """The querier's passes (``block_keys``: each pass's clear key per record, '' missing) as padded
+    bins under a fresh session secret."""
     secret = new_session_secret()
-    if policy.population is not None and policy.population < records:
-        raise PartyError(f"[risk] population {policy.population} is smaller than the input's {records} records")
-    planned = []
-    for index, (blocking, keys) in enumerate(zip(passes, block_keys)):
-        keys = keys[keys != ""]
-        if blocking.clear:
-            buckets, blocks = 0, keys.astype(str)
-            risk = disclosed_key_risk(blocks.tolist(), policy.population)
-            advice = "block on coarser fields or drop clear = true to hash the key into keyed buckets"
-        else:
-            prf = _bucket_values(secret, index, keys)
-            if blocking.buckets is None:
-                buckets, risk = choose_buckets(prf, policy)
-            else:
-                buckets = blocking.buckets
-                risk = keyed_bucket_risk(prf % np.uint64(buckets), buckets, policy.population)
-            blocks = pd.Series((prf % np.uint64(buckets)).astype(str), index=keys.index)
-            advice = "use fewer buckets (or omit buckets to take the most the threshold allows)"
-        if risk["max"] > policy.max:
-            basis = (f"population {policy.population}" if policy.population else "the data as population")
-            raise PartyError(f"blocking pass {index + 1} ({blocking.name}) refused: re-identification risk "
-                             f"{risk['max']:.4f} of its {'clear keys' if blocking.clear else f'{buckets} buckets'} "
-                             f"exceeds [risk] max {policy.max} ({basis}); {advice}")
-        order = np.asarray(blocks.index)[np.argsort([secrets.randbits(64) for _ in range(len(blocks))])]
-        planned.append(PlannedPass(blocking.name, buckets, order, blocks.loc[order].tolist(),
-                                   {k: (round(v, 6) if isinstance(v, float) else v) for k, v in risk.items()}))
-    return secret, planned
+    return secret, [_placed_pass(secret, index, blocking, keys.reset_index(drop=True))
+                    for index, (blocking, keys) in enumerate(zip(passes, block_keys))]
 
 
 def holder_rows(block_keys: list[list[str | None]], rows: int) -> np.ndarray:
@@ -122,18 +150,11 @@ def holder_rows(block_keys: list[list[str | None]], rows: int) -> np.ndarray:
     return present
 
 
-def holder_pass_blocks(blocked: BlockedHolder, secret: bytes, pass_index: int, buckets: int) -> pd.Series:
-    """The holder's block per row for one pass (clear key, or keyed bucket), rows without a key dropped."""
+def holder_pass_pairs(blocked: BlockedHolder, secret: bytes, pass_index: int, bins: int,
+                      capacity: int) -> pd.DataFrame:
+    """(entry, row) for each of our rows with a key in the pass and each entry of its key's two bins:
+    ``2 * capacity`` per row, whatever the entries hold."""
     keys = pd.Series(blocked.block_keys[pass_index], dtype=object).dropna()
-    if buckets == 0:
-        return keys.astype(str)
-    prf = _bucket_values(secret, pass_index, keys)
-    return pd.Series((prf % np.uint64(buckets)).astype(str), index=keys.index)
-
-
-def candidate_pairs(query_blocks: pd.Series, holder_blocks: pd.Series) -> pd.DataFrame:
-    """(entry, row) for every querier entry and holder row in the same block (a vectorized join)."""
-    left = pd.DataFrame({"block": query_blocks.to_numpy(), "entry": query_blocks.index.to_numpy()})
-    right = pd.DataFrame({"block": holder_blocks.to_numpy(), "row": holder_blocks.index.to_numpy()})
-    return left.merge(right, on="block")[["entry", "row"]]
-
+    entries = bin_entries(key_bins(secret, pass_index, keys.astype(str), bins), capacity)
+    rows = np.repeat(np.asarray(keys.index, dtype=np.int64), entries.shape[1])
+    return pd.DataFrame({"entry": entries.reshape(-1), "row": rows})

@@ -347,7 +347,7 @@ def estimate_rules(rules_source: str | Path | dict, frame: pd.DataFrame | str | 
                    *, max_pairs: int = 1_000_000, seed: int = 0) -> tuple[dict, EMResult]:
     """The rules document with ``[rule]`` replaced by ``[rule.fellegi_sunter]`` holding m and u estimated
     on ``frame`` (the querier's own table) and ``threshold`` (default: the file's Fellegi-Sunter threshold).
-    Every other table ([[field]], [[blocking]], [risk], ...) is kept as it was."""
+    Every other table ([[field]], [[blocking]], ...) is kept as it was."""
     rules = load_rules(rules_source)                # validates the fields (and the file's current rule)
     document = copy.deepcopy(rules_source) if isinstance(rules_source, dict) else \
         tomllib.loads(Path(rules_source).read_text())

@@ -27,13 +27,23 @@ __all__ = ["KEY_SEPARATOR", "QuerierTable", "QuerierKeys", "HolderKeys", "Planne
 
 @dataclass
 class PlannedPass:
-    """One blocking pass as the querier sends it: records in sending order and their blocks."""
+    """One blocking pass as the querier sends it: ``buckets`` bins of ``capacity`` entries, each entry a
+    record or a dummy (docs/protocol.md, "Blocking passes as padded bins")."""
 
     name: str
-    buckets: int                 # 0: the clear key
-    records: np.ndarray          # querier record per entry (a fresh shuffle per pass)
-    blocks: list[str]            # block per entry
-    risk: dict                   # disclosed_key_risk of the blocks
+    buckets: int                 # bins
+    capacity: int                # entries per bin
+    records: np.ndarray          # querier record per entry, -1 for a dummy
+    keys: list[str]              # the pass's clear key per entry ('' for a dummy): the gate's key
+    left_out_records: np.ndarray  # records with a key that the bins have no room for (sorted)
+
+    @property
+    def placed(self) -> int:
+        return int((self.records >= 0).sum())
+
+    @property
+    def left_out(self) -> int:
+        return len(self.left_out_records)
 
 
 @dataclass
@@ -49,7 +59,7 @@ class BlockedQuery:
 
 @dataclass
 class BlockedHolder:
-    """The holder's blocked data: per pass its layout, clear block keys and clear flag; per group the keys
+    """The holder's blocked data: per pass its layout and clear block keys; per group the keys
     of every variant per row."""
 
     layouts: list[PairLayout]
@@ -57,7 +67,6 @@ class BlockedHolder:
     # (querier slot, key) where the group has several slots; None or '' missing
     group_keys: dict[str, list[list]]
     block_keys: list[list[str | None]]               # per pass, per row: the clear key
-    clear: list[bool]                                # per pass: the rules say clear
 
 
 @dataclass

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from party_client.errors import PartyError
-from party_client.matching.blocking import BlockingPass, RiskPolicy, holder_rows, plan_passes
+from party_client.matching.blocking import BlockingPass, holder_rows, parse_pass_options, plan_passes
 from party_client.matching.fellegi_sunter import ELSE_LEVEL, LevelModel, accepted, pair_levels, pattern_weights
 from party_client.matching.fields import aligned_key
 from party_client.matching.keys import BlockedHolder, BlockedQuery, HolderKeys, QuerierKeys, QuerierTable
@@ -66,12 +66,11 @@ def block_codes(model: LevelModel, codes: dict[str, pd.Series], blocking: Blocki
 class LevelRules:
     """A level model with blocking passes: both parties' keys for the blocked engine."""
 
-    def __init__(self, model: LevelModel, blocking: list[BlockingPass], risk: RiskPolicy | None = None,
-                 source: str = "preset") -> None:
+    def __init__(self, model: LevelModel, blocking: list[BlockingPass], source: str = "preset") -> None:
         model.check()
         if not blocking:
             raise PartyError("a model over comparison levels needs at least one [[blocking]] pass")
-        self.model, self.blocking, self.risk, self.source = model, list(blocking), risk or RiskPolicy(), source
+        self.model, self.blocking, self.source = model, list(blocking), source
         self.fields = {f.name: f for f in model.fields}
         self.terms = [()]          # one key table (``TABLE``), as reports and benchmarks count a rule's terms
 
@@ -102,7 +101,7 @@ class LevelRules:
         scaled, otherwise, threshold = self.model.scaled()
         canonical = {"fields": [(f.name, f.value_type, [level.name for level in f.levels]) for f in self.model.fields],
                      "weights": scaled, "else": otherwise, "threshold": threshold,
-                     "blocking": [[list(b.fields), b.buckets, b.clear] for b in self.blocking]}
+                     "blocking": [[list(b.fields), b.capacity] for b in self.blocking]}
         return "levels/v2/" + hashlib.sha256(json.dumps(canonical).encode()).hexdigest()[:32]
 
     @staticmethod
@@ -118,8 +117,7 @@ class LevelRules:
     def querier_keys(self, frame: pd.DataFrame) -> QuerierKeys:
         codes = self.codes(frame)
         records = len(frame)
-        secret, passes = plan_passes(self.blocking, [block_codes(self.model, codes, b) for b in self.blocking],
-                                     self.risk, records)
+        secret, passes = plan_passes(self.blocking, [block_codes(self.model, codes, b) for b in self.blocking])
         group_keys = {}
         groups = self.model.groups(codes)
         for f in self.model.fields:
@@ -140,17 +138,21 @@ class LevelRules:
         block_keys = [[v if v else None for v in block_codes(self.model, codes, b).tolist()] for b in self.blocking]
         present = holder_rows(block_keys, len(frame))
         return HolderKeys(["blocked"], [[("" if p else None) for p in present]], self.spec,
-                          BlockedHolder(self.pass_layouts(), group_keys, block_keys, [b.clear for b in self.blocking]))
+                          BlockedHolder(self.pass_layouts(), group_keys, block_keys))
 
     # -- the plaintext reference ----------------------------------------------------------------------
-    def candidate_pairs(self, querier: pd.DataFrame, holder: pd.DataFrame,
-                        holder_rules: "LevelRules | None" = None) -> pd.DataFrame:
-        """(entry, row) pairs sharing a clear block key in some pass (the union; keyed buckets add more);
-        ``holder_rules``: the holder's own rules (its column names) when they differ."""
+    def candidate_pairs(self, querier: pd.DataFrame, holder: pd.DataFrame, holder_rules: "LevelRules | None" = None,
+                        left_out: list[list[int]] | None = None) -> pd.DataFrame:
+        """(entry, row) pairs sharing a clear block key in some pass (the union); ``holder_rules``: the
+        holder's own rules (its column names) when they differ; ``left_out``: per pass the querier
+        records its bins had no room for (the report's ``left_out_records``), left out of that pass."""
         codes_q, codes_h = self.codes(querier), (holder_rules or self).codes(holder)
         found = []
-        for b in self.blocking:
+        for index, b in enumerate(self.blocking):
             keys_q, keys_h = block_codes(self.model, codes_q, b), block_codes(self.model, codes_h, b)
+            keys_q = keys_q.reset_index(drop=True)
+            if left_out:
+                keys_q.iloc[list(left_out[index])] = ""
             left = pd.DataFrame({"key": keys_q, "entry": np.arange(len(keys_q))})
             right = pd.DataFrame({"key": keys_h, "row": np.arange(len(keys_h))})
             found.append(left[left.key != ""].merge(right[right.key != ""], on="key")[["entry", "row"]])
@@ -195,7 +197,7 @@ def model_weight(model: LevelModel, decided: list[str]) -> float:
 # -- the rules file ----------------------------------------------------------------------------------
 def rules_document(rules: LevelRules) -> dict:
     """The model as a rules-file dict (``[[field]]`` with ``levels``, ``[rule.levels]``, ``[[blocking]]``,
-    ``[risk]``): to edit, and to give the other party (who puts in its own column names)."""
+    ): to edit, and to give the other party (who puts in its own column names)."""
     fields = []
     for f in rules.model.fields:
         entry = {"name": f.name, "type": f.value_type, "levels": [level.name for level in f.levels]}
@@ -212,14 +214,12 @@ def rules_document(rules: LevelRules) -> dict:
                 "rule": {"levels": {"threshold": rules.model.threshold,
                                     "weights": {f: dict(w) for f, w in rules.model.weights.items()},
                                     **({"m": rules.model.m, "u": rules.model.u} if rules.model.m else {})}},
-                "blocking": [{"fields": list(b.fields), **({"buckets": b.buckets} if b.buckets else {}),
-                              **({"clear": True} if b.clear else {})} for b in rules.blocking],
-                "risk": {"max": rules.risk.max, **({"population": rules.risk.population}
-                                                   if rules.risk.population else {})}}
+                "blocking": [{"fields": list(b.fields), **({"capacity": b.capacity} if b.capacity else {})}
+                             for b in rules.blocking]}
     return document
 
 
-def load_level_rules(document: dict, where: str, risk: RiskPolicy) -> LevelRules:
+def load_level_rules(document: dict, where: str) -> LevelRules:
     """A rules-file dict whose fields have ``levels`` (see :func:`rules_document`)."""
     from party_client.matching.fellegi_sunter import VALUE_TYPES, LevelField
     from party_client.matching.levels import Level
@@ -260,13 +260,10 @@ def load_level_rules(document: dict, where: str, risk: RiskPolicy) -> LevelRules
             if name not in names or (transform and transform not in BLOCK_TRANSFORMS):
                 raise PartyError(f"{where}: [[blocking]] part '{part}' is not a field (with one of "
                                  f"{', '.join(BLOCK_TRANSFORMS)})")
-        buckets = entry.get("buckets")
-        if buckets is not None and (not isinstance(buckets, int) or buckets < 1):
-            raise PartyError(f"{where}: [[blocking]] buckets must be a positive integer")
-        blocking.append(BlockingPass(tuple(parts), buckets, bool(entry.get("clear", False))))
+        blocking.append(BlockingPass(tuple(parts), parse_pass_options(entry, where)))
     try:
         m = {f: {level: float(p) for level, p in table.items()} for f, table in spec.get("m", {}).items()}
         u = {f: {level: float(p) for level, p in table.items()} for f, table in spec.get("u", {}).items()}
     except (TypeError, ValueError, AttributeError):
         raise PartyError(f"{where}: [rule.levels] m and u must be probabilities") from None
-    return LevelRules(LevelModel(fields, weights, threshold, m, u), blocking, risk, source=where)
+    return LevelRules(LevelModel(fields, weights, threshold, m, u), blocking, source=where)

@@ -16,7 +16,7 @@ import math
 import pandas as pd
 
 from party_client.errors import PartyError
-from party_client.matching.blocking import BlockingPass, RiskPolicy
+from party_client.matching.blocking import BlockingPass
 from party_client.matching.fellegi_sunter import ELSE_LEVEL, LevelField, LevelModel, u_from_frequencies
 from party_client.matching.level_rules import LevelRules
 from party_client.matching.levels import Level
@@ -51,8 +51,7 @@ TYPO_LEVELS: dict[str, list[tuple[str, float, float, int]]] = {     # (level, m,
     "id": [("typo:10", 0.04, 1e-5, 2)],
     "address": [("typo:10", 0.25, 0.0005, 1)], "city": [("typo:8", 0.15, 0.001, 1)],
 }
-# Blocking passes, in order of preference, each used when all its roles are mapped (risk-checked keyed
-# buckets), at most ``MAX_PASSES`` of them; the last only without an id.  Every pass compares every level
+# Blocking passes, in order of preference, each used when all its roles are mapped (padded bins), at most ``MAX_PASSES`` of them; the last only without an id.  Every pass compares every level
 # of every field, and a true pair found by several passes is compared in each (passes are unlinkable for
 # the holder), so a pass costs about as much as a full comparison of every record: on FEBRL 1-4 the first
 # four that fit nine roles (id, dob, postcode+street_number, address+last initial) miss no more true pairs
@@ -138,8 +137,7 @@ def person_weights(m: dict[str, dict[str, float]], u: dict[str, dict[str, float]
 
 
 def person_passes(mapping: dict[str, str]) -> list[BlockingPass]:
-    """The first ``MAX_PASSES`` blocking passes whose roles are all mapped (keyed buckets, as many as the
-    risk allows)."""
+    """The first ``MAX_PASSES`` blocking passes whose roles are all mapped (sent as padded bins)."""
     mapped = set(mapping) | ({"dob"} if "birth_year" in mapping else set())
     passes = [BlockingPass(tuple(p)) for p in PASSES if all(part.split(":")[0] in mapped for part in p)
               and not (p == PASSES[-1] and "id" in mapped)][:MAX_PASSES]
@@ -148,12 +146,11 @@ def person_passes(mapping: dict[str, str]) -> list[BlockingPass]:
     return passes
 
 
-def person_rules(mapping: dict[str, str], population: int | None = None, max_risk: float = 0.05,
-                 date_format: str = "%Y%m%d", threshold: float = DEFAULT_THRESHOLD,
+def person_rules(mapping: dict[str, str], date_format: str = "%Y%m%d", threshold: float = DEFAULT_THRESHOLD,
                  preset: str = "person") -> LevelRules:
-    """The preset as matching keys: model, passes and risk policy."""
+    """The preset as matching keys: model and blocking passes."""
     return LevelRules(person_model(mapping, date_format, threshold, preset), person_passes(mapping),
-                      RiskPolicy(max_risk, population), source=f"preset {preset}")
+                      source=f"preset {preset}")
 
 
 def estimated_model(model: LevelModel, frame: pd.DataFrame) -> LevelModel:
@@ -197,4 +194,4 @@ def estimate_person(rules: LevelRules, frame: pd.DataFrame, max_pairs: int = 1_0
     u = u_from_frequencies(model, frame, seed=seed)
     fit = type(fit)(fit.m, u, fit.match_proportion, fit.iterations, fit.converged, fit.change)
     estimated = model_from_fit(model.fields, fit, model.threshold)
-    return LevelRules(estimated, rules.blocking, rules.risk, source=rules.source), fit, len(left)
+    return LevelRules(estimated, rules.blocking, source=rules.source), fit, len(left)

@@ -37,13 +37,13 @@ import numpy as np
 import pandas as pd
 
 from party_client.errors import PartyError
-from party_client.matching.blocking import BlockingPass, RiskPolicy, holder_rows, plan_passes
+from party_client.matching.blocking import BlockingPass, holder_rows, plan_passes
 from party_client.matching.fields import (KEY_SEPARATOR, Component, Field, Term, aligned_key, component_values,
                                           component_variants, field_codes, field_terms)
 from party_client.matching.keys import BlockedHolder, BlockedQuery, HolderKeys, QuerierKeys, QuerierTable
 from party_client.matching.layout import PairGroup, PairLayout
 
-__all__ = ["Rules", "parse_boolean_rule", "fellegi_sunter_terms", "BlockingPass", "RiskPolicy", "Field",
+__all__ = ["Rules", "parse_boolean_rule", "fellegi_sunter_terms", "BlockingPass", "Field",
            "Component", "Term", "PairGroup", "PairLayout"]
 
 
@@ -135,12 +135,10 @@ class Rules:
     """A parsed rules file: fields, the rule's terms, and how to compute each side's keys."""
 
     def __init__(self, fields: list[Field], rule_terms: list[frozenset[str]], source: str,
-                 blocking: list[BlockingPass] | None = None, risk: RiskPolicy | None = None,
-                 compare: str = "auto") -> None:
+                 blocking: list[BlockingPass] | None = None, compare: str = "auto") -> None:
         self.fields = {f.name: f for f in fields}
         self.source = source
         self.blocking = list(blocking or [])
-        self.risk = risk or RiskPolicy()
         self.compare = compare
         if len(fields) > MAX_RULE_FIELDS:
             raise PartyError(f"a rules file has at most {MAX_RULE_FIELDS} [[field]] entries ({len(fields)} given)")
@@ -156,7 +154,7 @@ class Rules:
         canonical = {"fields": sorted((f.name, f.encoder, f.transposed) for f in self.fields.values()),
                      "terms": [[c.label for c in term] for term in self.terms]}
         if self.blocking:
-            canonical["blocking"] = [[list(b.fields), b.buckets, b.clear] for b in self.blocking]
+            canonical["blocking"] = [[list(b.fields), b.capacity] for b in self.blocking]
             canonical["layout"] = [layout.name for layout in self.pass_layouts()]
         return "rules/v1/" + hashlib.sha256(json.dumps(canonical).encode()).hexdigest()[:32]
 
@@ -253,9 +251,8 @@ class Rules:
         return HolderKeys([self.term_name(t) for t in self.terms], values, self.spec)
 
     def _blocked_querier_keys(self, codes: dict[str, pd.Series], records: int) -> QuerierKeys:
-        """The querier's risk-checked passes and its key per comparison group and record."""
-        secret, passes = plan_passes(self.blocking, [self.block_keys(codes, b) for b in self.blocking],
-                                     self.risk, records)
+        """The querier's passes as padded bins and its key per comparison group and record."""
+        secret, passes = plan_passes(self.blocking, [self.block_keys(codes, b) for b in self.blocking])
         group_keys = {label: variants[0].tolist() for label, variants in self.group_codes(codes, querier=True).items()}
         # One "table" per rule term whose key is the record itself: a match (term, record) then maps to
         # the record like a cuckoo-table hit does, so outputs are assembled the same way.
@@ -274,4 +271,4 @@ class Rules:
         present = holder_rows(block_keys, rows)
         # HolderKeys.rows = rows with a block key in some pass (rows without one are never compared).
         return HolderKeys(["blocked"], [[("" if p else None) for p in present]], self.spec,
-                          BlockedHolder(self.pass_layouts(), group_keys, block_keys, [b.clear for b in self.blocking]))
+                          BlockedHolder(self.pass_layouts(), group_keys, block_keys))

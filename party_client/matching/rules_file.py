@@ -1,5 +1,5 @@
 """The rules file (TOML): ``[[field]]``, ``[rule]`` (a boolean expression or
-Fellegi-Sunter m, u and threshold), ``[[blocking]]`` passes and ``[risk]``
+Fellegi-Sunter m, u and threshold) and ``[[blocking]]`` passes
 (docs/protocol.md, "Fuzzy, multi-field matching").  Each party writes its own
 file (its own column names and date formats); what both must agree on is
 checked through :attr:`party_client.matching.rules.Rules.spec`.
@@ -10,7 +10,7 @@ import tomllib
 from pathlib import Path
 
 from party_client.errors import PartyError
-from party_client.matching.blocking import BlockingPass, RiskPolicy
+from party_client.matching.blocking import BlockingPass, parse_pass_options, refuse_risk_table
 from party_client.matching.fields import ENCODERS, Field
 from party_client.matching.rules import MAX_RULE_FIELDS, Rules, fellegi_sunter_terms, parse_boolean_rule
 
@@ -29,9 +29,10 @@ def load_rules(source: str | Path | dict) -> Rules:
         except tomllib.TOMLDecodeError as error:
             raise PartyError(f"rules file {path}: {error}") from None
         where = str(path)
+    refuse_risk_table(document, where)
     if "levels" in document.get("rule", {}):
         from party_client.matching.level_rules import load_level_rules
-        return load_level_rules(document, where, _risk(document, where))
+        return load_level_rules(document, where)
     fields = []
     for entry in document.get("field", []):
         try:
@@ -72,11 +73,11 @@ def load_rules(source: str | Path | dict) -> Rules:
     compare = rule.get("compare", "auto")
     if compare not in ("auto", "terms", "fields"):
         raise PartyError(f"{where}: [rule] compare must be auto, terms or fields")
-    return Rules(fields, terms, where, _blocking(document, where, fields), _risk(document, where), compare)
+    return Rules(fields, terms, where, _blocking(document, where, fields), compare)
 
 
 def _blocking(document: dict, where: str, fields: list[Field]) -> list[BlockingPass]:
-    """``[[blocking]]`` passes: fields (names, or date parts such as ``dob.year``), optional buckets or clear."""
+    """``[[blocking]]`` passes: fields (names, or date parts such as ``dob.year``), optional capacity."""
     names = {f.name for f in fields}
     parts = {f"{f.name}.{p}" for f in fields if f.encoder == "dob_ndi" for p in ("day", "month", "year")}
     passes = []
@@ -87,26 +88,5 @@ def _blocking(document: dict, where: str, fields: list[Field]) -> list[BlockingP
         unknown = [n for n in chosen if n not in names | parts]
         if unknown:
             raise PartyError(f"{where}: [[blocking]] field '{unknown[0]}' is not a [[field]] name")
-        buckets = entry.get("buckets")
-        if buckets is not None and (not isinstance(buckets, int) or buckets < 1):
-            raise PartyError(f"{where}: [[blocking]] buckets must be a positive integer")
-        clear = bool(entry.get("clear", False))
-        if clear and buckets is not None:
-            raise PartyError(f"{where}: a [[blocking]] pass is either clear or bucketed, not both")
-        passes.append(BlockingPass(tuple(chosen), buckets, clear))
+        passes.append(BlockingPass(tuple(chosen), parse_pass_options(entry, where)))
     return passes
-
-
-def _risk(document: dict, where: str) -> RiskPolicy:
-    risk = document.get("risk", {})
-    try:
-        threshold = float(risk.get("max", 0.05))
-        population = risk.get("population")
-        population = None if population is None else int(population)
-    except (TypeError, ValueError):
-        raise PartyError(f"{where}: [risk] max must be a number and population an integer") from None
-    if not 0 < threshold <= 1:
-        raise PartyError(f"{where}: [risk] max must lie in (0, 1]")
-    if population is not None and population < 1:
-        raise PartyError(f"{where}: [risk] population must be positive")
-    return RiskPolicy(threshold, population)

@@ -30,7 +30,7 @@ def rules_toml(fields: list[dict], rule: str) -> str:
     for field in fields:
         parts.append("[[field]]\n" + "".join(f'{k} = "{v}"\n' if isinstance(v, str) else f"{k} = {str(v).lower()}\n"
                                              for k, v in field.items()))
-    return "".join(parts) + f'[rule]\n{rule}\n[risk]\nmax_risk = 0.05\n'
+    return "".join(parts) + f'[rule]\n{rule}\n[notes]\nwritten_by = "registry"\n'
 
 
 def party(*args: str) -> subprocess.CompletedProcess:
@@ -119,7 +119,7 @@ def test_cli_estimates_febrl_and_the_rule_separates_true_links(tmp_path, dataset
     rules = load_rules(tmp_path / "em.toml")
     import tomllib
     document = tomllib.loads((tmp_path / "em.toml").read_text())
-    assert document["field"] == FIELDS and document["risk"] == {"max_risk": 0.05}    # kept as they were
+    assert document["field"] == FIELDS and document["notes"] == {"written_by": "registry"}
     fs = document["rule"]["fellegi_sunter"]
     assert fs["threshold"] == THRESHOLD
     assert all(fs["u"][f] < fs["m"][f] < 1 for f in fs["m"])

@@ -135,11 +135,11 @@ def test_blocked_fuzzy_join_equals_plaintext_on_febrl(keyholder, tmp_path, febrl
     """Blocking passes that respect the rule lose nothing: the same pairs and fired terms as plaintext."""
     querier_frame, holder_frame = febrl_sample
     plain = {"field": FIELDS, "rule": {"match": RULE, "compare": compare}}
-    blocked = {**plain, "blocking": [{"fields": ["ssn"]}, {"fields": ["sn"], "clear": True}],
-               "risk": {"max": 0.05, "population": 10_000_000}}
+    blocked = {**plain, "blocking": [{"fields": ["ssn"]}, {"fields": ["sn"], "capacity": 4}]}
     expected = expected_join(querier_frame, holder_frame, load_rules(plain))
     served: list[dict] = []
-    result = join_with_holder(keyholder, tmp_path, querier_frame, holder_frame, load_rules(blocked), served=served)
+    result = join_with_holder(keyholder, tmp_path, querier_frame, holder_frame, load_rules(blocked), served=served,
+                              scheme="ristretto")
     out = result.frame
     matched = out[out["matched"]]
     assert dict(zip(zip(matched["rec_id"], matched["rec_id_holder"]), matched["terms"])) == expected
@@ -147,9 +147,11 @@ def test_blocked_fuzzy_join_equals_plaintext_on_febrl(keyholder, tmp_path, febrl
     report = result.report
     assert [p["layout"] for p in report["passes"]] == [compare, compare]
     assert report["passes"][0]["terms"] == ["ssn"] and "ssn" not in report["passes"][1]["terms"]  # terms a pass decides
-    assert report["passes"][1]["buckets"] == "clear" and report["passes"][0]["buckets"] > 1000
-    assert all(p["risk"]["max"] <= 0.05 for p in report["passes"])
-    assert 0 < sum(served[0]["candidate_pairs"]) < len(querier_frame) * len(holder_frame)   # the holder's count
+    assert report["passes"][1]["capacity"] == 4 and report["passes"][0]["capacity"] == 1      # ssn: distinct
+    assert all(p["left_out"] == 0 and p["records"] == len(querier_frame) for p in report["passes"])
+    # the holder's count: every row against the 2 x capacity entries of its key's two bins, whatever they hold
+    keyed = [sum(k is not None for k in keys) for keys in load_rules(blocked).holder_keys(holder_frame).blocked.block_keys]
+    assert served[0]["candidate_pairs"] == [2 * 1 * keyed[0], 2 * 4 * keyed[1]]
     assert "candidate_pairs" not in report and not any("candidate_pairs" in p for p in report["passes"])
 
 
@@ -158,8 +160,7 @@ def test_the_querier_learns_nothing_about_holder_rows_in_its_blocks(keyholder, t
     """Holder rows that share the querier's blocks but do not match change nothing the querier sees."""
     fields = [field for field in FIELDS if field["name"] in ("sn", "gn", "dob")]
     rules = load_rules({"field": fields, "rule": {"match": "sn and gn and dob"},
-                        "blocking": [{"fields": ["sn"], "clear": True}],
-                        "risk": {"max": 0.05, "population": 10_000_000}})
+                        "blocking": [{"fields": ["sn"], "capacity": 2}]})      # room for every record
     querier = pd.DataFrame({"rec_id": [f"q{i}" for i in range(6)],
                             "surname": ["Smith", "Smith", "Nguyen", "Nguyen", "Li", "Li"],
                             "given_name": ["Ann", "Bob", "Cao", "Dan", "Eve", "Fay"],
@@ -175,7 +176,7 @@ def test_the_querier_learns_nothing_about_holder_rows_in_its_blocks(keyholder, t
         assert result.report["scheme"].name == scheme
         report = {k: v for k, v in result.report.items() if k not in ("seconds", "session_id", "querier", "holder")}
         views.append((result.frame.to_dict("list"), report))
-        assert served[0]["candidate_pairs"] == [sum((table.surname == s).sum() for s in querier.surname)]
+        assert served[0]["candidate_pairs"] == [4 * len(table)]        # two bins of two entries per row
     assert views[0] == views[1]
     assert views[0][0]["rec_id_holder"].count("h0") == 1
 
@@ -210,7 +211,7 @@ def test_a_record_matching_several_holder_rows_appears_once_per_match(keyholder,
     fields = [field for field in FIELDS if field["name"] in ("ssn", "sn", "dob")]
     document = {"field": fields, "rule": {"match": "ssn or (sn and dob)"}}
     if blocking:
-        document |= {"blocking": blocking, "risk": {"max": 0.05, "population": 10_000_000}}
+        document |= {"blocking": blocking}
     rules = load_rules(document)
     querier = pd.DataFrame({"rec_id": ["q1", "q2"], "soc_sec_id": ["111", "222"], "surname": ["Smith", "Brown"],
                             "date_of_birth": ["19800102", "19700505"]})
@@ -286,17 +287,17 @@ match = "sn and dob"
     assert "matching keys differ" in error and not (tmp_path / "x.csv").exists()
 
 
-def test_blocking_key_above_the_risk_threshold_is_refused(keyholder, tmp_path):
-    """A clear block key with risk above [risk] max is refused before any session opens (exit 2, one line)."""
+def test_blocking_options_that_revealed_blocks_are_refused(keyholder, tmp_path):
+    """`clear` and `buckets` (which showed the holder the querier's blocks) and a capacity out of range are
+    refused before any session opens (exit 2, one line naming what replaced them)."""
     (qdir, qname), (_, hname) = make_party(keyholder, tmp_path), make_party(keyholder, tmp_path)
     frame = pd.DataFrame({"ssn": [f"{i:09d}" for i in range(200)], "sn": ["Smith", "Jones"] * 100})
     frame.to_csv(tmp_path / "q.csv", index=False)
     base = '[[field]]\nname = "ssn"\ncolumn = "ssn"\nencoder = "exact"\n' \
            '[[field]]\nname = "sn"\ncolumn = "sn"\nencoder = "soundex"\n[rule]\nmatch = "ssn or sn"\n'
-    cases = {"clear.toml": ('[[blocking]]\nfields = ["ssn"]\nclear = true\n[risk]\nmax = 0.05\npopulation = 1000000\n',
-                            "pass 1 (ssn) refused: re-identification risk 1.0000"),
-             "buckets.toml": ('[[blocking]]\nfields = ["sn"]\nclear = true\n[[blocking]]\nfields = ["ssn"]\n'
-                              'buckets = 50\n[risk]\nmax = 0.05\n', "pass 2 (ssn) refused")}
+    cases = {"clear.toml": ('[[blocking]]\nfields = ["ssn"]\nclear = true\n', "[[blocking]] clear is no longer accepted"),
+             "buckets.toml": ('[[blocking]]\nfields = ["sn"]\nbuckets = 50\n', "[[blocking]] buckets is no longer"),
+             "capacity.toml": ('[[blocking]]\nfields = ["sn"]\ncapacity = 65\n', "capacity must be an integer from 1 to 64")}
     for name, (blocking, message) in cases.items():
         (tmp_path / name).write_text(base + blocking)
         out = tmp_path / f"{name}.csv"
@@ -310,17 +311,34 @@ def test_blocking_key_above_the_risk_threshold_is_refused(keyholder, tmp_path):
     assert not [line for line in audit.splitlines() if qname in line and "open_session" in line]
 
 
-def test_default_buckets_are_the_most_the_threshold_allows():
-    """Without `buckets`, a pass takes the most keyed buckets whose risk meets the threshold."""
+def test_padded_bins_place_every_kept_record_in_one_of_its_keys_two_bins():
+    """Capacity is the smallest power of two leaving at most 1 % out; every record placed sits in one of
+    its key's two bins, a key's records after its 2 x capacity are left out (and the few the cuckoo walk
+    cannot place), the rest of the entries are dummies; the holder pairs each keyed row with exactly the
+    2 x capacity entries of its key's bins."""
     import numpy as np
-    from deid_core.risk.buckets import keyed_bucket_risk
-    from party_client.matching.blocking import BUCKET_STEP, choose_buckets
-    from party_client.matching.blocking import RiskPolicy
-    prf = np.random.default_rng(5).integers(0, 2**63, 4000, dtype=np.uint64)
-    for policy in (RiskPolicy(0.05), RiskPolicy(0.05, 1_000_000), RiskPolicy(0.2)):
-        buckets, risk = choose_buckets(prf, policy)
-        assert risk["max"] <= policy.max
-        assert risk == keyed_bucket_risk(prf % np.uint64(buckets), buckets, policy.population)
-        finer = int(buckets * BUCKET_STEP) + 1
-        assert keyed_bucket_risk(prf % np.uint64(finer), finer, policy.population)["max"] > policy.max or finer > 2**23
-    assert choose_buckets(prf, RiskPolicy(0.05))[0] < 4000 / 20 < choose_buckets(prf, RiskPolicy(0.05, 10**6))[0]
+    from party_client.matching.blocking import (BlockingPass, bin_entries, holder_pass_pairs, key_bins,
+                                                kept_in_pass, plan_passes)
+    from party_client.matching.keys import BlockedHolder
+    rng = np.random.default_rng(3)
+    weights = 1 / np.arange(1, 5001) ** 0.7                     # names repeat as real names do (Zipf-like)
+    names = rng.choice(5000, 3000, p=weights / weights.sum()).astype(str)
+    keys = pd.Series(np.where(rng.random(3000) < 0.05, "", names))
+    secret, (planned,) = plan_passes([BlockingPass(("x",))], [keys])
+    capacity, keyed = planned.capacity, (keys != "").sum()
+    assert capacity > 1 and planned.left_out <= 0.01 * keyed
+    _, (smaller,) = plan_passes([BlockingPass(("x",), capacity // 2)], [keys])
+    assert smaller.left_out > 0.01 * keyed
+    kept = kept_in_pass(keys, capacity)
+    assert set(np.flatnonzero((~kept & (keys != "")).to_numpy())) <= set(planned.left_out_records.tolist())
+    placed = planned.records[planned.records >= 0]
+    assert sorted(placed.tolist() + planned.left_out_records.tolist()) == np.flatnonzero(keys != "").tolist()
+    own_entries = bin_entries(key_bins(secret, 0, keys[placed].reset_index(drop=True), planned.buckets), capacity)
+    where = {record: entry for entry, record in enumerate(planned.records.tolist()) if record >= 0}
+    assert all(where[r] in own_entries[i] for i, r in enumerate(placed.tolist()))
+    assert [planned.keys[where[r]] for r in placed.tolist()] == keys[placed].tolist()
+    assert all(k == "" for k, r in zip(planned.keys, planned.records) if r < 0)
+    holder = BlockedHolder([], {}, [[k or None for k in keys.tolist()]])
+    pairs = holder_pass_pairs(holder, secret, 0, planned.buckets, capacity)
+    assert len(pairs) == 2 * capacity * keyed
+    assert pairs.groupby("row")["entry"].nunique().eq(2 * capacity).all()

@@ -249,8 +249,7 @@ FIELDS = [{"name": "ssn", "column": "soc_sec_id", "encoder": "exact"},
           {"name": "sn", "column": "surname", "encoder": "soundex"},
           {"name": "gn", "column": "given_name", "encoder": "nysiis"},
           {"name": "dob", "column": "date_of_birth", "encoder": "dob_ndi", "date_format": "%Y%m%d"}]
-BLOCKING = {"blocking": [{"fields": ["ssn"]}, {"fields": ["sn"], "clear": True}],
-            "risk": {"max": 0.05, "population": 10_000_000}}
+BLOCKING = {"blocking": [{"fields": ["ssn"]}, {"fields": ["sn"]}]}
 
 
 @pytest.fixture(scope="module")
