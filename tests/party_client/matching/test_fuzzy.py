@@ -312,13 +312,13 @@ def test_blocking_options_that_revealed_blocks_are_refused(keyholder, tmp_path):
 
 
 def test_padded_bins_place_every_kept_record_in_one_of_its_keys_two_bins():
-    """Capacity is the smallest power of two leaving at most 1 % out; every record placed sits in one of
+    """Capacity is the smallest power of two leaving at most 0.5 % out; every record placed sits in one of
     its key's two bins, a key's records after its 2 x capacity are left out (and the few the cuckoo walk
     cannot place), the rest of the entries are dummies; the holder pairs each keyed row with exactly the
     2 x capacity entries of its key's bins."""
     import numpy as np
-    from party_client.matching.blocking import (BlockingPass, bin_entries, holder_pass_pairs, key_bins,
-                                                kept_in_pass, plan_passes)
+    from party_client.matching.blocking import (LEFT_OUT_SHARE, BlockingPass, bin_entries, holder_pass_pairs,
+                                                key_bins, kept_in_pass, plan_passes)
     from party_client.matching.keys import BlockedHolder
     rng = np.random.default_rng(3)
     weights = 1 / np.arange(1, 5001) ** 0.7                     # names repeat as real names do (Zipf-like)
@@ -326,9 +326,9 @@ def test_padded_bins_place_every_kept_record_in_one_of_its_keys_two_bins():
     keys = pd.Series(np.where(rng.random(3000) < 0.05, "", names))
     secret, (planned,) = plan_passes([BlockingPass(("x",))], [keys])
     capacity, keyed = planned.capacity, (keys != "").sum()
-    assert capacity > 1 and planned.left_out <= 0.01 * keyed
+    assert capacity > 1 and planned.left_out <= LEFT_OUT_SHARE * keyed
     _, (smaller,) = plan_passes([BlockingPass(("x",), capacity // 2)], [keys])
-    assert smaller.left_out > 0.01 * keyed
+    assert smaller.left_out > LEFT_OUT_SHARE * keyed
     kept = kept_in_pass(keys, capacity)
     assert set(np.flatnonzero((~kept & (keys != "")).to_numpy())) <= set(planned.left_out_records.tolist())
     placed = planned.records[planned.records >= 0]

@@ -4,7 +4,7 @@ rows with the 2 x capacity entries of its key's two bins), and the totals count 
 ciphertexts per record."""
 from __future__ import annotations
 
-from party_client.matching.blocking import holder_pass_pairs, plan_passes
+from party_client.matching.blocking import LEFT_OUT_SHARE, holder_pass_pairs, plan_passes
 from party_client.matching.level_rules import block_codes
 from party_client.matching.plan import plan, plan_text
 from party_client.matching.preset_roles import parse_map
@@ -27,7 +27,7 @@ def test_the_estimate_is_what_the_holder_compares_on_febrl4():
         assert (estimated["bins"], estimated["capacity"]) == (chosen.buckets, chosen.capacity)
         actual = len(holder_pass_pairs(holder, secret, index, chosen.buckets, chosen.capacity))
         assert abs(estimated["pairs"] - actual) <= 0.05 * actual, (estimated, actual)     # the cost paid
-        assert estimated["left_out"] <= 0.01 * estimated["holder_rows"]
+        assert estimated["left_out"] <= LEFT_OUT_SHARE * estimated["holder_rows"]
     layout = rules.layout()
     assert estimate["comparisons"] == sum(p["pairs"] for p in estimate["passes"]) * (layout.comparisons + 1)
     assert estimate["ciphertexts"] == sum(p["entries"] for p in estimate["passes"]) * (layout.slots + 1)
