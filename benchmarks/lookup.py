@@ -95,7 +95,6 @@ def main(argv: list[str] | None = None) -> int:
         return desk(args)
 
     from party_client.api import Party
-    from party_client.lookups import plan_buckets
 
     handler = Timed()
     logging.getLogger("party").addHandler(handler)
@@ -145,9 +144,9 @@ def main(argv: list[str] | None = None) -> int:
         thread = threading.Thread(target=serve, name="holder", daemon=True)
         thread.start()
 
-        plan = plan_buckets(args.population, args.max_risk)
-        results.update(buckets=plan.buckets, risk=round(plan.risk, 5),
-                       rows_per_bucket=round(args.rows / plan.buckets, 2))
+        plan = bucket_plan(args, len(holder_ids))
+        results.update(buckets=plan.buckets, decided_by=plan.decided_by, risk=round(plan.risk, 5),
+                       holder_risk=round(plan.holder_risk, 5), rows_per_bucket=round(args.rows / plan.buckets, 2))
         queries = []
         for i in range(args.lookups + 1):
             present = i % 2 == 0
@@ -186,7 +185,8 @@ def main(argv: list[str] | None = None) -> int:
                        load_after=os.getloadavg())
         print("-" * 64)
         print(f"{args.scheme}: holder rows {args.rows}, population {args.population}, max risk {args.max_risk}: "
-              f"{plan.buckets} buckets (risk {plan.risk:.4f}, ~{results['rows_per_bucket']} holder rows per bucket)")
+              f"{plan.buckets} buckets, decided by the {plan.decided_by} (risk {plan.risk:.4f} in the population, "
+              f"{plan.holder_risk:.4f} among the holder's rows; ~{results['rows_per_bucket']} holder rows per bucket)")
         print(f"holder load (normalize + payloads): {results['holder_load_s']} s")
         print(f"first lookup (K key + holder bucket index over all rows): {results['first_lookup_s']:.2f} s")
         if steady:
@@ -335,6 +335,14 @@ def _summary(results: list[dict]) -> dict:
                                    for phase in sorted({k for r in results for k in r["phases"]})}}
 
 
+def bucket_plan(args, rows: int):
+    """The buckets each lookup gets: the population's bound and the holder's, from the table size it
+    announces (its rows rounded down to the public step)."""
+    from party_client.crypto.cuckoo import padded_floor
+    from party_client.lookups import BucketSizing
+    return BucketSizing(args.population, args.max_risk).plan(padded_floor(rows))
+
+
 def desk(args) -> int:
     """The desk benchmark: index build, a burst of parties, a steady rate (module docstring)."""
     import multiprocessing
@@ -342,7 +350,6 @@ def desk(args) -> int:
 
     from benchmarks.exact_join import PYTHON, Child
     from party_client.api import Party
-    from party_client.lookups import plan_buckets
 
     work = Path(tempfile.mkdtemp(prefix="bench-desk-"))
     rng = np.random.default_rng(args.seed)
@@ -382,8 +389,7 @@ def desk(args) -> int:
                 raise RuntimeError(f"party hold did not start:\n{hold.text()}")
             time.sleep(0.2)
         time.sleep(2.0)                        # the digests for lookups are computed as serving starts
-        plan = plan_buckets(args.population, args.max_risk)
-        results["buckets"] = plan.buckets
+        results["buckets"] = bucket_plan(args, len(holder_ids)).buckets
 
         def job(offset: float, folder: str, index: int) -> tuple:
             present = index % 2 == 0

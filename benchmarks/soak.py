@@ -156,7 +156,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("need 1 <= --joins <= --parties, --lookups >= 0 and --minutes > 0")
 
     from party_client.api import Party
-    from party_client.lookups import plan_buckets
+    from party_client.crypto.cuckoo import padded_floor
+    from party_client.lookups import BucketSizing
 
     work = Path(tempfile.mkdtemp(prefix="bench-soak-"))
     results: dict = {"minutes": args.minutes, "parties": args.parties, "lookup_workers": args.lookups,
@@ -196,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
                 raise RuntimeError(hold.text())
             time.sleep(0.1)
 
-        plan = plan_buckets(args.population, 0.05)
+        plan = BucketSizing(args.population, 0.05).plan(padded_floor(args.rows))   # what each Party.lookup plans
         results["lookup_buckets"] = plan.buckets
         samples = [{"t": 0.0, **process_facts(kh.proc.pid)}]
         results["keyholder_start"] = samples[0]

@@ -211,6 +211,14 @@ class KeyHolder:
             raise ServiceError("NOT_FOUND", f"party '{name}' is not registered")
         return found
 
+    def announce_table(self, holder: str, rows: int) -> None:
+        """Keep a holder's table size as it announces it polling for work (its keyed rows rounded
+        down to the public sqrt(2) step; 0: no announcement); queriers size lookups from it
+        (docs/protocol.md, "Lookup").  Written and audited only when it changes."""
+        if rows and self.party(holder).table_rows != rows:
+            self.store.set_table_rows(holder, rows)
+            self.store.audit(holder, "announce_table", count=rows)
+
     def party_key(self, name: str) -> bytes:
         """A registered party's X25519 public key (what ``GetParty`` says), kept in memory once read."""
         with self._party_keys_lock:

@@ -240,8 +240,8 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
 
     async def GetParty(self, request, context):
         found = await self._run(context, "GetParty", request, lambda party: self.core.party(request.name))
-        return pb.PartyInfo(name=found.name, x25519_public_key=found.x25519,
-                            fingerprint=found.fingerprint, registered_at=found.registered_at)
+        return pb.PartyInfo(name=found.name, x25519_public_key=found.x25519, fingerprint=found.fingerprint,
+                            registered_at=found.registered_at, table_rows=found.table_rows)
 
     # -- sessions -------------------------------------------------------------
     async def OpenSession(self, request, context):
@@ -371,7 +371,10 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
 
     # -- rounds ---------------------------------------------------------------
     async def ListWork(self, request, context):
-        party = await self._run(context, "ListWork", request, lambda party: party)
+        def announced(party: str) -> str:
+            self.core.announce_table(party, request.table_rows)
+            return party
+        party = await self._run(context, "ListWork", request, announced)
         try:
             items = await self._long_poll(context, party, party, min(request.wait_seconds, self.limits.max_wait),
                                           lambda: [(*item, self.core.party_key(item[0].querier))

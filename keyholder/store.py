@@ -1,6 +1,7 @@
 """The key holder's embedded state: one SQLite database in the data directory.
 
-It holds parties (name, X25519 public key, SHA-256 of the bearer token),
+It holds parties (name, X25519 public key, SHA-256 of the bearer token, a
+holder's announced table size),
 sessions (comparison scheme, public key, private key encrypted at rest), rounds, the relay
 index, the zero-tested batches, the sealed attachments of matching rows, and
 an audit log of who did what with counts only.  By construction nothing here
@@ -53,7 +54,8 @@ CREATE TABLE IF NOT EXISTS audit (
 MIGRATIONS = (("sessions", "max_query_bytes", "INTEGER NOT NULL DEFAULT 0"),
               ("sessions", "active_at", "REAL"),
               ("rounds", "attachment_bytes", "INTEGER"),
-              ("sessions", "scheme", "TEXT NOT NULL DEFAULT 'paillier'"))   # sessions before schemes: Paillier
+              ("sessions", "scheme", "TEXT NOT NULL DEFAULT 'paillier'"),   # sessions before schemes: Paillier
+              ("parties", "table_rows", "INTEGER"))    # a holder's announced table size; NULL: none yet
 
 
 @dataclass(frozen=True)
@@ -62,6 +64,7 @@ class Party:
     x25519: bytes
     fingerprint: str
     registered_at: float
+    table_rows: int = 0               # as last announced serving (a public step); 0: never announced
 
 
 @dataclass(frozen=True)
@@ -158,8 +161,8 @@ class Store:
 
     # -- parties ------------------------------------------------------------
     def get_party(self, name: str) -> Party | None:
-        row = self._one("SELECT name, x25519, fingerprint, registered_at FROM parties WHERE name = ?",
-                        (name,))
+        row = self._one("SELECT name, x25519, fingerprint, registered_at, COALESCE(table_rows, 0) FROM parties "
+                        "WHERE name = ?", (name,))
         return None if row is None else Party(*row)
 
     def party_for_token(self, token_sha256: str) -> tuple[str, float] | None:
@@ -172,9 +175,17 @@ class Store:
         return None if row is None else row[0]
 
     def put_party(self, name: str, x25519: bytes, fingerprint: str, token_sha256: str) -> None:
+        """Register or re-register a party (a re-registration keeps its announced table size)."""
         with self.transaction() as db:
-            db.execute("INSERT OR REPLACE INTO parties VALUES (?, ?, ?, ?, ?)",
+            db.execute("INSERT INTO parties (name, x25519, fingerprint, token_sha256, registered_at) "
+                       "VALUES (?, ?, ?, ?, ?) ON CONFLICT (name) DO UPDATE SET x25519 = excluded.x25519, "
+                       "fingerprint = excluded.fingerprint, token_sha256 = excluded.token_sha256, "
+                       "registered_at = excluded.registered_at",
                        (name, x25519, fingerprint, token_sha256, time.time()))
+
+    def set_table_rows(self, name: str, rows: int) -> None:
+        with self.transaction() as db:
+            db.execute("UPDATE parties SET table_rows = ? WHERE name = ?", (rows, name))
 
     # -- sessions -----------------------------------------------------------
     _SESSION_COLUMNS = ("id, mode, querier, holder, key_bits, modulus, wrapped_key, status, "

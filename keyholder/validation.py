@@ -23,6 +23,7 @@ MAX_SEQ = 1 << 24                                     # batches per round
 MAX_REASON_CHARS = 1000
 MAX_QUERY_CIPHERTEXTS = 1 << 40
 MAX_WAIT_ASKED = 3600.0
+MAX_TABLE_ROWS = 1 << 40                              # a holder's announced keyed rows
 
 
 def invalid(message: str) -> ServiceError:
@@ -112,6 +113,8 @@ def message_header(r, limits: Limits) -> None:
 
 def _list_work(r, limits: Limits) -> None:
     wait_seconds(r.wait_seconds, limits)
+    if r.table_rows > MAX_TABLE_ROWS:
+        raise invalid(f"table_rows must be at most {MAX_TABLE_ROWS} (0: no announcement)")
 
 
 def pair_rule(rule, rows: list[int], limits: Limits) -> None:

@@ -20,7 +20,7 @@ import pandas as pd
 from common.distributed import CONNECT_SECONDS, Cluster
 from common.schemes import SCHEME_NAMES, Scheme, get_scheme, parse_scheme_list
 from party_client.errors import PartyError
-from party_client.lookups import BucketPlan, LookupState, lookup_report, plan_buckets, run_lookup
+from party_client.lookups import BucketSizing, LookupState, lookup_report, run_lookup
 from party_client.matching.normalize import FIELD_TYPES
 from party_client.matching.assignment import one_to_one as choose_one_to_one, reported_weight
 from party_client.matching.level_rules import LevelRules
@@ -303,10 +303,11 @@ class Party(Registrant):
                buckets: int | None = None, id_type: str = "identifier", key_bits: int | None = None,
                timeout: float = 3600.0, session_ttl: float = 24 * 3600.0, matched_column: str = "matched",
                scheme: str | Scheme | None = None) -> LinkResult:
-        """Look a few records up in a large holder through risk-bounded buckets."""
-        plan: BucketPlan = plan_buckets(population, max_risk, buckets)
+        """Look a few records up in a large holder through risk-bounded buckets: at most ``max_risk``
+        for a person of ``population`` and among the holder's rows (the size it announced serving,
+        waited for up to ``timeout`` seconds if it never has)."""
+        sizing = BucketSizing(population, max_risk, buckets)
         options = self._options(key_bits, timeout, scheme)
-        options.lookup_buckets = plan.buckets
         frame, keys = self._prepare(data, id_column, id_type, None, matched_column, "querier")
         values = keys.tables[0].values
         if not values:
@@ -314,9 +315,9 @@ class Party(Registrant):
         state = LookupState(self.dir)
         try:
             with self.connect() as connection:
-                session, outcome = run_lookup(Querier(connection, self.dir), state, holder, plan, keys, options,
-                                              session_ttl)
-            combined = state.record(values, session.session_id, plan.buckets, population)
+                session, outcome, plan = run_lookup(Querier(connection, self.dir), state, holder, sizing, keys,
+                                                    options, session_ttl)
+            combined = state.record(values, session.session_id, plan.buckets, plan.crowd)
         finally:
             state.close()
         result = assemble(frame, keys, outcome, matched_column, with_payload=False)

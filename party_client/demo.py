@@ -6,7 +6,7 @@ cohort with synthetic data.  The hospital links with the registry and
 releases a de-identified table with its report; the second registry
 de-duplicates against both; the insurer looks up claimants; the cohort, which
 has no health card numbers, joins the registry on names and dates of birth
-(fuzzy rules, risk-checked keyed blocking).  It then prints what each party learned.  The key holder runs as its own process
+(fuzzy rules, blocking in padded bins).  It then prints what each party learned.  The key holder runs as its own process
 (``python -m keyholder.cli``): the party client never imports it.  Everything is written to one
 folder (default ``./securelink-demo/``), which is kept for the user to open.
 """
@@ -189,10 +189,7 @@ transposed = true          # also match day and month swapped
 [rule]
 match = "sn and gn and dob"
 [[blocking]]
-fields = ["sn", "gn"]      # keyed buckets, as many as the risk threshold allows
-[risk]
-max = 0.05
-population = 1000000
+fields = ["sn", "gn"]      # padded bins: the holder learns nothing about which blocks the querier holds
 """
 
 
@@ -228,7 +225,7 @@ def run_fuzzy_step(registry: Party, cohort: Party, paths: dict[str, Path], folde
     study, held = read_table(paths["cohort"]), read_table(paths["registry"])
     def unblocked(path: Path):                       # plaintext check over all pairs: no blocking passes
         document = tomllib.loads(path.read_text())
-        return load_rules({key: value for key, value in document.items() if key not in ("blocking", "risk")})
+        return load_rules({key: value for key, value in document.items() if key != "blocking"})
     plain = plaintext_pairs(unblocked(rules["cohort"]).querier_keys(study),
                             unblocked(rules["registry"]).holder_keys(held))
     truth = read_table(folder / "cohort_truth.csv").set_index("participant")["truly_in_registry"] == "True"
@@ -236,8 +233,8 @@ def run_fuzzy_step(registry: Party, cohort: Party, paths: dict[str, Path], folde
     block = result.report["passes"][0]
     return {"participants": len(study), "linked": len(linked), "pairs": int(result.frame["matched"].sum()),
             "plaintext_pairs": len(plain), "true_linked": int(truth[list(linked)].sum()),
-            "in_registry": int(truth.sum()), "seconds": seconds, "buckets": block["buckets"],
-            "risk": block["risk"]["max"], "candidate_pairs": sum(served[0]["candidate_pairs"]),   # the registry's count
+            "in_registry": int(truth.sum()), "seconds": seconds, "bins": block["bins"], "capacity": block["capacity"],
+            "candidate_pairs": sum(served[0]["candidate_pairs"]),   # the registry's count
             "matched_by": result.frame.loc[result.frame["matched"], "matched_by"].str.split("|").explode()
                                       .value_counts().sort_index().to_dict()}
 
@@ -320,7 +317,8 @@ def run_demo(out: str | None = None, rows: int = 300, force: bool = False) -> in
         phase(3, "registry-west de-duplicates against the registry and the hospital (exact, Paillier 2048-bit)")
         overlaps, per_registry = dedup_many(west, ["registry", "hospital"], paths["west"], id_column="hcn")
         overlaps.to_csv(folder / "west_overlaps.csv", index=False)
-        phase(4, "insurer looks 3 claimants up in the registry (keyed buckets over a population of 1,000,000)")
+        phase(4, "insurer looks 3 claimants up in the registry (keyed buckets sized for the registry's table and a "
+                 "population of 1,000,000)")
         looked = insurer.lookup("registry", paths["claims"], "claimant_hcn", population=1_000_000)
         elapsed = time.perf_counter() - started
         phase(5, "hospital joins the registry again under each comparison scheme (Paillier 2048-bit, "
@@ -329,7 +327,7 @@ def run_demo(out: str | None = None, rows: int = 300, force: bool = False) -> in
         stop.set()
         for server in servers:
             server.join(timeout=30)
-        phase(6, "cohort joins the registry on names and dates of birth (fuzzy rules, keyed blocking, "
+        phase(6, "cohort joins the registry on names and dates of birth (fuzzy rules, blocking in padded bins, "
                  "Paillier 2048-bit)")
         fuzzy = run_fuzzy_step(registry, cohort, paths, folder)
         phase(7, "checking every result against plaintext; reading the key holder's audit log")
@@ -357,17 +355,21 @@ def run_demo(out: str | None = None, rows: int = 300, force: bool = False) -> in
               f"{per_registry['hospital']['matched_records']} at the hospital (plaintext check: "
               f"{expected_west['registry']}, {expected_west['hospital']}); nothing about records it does not hold "
               f"-> {folder / 'west_overlaps.csv'}")
+        lookup = looked.report
         print(f"- insurer (querier, lookup): claims matched = {looked.frame['matched'].tolist()} "
-              f"through {looked.report['buckets']} keyed buckets over a population of 1,000,000 "
-              f"(re-identification risk of the revealed bucket {looked.report['risk']:.4f} <= 0.05)")
+              f"through {lookup['buckets']} keyed buckets, sized by the {lookup['decided_by']} (each holds about "
+              f"{lookup['holder_rows'] // lookup['buckets']} or more of the registry's rows: re-identification risk "
+              f"of the revealed bucket {lookup['holder_risk']:.4f} among them, {lookup['risk']:.6f} in a population "
+              f"of 1,000,000; both <= 0.05)")
         print(f"- cohort (querier, fuzzy join without health card numbers): {fuzzy['linked']} of its "
               f"{fuzzy['participants']} participants linked to the registry ({fuzzy['pairs']} pairs; plaintext "
               f"with the same rules: {fuzzy['plaintext_pairs']}; {fuzzy['true_linked']} of the "
               f"{fuzzy['in_registry']} truly there) on soundex(surname), nysiis(given name) and the NDI "
               f"date-of-birth rules, in {fuzzy['seconds']:.1f} s -> {folder / 'cohort_linked.csv'}")
-        print(f"  blocking on sn+gn in {fuzzy['buckets']} keyed buckets (risk {fuzzy['risk']:.4f} <= 0.05): "
-              f"the registry compared {fuzzy['candidate_pairs']} candidate pairs (its own count; the cohort is not "
-              f"told); pairs per rule term: " +
+        print(f"  blocking on sn+gn in {fuzzy['bins']} padded bins of {fuzzy['capacity']} entries (the registry "
+              f"cannot tell which bins hold a participant): the registry compared {fuzzy['candidate_pairs']} pairs, "
+              f"2 bins per row with that key, whatever they held (its own count; the cohort is not told); pairs "
+              f"per rule term: " +
               ", ".join(f"{term} {count}" for term, count in fuzzy["matched_by"].items()))
         print("- the same join under each comparison scheme (same matches, the key holder learns the same): " +
               ", ".join(f"{name} {row['seconds']:.2f} s ({row['matched']} matched)" for name, row in schemes.items()) +
@@ -375,9 +377,9 @@ def run_demo(out: str | None = None, rows: int = 300, force: bool = False) -> in
                   f"{name} {schemes['paillier']['seconds'] / max(row['seconds'], 1e-9):.0f}x faster"
                   for name, row in schemes.items() if name != "paillier") +
               " (party join --scheme ristretto)")
-        print("- registry and hospital (holders): they saw padded, encrypted tables and one keyed bucket per "
-              "claim or blocking key; they never learn which of their rows matched")
-        print("- key holder: counts, and for the fuzzy join which rule terms held for each candidate pair; never "
+        print("- registry and hospital (holders): they saw padded, encrypted tables and bins and one keyed bucket "
+              "per claim; they never learn which of their rows matched")
+        print("- key holder: counts, and for the fuzzy join which rule terms held for each compared pair; never "
               "an identifier, an encoding or a released value; its audit log:")
         audit = subprocess.run(_keyholder("audit", "--data-dir", str(folder / "keyholder")),
                                capture_output=True, text=True, check=True).stdout

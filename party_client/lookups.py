@@ -1,10 +1,12 @@
 """Lookup sessions and the querier's lookup ledger (docs/protocol.md, "Lookup").
 
-A lookup reveals a keyed bucket of the queried identifier to the holder.  The
-bucket count comes from the population size and a risk threshold
-(:mod:`deid_core.risk.buckets`).  A lookup session keeps its secret for its
-validity window so that repeated lookups of one person land in the same
-bucket; across sessions (different secrets) the holder could intersect
+A lookup reveals a keyed bucket of the queried identifier to the holder, which
+knows the session secret and so buckets every one of its own rows.  The bucket
+count meets a risk threshold (:mod:`deid_core.risk.buckets`) twice: for a
+person of the population, and among the holder's own rows, whose number the
+holder announces to K when it polls for work (:class:`BucketSizing`).  A lookup
+session keeps its secret for its validity window so that repeated lookups of
+one person land in the same bucket; across sessions (different secrets) the holder could intersect
 buckets, so the querier keeps a ledger of keyed tags (HMAC with its local
 secret: the ledger holds no identifier) and warns when the combined risk of
 one identifier passes the threshold.  :func:`run_lookup` runs a lookup round in
@@ -23,48 +25,106 @@ import secrets
 import sqlite3
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field as dataclass_field
+from dataclasses import dataclass, field as dataclass_field, replace as with_changes
 from typing import Iterator
 
 from common.schemes import Scheme, get_scheme
 from deid_core.risk.buckets import combined_bucket_risk, hashed_bucket_risk, max_buckets
 from party_client.crypto.encoding import new_session_secret
-from party_client.errors import PartyError
+from party_client.errors import ParameterError, PartyError
 from party_client.identity import PartyDir, write_secret
 from party_client.matching.keys import QuerierKeys
 from party_client.protocol.engines.interface import QueryOptions
-from party_client.protocol.querier import Querier, QueryOutcome
+from party_client.protocol.querier import HolderTimeout, Querier, QueryOutcome
 from party_client.transport import KeyHolderRefusal
+from party_client.waiting import human_seconds
 from proto import linkage_pb2 as pb
 
 REUSE_MARGIN_SECONDS = 60.0       # a lookup session is used until this close to the end of its key's life
+ANNOUNCE_POLL_SECONDS = 1.0       # how often a lookup asks whether a holder that never served has announced itself
 log = logging.getLogger("party")
 
 
 @dataclass(frozen=True)
 class BucketPlan:
+    """A lookup's bucket count and the expected re-identification risk of a revealed bucket against
+    each bound: a person of the population, and one of the holder's own rows."""
+
     population: int
+    holder_rows: int                  # as the holder announced them: a public step, rounded down
     buckets: int
-    risk: float
+    risk: float                       # in the population
+    holder_risk: float                # among the holder's rows (it buckets them all)
     max_risk: float
+    asked: bool = False               # the count was given (``buckets=``), not the most allowed
+
+    @property
+    def crowd(self) -> int:
+        """The fewer people a bucket hides a person among: the bound that decides."""
+        return min(self.population, self.holder_rows)
+
+    @property
+    def decided_by(self) -> str:
+        """Which bound set the bucket count: ``population``, the holder's table, or ``asked``."""
+        if self.asked:
+            return "asked"
+        return "population" if self.population <= self.holder_rows else \
+            f"holder's table of at least {self.holder_rows} rows"
 
 
-def plan_buckets(population: int, max_risk: float, buckets: int | None = None) -> BucketPlan:
-    """Choose (or check) the bucket count; a count above the threshold is refused."""
-    if population < 1:
-        raise PartyError("--population must be a positive number of people")
-    if not 0 < max_risk <= 1:
-        raise PartyError("--max-risk must lie in (0, 1]")
-    if buckets is None:
-        buckets = max_buckets(population, max_risk)
-    elif buckets < 1:
-        raise PartyError("--buckets must be at least 1")
-    risk = hashed_bucket_risk(population, buckets)
-    if risk > max_risk and buckets > 1:
-        allowed = max_buckets(population, max_risk)
-        raise PartyError(f"{buckets} buckets over a population of {population} carry a re-identification "
-                         f"risk of {risk:.4f}, above the threshold {max_risk}; use at most {allowed} buckets")
-    return BucketPlan(population, buckets, risk, max_risk)
+@dataclass(frozen=True)
+class BucketSizing:
+    """What a lookup asks of its buckets: a re-identification risk of at most ``max_risk`` for a
+    person of ``population`` and among the holder's rows; ``buckets`` a fixed count (None: the most
+    both bounds allow).  The population bound is checked at once, the holder's by :meth:`plan`."""
+
+    population: int
+    max_risk: float
+    buckets: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.population < 1:
+            raise ParameterError("population", "{name} must be a positive number of people")
+        if not 0 < self.max_risk <= 1:
+            raise ParameterError("max_risk", "{name} must lie in (0, 1]")
+        if self.buckets is not None:
+            if self.buckets < 1:
+                raise ParameterError("buckets", "{name} must be at least 1")
+            self._check(self.population, f"a population of {self.population}")
+
+    def _check(self, people: int, crowd: str) -> None:
+        """Refuse the asked count if a bucket among ``people`` carries more than the threshold."""
+        risk = hashed_bucket_risk(people, self.buckets)
+        if risk > self.max_risk and self.buckets > 1:
+            raise ParameterError("buckets", f"{{name}} {self.buckets} over {crowd} carries a re-identification "
+                                            f"risk of {risk:.4f}, above the threshold {self.max_risk}; use at most "
+                                            f"{max_buckets(people, self.max_risk)}")
+
+    def plan(self, holder_rows: int) -> BucketPlan:
+        """The bucket count against the population and the holder's announced rows."""
+        if self.buckets is not None:
+            self._check(holder_rows, f"the holder's table of at least {holder_rows} rows")
+        buckets = self.buckets or max_buckets(min(self.population, holder_rows), self.max_risk)
+        return BucketPlan(self.population, holder_rows, buckets, hashed_bucket_risk(self.population, buckets),
+                          hashed_bucket_risk(holder_rows, buckets), self.max_risk, self.buckets is not None)
+
+
+def announced_rows(querier: Querier, holder: str, timeout: float) -> int:
+    """The holder's table size as it last announced it to K (``GetParty``), waiting up to ``timeout``
+    seconds for a holder that has never served."""
+    started = time.monotonic()
+    while True:
+        rows = querier.connection.call("GetParty", pb.GetPartyRequest(name=holder)).table_rows
+        if rows:
+            return rows
+        remaining = timeout - (time.monotonic() - started)
+        if remaining <= 0:
+            raise HolderTimeout(f"holder '{holder}' has not announced its table size within {timeout:g} s: lookup "
+                                "buckets are sized from it, so the holder must be serving (`party hold`)")
+        querier.notice.say("announce", started, lambda: (
+            f"waiting for holder '{holder}' to announce its table size, which lookup buckets are sized from "
+            f"(it does when serving: `party hold`; up to {human_seconds(remaining)} more)"))
+        time.sleep(min(ANNOUNCE_POLL_SECONDS, remaining))
 
 
 @dataclass
@@ -186,6 +246,8 @@ class LookupState:
 
     @staticmethod
     def _fits(kept: LookupSession, plan: BucketPlan, options: QueryOptions) -> bool:
+        # the plan is made from the holder's current announcement: a session sized for another table
+        # (finer buckets than a shrunken table allows) is retired, not reused
         return (kept.buckets == plan.buckets and kept.key_bits == options.key_bits and kept.scheme is options.scheme
                 and kept.expires_at - time.time() >= REUSE_MARGIN_SECONDS)
 
@@ -232,7 +294,8 @@ class LookupState:
         return hmac.new(self.party.local_secret, b"ledger/" + value.encode(), hashlib.sha256).hexdigest()
 
     def record(self, values: list[str], session_id: str, buckets: int, population: int) -> list[float]:
-        """Log this session's lookups; return each identifier's combined risk over all sessions."""
+        """Log this session's lookups; return each identifier's combined risk over all sessions among
+        ``population`` people (a plan's :attr:`BucketPlan.crowd`)."""
         now = time.time()
         tags = [self.tag(v) for v in values]
         with self._db:
@@ -259,12 +322,15 @@ def _fresh_session_helps(querier: Querier, refusal: KeyHolderRefusal, session: p
     return refusal.code == "RESOURCE_EXHAUSTED" and current.rounds > 0
 
 
-def run_lookup(querier: Querier, state: LookupState, holder: str, plan: BucketPlan, keys: QuerierKeys,
-               options: QueryOptions, session_ttl: float) -> tuple[pb.SessionInfo, QueryOutcome]:
-    """One lookup round, in the holder's lookup session shared by this party's lookups while K keeps
-    it open (same secret: a person looked up again lands in the same bucket), else in a fresh one
-    (``session_ttl`` seconds); returns the session and what the round found.  Sessions it retires
-    are closed at K once no lookup uses them."""
+def run_lookup(querier: Querier, state: LookupState, holder: str, sizing: BucketSizing, keys: QuerierKeys,
+               options: QueryOptions, session_ttl: float) -> tuple[pb.SessionInfo, QueryOutcome, BucketPlan]:
+    """One lookup round with buckets sized for the holder's current table, in the holder's lookup
+    session shared by this party's lookups while K keeps it open and its bucket count is still the
+    plan's (same secret: a person looked up again lands in the same bucket), else in a fresh one
+    (``session_ttl`` seconds); returns the session, what the round found and the bucket plan.
+    Sessions it retires are closed at K once no lookup uses them."""
+    plan = sizing.plan(announced_rows(querier, holder, options.timeout))
+    options = with_changes(options, lookup_buckets=plan.buckets)
     lease = state.acquire(querier, holder, plan, options, session_ttl, keys)
     try:
         try:
@@ -280,7 +346,7 @@ def run_lookup(querier: Querier, state: LookupState, holder: str, plan: BucketPl
             outcome = querier.run(lease.session, keys, options, lookup_secret=lease.kept.secret)
     finally:
         _close(querier, state.release(lease))
-    return lease.session, outcome
+    return lease.session, outcome, plan
 
 
 def _close(querier: Querier, session_ids: list[str]) -> None:
@@ -292,10 +358,12 @@ def _close(querier: Querier, session_ids: list[str]) -> None:
 
 
 def lookup_report(plan: BucketPlan, combined: list[float], outcome: QueryOutcome) -> dict:
-    """What a lookup revealed: the bucket plan's risk, the worst combined risk over the ledger
-    (:meth:`LookupState.record`), and a warning when it passes the threshold."""
+    """What a lookup revealed: the bucket plan (which bound decided it, its risk in the population
+    and among the holder's rows), the worst combined risk over the ledger (:meth:`LookupState.record`),
+    and a warning when it passes the threshold."""
     worst = max(combined, default=0.0)
-    report = dict(population=plan.population, buckets=plan.buckets, risk=round(plan.risk, 6),
+    report = dict(population=plan.population, holder_rows=plan.holder_rows, buckets=plan.buckets,
+                  decided_by=plan.decided_by, risk=round(plan.risk, 6), holder_risk=round(plan.holder_risk, 6),
                   max_risk=plan.max_risk, combined_risk_max=round(worst, 6), session_rounds=outcome.round)
     if worst > plan.max_risk:
         report["warning"] = (f"{sum(r > plan.max_risk for r in combined)} identifier(s) were looked up in "

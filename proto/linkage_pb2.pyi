@@ -65,16 +65,18 @@ class GetPartyRequest(_message.Message):
     def __init__(self, name: _Optional[str] = ...) -> None: ...
 
 class PartyInfo(_message.Message):
-    __slots__ = ("name", "x25519_public_key", "fingerprint", "registered_at")
+    __slots__ = ("name", "x25519_public_key", "fingerprint", "registered_at", "table_rows")
     NAME_FIELD_NUMBER: _ClassVar[int]
     X25519_PUBLIC_KEY_FIELD_NUMBER: _ClassVar[int]
     FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
     REGISTERED_AT_FIELD_NUMBER: _ClassVar[int]
+    TABLE_ROWS_FIELD_NUMBER: _ClassVar[int]
     name: str
     x25519_public_key: bytes
     fingerprint: str
     registered_at: float
-    def __init__(self, name: _Optional[str] = ..., x25519_public_key: _Optional[bytes] = ..., fingerprint: _Optional[str] = ..., registered_at: _Optional[float] = ...) -> None: ...
+    table_rows: int
+    def __init__(self, name: _Optional[str] = ..., x25519_public_key: _Optional[bytes] = ..., fingerprint: _Optional[str] = ..., registered_at: _Optional[float] = ..., table_rows: _Optional[int] = ...) -> None: ...
 
 class OpenSessionRequest(_message.Message):
     __slots__ = ("mode", "holder", "key_bits", "ttl_seconds", "query_ciphertexts", "scheme")
@@ -175,10 +177,12 @@ class MessageRef(_message.Message):
     def __init__(self, message_id: _Optional[str] = ...) -> None: ...
 
 class ListWorkRequest(_message.Message):
-    __slots__ = ("wait_seconds",)
+    __slots__ = ("wait_seconds", "table_rows")
     WAIT_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    TABLE_ROWS_FIELD_NUMBER: _ClassVar[int]
     wait_seconds: float
-    def __init__(self, wait_seconds: _Optional[float] = ...) -> None: ...
+    table_rows: int
+    def __init__(self, wait_seconds: _Optional[float] = ..., table_rows: _Optional[int] = ...) -> None: ...
 
 class WorkItem(_message.Message):
     __slots__ = ("session", "round", "message_id", "querier", "received_seqs", "querier_x25519_public_key")

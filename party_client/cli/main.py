@@ -13,7 +13,7 @@ from typing import Callable
 from common.cli import INTERRUPTED, Expected, OneLineParser, UsageError, exit_now, run
 from common.distributed import ClusterLost, DaskUnavailable
 from party_client.cli import demo, estimate, hold, identity, query, release, sessions
-from party_client.errors import PartyError
+from party_client.errors import ParameterError, PartyError
 from party_client.transport import KeyHolderUnavailable
 
 DESCRIPTION = """``party`` command line: init, register, hold, join, dedup, lookup, link-release, dedup-many,
@@ -51,6 +51,7 @@ EXPECTED = [Expected(KeyHolderUnavailable, 1),
             Expected(ClusterLost, 1, lambda error: f"error: {error}" + (
                 "; the round was not finished (the next `party hold` sends what the key holder is missing)"
                 if error.in_round else "")),
+            Expected(ParameterError, 2, lambda error: f"error: {error.flagged()}"),
             Expected((UsageError, PartyError, DaskUnavailable), 2),
             Expected(KeyboardInterrupt, INTERRUPTED, lambda _: "interrupted")]
 

@@ -20,7 +20,10 @@ QUERY_HELP = {
     "lookup": ("look a few records up in a large holder through risk-bounded buckets",
                "Look a few records up in a large holder: the holder compares only one keyed bucket per\n"
                "identifier, sized so that the revealed bucket's re-identification risk stays at most\n"
-               "--max-risk for a population of --population people."),
+               "--max-risk both for a population of --population people and among the holder's own rows\n"
+               "(it buckets them all): the key holder hands out the table size the holder announces when\n"
+               "serving (`party hold`), rounded down to a step of sqrt(2). The output says which bound\n"
+               "decided (decided_by) and the risk against each (risk: population; holder_risk)."),
 }
 QUERY_EPILOG = ("join or dedup? Both find the same matches. join brings back the holder's released columns\n"
                 "(a matched row appears once per matching holder row); dedup brings back only True/False per\n"
@@ -34,7 +37,8 @@ def _finish(result, out: str, report_file: str | None) -> int:
         with open(report_file, "w") as sink:
             json.dump(result.report, sink, indent=2, default=str)
     summary = {k: result.report[k] for k in ("mode", "holder", "scheme", "records", "matched_output_rows", "output_rows",
-                                             "risk", "buckets", "warning") if k in result.report}
+                                             "buckets", "decided_by", "risk", "holder_risk", "warning")
+               if k in result.report}
     print(json.dumps(summary, default=str))
     if result.report.get("warning"):
         print(f"party: warning: {result.report['warning']}", file=sys.stderr)
@@ -104,5 +108,6 @@ def register(commands: argparse._SubParsersAction) -> None:
                              help="people in the population the queried persons come from")
             sub.add_argument("--max-risk", type=float, default=0.05,
                              help="largest re-identification risk of the revealed bucket")
-            sub.add_argument("--buckets", type=int, help="bucket count (refused above --max-risk)")
+            sub.add_argument("--buckets", type=int,
+                             help="bucket count (refused above --max-risk against either bound)")
         sub.set_defaults(run=cmd_query)

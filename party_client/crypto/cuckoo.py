@@ -28,6 +28,8 @@ from __future__ import annotations
 import math
 import secrets
 from dataclasses import dataclass
+from itertools import takewhile
+from typing import Iterator
 
 HASH_FUNCTIONS = 2
 EXPANSION = 2.4
@@ -46,14 +48,23 @@ class CuckooParams:
     stash: int = 0
 
 
+def _public_sizes() -> Iterator[int]:
+    """The public sizes, ascending: 16 = sqrt(2)^8 and each power of sqrt(2) above it, rounded up."""
+    exponent = 8
+    while True:
+        yield math.ceil(2 ** (exponent / 2))
+        exponent += 1
+
+
 def padded_size(count: int) -> int:
     """The public size that ``count`` keys are padded to: the next power of sqrt(2), >= 16."""
-    size = 16
-    exponent = 8  # 16 = sqrt(2)^8
-    while size < count:
-        exponent += 1
-        size = math.ceil(2 ** (exponent / 2))
-    return size
+    return next(size for size in _public_sizes() if size >= count)
+
+
+def padded_floor(count: int) -> int:
+    """The largest public size at most ``count`` (1 below 16): a size announced as a lower bound
+    (a lookup holder's rows, docs/protocol.md, "Lookup") that tells no more than its step."""
+    return max(takewhile(lambda size: size <= count, _public_sizes()), default=1)
 
 
 def bin_count(keys: int, params: CuckooParams) -> int:

@@ -24,6 +24,7 @@ import numpy as np
 
 from common.schemes import Scheme, all_schemes
 from common.schemes.pool import release_gil, worker_pool
+from party_client.crypto.cuckoo import padded_floor
 from party_client.crypto.encoding import SECRET_BYTES
 from party_client.crypto.seal import SessionCipher, open_records
 from party_client.errors import PartyError
@@ -81,9 +82,14 @@ class Holder:
         self.data = data
         self.options = options
         self._stopping = threading.Event()
+        # announced to K with each poll: lookups are sized so that a bucket hides a queried person
+        # among enough of these rows (docs/protocol.md, "Lookup"); a lower bound, told up to its step
+        self.table_rows = padded_floor(len(data.rows))
 
     def pending(self, wait_seconds: float = 0.0) -> list[pb.WorkItem]:
-        return list(self.connection.call("ListWork", pb.ListWorkRequest(wait_seconds=wait_seconds),
+        """The rounds waiting for us (long-polling up to ``wait_seconds``), announcing our table size."""
+        return list(self.connection.call("ListWork", pb.ListWorkRequest(wait_seconds=wait_seconds,
+                                                                         table_rows=self.table_rows),
                                          timeout=wait_seconds + 60).items)
 
     def serve(self, once: bool, poll_seconds: float = 20.0,

@@ -106,7 +106,8 @@ def requests(service: Service):
         st.tuples(st.sampled_from(["GetSession", "CloseSession"]), st.builds(pb.SessionRef, session_id=session_ids)),
         st.tuples(st.just("PutMessage"), put),
         st.tuples(st.sampled_from(["GetMessage", "AckMessage"]), st.builds(pb.MessageRef, message_id=session_ids)),
-        st.tuples(st.just("ListWork"), st.builds(pb.ListWorkRequest, wait_seconds=floats)),
+        st.tuples(st.just("ListWork"), st.builds(pb.ListWorkRequest, wait_seconds=floats,
+                                                 table_rows=st.just(0) | st.sampled_from([1, 16384, 1 << 40]) | uint64)),
         st.tuples(st.just("SubmitComparisons"), st.builds(
             pb.ComparisonBatch, session_id=session_ids, round=rounds, seq=st.integers(0, 3) | uint32,
             ciphertexts=st.integers(1, 3).map(lambda n: (1).to_bytes(2 * TEST_KEY_BITS // 8, "big") * n) | blobs,

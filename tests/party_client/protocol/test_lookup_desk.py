@@ -86,9 +86,10 @@ def test_concurrent_lookups_of_one_party_share_one_session(fresh_keyholder, tmp_
         assert len(listed) == 1 and listed[0][0] in sessions and listed[0][1:4] == [hname, "lookup", "16"]
         assert listed[0][6] == "open"                                   # as the key holder sees it
 
-        # Another bucket count (another population) needs another session: the old one is retired
+        # Another bucket count (another risk threshold) needs another session: the old one is retired
         # and, unused, closed at K at once; the list shows the new one only.
-        other = party.lookup(hname, picks[2], "hcn", POPULATION * 4, scheme="ec", timeout=120)
+        other = party.lookup(hname, picks[2], "hcn", POPULATION, max_risk=0.1, scheme="ec", timeout=120)
+        assert other.report["buckets"] != found[0].report["buckets"]
         assert other.report["session_id"] not in sessions
         actions = _audit(server)
         assert actions.count("open_session") == 2 and actions.count("close_session") == 1
