@@ -1,6 +1,10 @@
-"""Reading and writing tables: CSV (``,`` ``;`` or tab) and Parquet; atomic writes.
+"""Reading and writing tables: CSV (``,`` ``;`` or tab; plain, or gzip, bzip2, xz or a zip of one
+file, told by their first bytes) and Parquet; atomic writes.
 
-Every cell is read as the exact text of the file, with no type inference:
+Column names lose spaces around them (``rec_id,  given_name``; said once on stderr); a file that is
+not UTF-8 is refused with the byte and line where it stops being so and how to convert it; a
+spreadsheet is refused with "save it as CSV". Every cell is read as the exact text of the file, with
+no type inference:
 ``02139``, ``007`` and ``1.50`` keep their form, and ``NA``, ``null``,
 ``None``, ``nan`` are ordinary text. Only the declared ``missing_values``
 (default: the empty string) and the suppression marker
@@ -19,10 +23,16 @@ quoted), Parquet with every text column as an Arrow ``string`` column.
 """
 from __future__ import annotations
 
+import bz2
+import codecs
 import csv
+import gzip
 import json
+import logging
+import lzma
 import os
 import tempfile
+import zipfile
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
@@ -39,14 +49,103 @@ def is_parquet(path: str | Path) -> bool:
     return Path(path).suffix.lower() in PARQUET_SUFFIXES
 
 
-def _first_line(path: Path) -> str:
+# What a table file is, from its first bytes: compressed CSV is read through its decompressor; a
+# spreadsheet is refused with what to do.  (Magic numbers: RFC 1952 for gzip, PKWARE's APPNOTE for zip,
+# the bzip2 and xz headers, and the OLE2 compound file of a legacy .xls.)
+MAGIC = ((b"\x1f\x8b", "gzip"), (b"PK\x03\x04", "zip"), (b"BZh", "bz2"), (b"\xfd7zXZ\x00", "xz"),
+         (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", "xls"))
+SPREADSHEET = "a spreadsheet: save it as CSV (UTF-8) and give that file"
+UNPACK = {"gzip": "zcat", "bz2": "bzcat", "xz": "xzcat", "zip": "unzip -p"}
+log = logging.getLogger("deid_core.io")
+
+
+def _compression(path: Path) -> str | None:
+    """``None`` for plain text, else the decompressor pandas reads it with; spreadsheets are refused."""
     try:
-        with open(path, "r", encoding="utf-8-sig", newline="") as fh:
-            return fh.readline().rstrip("\r\n")
+        with open(path, "rb") as fh:
+            start = fh.read(8)
     except OSError as exc:
         raise DeidInputError(f"cannot read {str(path)!r}: {exc.strerror or exc}") from None
+    kind = next((name for magic, name in MAGIC if start.startswith(magic)), None)
+    if kind == "xls":
+        raise DeidInputError(f"cannot read {str(path)!r}: {SPREADSHEET}")
+    if kind == "zip":
+        try:
+            with zipfile.ZipFile(path) as archive:
+                members = [m for m in archive.namelist() if not m.endswith("/")]
+        except zipfile.BadZipFile:
+            raise DeidInputError(f"cannot read {str(path)!r}: a damaged zip archive") from None
+        if any(m.startswith("xl/") for m in members):
+            raise DeidInputError(f"cannot read {str(path)!r}: {SPREADSHEET}")
+        if len(members) != 1:
+            raise DeidInputError(f"cannot read {str(path)!r}: a zip archive of {len(members)} files; give one "
+                                 f"holding a single CSV file")
+    return kind
+
+
+def _open_text(path: Path, compression: str | None):
+    """The file as a binary stream, decompressed."""
+    if compression is None:
+        return open(path, "rb")
+    if compression == "zip":
+        archive = zipfile.ZipFile(path)
+        return archive.open(archive.namelist()[0])
+    return {"gzip": gzip.open, "bz2": bz2.open, "xz": lzma.open}[compression](path, "rb")
+
+
+def _not_utf8(path: Path, compression: str | None) -> DeidInputError:
+    """Where a file stops being UTF-8, and what to do (found by decoding it again, in pieces)."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    offset, line = 0, 1
+    try:
+        with _open_text(path, compression) as fh:
+            while piece := fh.read(1 << 20):
+                try:
+                    decoder.decode(piece)
+                except UnicodeDecodeError as exc:
+                    at = offset + exc.start
+                    line += piece[:exc.start].count(b"\n")
+                    byte = piece[exc.start:exc.start + 1].hex()
+                    convert = (f"iconv -f cp1252 -t utf-8 {path.name} > {path.stem}-utf8{path.suffix}"
+                               if compression is None else
+                               f"{UNPACK[compression]} {path.name} | iconv -f cp1252 -t utf-8 > "
+                               f"{path.name.split('.')[0]}-utf8.csv")
+                    return DeidInputError(
+                        f"cannot read {str(path)!r}: not UTF-8 text (byte {at:,} of its text, line {line}: "
+                        f"0x{byte}); if it is Latin-1 or Windows-1252, convert it first, e.g. {convert}")
+                offset += len(piece)
+                line += piece.count(b"\n")
+    except (OSError, EOFError, zipfile.BadZipFile, lzma.LZMAError) as exc:
+        return DeidInputError(f"cannot read {str(path)!r}: {exc}")
+    return DeidInputError(f"cannot read {str(path)!r}: not UTF-8 text")
+
+
+def _first_line(path: Path, compression: str | None) -> str:
+    try:
+        with _open_text(path, compression) as fh:
+            raw = fh.readline()
+    except OSError as exc:
+        raise DeidInputError(f"cannot read {str(path)!r}: {exc.strerror or exc}") from None
+    except (EOFError, zipfile.BadZipFile, lzma.LZMAError) as exc:
+        raise DeidInputError(f"cannot read {str(path)!r}: a damaged {compression} file ({exc})") from None
+    try:
+        return raw.decode("utf-8-sig").rstrip("\r\n")
     except UnicodeDecodeError:
-        raise DeidInputError(f"cannot read {str(path)!r}: not UTF-8 text") from None
+        raise _not_utf8(path, compression) from None
+
+
+def _trimmed_header(df: pd.DataFrame, path: Path) -> pd.DataFrame:
+    """Column names without surrounding spaces (``rec_id,  given_name``), said once on stderr."""
+    names = [str(c) for c in df.columns]
+    trimmed = [n.strip() for n in names]
+    changed = [n for n, t in zip(names, trimmed) if n != t]
+    if changed:
+        if len(set(trimmed)) != len(trimmed):
+            raise DeidInputError(f"cannot read {str(path)!r}: column names differ only by spaces around them")
+        log.warning("%s: spaces around %d column name(s) removed (%s)", path.name, len(changed),
+                    ", ".join(repr(n) for n in changed[:3]) + (", ..." if len(changed) > 3 else ""))
+        df.columns = trimmed
+    return df
 
 
 def read_table(path: str | Path, missing_values: Iterable[str] = ("",), *, categorical: bool = True) -> pd.DataFrame:
@@ -65,7 +164,7 @@ def read_text_table(path: str | Path, missing: Sequence[str], *, categorical: bo
     else:
         df = _read_csv(path, list(missing), categorical)
     df.columns = [str(c) for c in df.columns]
-    return df
+    return _trimmed_header(df, path)
 
 
 def require_records(df: pd.DataFrame, name: str = "the input table") -> None:
@@ -85,11 +184,12 @@ def _read_csv(path: Path, na: list[str], categorical: bool) -> pd.DataFrame:
     """
     import pyarrow as pa
 
-    header = _first_line(path)
+    compression = _compression(path)
+    header = _first_line(path, compression)
     if not header:
         raise DeidInputError(f"cannot read {str(path)!r}: empty file")
     options = dict(sep=detect_separator(header), dtype=str, keep_default_na=False, na_values=na,
-                   encoding="utf-8-sig", quoting=csv.QUOTE_MINIMAL)
+                   encoding="utf-8-sig", quoting=csv.QUOTE_MINIMAL, compression=compression)
     try:
         if not categorical:
             return pd.read_csv(path, **options)
@@ -101,7 +201,9 @@ def _read_csv(path: Path, na: list[str], categorical: bool) -> pd.DataFrame:
                 for col in columns:
                     parts.setdefault(col, []).extend(pa.chunked_array(pa.array(chunk[col], pa.large_string()))
                                                      .dictionary_encode().chunks)
-    except (pd.errors.ParserError, UnicodeDecodeError, ValueError, OSError) as exc:
+    except UnicodeDecodeError:
+        raise _not_utf8(path, compression) from None
+    except (pd.errors.ParserError, ValueError, OSError, EOFError, zipfile.BadZipFile, lzma.LZMAError) as exc:
         lines = str(exc).strip().splitlines()
         raise DeidInputError(f"cannot read {str(path)!r}: {lines[-1] if lines else type(exc).__name__}") from None
     if columns is None:

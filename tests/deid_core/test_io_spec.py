@@ -147,3 +147,48 @@ def test_parquet_read_in_batches(tmp_path, monkeypatch):
         assert [None if pd.isna(v) else v for v in df["zip"].astype(object)] == values
         assert [None if pd.isna(v) else v for v in df["x"].astype(object)] == ["0.5", None, "1", "2", "3", "4", "5"]
     pd.testing.assert_frame_equal(read_table(tmp_path / "b.parquet"), whole)
+
+
+def test_tables_as_users_have_them(tmp_path, caplog):
+    """A gzip, bzip2, xz or single-file zip CSV reads as the plain file does, codes kept; spaces around
+    column names are removed (once, said on stderr); a spreadsheet, a zip of several files and text that
+    is not UTF-8 are refused in one line saying where and what to do; the input is never modified."""
+    import bz2
+    import gzip
+    import logging
+    import lzma
+    import zipfile
+
+    text = b"rec_id,  given_name , zip\n007,  ann,02139\n"
+    packed = {"t.csv.gz": gzip.compress(text), "t.csv.bz2": bz2.compress(text), "t.csv.xz": lzma.compress(text)}
+    for name, data in packed.items():
+        (tmp_path / name).write_bytes(data)
+    with zipfile.ZipFile(tmp_path / "t.zip", "w") as archive:
+        archive.writestr("t.csv", text)
+    with caplog.at_level(logging.WARNING, logger="deid_core.io"):
+        for name in [*packed, "t.zip"]:
+            df = read_table(tmp_path / name, categorical=False)
+            assert list(df.columns) == ["rec_id", "given_name", "zip"], name
+            assert df.iloc[0].tolist() == ["007", "  ann", "02139"], name          # values stay exact
+    assert "spaces around 2 column name(s) removed" in caplog.text
+    with zipfile.ZipFile(tmp_path / "book.xlsx", "w") as archive:
+        archive.writestr("[Content_Types].xml", "x")
+        archive.writestr("xl/workbook.xml", "x")
+    (tmp_path / "old.xls").write_bytes(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(100))
+    with zipfile.ZipFile(tmp_path / "two.zip", "w") as archive:
+        archive.writestr("a.csv", "x\n1\n")
+        archive.writestr("b.csv", "y\n2\n")
+    (tmp_path / "latin.csv").write_bytes(b"id,name\n1,Ann\n2,Jos\xe9\n")
+    (tmp_path / "latin.csv.gz").write_bytes(gzip.compress(b"id,name\n1,Ann\n2,Jos\xe9\n"))
+    refusals = {"book.xlsx": "a spreadsheet: save it as CSV (UTF-8)", "old.xls": "a spreadsheet: save it as CSV",
+                "two.zip": "a zip archive of 2 files",
+                "latin.csv": "not UTF-8 text (byte 19 of its text, line 3: 0xe9); if it is Latin-1 or Windows-1252, "
+                             "convert it first, e.g. iconv -f cp1252 -t utf-8 latin.csv > latin-utf8.csv",
+                "latin.csv.gz": "zcat latin.csv.gz | iconv -f cp1252 -t utf-8 > latin-utf8.csv"}
+    for name, message in refusals.items():
+        before = (tmp_path / name).read_bytes()
+        with pytest.raises(DeidInputError) as caught:
+            read_table(tmp_path / name)
+        assert message in str(caught.value) and "\n" not in str(caught.value), (name, caught.value)
+        assert (tmp_path / name).read_bytes() == before
+
