@@ -135,7 +135,8 @@ def test_blocked_fuzzy_join_equals_plaintext_on_febrl(keyholder, tmp_path, febrl
     """Blocking passes that respect the rule lose nothing: the same pairs and fired terms as plaintext."""
     querier_frame, holder_frame = febrl_sample
     plain = {"field": FIELDS, "rule": {"match": RULE, "compare": compare}}
-    blocked = {**plain, "blocking": [{"fields": ["ssn"]}, {"fields": ["sn"], "capacity": 4}]}
+    # room for every record in both passes: the same pairs as plaintext, none left out
+    blocked = {**plain, "blocking": [{"fields": ["ssn"], "capacity": 2}, {"fields": ["sn"], "capacity": 4}]}
     expected = expected_join(querier_frame, holder_frame, load_rules(plain))
     served: list[dict] = []
     result = join_with_holder(keyholder, tmp_path, querier_frame, holder_frame, load_rules(blocked), served=served,
@@ -147,11 +148,11 @@ def test_blocked_fuzzy_join_equals_plaintext_on_febrl(keyholder, tmp_path, febrl
     report = result.report
     assert [p["layout"] for p in report["passes"]] == [compare, compare]
     assert report["passes"][0]["terms"] == ["ssn"] and "ssn" not in report["passes"][1]["terms"]  # terms a pass decides
-    assert report["passes"][1]["capacity"] == 4 and report["passes"][0]["capacity"] == 1      # ssn: distinct
+    assert [p["capacity"] for p in report["passes"]] == [2, 4]
     assert all(p["left_out"] == 0 and p["records"] == len(querier_frame) for p in report["passes"])
     # the holder's count: every row against the 2 x capacity entries of its key's two bins, whatever they hold
     keyed = [sum(k is not None for k in keys) for keys in load_rules(blocked).holder_keys(holder_frame).blocked.block_keys]
-    assert served[0]["candidate_pairs"] == [2 * 1 * keyed[0], 2 * 4 * keyed[1]]
+    assert served[0]["candidate_pairs"] == [2 * p["capacity"] * k for p, k in zip(report["passes"], keyed)]
     assert "candidate_pairs" not in report and not any("candidate_pairs" in p for p in report["passes"])
 
 
@@ -311,14 +312,23 @@ def test_blocking_options_that_revealed_blocks_are_refused(keyholder, tmp_path):
     assert not [line for line in audit.splitlines() if qname in line and "open_session" in line]
 
 
-def test_padded_bins_place_every_kept_record_in_one_of_its_keys_two_bins():
+def test_padded_bins_place_every_kept_record_in_one_of_its_keys_two_bins(monkeypatch):
     """Capacity is the smallest power of two leaving at most 0.5 % out; every record placed sits in one of
     its key's two bins, a key's records after its 2 x capacity are left out (and the few the cuckoo walk
     cannot place), the rest of the entries are dummies; the holder pairs each keyed row with exactly the
     2 x capacity entries of its key's bins."""
     import numpy as np
+    import party_client.matching.blocking as blocking
     from party_client.matching.blocking import (LEFT_OUT_SHARE, BlockingPass, bin_entries, holder_pass_pairs,
                                                 key_bins, kept_in_pass, plan_passes)
+    tried = []                  # per placement tried: (entries per bin, records it could not place)
+    place = blocking.place
+
+    def recording(entries, slots, stash=0):
+        table, unplaced = place(entries, slots, stash)
+        tried.append((len(entries[0]) // 2 if entries else 0, len(unplaced)))
+        return table, unplaced
+    monkeypatch.setattr(blocking, "place", recording)
     from party_client.matching.keys import BlockedHolder
     rng = np.random.default_rng(3)
     weights = 1 / np.arange(1, 5001) ** 0.7                     # names repeat as real names do (Zipf-like)
@@ -327,8 +337,11 @@ def test_padded_bins_place_every_kept_record_in_one_of_its_keys_two_bins():
     secret, (planned,) = plan_passes([BlockingPass(("x",))], [keys])
     capacity, keyed = planned.capacity, (keys != "").sum()
     assert capacity > 1 and planned.left_out <= LEFT_OUT_SHARE * keyed
-    _, (smaller,) = plan_passes([BlockingPass(("x",), capacity // 2)], [keys])
-    assert smaller.left_out > LEFT_OUT_SHARE * keyed
+    # the capacities tried before were 1, 2, 4, ... and each left more than the share out
+    assert [c for c, _ in tried] == [2 ** i for i in range(capacity.bit_length())]
+    for tried_capacity, _ in tried[:-1]:
+        dropped = (keys != "").sum() - kept_in_pass(keys, tried_capacity).sum()
+        assert dropped + dict(tried)[tried_capacity] > LEFT_OUT_SHARE * keyed
     kept = kept_in_pass(keys, capacity)
     assert set(np.flatnonzero((~kept & (keys != "")).to_numpy())) <= set(planned.left_out_records.tolist())
     placed = planned.records[planned.records >= 0]
