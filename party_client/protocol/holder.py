@@ -256,9 +256,11 @@ class Holder:
             else:
                 plan = self._plan(session, query, scheme)
         except KeyHolderRefusal as refusal:        # e.g. the querier's upload broke off: not the query's fault
-            if not item.round and refusal.code == "NOT_FOUND":    # K restarted under it: that upload is gone
-                raise KeyHolderRefusal("the querier's upload of this query ended before it was complete (the key "
-                                       "holder restarted); the querier sends it again", "ABORTED") from None
+            if not item.round and refusal.code == "NOT_FOUND":    # that upload is gone: it broke off and K has
+                # already deleted it, or K restarted under it (either way the querier sends the query again)
+                raise KeyHolderRefusal("the querier's upload of this query ended before it was complete (it broke "
+                                       "off, or the key holder restarted); the querier sends it again",
+                                       "ABORTED") from None
             raise
         except ConnectionProblem:
             raise
