@@ -39,6 +39,8 @@ def _finish(result, out: str, report_file: str | None) -> int:
     summary = {k: result.report[k] for k in ("mode", "holder", "scheme", "records", "matched_output_rows", "output_rows",
                                              "buckets", "decided_by", "risk", "holder_risk", "warning")
                if k in result.report}
+    if "passes" in result.report:     # blocked: your records each pass's bins had no room for (--report names them)
+        summary["left_out_per_pass"] = {p["fields"]: p["left_out"] for p in result.report["passes"]}
     print(json.dumps(summary, default=str))
     if result.report.get("warning"):
         print(f"party: warning: {result.report['warning']}", file=sys.stderr)

@@ -36,13 +36,13 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from party_client.crypto.cuckoo import EMPTY, padded_size, place
+from party_client.crypto.cuckoo import EMPTY, CuckooParams, place
+from party_client.crypto.cuckoo import bin_count as cuckoo_entries
 from party_client.crypto.encoding import block_prf, new_session_secret
 from party_client.errors import PartyError
 from party_client.matching.keys import BlockedHolder, PlannedPass
 
 CHOICES = 2                      # bins per key: the holder compares 2 * capacity entries per row and pass
-EXPANSION = 2.4                  # entries per padded record, as the exact join's cuckoo table
 MAX_CAPACITY = 64                # bounds the holder's work per row: 2 * 64 entries per pass
 # The default capacity leaves at most this share of a pass's records out: at 1 % FEBRL 4's date-of-birth
 # pass left 40-47 records out at capacity 1 and one true pair of 5,000 was lost in some runs; at 0.5 % it
@@ -95,8 +95,9 @@ def kept_in_pass(keys: pd.Series, capacity: int) -> pd.Series:
 
 
 def bin_count(records: int, capacity: int) -> int:
-    """Bins of a pass holding ``records`` records: 2.4 entries per padded record, at least two bins."""
-    return max(2, math.ceil(EXPANSION * padded_size(records) / capacity))
+    """Bins of a pass holding ``records`` records: the exact join's cuckoo-table entries for as many keys
+    (2.4 per padded record) in bins of ``capacity``, at least two bins."""
+    return max(2, math.ceil(cuckoo_entries(records, CuckooParams()) / capacity))
 
 
 def key_bins(secret: bytes, pass_index: int, keys: pd.Series, bins: int) -> np.ndarray:

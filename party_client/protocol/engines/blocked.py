@@ -218,8 +218,9 @@ class BlockedEngine:
         for index, (spec, layout, (entries, rows)) in enumerate(zip(header.passes, layouts, passes)):
             compared, offsets, encodings = tables[id(layout)]
             domain = entry_domains(layout, index)[-1]
-            gates = {row: encode_to(secret, f"pair/{domain}", blocked.block_keys[index][row], length)
-                     for row in np.unique(rows).tolist()}
+            pass_keys = {row: blocked.block_keys[index][row] for row in np.unique(rows).tolist()}
+            encoded = {key: encode_to(secret, f"pair/{domain}", key, length) for key in set(pass_keys.values())}
+            gates = {row: encoded[key] for row, key in pass_keys.items()}     # each distinct key encoded once
             start = len(plan.units)
             plan.units += pass_units(entries, rows, np.searchsorted(compared, rows), position, layout, offsets,
                                      encodings, gates, mix)

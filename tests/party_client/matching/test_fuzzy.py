@@ -355,3 +355,31 @@ def test_padded_bins_place_every_kept_record_in_one_of_its_keys_two_bins(monkeyp
     pairs = holder_pass_pairs(holder, secret, 0, planned.buckets, capacity)
     assert len(pairs) == 2 * capacity * keyed
     assert pairs.groupby("row")["entry"].nunique().eq(2 * capacity).all()
+
+
+def test_the_holder_refuses_a_blocked_query_that_reveals_blocks_or_asks_too_much():
+    """The holder's half refuses, before any work, a blocked query carrying clear blocks, a pass of fewer
+    than two bins, or bins of more than 64 entries (its work per row is bounded by the header it accepts)."""
+    from types import SimpleNamespace
+
+    from party_client.matching.blocking import MAX_CAPACITY
+    from party_client.protocol.engines.blocked import BlockedEngine
+    from party_client.protocol.engines.interface import ReceivedQuery
+    from proto import linkage_pb2 as pb
+    rules = load_rules({"field": [f for f in FIELDS if f["name"] in ("sn", "gn")], "rule": {"match": "sn and gn"},
+                        "blocking": [{"fields": ["sn"]}]})
+    holder = rules.holder_keys(pd.DataFrame({"surname": ["Smith", "Li"], "given_name": ["Ann", "Bo"]}))
+    context = SimpleNamespace(data=SimpleNamespace(keys=holder))
+    layout = holder.blocked.layouts[0]
+
+    def refusal(bins: int, records: int, blocks: list[str]) -> str:
+        header = pb.QueryHeader(pair_layout=layout.name, passes=[pb.BlockingPassSpec(name="sn", buckets=bins,
+                                                                                      records=records)])
+        return BlockedEngine().plan(context, ReceivedQuery(header, records * (layout.slots + 1), [], blocks))
+
+    assert "reveals no blocks" in refusal(40, 40, ["7"] * 40)
+    assert f"at least 2 bins of 1 to {MAX_CAPACITY} entries" in refusal(1, 1, [])
+    assert f"at least 2 bins of 1 to {MAX_CAPACITY} entries" in refusal(2, 2 * (MAX_CAPACITY + 1), [])
+    assert "do not match their header" in BlockedEngine().plan(context, ReceivedQuery(
+        pb.QueryHeader(pair_layout=layout.name, passes=[pb.BlockingPassSpec(name="sn", buckets=40, records=40)]),
+        40 * layout.slots, [], []))
