@@ -22,6 +22,7 @@ from common.schemes import SCHEME_NAMES, Scheme, get_scheme, parse_scheme_list
 from party_client.errors import PartyError
 from party_client.lookups import BucketSizing, LookupState, lookup_report, run_lookup
 from party_client.matching.normalize import FIELD_TYPES
+from party_client.matching.parsing import check_unparsed, unparsed_fields
 from party_client.matching.assignment import one_to_one as choose_one_to_one, reported_weight
 from party_client.matching.level_rules import LevelRules
 from party_client.matching.rules import Rules
@@ -139,8 +140,9 @@ class Party(Registrant):
 
     @staticmethod
     def _prepare(data, id_column: str | None, id_type: str, rules, matched_column: str,
-                 side: str) -> tuple[pd.DataFrame, object]:
-        """The input table and its matching keys (exact on ``id_column`` or from ``rules``)."""
+                 side: str, force: bool = False) -> tuple[pd.DataFrame, object]:
+        """The input table and its matching keys (exact on ``id_column`` or from ``rules``); a field
+        whose values mostly cannot be read is refused unless ``force`` (:mod:`party_client.matching.parsing`)."""
         frame = _frame(data)
         require_records(frame, "the input table" if isinstance(data, pd.DataFrame) else data, id_column)
         if matched_column and matched_column in frame.columns:
@@ -149,6 +151,7 @@ class Party(Registrant):
             raise PartyError("give either an id column or a rules file")
         if rules is not None:
             rules = rules if isinstance(rules, (Rules, LevelRules)) else load_rules(rules)
+            check_unparsed(unparsed_fields(rules, frame), force)
             return frame, rules.querier_keys(frame) if side == "querier" else rules.holder_keys(frame)
         require_columns(frame, [id_column], "id")
         if id_type not in FIELD_TYPES:
@@ -160,11 +163,11 @@ class Party(Registrant):
                id_type: str = "identifier", key_bits: int | None = None, timeout: float = 3600.0,
                matched_column: str = "matched", term_column: str | None = None, one_to_one: bool = False,
                scheme: str | Scheme | None = None, duplicate_free: bool = False, dask_client=None,
-               dask_timeout: float = CONNECT_SECONDS) -> LinkResult:
+               dask_timeout: float = CONNECT_SECONDS, force: bool = False) -> LinkResult:
         options = self._options(key_bits, timeout, scheme)
         if dask_client is not None:         # the encryption runs on the querier's own Dask cluster
             options.cluster = Cluster(dask_client, dask_timeout)
-        frame, keys = self._prepare(data, id_column, id_type, rules, matched_column, "querier")
+        frame, keys = self._prepare(data, id_column, id_type, rules, matched_column, "querier", force)
         states = SessionStates(self.dir)
         signature = fingerprint(mode, holder, self.keyholder, data, id_column, id_type, rules, options.key_bits,
                                 options.cuckoo, options.scheme.name)
@@ -331,13 +334,13 @@ class Party(Registrant):
                rules=None, id_type: str = "identifier", allowed_queriers: list[str] | None = None,
                connection: Connection | None = None, schemes: str | tuple[str | Scheme, ...] = SCHEME_NAMES,
                dask_client=None, dask_timeout: float = CONNECT_SECONDS, lookup_memory: int = DEFAULT_BUDGET_BYTES,
-               submit_window: int = SUBMIT_WINDOW) -> Holder:
+               submit_window: int = SUBMIT_WINDOW, force: bool = False) -> Holder:
         """A holder ready to serve (``serve(once=...)``), keys computed once; it refuses rounds of a
         comparison scheme not in ``schemes`` (schemes or names, or a comma-separated string); with a
         ``distributed.Client`` its comparison batches run on that Dask cluster (a call to its
         scheduler waits at most ``dask_timeout`` seconds); each lookup session's bucket index is kept
         while the session lives, within ``lookup_memory`` bytes in all; up to ``submit_window`` batches
-        of a round are sent to K at once."""
+        of a round are sent to K at once; ``force`` links even when most of a field's values cannot be read."""
         if submit_window < 1:
             raise PartyError("--submit-window must be at least 1")
         try:
@@ -345,7 +348,7 @@ class Party(Registrant):
                 schemes = parse_scheme_list(schemes if isinstance(schemes, str) else ",".join(map(str, schemes)))
         except ValueError as error:
             raise PartyError(str(error)) from None
-        frame, keys = self._prepare(data, id_column, id_type, rules, "", "holder")
+        frame, keys = self._prepare(data, id_column, id_type, rules, "", "holder", force)
         release_columns = list(release_columns or [])
         require_columns(frame, release_columns, "release")
         return Holder(connection or self.connect(), self.dir, HolderData(frame, keys, release_columns, self.progress),

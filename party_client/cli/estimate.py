@@ -20,6 +20,9 @@ def cmd_estimate(args) -> int:
         return estimate_preset(args, frame)
     if not args.rules:
         raise UsageError("party estimate: give --rules or --preset")
+    from party_client.matching.parsing import check_unparsed, unparsed_fields
+    from party_client.matching.rules_file import load_rules
+    check_unparsed(unparsed_fields(load_rules(args.rules), frame), args.force)
     document, result = estimate_rules(args.rules, frame, args.threshold, max_pairs=args.max_pairs, seed=args.seed)
     write_text(rules_text(document, result, len(frame)), args.out)
     prior = math.log2((1 - result.match_proportion) / result.match_proportion)

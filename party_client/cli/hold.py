@@ -33,7 +33,7 @@ def cmd_hold(args) -> int:
                              on_ready=None if args.once else waiting, on_served=None if args.once else served_one,
                              concurrency=args.concurrency, dask_client=cluster and cluster.client,
                              dask_timeout=args.dask_timeout, lookup_memory=args.lookup_memory << 20,
-                             submit_window=args.submit_window)
+                             submit_window=args.submit_window, force=args.force)
     finally:                                  # Ctrl-C included: the scheduler drops our pending tasks
         if cluster is not None:
             cluster.close()

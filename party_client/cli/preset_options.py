@@ -22,6 +22,9 @@ def add_preset_options(sub: argparse.ArgumentParser, querier: bool) -> None:
                      help=f"Fellegi-Sunter weight (bits) a pair must reach (default {DEFAULT_THRESHOLD:g}; "
                           f"both parties must give the same)")
     sub.add_argument("--write-rules", metavar="FILE.toml", help="also write the preset as a rules file to edit")
+    sub.add_argument("--force", action="store_true",
+                     help="link even when more than half of a field's values cannot be read (they count as "
+                          "missing); above 5%% a warning says so either way")
     if querier:
         sub.add_argument("--dry-run", action="store_true",
                          help="print per blocking pass the pairs and comparisons, and the time per scheme; "
@@ -68,9 +71,12 @@ def check_plan(args: argparse.Namespace, rules) -> bool:
         rules = load_rules(rules) if rules is not None else None
         if not isinstance(rules, LevelRules):
             raise PartyError("--dry-run and --max-comparisons need --preset or a rules file with comparison levels")
+    from party_client.matching.parsing import check_unparsed, unparsed_fields
     from party_client.matching.plan import plan, plan_text
     from party_client.files import read_table
-    estimate = plan(rules, read_table(args.input), timed=dry_run)
+    frame = read_table(args.input)
+    check_unparsed(unparsed_fields(rules, frame), getattr(args, "force", False))
+    estimate = plan(rules, frame, timed=dry_run)
     if limit is not None and estimate["comparisons"] > limit:
         cheaper = ", or use --preset person instead of person-typo" if getattr(args, "preset", None) == "person-typo" \
             else ""
@@ -110,6 +116,8 @@ def estimate_preset(args: argparse.Namespace, frame) -> int:
         raise PartyError(f"--preset {args.preset} needs --map ROLE=COLUMN,...")
     rules = person_rules(parse_map(args.map), args.date_format,
                          args.match_threshold if args.threshold is None else args.threshold, args.preset)
+    from party_client.matching.parsing import check_unparsed, unparsed_fields
+    check_unparsed(unparsed_fields(rules, frame), args.force)
     estimated, fit, pairs = estimate_person(rules, frame, max_pairs=args.max_pairs, seed=args.seed)
     write_text(tomli_w.dumps(rules_document(estimated)), args.out)
     print(f"{len(frame):,} records, {pairs:,} training pairs; EM converged in {fit.iterations} iterations; "

@@ -70,7 +70,7 @@ def cmd_query(args) -> int:
                                                     term_column=args.term_column, one_to_one=args.one_to_one,
                                                     duplicate_free=args.duplicate_free,
                                                     dask_client=cluster and cluster.client,
-                                                    dask_timeout=args.dask_timeout, **common)
+                                                    dask_timeout=args.dask_timeout, force=args.force, **common)
         finally:                              # Ctrl-C included: the scheduler drops our pending tasks
             if cluster is not None:
                 cluster.close()

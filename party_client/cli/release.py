@@ -29,7 +29,7 @@ def cmd_link_release(args) -> int:
                            out=args.out, report_dir=args.report_dir, id_column=args.id_column, rules=args.rules,
                            policy=args.policy, threshold=args.threshold, max_suppression=args.max_suppression,
                            accepted=_accepted_columns(args.accept_column),
-                           key_bits=args.key_bits, timeout=args.timeout, scheme=args.scheme)
+                           key_bits=args.key_bits, timeout=args.timeout, scheme=args.scheme, force=args.force)
     print(json.dumps(summary, default=str))
     return 0
 

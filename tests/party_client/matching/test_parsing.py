@@ -1,0 +1,68 @@
+"""Nothing parsed away silently: dates in mixed forms, a month-first format on day-first dates, and numbers
+that are not numbers are counted per field; above 5 % the dry-run and the run warn, above half they are
+refused (exit 2, one line, nothing written) unless ``--force``; an example value is printed only when
+five records carry it."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from party_client.errors import PartyError
+from party_client.matching.parsing import check_unparsed, unparsed_fields
+from party_client.matching.preset_roles import parse_map
+from party_client.matching.presets import person_rules
+
+
+def people(n: int, dob: list[str]) -> pd.DataFrame:
+    return pd.DataFrame({"first": [f"anna{i % 17}" for i in range(n)], "last": [f"smith{i % 23}" for i in range(n)],
+                         "dob": dob})
+
+
+def day_first(n: int) -> list[str]:
+    return [f"{1 + i % 28:02d}/{1 + i % 12:02d}/{1950 + i % 40}" for i in range(n)]
+
+
+def test_a_month_first_format_on_day_first_dates_is_refused_and_forced_through():
+    frame = people(200, day_first(200))
+    rules = person_rules(parse_map("first=first,last=last,dob=dob"), "%m/%d/%Y")
+    [found] = unparsed_fields(rules, frame)
+    assert (found.field, found.present) == ("dob", 200)
+    assert found.unparsed > 100                               # days above 12 do not fit as months
+    with pytest.raises(PartyError, match=r"field 'dob' \(column 'dob'\): \d+ of 200 values \(\d+%\) could not be "
+                                         r"read as date_format '%m/%d/%Y'.*--force"):
+        check_unparsed([found])
+    said = []
+    assert check_unparsed([found], force=True, warn=said.append) == said and len(said) == 1
+
+
+def test_mixed_date_forms_warn_and_examples_need_five_records():
+    dob = [f"19{50 + i % 40}{1 + i % 12:02d}{1 + i % 28:02d}" for i in range(180)] + \
+        ["1970-01-02"] * 6 + [f"1980-03-{10 + i}" for i in range(14)]          # 20 of 200 in another form
+    frame = people(200, dob)
+    rules = person_rules(parse_map("first=first,last=last,dob=dob"))
+    said = []
+    check_unparsed(unparsed_fields(rules, frame), warn=said.append)
+    assert len(said) == 1 and "20 of 200 values (10%)" in said[0]
+    assert "'1970-01-02'" in said[0]                          # six records carry it
+    assert "1980-03-1" not in said[0]                         # one record each: never printed
+    quiet = []                                                # 2 of 200: below the warning
+    check_unparsed(unparsed_fields(rules, people(200, dob[:180] + dob[:18] + ["x", "y"])), warn=quiet.append)
+    assert quiet == []
+
+
+def test_the_dry_run_refuses_then_warns_with_force(tmp_path):
+    frame = people(200, day_first(200))
+    frame.to_csv(tmp_path / "q.csv", index=False)
+    command = [sys.executable, "-m", "party_client.cli", "join", "--dir", str(tmp_path / "p"), "--holder", "h", "--input", str(tmp_path / "q.csv"),
+               "--preset", "person", "--map", "first=first,last=last,dob=dob", "--date-format", "%m/%d/%Y",
+               "--dry-run", "--out", str(tmp_path / "out.csv")]
+    refused = subprocess.run(command, capture_output=True, text=True)
+    assert refused.returncode == 2, refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1 and "--force" in refused.stderr
+    assert "Traceback" not in refused.stderr and not (tmp_path / "out.csv").exists()
+    forced = subprocess.run(command + ["--force"], capture_output=True, text=True)
+    assert forced.returncode == 0, forced.stderr
+    assert "could not be read as date_format '%m/%d/%Y'" in forced.stderr
