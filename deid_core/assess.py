@@ -112,6 +112,44 @@ class _Measure:
         return pr
 
 
+#: A person id repeats on the rows of one person: the rows sharing a value agree on some other column (a
+#: value fixed per person, such as a date of birth) for at least this share of the repeated rows.
+PERSON_AGREEMENT = 0.9
+
+
+def person_id_columns(df: pd.DataFrame, columns: Sequence[str]) -> dict[str, int]:
+    """Of ``columns``, those that plausibly identify a person across rows, with the rows whose value
+    repeats: the value repeats (one person's rows, El Emam & Arbuckle, ch. 4), it is a code — one word, so
+    not a name with a surname or an address — and the rows sharing a value agree on another column for
+    at least :data:`PERSON_AGREEMENT` of the repeated rows, as one person's rows share their date of birth. A
+    given name repeats too, but over different people, whose other values differ."""
+    from .longitudinal.assessment import repeated_ids
+
+    out = {}
+    for c, n in repeated_ids(df, columns).items():
+        s = df[c].astype("string")
+        rep = s.duplicated(keep=False).fillna(False).to_numpy(bool) & s.notna().to_numpy(bool)
+        if s[rep].str.contains(r"\s", regex=True).mean() > 0.1:
+            continue  # several words: a name or an address, not a code
+        by = df.loc[rep].groupby(s[rep].to_numpy(), observed=True)
+        sizes = by.size()
+        for o in df.columns:
+            if o != c and df[o].nunique(dropna=False) > 1 and \
+                    sizes[by[o].nunique(dropna=False) == 1].sum() >= PERSON_AGREEMENT * rep.sum():
+                out[c] = n
+                break
+    return out
+
+
+def suppressed_rows(frame: pd.DataFrame, qis: Sequence[str]) -> np.ndarray:
+    """Records whose every quasi-identifier is the suppression marker: suppressed, in no class (a release
+    measured from scratch counts them as ``deid search`` and the transformation that made them do)."""
+    supp = np.full(len(frame), bool(qis))
+    for q in qis:
+        supp &= is_marker(frame[q])
+    return supp
+
+
 def assess(df: pd.DataFrame, spec: Spec, population: pd.DataFrame | None = None,
            levels: Mapping[str, int] | None = None, record_suppression: bool | None = None,
            numeric: Sequence[str] | None = None) -> Assessment:
@@ -125,7 +163,8 @@ def assess(df: pd.DataFrame, spec: Spec, population: pd.DataFrame | None = None,
     qis = spec.quasi
     levels = _validate_levels(table, {**spec.levels, **(levels or {})})
     suppress = spec.record_suppression if record_suppression is None else record_suppression
-    rows0 = table.classes()
+    marked = suppressed_rows(df, qis)  # a release read back: its suppressed records stay suppressed
+    rows0 = table.classes(suppressed=marked if marked.any() else None)
     cl0 = measure.classes(rows0)
     before = measure.summary(rows0, cl0)
     transformed = bool(any(levels.values()) or suppress)
@@ -136,9 +175,7 @@ def assess(df: pd.DataFrame, spec: Spec, population: pd.DataFrame | None = None,
     suppressed_persons = 0
     if transformed:
         out, ctx = policy.apply(df)  # with [longitudinal] whole persons are suppressed (ops.suppression_mask)
-        supp = np.full(len(df), bool(qis))
-        for q in qis:
-            supp &= is_marker(out[q])
+        supp = suppressed_rows(out, qis)
         rows = table.classes(levels, suppressed=supp if supp.any() else None)
         cl = measure.classes(rows)
         summary = measure.summary(rows, cl)
@@ -147,7 +184,7 @@ def assess(df: pd.DataFrame, spec: Spec, population: pd.DataFrame | None = None,
     else:
         out = df.drop(columns=spec.direct)
         cl, summary = cl0, dict(before)
-        summary["suppressed_records"] = 0
+        summary["suppressed_records"] = int(marked.sum())
     if person is not None:
         summary["suppressed_persons"] = suppressed_persons
     if numeric is None:
@@ -173,12 +210,8 @@ def assess_known(df: pd.DataFrame, spec: Spec, population: pd.DataFrame | None, 
     blocks and the attack model on that worst summary."""
     table = encode_table(df, spec, population)
     measure = _Measure(df, spec)
-    supp = None
-    if a.transformed:
-        supp = np.full(len(df), bool(spec.quasi))
-        for q in spec.quasi:
-            supp &= is_marker(a.output[q])
-        supp = supp if supp.any() else None
+    supp = suppressed_rows(a.output if a.transformed else df, spec.quasi)
+    supp = supp if supp.any() else None
     cut = release_conditional_threshold(spec.release)
 
     def one(rows: Classes) -> dict:

@@ -1,17 +1,19 @@
-"""What a full-domain node must meet — k-anonymity, or a maximum or average risk threshold — with a
-suppression limit (El Emam et al. 2009, with suppression; El Emam & Arbuckle, ch. 2, "Probability
-Metrics"), and the re-assessment of a released table against it.
+"""What a full-domain node must meet — k-anonymity, a maximum or average risk threshold, or the release
+verdict under the attack model — with a suppression limit (El Emam et al. 2009, with suppression; El Emam &
+Arbuckle, ch. 2, "Probability Metrics" and "Measuring Risk Under Plausible Attacks"), and the re-assessment
+of a released table against it.
 
 Acceptability: the records that violate the criterion — in classes smaller
 than k (``--k``, or k(threshold) for a maximum risk), or in the smallest
-classes that must go for the average risk of the rest to meet the threshold —
-are suppressed, and the node is acceptable when they fit within the
+classes that must go for the risk of the rest to meet the threshold (average;
+attack: :func:`deid_core.risk.attack.release_verdict`, the verdict of ``deid assess`` and
+``deid apply``) — are suppressed, and the node is acceptable when they fit within the
 suppression limit ``floor(P × N)``.
 """
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Sequence
 
 import numpy as np
@@ -20,19 +22,21 @@ import pandas as pd
 from ..errors import DeidInputError
 from ..longitudinal.persons import person_class_size
 from ..metric.missingness import missing_mask
-from ..risk.attack import attack_probabilities, k_for_threshold, meets
+from ..risk.attack import k_for_threshold, meets, release_k, release_measure, release_verdict
 from ..risk.equivalence_classes import ec_sizes_of
 from ..spec import ReleaseSpec
 
 
 @dataclass(frozen=True)
 class Criterion:
-    """What a node must meet: ``kind`` = ``k`` | ``max`` | ``average``, with a suppression limit in records."""
+    """What a node must meet: ``kind`` = ``k`` | ``max`` | ``average`` | ``attack`` (the release verdict of
+    :attr:`release`), with a suppression limit in records (or persons)."""
 
     kind: str
     k: int = 1
     threshold: float | None = None
     max_suppressed: int = 0
+    release: ReleaseSpec | None = None
 
     @classmethod
     def build(cls, n: int, k: int | None = None, threshold: float | None = None, measure: str = "max",
@@ -51,27 +55,29 @@ class Criterion:
         return cls("max", k=k_for_threshold(threshold), threshold=threshold, max_suppressed=limit)
 
     @classmethod
-    def for_release(cls, n: int, release: ReleaseSpec, threshold: float, max_suppression: float = 0.0) -> "Criterion":
-        """The criterion whose releases meet ``threshold`` under the attack model (El Emam & Arbuckle, ch. 2,
-        "Measuring Risk Under Plausible Attacks" and "Probability Metrics").
-
-        The re-assessment uses the prosecutor max for a public release and the strict average × Pr(T)
-        otherwise, so every class must hold at least k = k(t / Pr(T)) records, and for a non-public
-        release also keep the max risk under the strict-average cut.
-        """
-        conditional = threshold / max(attack_probabilities(release).values())
-        bound = conditional if release.type == "public" else min(conditional, release.strict_cut)
-        return cls.build(n, threshold=min(bound, 1.0), measure="max", max_suppression=max_suppression)
+    def for_release(cls, n: int, release: ReleaseSpec, threshold: float | None = None,
+                    max_suppression: float = 0.0) -> "Criterion":
+        """The release verdict itself (:func:`~deid_core.risk.attack.release_verdict`, El Emam & Arbuckle,
+        ch. 2, "Measuring Risk Under Plausible Attacks"): the prosecutor max for a public release, the strict
+        average × Pr(T) otherwise, against ``threshold`` (default ``[release] threshold``). A node meets it
+        exactly when ``deid assess`` / ``deid apply`` say its release meets the threshold. ``k`` is the
+        smallest class such a release can hold (:func:`~deid_core.risk.attack.release_k`)."""
+        thr = release.threshold if threshold is None else threshold
+        if not 0 < thr <= 1:
+            raise DeidInputError(f"threshold {thr} is outside (0, 1]")
+        release = replace(release, threshold=thr)
+        base = cls.build(n, threshold=thr, measure="max", max_suppression=max_suppression)
+        return cls("attack", k=release_k(release), threshold=thr, max_suppressed=base.max_suppressed, release=release)
 
     def cutoff(self, f: np.ndarray) -> tuple[int, int, float]:
         """(suppression k', suppressed records, risk of the rest) from per-record class sizes ``f``.
 
-        k / max: k' = k. average: the smallest k' (a class size) such that the
-        record-average risk ``mean(1/f)`` of the records in classes ≥ k' meets
-        the threshold (:func:`deid_core.risk.meets`); suppressing whole size
-        levels keeps the policy re-appliable as ``suppress_records k'``.
+        k / max: k' = k. average / attack: the smallest k' (a class size) such that the records in
+        classes ≥ k' meet the criterion — the record-average risk ``mean(1/f)`` (:func:`deid_core.risk.meets`),
+        or :func:`~deid_core.risk.attack.release_verdict` of their maximum and average (its risk is the
+        overall risk); suppressing whole size levels keeps the policy re-appliable as ``suppress_records k'``.
         """
-        if self.kind != "average":
+        if self.kind not in ("average", "attack"):
             kept = f[f >= self.k]
             return self.k, int(len(f) - len(kept)), (1.0 / kept.min()) if len(kept) else 0.0
         r = np.bincount(f)  # r[s] = records whose class has size s
@@ -80,16 +86,38 @@ class Criterion:
         supp = np.concatenate([[0], np.cumsum(recs)[:-1]])
         inv_left = (recs / s)[::-1].cumsum()[::-1]  # Σ 1/f over records in classes of size ≥ s
         risk = inv_left / np.maximum(len(f) - supp, 1)
-        ok = np.flatnonzero(meets(risk, self.threshold))
+        if self.kind == "attack":
+            risk, ok = release_verdict(1.0 / s, risk, self.release)
+            ok = np.flatnonzero(ok)
+        else:
+            ok = np.flatnonzero(meets(risk, self.threshold))
         if not len(ok):
             return int(s[-1]) + 1, int(len(f)), 0.0
         i = int(ok[0])
+        if self.kind == "attack":  # the least cut-off that suppresses the same records here: k at least, so
+            # that the policy re-applied to another batch suppresses no class the verdict allows
+            return max(self.k, int(s[i - 1]) + 1 if i else 1), int(supp[i]), float(risk[i])
         return int(s[i]), int(supp[i]), float(risk[i])
+
+    def judge(self, f: np.ndarray) -> tuple[float, bool]:
+        """(risk, meets) of a release whose kept units have class sizes ``f`` (suppression not counted)."""
+        if not len(f):
+            return 0.0, True
+        if self.kind == "average":
+            risk = float(np.mean(1.0 / f))
+            return risk, bool(meets(risk, self.threshold))
+        if self.kind == "attack":
+            risk, ok = release_verdict(float(1.0 / f.min()), float(np.mean(1.0 / f)), self.release)
+            return float(risk), bool(ok)
+        return float(1.0 / f.min()), bool(f.min() >= self.k)
 
 
 def criterion_dict(c: Criterion) -> dict:
-    return {"kind": c.kind, "k": c.k if c.kind != "average" else None, "threshold": c.threshold,
-            "max_suppressed_records": c.max_suppressed}
+    out = {"kind": c.kind, "k": c.k if c.kind != "average" else None, "threshold": c.threshold,
+           "max_suppressed_records": c.max_suppressed}
+    if c.kind == "attack":
+        out["risk_measure"] = release_measure(c.release)
+    return out
 
 
 def reassess(out: pd.DataFrame, qis: Sequence[str], criterion: Criterion, persons: np.ndarray | None = None) -> dict:
@@ -108,12 +136,7 @@ def reassess(out: pd.DataFrame, qis: Sequence[str], criterion: Criterion, person
     else:
         f = ec_sizes_of(kept, list(qis)) if len(kept) else np.zeros(0, dtype=np.int64)
         n_supp = int(supp.sum())
-    if criterion.kind == "average":
-        risk = float(np.mean(1.0 / f)) if len(f) else 0.0
-        ok = meets(risk, criterion.threshold)
-    else:
-        risk = float(1.0 / f.min()) if len(f) else 0.0
-        ok = bool(len(f) == 0 or f.min() >= criterion.k)
+    risk, ok = criterion.judge(f)
     out_d = {"risk": risk, "suppressed_records": int(supp.sum()), "k_min": int(f.min()) if len(f) else 0,
              "meets": bool(ok and n_supp <= criterion.max_suppressed)}
     if persons is not None:

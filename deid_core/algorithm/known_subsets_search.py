@@ -66,12 +66,8 @@ class KnownFullDomainProblem(FullDomainProblem):
         if key not in self.block_cache:
             f = self.block_sizes(node, self.blocks[j])
             f = f[f > 0]
-            if not len(f):
-                self.block_cache[key] = (True, 0.0)
-            else:
-                _, supp, _ = self.criterion.cutoff(f)
-                risk = float(np.mean(1.0 / f)) if self.criterion.kind == "average" else 1.0 / float(f.min())
-                self.block_cache[key] = (not supp, risk)
+            risk, ok = self.criterion.judge(f)
+            self.block_cache[key] = (ok, risk)
         return self.block_cache[key]
 
     def evaluate(self, node: Node) -> NodeResult:

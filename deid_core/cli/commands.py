@@ -10,12 +10,24 @@ import time
 from pathlib import Path
 
 from .longitudinal import (add_attack_options, assess_attack, check_attack_options, complete_knowledge_summary,
-                           longitudinal_of, prior_reports, repeated_id_warnings)
+                           longitudinal_of, prior_reports)
 from ..errors import DeidInputError
 from .masking import KEY_HELP, REVERSIBLE_BY_TABLE, add_reversal_option, owner_key, sealed_reversal
 from .known_options import add_known_options, known_of
 from .options import (INPUT_HELP, accepted_columns, add_accept, add_force, add_input_spec, destruction_check, guard_outputs,
                       integer, parse_levels, summary_line)
+
+
+def person_id_warnings(df, spec) -> list[str]:
+    """Without ``[longitudinal]``: a warning for each direct column that plausibly identifies a person across
+    rows (:func:`deid_core.assess.person_id_columns`; never a name or an address)."""
+    from ..assess import person_id_columns
+
+    if spec.longitudinal is not None:
+        return []
+    return [f"column {c!r} (direct) repeats values on {n:,} rows that agree with one another as one person's "
+            "rows do: risk counted per row is understated; declare [longitudinal] person = \"" + c + "\" to "
+            "count persons" for c, n in person_id_columns(df, [c for c in spec.direct if c in df.columns]).items()]
 
 
 def cmd_assess(args: argparse.Namespace) -> int:
@@ -49,7 +61,7 @@ def cmd_assess(args: argparse.Namespace) -> int:
         result["policy"] = a.policy.to_dict(relative_to=Path(args.policy_out).resolve().parent)
     reapply = {"command": f"deid apply --input NEXT.csv --policy {args.policy_out or 'POLICY.json'} --out RELEASE.csv",
                "policy_file": str(args.policy_out or "")}
-    warnings = repeated_id_warnings(df, spec)
+    warnings = person_id_warnings(df, spec)
     if warnings:
         result["warnings"] = warnings
     if args.attack:

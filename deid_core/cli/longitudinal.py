@@ -130,17 +130,6 @@ def prior_reports(paths: list[str] | None) -> list[dict]:
     return out
 
 
-def repeated_id_warnings(df: pd.DataFrame, spec: Spec) -> list[str]:
-    """Warnings for direct columns with repeated values when the spec has no ``[longitudinal]``."""
-    from ..longitudinal.assessment import repeated_ids
-
-    if spec.longitudinal is not None:
-        return []
-    return [f"column {c!r} (direct) repeats values on {n:,} rows: if they are rows of the same person, risk "
-            "counted per row is understated; declare [longitudinal] person = \"" + c + "\" to count persons"
-            for c, n in repeated_ids(df, [c for c in spec.direct if c in df.columns]).items()]
-
-
 def cmd_attack(args: argparse.Namespace) -> int:
     from ..io import write_json
     from ..longitudinal.assessment import attack_release

@@ -49,14 +49,16 @@ def check_method_options(args: argparse.Namespace) -> None:
 
 
 def run_ola(args: argparse.Namespace, spec: Spec, df: pd.DataFrame) -> tuple[dict, pd.DataFrame | None]:
-    """``--method ola``: --k, or --threshold (default [release] threshold) on the max risk (public) or the
-    average risk (non-public); the result dict and (with ``--apply-best``) the verified release."""
+    """``--method ola``: --k, or --threshold (default [release] threshold) on the release verdict of
+    ``deid assess`` and ``deid apply`` (:func:`deid_core.risk.release_verdict`: the max risk of a public
+    release, the strict average × Pr(T) otherwise); the result dict and (with ``--apply-best``) the
+    verified release."""
     from ..algorithm.optimal import optimal_release
 
     if args.top < 1:
         raise DeidInputError(f"--top must be a positive integer, got {args.top}")
     found = optimal_release(df, spec, threshold=args.threshold, k=args.k,
-                            measure="max" if spec.release.type == "public" else "average",
+                            measure="attack",
                             max_suppression=args.max_suppression or 0.0, loss=args.loss, top=args.top, progress=True,
                             known=known_of(args, spec))
     result = found.search.to_dict()
@@ -208,7 +210,51 @@ def search_release(args: argparse.Namespace, spec: Spec, df: pd.DataFrame) -> tu
         result["accepted_columns"] = result["identifier_check"]["accepted_columns"]
     if fates is not None and "best_policy" in result:
         result["best_policy"] = Policy.from_dict(result["best_policy"]).with_fates(fates, spec.rest, False).to_dict()
+    if result.get("best_policy") and args.method != "lola":  # lola suppresses this data set's persons on top
+        result["release_verdict"] = best_release_verdict(spec, df, Policy.from_dict(result["best_policy"]))
     return result, out
+
+
+def best_release_verdict(spec: Spec, df: pd.DataFrame, policy: Policy) -> dict:
+    """The verdict ``deid apply --policy P --spec SPEC --html`` gives the best policy's release: the release
+    measured from scratch (:func:`deid_core.report.release_assessment`), judged by
+    :func:`deid_core.risk.release_verdict` against ``[release] threshold`` whatever the search's criterion."""
+    from ..report import release_assessment
+    from ..risk import release_measure
+
+    a = release_assessment(df, policy.apply(df)[0], spec)
+    return {"meets": a.attack["meets_threshold"], "overall_risk": a.attack["overall_risk"],
+            "threshold": spec.release.threshold, "measure": release_measure(spec.release),
+            "k_min": a.summary["k_min"], "suppressed_records": int(a.summary.get("suppressed_records", 0)),
+            "records": len(df)}
+
+
+def node_words(best: dict) -> str:
+    """The best policy in a few words: its levels (ola, lola) or how many values it recodes."""
+    if best.get("levels"):
+        return ", ".join(f"{q} {lv}" for q, lv in best["levels"].items())
+    if best.get("mapping") is not None:
+        return f"{sum(1 for m in best['mapping'].values() if m)} column(s) recoded"
+    return "the first policy"
+
+
+def ending(args: argparse.Namespace, result: dict) -> str:
+    """The last line's figures: the best node, its risk (the release verdict's, the one ``deid apply``
+    states) and its suppression, and how many policies met the search's criterion."""
+    pols = result["policies"]
+    found = f"--method {args.method}, {len(pols):,} policies meet the search's criterion"
+    if not pols:
+        return found + ": none to apply"
+    best, verdict = pols[0], result.get("release_verdict")
+    supp = int(best.get("suppressed_records") or 0)
+    if verdict is None:
+        return (f"{found}; best: {node_words(best)}, risk {best.get('risk', 0):.4g}, {supp:,} records suppressed"
+                + ("" if "best_policy" in result else ", none to apply"))
+    n = verdict["records"]
+    return (f"{found}; best: {node_words(best)}, overall risk {verdict['overall_risk']:.4g} "
+            f"{'meets' if verdict['meets'] else 'does NOT meet'} the threshold {verdict['threshold']:g}, measured as "
+            f"the {verdict['measure']}; {verdict['suppressed_records']:,} of {n:,} records suppressed "
+            f"({100 * verdict['suppressed_records'] / max(n, 1):.1f} %)")
 
 
 def run_search_command(args: argparse.Namespace) -> int:
@@ -236,9 +282,7 @@ def run_search_command(args: argparse.Namespace) -> int:
         Policy.from_dict(result["best_policy"]).save(args.policy_out)
     if not result["policies"]:
         print("deid: warning: no policy meets the threshold", file=sys.stderr)
-    summary_line("search", [args.out, args.html, args.apply_best],
-                 f"--method {args.method}, {len(result['policies'])} policy(ies) meet the threshold"
-                 + ("" if "best_policy" in result else ", none to apply"))
+    summary_line("search", [args.out, args.html, args.apply_best, args.policy_out], ending(args, result))
     return 0
 
 

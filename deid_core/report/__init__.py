@@ -12,7 +12,8 @@ from .columns import (EXAMPLE_MIN_RECORDS, column_fates, describe_step, level_na
                       release_example, suppressed_records)
 from .document import Change, Document, Figure, Mark, Paragraph, Preformatted, Section, Strong, Table, Verdict
 from .figures import original_assessment, plots, search_plot
-from .five_steps import LONGITUDINAL_SOURCES, SOURCES, build_report, longitudinal_section, reassess_release
+from .five_steps import (LONGITUDINAL_SOURCES, SOURCES, build_report, longitudinal_section, reassess_release,
+                         release_assessment)
 from .render import CSS, fmt, pct, render
 from .policy_table import policy_steps_table, reapply_blocks
 from .search_page import render_search_html, search_document
@@ -20,7 +21,7 @@ from .step_pages import codes_document, geo_document, subsample_document, trunca
 from .verdict import recommended_range, threshold_note, verdict_section
 from .utility_page import render_utility_html, utility_document
 
-__all__ = ["codes_document", "geo_document", "policy_steps_table", "reapply_blocks", "reassess_release", "recommended_range",
+__all__ = ["codes_document", "geo_document", "policy_steps_table", "reapply_blocks", "reassess_release", "recommended_range", "release_assessment",
            "subsample_document", "threshold_note", "truncate_document", "verdict_section",
            "CSS", "Change", "Document", "EXAMPLE_MIN_RECORDS", "Figure", "LONGITUDINAL_SOURCES", "Mark",
            "Paragraph", "Preformatted", "SOURCES", "Section", "Strong", "Table", "Verdict", "assessment_document",

@@ -40,7 +40,7 @@ ATTACK_NAMES = {"T1": "T1 deliberate attempt (data recipient)", "T2": "T2 inadve
 
 #: Captions of the plots of :func:`deid_core.report.figures.plots`.
 CAPTIONS = {"ec_histogram": "{Unit} by the size of their equivalence class, original (outline) and released (blue); "
-                            "dashed: the k the threshold needs",
+                            "dashed: the smallest class the threshold allows",
             "risk_per_record": "Risk per {unit}, highest first, original (dotted) and released, against the threshold"}
 
 
@@ -68,11 +68,22 @@ def section_threshold(s: Mapping[str, Any]) -> Section:
     rows = [[ATTACK_NAMES.get(a, a), "maximum risk" if v["metric"] == "max" else "average risk",
              f"{fmt(min(v['range']))} to {fmt(max(v['range']))}"] for a, v in t["threshold_table"].items()]
     return Section("2. The threshold", [
-        Paragraph(f"This is a {t['release_type']} release. {t['why']} The threshold is {t['threshold']}: every "
-                  f"equivalence class must hold at least k = {t['k_equivalent']} {t.get('k_unit', 'records')} for "
-                  "the risk measured on them to stay at or under it."),
+        Paragraph(f"This is a {t['release_type']} release. {t['why']} {criterion_words(t)}"),
         Table(["attack", "risk metric", "threshold range"], rows),
     ])
+
+
+def criterion_words(t: Mapping[str, Any]) -> str:
+    """What the threshold asks of the classes, from the verdict's own criterion (``2_threshold``:
+    :func:`deid_core.risk.release_k` and :func:`deid_core.risk.release_average_cap`)."""
+    k, unit, cap = t["k_equivalent"], t.get("k_unit", "records"), t.get("average_at_most")
+    if t["release_type"] == "public":
+        return (f"The threshold is {fmt(t['threshold'])} on the maximum risk: every equivalence class must hold "
+                f"at least k = {k} {unit}.")
+    text = (f"The threshold is {fmt(t['threshold'])} on the overall risk Pr(T) × Pr(re-id | T), measured as the "
+            f"{t['metric']}: every equivalence class must hold at least k = {k} {unit} (a maximum risk above the "
+            f"strict-average cut {fmt(t.get('strict_cut', 0.33))} would itself be the risk)")
+    return text + (f", and the average risk must stay at or under {fmt(cap)}." if cap is not None else ".")
 
 
 def _attack_table(attacks: Mapping[str, Any]) -> Table:

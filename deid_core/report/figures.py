@@ -23,12 +23,30 @@ def png(fig: Any) -> str:
 
 
 def _plain_ticks(axis: Any) -> None:
-    """Ticks of a log axis as plain numbers (1, 10, 100; no 2×10⁰), at most 6, never overlapping."""
-    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+    """Ticks of a log axis as plain numbers with thousands separators (1, 10, 1,000; no 2×10⁰), called
+    once the data are drawn: 1-2-5 steps over at most two decades, else one tick a decade (every other
+    decade past six), labels turned 30° so that neighbours never run into each other ("5001,000")."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator
 
-    axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0), numticks=12))
-    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}"))
+    lo, hi = sorted(axis.get_view_interval())
+    lo = max(lo, 1e-12)
+    first, last = int(np.floor(np.log10(lo))), int(np.ceil(np.log10(max(hi, lo))))
+    decades = last - first
+    subs = (1.0, 2.0, 5.0) if decades <= 2 else (1.0,)
+    step = 1 if decades <= 6 else 2
+    ticks = [m * 10.0 ** e for e in range(first, last + 1, step) for m in subs if lo <= m * 10.0 ** e <= hi]
+    axis.set_major_locator(FixedLocator(ticks))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: tick_label(v)))
+    axis.set_minor_locator(NullLocator())
     axis.set_minor_formatter(NullFormatter())
+    for label in axis.get_ticklabels():
+        label.set_rotation(30)
+        label.set_horizontalalignment("right")
+
+
+def tick_label(v: float) -> str:
+    """A tick's label: a whole number with thousands separators from 1 up, else 4 significant digits."""
+    return f"{v:,.0f}" if v >= 1 else f"{v:g}"
 
 
 def original_assessment(df: pd.DataFrame, spec: Spec, population: pd.DataFrame | None = None) -> Assessment:

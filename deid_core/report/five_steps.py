@@ -21,7 +21,7 @@ import pandas as pd
 
 from ..assess import Assessment, assess, information_loss
 from ..errors import DeidInputError
-from ..risk import THRESHOLD_TABLE, attack_assessment, k_for_threshold
+from ..risk import THRESHOLD_TABLE, attack_assessment, release_measure
 from ..spec import Spec
 from ..transform import Policy
 from .columns import column_fates, describe_step, loss_per_column, suppressed_records
@@ -129,7 +129,7 @@ def build_report(a: Assessment, input_name: str = "", today: _dt.date | None = N
     suppressed = suppressed_records(a.output, policy) if source is not None else a.summary.get("suppressed_records", 0)
     risk_after = dict(a.summary)
     risk_after["suppressed_records"] = suppressed
-    k = k_for_threshold(rel.threshold)
+    k = a.attack["k_equivalent"]  # the smallest class the verdict's criterion allows (risk.release_k)
     steps = {
         "1_identifiers": {
             "direct": spec.direct, "quasi": spec.quasi, "sensitive": spec.role("sensitive"), "other": spec.role("other"),
@@ -138,7 +138,8 @@ def build_report(a: Assessment, input_name: str = "", today: _dt.date | None = N
         "2_threshold": {
             "release_type": rel.type, "threshold": rel.threshold, "k_equivalent": k,
             "k_unit": "persons" if a.spec.longitudinal is not None else "records",
-            "metric": "maximum risk (T4, public)" if rel.type == "public" else "strict average risk x Pr(T) (T1-T3)",
+            "metric": release_measure(rel), "average_at_most": a.attack.get("average_at_most"),
+            "strict_cut": rel.strict_cut,
             "threshold_table": {t: {"metric": v["metric"], "range": list(v["range"])} for t, v in THRESHOLD_TABLE.items()},
             "why": ("A public release faces a demonstration attack, so its maximum risk is held to 0.09–0.05."
                     if rel.type == "public" else
@@ -177,12 +178,11 @@ def build_report(a: Assessment, input_name: str = "", today: _dt.date | None = N
     return report
 
 
-def reassess_release(source: pd.DataFrame, output: pd.DataFrame, spec: Spec,
-                     population: pd.DataFrame | None = None) -> tuple[Assessment, Assessment]:
-    """(the release, the original) of a release made elsewhere (``deid apply``, a workbench node), each
-    measured from scratch under ``spec``: the release on its own columns with no hierarchy (what a recipient
-    holds), per person with ``[longitudinal]`` (the person column put back from ``source``, rows in the same
-    order); the original against ``population`` when one is given."""
+def release_assessment(source: pd.DataFrame, output: pd.DataFrame, spec: Spec) -> Assessment:
+    """A release made elsewhere (``deid apply``, ``deid search``'s best policy, a workbench node) measured from
+    scratch under ``spec``: on its own columns with no hierarchy (what a recipient holds), its suppressed
+    records in no class, per person with ``[longitudinal]`` (the person column put back from ``source``, rows
+    in the same order). Its ``attack`` is the verdict every page states (:func:`deid_core.risk.release_verdict`)."""
     rel = replace(spec, columns={c: r for c, r in spec.columns.items() if c in output.columns and r != "direct"},
                   types={}, hierarchies={}, levels={}, record_suppression=False)
     frame, lg = output, spec.longitudinal
@@ -194,5 +194,12 @@ def reassess_release(source: pd.DataFrame, output: pd.DataFrame, spec: Spec,
         rel = replace(rel, columns={lg.person: "direct", **rel.columns},
                       longitudinal=replace(lg, level1=tuple(c for c in lg.level1 if c in output.columns),
                                            level2=tuple(c for c in lg.level2 if c in output.columns)))
+    return assess(frame, rel)
+
+
+def reassess_release(source: pd.DataFrame, output: pd.DataFrame, spec: Spec,
+                     population: pd.DataFrame | None = None) -> tuple[Assessment, Assessment]:
+    """(the release, the original): :func:`release_assessment`, and the original measured under ``spec``
+    (against ``population`` when one is given)."""
     before = assess(source, replace(spec, levels={}, record_suppression=False), population)
-    return assess(frame, rel), before
+    return release_assessment(source, output, spec), before

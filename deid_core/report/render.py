@@ -13,8 +13,8 @@ body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#222
 padding:0 1em;line-height:1.45}
 h1{font-size:1.7em;margin-bottom:.2em}h2{border-bottom:2px solid #4472c4;padding-bottom:.15em;margin-top:1.8em}
 h3{margin-top:1.3em}.meta{color:#555}
-table{border-collapse:collapse;margin:.6em 0 1em;font-size:.95em}
-th,td{border:1px solid #ccd;padding:4px 8px;text-align:left;vertical-align:top}
+table{border-collapse:collapse;margin:.6em 0 1em;font-size:.95em}div.wide{overflow-x:auto;max-width:100%}
+th,td{border:1px solid #ccd;padding:4px 8px;text-align:left;vertical-align:top}td:not(.num){overflow-wrap:anywhere}
 thead th{background:#eef2fa}td.num{text-align:right;font-variant-numeric:tabular-nums}
 .pass{color:#176d2c;font-weight:600}.fail{color:#b00020;font-weight:600}
 .verdict{padding:.7em 1em;border-radius:6px;margin:1em 0;border:1px solid}
@@ -38,7 +38,7 @@ def fmt(v: Any) -> str:
     if isinstance(v, bool):
         return "yes" if v else "no"
     if isinstance(v, float):
-        if 1e4 <= abs(v) < 1e15:  # 4 significant digits, written out: 42,560 rather than 4.256e+04
+        if 1e3 <= abs(v) < 1e15:  # 4 significant digits, written out: 42,560 rather than 4.256e+04, as counts are
             return f"{float(f'{v:.4g}'):,.0f}"
         return f"{v:.4g}"
     if isinstance(v, int):
@@ -74,7 +74,8 @@ def _table(t: Table) -> str:
         return f"<td class='num'>{_inline(v)}</td>" if i in t.numeric else f"<td>{_inline(v)}</td>"
     head = "".join(f"<th>{_esc(h)}</th>" for h in t.header)
     body = "".join("<tr>" + "".join(cell(i, v) for i, v in enumerate(r)) + "</tr>" for r in t.rows)
-    return (f"<table><thead><tr>{head}</tr></thead>" if t.header else "<table>") + f"<tbody>{body}</tbody></table>"
+    return ("<div class='wide'>" + (f"<table><thead><tr>{head}</tr></thead>" if t.header else "<table>")
+            + f"<tbody>{body}</tbody></table></div>")
 
 
 def _block(block: Block, depth: int) -> list[str]:

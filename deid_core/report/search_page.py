@@ -124,6 +124,16 @@ def search_document(result: Mapping[str, Any], release_type: str = "") -> Docume
         text = f"No policy meets the threshold {fmt(thr)}: relax the criterion or change the hierarchies."
     range_ok = result.get("threshold_source") != "safe harbor" and release_type
     details: list[Block] = []
+    rv = result.get("release_verdict")
+    if rv is not None and pols:  # the verdict deid apply --spec gives this policy's release: the page says it
+        if (result.get("criterion") or {}).get("kind") != "attack":  # --k, bps/directed: their criterion too
+            details.append(Paragraph(f"The search's own criterion: {text[:1].lower()}{text[1:]}", style="small"))
+        ok = bool(rv["meets"])
+        text = meets_text(ok, "The best policy found makes the released data", rv["threshold"],
+                          f"overall risk {fmt(rv['overall_risk'])}, measured as the {rv['measure']}, with "
+                          f"{fmt(rv['suppressed_records'])} of {fmt(rv['records'])} records suppressed and the "
+                          f"smallest class {fmt(rv['k_min'])} (what deid apply --spec states for its release)")
+        thr, range_ok = rv["threshold"], release_type
     if result.get("threshold_source") == "safe harbor":
         details.append(Paragraph(f"The threshold {fmt(thr)} is the normalized population risk of the Safe Harbor "
                                  "policy on these data (no --threshold was given): a policy at or below it is no "

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from ..errors import DeidInputError
 from ..spec import ReleaseSpec
+from .measures import strict_average
 
 #: Pr(breach): ~27% of providers have a reportable breach per year (El Emam & Arbuckle, ch. 2, "T3: Data Breach").
 PR_BREACH = 0.27
@@ -81,27 +84,69 @@ def release_conditional_threshold(release: ReleaseSpec) -> float:
     return conditional_threshold(release.threshold, max(attack_probabilities(release).values()))
 
 
+def conditional_risk(attack: str, maximum, average, strict_cut: float = 0.33):
+    """``Pr(re-id | T)`` of a release whose prosecutor risk is ``maximum`` / ``average``: the maximum under
+    T4 (public), the strict average under T1–T3 (El Emam & Arbuckle, ch. 2, "Probability Metrics")."""
+    return maximum if attack == "T4" else strict_average(maximum, average, strict_cut)
+
+
+def release_verdict(maximum, average, release: ReleaseSpec):
+    """The release verdict: (overall risk, meets) of a release whose prosecutor risk is ``maximum`` /
+    ``average``, the largest ``Pr(T) × Pr(re-id | T)`` over the attacks that apply, against
+    ``[release] threshold`` (:func:`meets`). Element-wise on arrays (a search's candidate cut-offs).
+
+    Every verdict of the package goes through it: ``deid assess``, ``deid apply --html``, ``deid search``
+    (its criterion, :class:`deid_core.algorithm.criterion.Criterion`), the workbench and every report page
+    (docs/deid.md, "One verdict")."""
+    risk = None
+    for attack, pr in attack_probabilities(release).items():
+        r = overall_risk(pr, conditional_risk(attack, maximum, average, release.strict_cut))
+        risk = r if risk is None else np.maximum(risk, r)
+    return risk, meets(risk, release.threshold)
+
+
+def release_measure(release: ReleaseSpec) -> str:
+    """What :func:`release_verdict` measures, in words."""
+    return "maximum risk (T4, public)" if release.type == "public" else "strict average risk x Pr(T) (T1-T3)"
+
+
+def release_k(release: ReleaseSpec) -> int:
+    """The smallest class a release that meets its threshold can hold (:func:`release_verdict`): k(T) for
+    a public release; otherwise k of the larger of the conditional threshold and the strict-average cut
+    (a maximum above the cut is the risk itself, at or under it the average is)."""
+    cond = release_conditional_threshold(release)
+    return k_for_threshold(cond if release.type == "public" else max(cond, release.strict_cut))
+
+
+def release_average_cap(release: ReleaseSpec) -> float | None:
+    """The average risk a non-public release must also keep to (the conditional threshold), when it binds
+    beyond :func:`release_k`; None otherwise."""
+    cond = release_conditional_threshold(release)
+    return cond if release.type != "public" and cond < 1.0 / release_k(release) else None
+
+
 def attack_assessment(summary: dict, release: ReleaseSpec) -> dict:
     """Overall risk under each applicable attack and whether it meets the threshold.
 
     T4 (public) uses the prosecutor max; T1–T3 use the strict average
-    (El Emam & Arbuckle, ch. 2, "Probability Metrics") times Pr(T). Threshold semantics: :func:`meets`.
+    (El Emam & Arbuckle, ch. 2, "Probability Metrics") times Pr(T); the overall verdict is
+    :func:`release_verdict`'s. Threshold semantics: :func:`meets`.
     """
     if not summary["records"]:
         raise DeidInputError("no records to assess: a table without records never meets a threshold")
+    p = summary["prosecutor"]
     attacks = {}
     for t, pr in attack_probabilities(release).items():
-        metric = "max" if t == "T4" else "strict_average"
-        cond = summary["prosecutor"][metric]
+        cond = float(conditional_risk(t, p["max"], p["average"], release.strict_cut))
         overall = overall_risk(pr, cond)
         attacks[t] = {
-            "pr_t": pr, "metric": f"prosecutor.{metric}", "pr_reid_given_t": cond, "pr_reid": overall,
-            "conditional_threshold": conditional_threshold(release.threshold, pr),
-            "meets_threshold": meets(overall, release.threshold),
+            "pr_t": pr, "metric": f"prosecutor.{'max' if t == 'T4' else 'strict_average'}", "pr_reid_given_t": cond,
+            "pr_reid": overall, "conditional_threshold": conditional_threshold(release.threshold, pr),
+            "meets_threshold": bool(meets(overall, release.threshold)),
         }
-    worst = max(attacks.values(), key=lambda a: a["pr_reid"])
+    risk, ok = release_verdict(p["max"], p["average"], release)
     return {
         "release_type": release.type, "threshold": release.threshold,
-        "k_equivalent": k_for_threshold(release.threshold), "attacks": attacks,
-        "overall_risk": worst["pr_reid"], "meets_threshold": all(a["meets_threshold"] for a in attacks.values()),
+        "k_equivalent": release_k(release), "average_at_most": release_average_cap(release), "attacks": attacks,
+        "overall_risk": float(risk), "meets_threshold": bool(ok),
     }

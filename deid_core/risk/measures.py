@@ -19,7 +19,13 @@ def prosecutor(f: np.ndarray, strict_cut: float = 0.33) -> dict:
         return {"max": 0.0, "average": 0.0, "strict_average": 0.0}
     r = 1.0 / f
     mx, avg = float(r.max()), float(r.mean())
-    return {"max": mx, "average": avg, "strict_average": mx if mx > strict_cut else avg}
+    return {"max": mx, "average": avg, "strict_average": float(strict_average(mx, avg, strict_cut))}
+
+
+def strict_average(maximum, average, strict_cut: float = 0.33):
+    """The strict average risk: the maximum when it is above ``strict_cut``, else the average (El Emam &
+    Arbuckle, ch. 2, "Probability Metrics"); element-wise on arrays."""
+    return np.where(np.asarray(maximum) > strict_cut, maximum, average)
 
 
 def journalist(F: np.ndarray) -> dict:

@@ -11,7 +11,7 @@ import pandas as pd
 
 from ..errors import DeidInputError
 from ..hierarchy import build_hierarchy
-from ..report import EXAMPLE_MIN_RECORDS
+from ..report import EXAMPLE_MIN_RECORDS, fmt
 from ..spec import RELEASE_TYPES, ROLES, HierarchySpec
 from .specform import FORM_BUILDERS, NO_FILES, TYPES, ColumnForm
 from .workspace import SearchJob, Workspace
@@ -26,16 +26,9 @@ MEASURE_TEXT = {"max": "maximum", "average": "average", "strict_average": "stric
 
 
 def number(v: Any) -> str:
-    """A number as a page shows it: integers with separators, other numbers to 4 significant digits."""
-    if v is None:
-        return "—"
-    if isinstance(v, bool):
-        return "yes" if v else "no"
-    if isinstance(v, int):
-        return f"{v:,}"
-    if isinstance(v, float):
-        return f"{v:,.0f}" if abs(v) >= 1e5 else f"{v:.4g}"
-    return str(v)
+    """A number as every page shows it (:func:`deid_core.report.fmt`): thousands separated, never in
+    scientific notation from 1,000 up, other numbers to 4 significant digits."""
+    return fmt(v)
 
 
 def table(header: Sequence[str], rows: Iterable[Sequence[Any]], cls: str = "") -> str:
@@ -47,7 +40,7 @@ def table(header: Sequence[str], rows: Iterable[Sequence[Any]], cls: str = "") -
         return f"<td class='num'>{esc(number(v))}</td>" if num else f"<td>{esc(number(v))}</td>"
     head = "".join(f"<th>{esc(h)}</th>" for h in header)
     body = "".join("<tr>" + "".join(cell(v) for v in r) + "</tr>" for r in rows)
-    return f"<table class='{cls}'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    return f"<div class='wide'><table class='{cls}'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
 
 
 class Raw:

@@ -92,7 +92,10 @@ def test_attack_model_public_and_non_public(liu2016_table):
     assert priv["attacks"]["T2"]["pr_reid"] == pytest.approx(pr_acquaintance(0.027) / 3)
     assert priv["attacks"]["T3"]["pr_reid"] == pytest.approx(0.27 / 3)
     assert priv["overall_risk"] == pytest.approx(pr_acquaintance(0.027) / 3)
-    assert priv["k_equivalent"] == 10
+    # a release meeting 0.1 under Pr(T2) = 0.87 keeps its maximum under the cut 0.33 (classes of 4 or more) and
+    # its average under 0.1 / 0.87: k = 4 with an average cap, not k(0.1) = 10
+    assert priv["k_equivalent"] == 4
+    assert priv["average_at_most"] == pytest.approx(0.1 / pr_acquaintance(0.027))
 
 
 def test_full_subtree_policy_risk_and_population_reaggregation(liu2016_table):
