@@ -19,7 +19,7 @@ import pandas as pd
 
 from common.distributed import CONNECT_SECONDS, Cluster
 from common.schemes import SCHEME_NAMES, Scheme, get_scheme, parse_scheme_list
-from party_client.errors import PartyError
+from party_client.errors import Interrupted, PartyError
 from party_client.lookups import BucketSizing, LookupState, lookup_report, run_lookup
 from party_client.matching.normalize import FIELD_TYPES
 from party_client.matching.parsing import check_unparsed, unparsed_fields
@@ -213,13 +213,16 @@ class Party(Registrant):
     @staticmethod
     def _round(querier: Querier, states: SessionStates, session: pb.SessionInfo, state: SessionState,
                keys: QuerierKeys, options: QueryOptions, lookup_secret: bytes | None = None) -> QueryOutcome:
-        """Run (or resume) the round.  A transport failure or the holder's delay leaves the session open
-        and its state kept, for a re-run; a refusal, bad input or the user's abort ends it."""
+        """Run (or resume) the round.  A transport failure, the holder's delay or Ctrl-C leaves the session
+        open and its state kept, for a re-run; a refusal or bad input ends it."""
+        resume = (f"session {session.session_id} stays open: re-run the same command to resume it, or "
+                  f"`party sessions close {session.session_id}`")
         try:
             return querier.run(session, keys, options, lookup_secret, state=state, save=states.save)
         except (ConnectionProblem, HolderTimeout) as error:
-            raise type(error)(f"{error}; session {session.session_id} stays open: re-run the same command to "
-                              f"resume it, or `party sessions close {session.session_id}`") from None
+            raise type(error)(f"{error}; {resume}") from None
+        except KeyboardInterrupt:
+            raise Interrupted(resume) from None
         except BaseException:
             try:
                 querier.close(session.session_id, patient=False)

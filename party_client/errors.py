@@ -16,3 +16,7 @@ class ParameterError(PartyError):
     def flagged(self) -> str:
         """The message naming the parameter's command-line flag."""
         return self.template.format(name="--" + self.parameter.replace("_", "-"))
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C during a query whose session stays open at the key holder: the message says how to resume it."""

@@ -53,7 +53,7 @@ EXPECTED = [Expected(KeyHolderUnavailable, 1),
                 if error.in_round else "")),
             Expected(ParameterError, 2, lambda error: f"error: {error.flagged()}"),
             Expected((UsageError, PartyError, DaskUnavailable), 2),
-            Expected(KeyboardInterrupt, INTERRUPTED, lambda _: "interrupted")]
+            Expected(KeyboardInterrupt, INTERRUPTED, lambda error: "; ".join(["interrupted", *filter(None, [str(error)])]))]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 from typing import Any, Callable, Sequence
 
+import numpy as np
+
 from common.schemes import Scheme, get_scheme
 from party_client.crypto.seal import SessionCipher
 from party_client.protocol.engines.interface import RoundPlan, Unit
@@ -33,14 +35,32 @@ def validate_piece(scheme_name: str, public: bytes, ciphertexts: bytes, first: i
     return get_scheme(scheme_name).validate(public, ciphertexts, first=first)
 
 
-def cut_batches(plan: RoundPlan, batch_rows: int) -> list[Batch]:
-    """The round's units cut into numbered batches of at most ``batch_rows`` rows; a batch never spans
+#: Comparisons per batch at most, per scheme: a batch takes a few seconds on one core at most, so a
+#: round's progress shows and a round whose session closed stops soon (docs/protocol.md, "Interrupted
+#: runs").  Fixed per scheme, so a resumed holder cuts the same batches.
+BATCH_COMPARISONS = {"paillier": 512}
+DEFAULT_BATCH_COMPARISONS = 8192
+
+
+def cut_batches(plan: RoundPlan, batch_rows: int, scheme_name: str = "") -> list[Batch]:
+    """The round's units cut into numbered batches of at most ``batch_rows`` rows and
+    :data:`BATCH_COMPARISONS` comparisons (a row with more is a batch of its own); a batch never spans
     two passes of a blocked rule."""
     units = plan.units
     # Batches are the unit of parallel work: small inputs get small batches so every core helps.
     size = max(16, min(batch_rows, -(-len(units) // (4 * (os.cpu_count() or 2)))))
+    most = BATCH_COMPARISONS.get(scheme_name, DEFAULT_BATCH_COMPARISONS)
+    ends = np.cumsum(np.fromiter((len(c) for _, c in units), dtype=np.int64, count=len(units)))
     segments = plan.segments if plan.segments is not None else [(0, len(units), None)]
-    chunks = [(units[i:min(i + size, end)], rule) for start, end, rule in segments for i in range(start, end, size)]
+    chunks = []
+    for start, end, rule in segments:
+        i = start
+        while i < end:                                   # one step per batch
+            done = int(ends[i - 1]) if i else 0
+            stop = min(end, i + size, int(np.searchsorted(ends, done + most, side="right")))
+            stop = max(stop, i + 1)
+            chunks.append((units[i:stop], rule))
+            i = stop
     return [(seq, chunk, rule) for seq, (chunk, rule) in enumerate(chunks)]
 
 

@@ -16,6 +16,7 @@ import logging
 import os
 import threading
 import time
+from contextlib import nullcontext
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field as dataclass_field
 from typing import Any, Callable
@@ -36,6 +37,7 @@ from party_client.protocol.engines.interface import HolderContext, HolderData, R
 from party_client.protocol.engines.session_indexes import DEFAULT_BUDGET_BYTES
 from party_client.protocol.wire import (MODE_NAMES, IncomingQuery, attachment_cipher, message_context,
                                         note_cipher, known_scheme, party_key, read_query, session_scheme)
+from party_client.protocol.round_watch import RoundWatch
 from party_client.protocol.scheduling import BatchScheduler, Inline, cluster_validation
 from party_client.protocol.submitting import SUBMIT_WINDOW, SubmitWindow
 from party_client.transport import Connection, ConnectionProblem, KeyHolderRefusal
@@ -320,17 +322,18 @@ class Holder:
                                longest_payload=self.data.longest_payload,
                                row_tag=None if plan.segments is None else
                                (lambda row: self._row_tag(session.session_id, row)))
-        batches = cut_batches(plan, self.options.batch_rows)
+        batches = cut_batches(plan, self.options.batch_rows, scheme.name)
         skip = set(item.received_seqs)
         todo = [batch for batch in batches if batch[0] not in skip]
         started = time.perf_counter()
         # Lookups (a few rows) compare in their own lane thread, never queued behind a join's batches.
         lookup = session.mode == pb.LOOKUP
+        watch = self._stopping if lookup else RoundWatch(self.connection, session.session_id, self._stopping)
         scheduler = BatchScheduler(builder, Inline() if lookup else worker_pool(),
-                                   None if lookup else self.options.cluster, self._stopping,
+                                   None if lookup else self.options.cluster, watch,
                                    f"session {session.session_id} round {item.round}")
         comparisons = 0
-        with bar(sum(len(chunk) for _, chunk, _ in todo), f"{self.party.name}: compare", self.options.progress,
+        with watch if isinstance(watch, RoundWatch) else nullcontext(), bar(sum(len(chunk) for _, chunk, _ in todo), f"{self.party.name}: compare", self.options.progress,
                  unit="row") as progress:
             def sent(message: pb.ComparisonBatch) -> None:
                 nonlocal comparisons
@@ -345,6 +348,11 @@ class Holder:
                     for _, message in scheduler.messages(todo):
                         window.send(message)
                     window.drain()
+                except ConnectionProblem:
+                    if isinstance(watch, RoundWatch) and watch.closed.is_set():
+                        raise PartyError("the session was closed or expired at the key holder while its round was "
+                                         "being compared; its work stopped") from None
+                    raise
                 finally:
                     window.close()
             self._finish(item, header.session_secret, self.data.release_columns if releasing else [],

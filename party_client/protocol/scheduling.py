@@ -7,10 +7,9 @@ validated on the cluster too, as it arrives (:func:`cluster_validation`).
 from __future__ import annotations
 
 import os
-import threading
 from collections import deque
 from concurrent.futures import Future, TimeoutError as FutureTimeout
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Protocol
 
 from common.schemes import Scheme
 from party_client.protocol.batches import Batch, BatchBuilder, validate_piece
@@ -39,6 +38,13 @@ class Inline:
         return future
 
 
+class StopSignal(Protocol):
+    """What a round checks between batches: a :class:`threading.Event` or a
+    :class:`party_client.protocol.round_watch.RoundWatch`."""
+
+    def is_set(self) -> bool: ...
+
+
 class BatchScheduler:
     """Computes one round's batches with at most two per thread of the pool (or the cluster) in flight.
 
@@ -48,7 +54,7 @@ class BatchScheduler:
     :class:`ConnectionProblem` is raised (``what`` names the round).
     """
 
-    def __init__(self, builder: BatchBuilder, pool: Any, cluster: Any, stopping: threading.Event, what: str) -> None:
+    def __init__(self, builder: BatchBuilder, pool: Any, cluster: Any, stopping: StopSignal, what: str) -> None:
         self.builder, self.pool, self.cluster = builder, pool, cluster
         self.stopping, self.what = stopping, what
 
@@ -69,14 +75,18 @@ class BatchScheduler:
             window.append(start(*batch))
             if len(window) >= depth:
                 break
-        while window:
-            rows, future, arguments = window[0]
-            out = self._await(future, window)
-            window.popleft()
-            yield rows, (out if arguments is None else self.builder.build(*arguments, out=out))
-            following = next(pending, None)
-            if following is not None:
-                window.append(start(*following))
+        try:
+            while window:
+                rows, future, arguments = window[0]
+                out = self._await(future, window)
+                window.popleft()
+                yield rows, (out if arguments is None else self.builder.build(*arguments, out=out))
+                following = next(pending, None)
+                if following is not None:
+                    window.append(start(*following))
+        finally:                 # the round ended early (a refused submission, a closed session): its
+            for _, future, _ in window:       # batches not yet started are dropped, not left to the pool
+                future.cancel()
 
     def _await(self, future: Any, window: deque) -> Any:
         """The result of ``future`` (a pool future or a Dask :class:`common.distributed.Task`); a stopping
