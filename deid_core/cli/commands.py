@@ -155,7 +155,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
             f"the fpe step(s) of {', '.join(map(repr, unchecked))} record no key check: deid reverse needs the "
             "policy that --policy-out writes (it refuses a wrong key)")
     sealed = sealed_reversal(args, ctx, key)
-    html = apply_page(args, df, out, policy) if args.html else None
+    html, verdict = apply_page(args, df, out, policy) if args.html else (None, None)
     write_table(out, args.out)
     if sealed is not None:
         write_bytes(sealed, args.reversal_out)
@@ -172,12 +172,16 @@ def cmd_apply(args: argparse.Namespace) -> int:
         print(f"deid: warning: {w}", file=sys.stderr)
     summary_line("apply", [args.out, args.reversal_out, args.policy_out, args.report, args.html],
                  f"{len(out):,} records, {len(out.columns)} column(s) released of {len(df.columns)}, "
-                 f"{int(ctx.get('suppressed_records', 0)):,} records suppressed")
+                 f"{int(ctx.get('suppressed_records', 0)):,} records suppressed"
+                 + (f"; overall risk {verdict['overall_risk']:.4g} "
+                    f"{'meets' if verdict['meets_threshold'] else 'does NOT meet'} the threshold {verdict['threshold']:g}"
+                    if verdict is not None else ""))
     return 0
 
 
-def apply_page(args: argparse.Namespace, df, out, policy) -> str:
-    """The five-step page of a ``deid apply`` release: input and release measured from scratch under --spec."""
+def apply_page(args: argparse.Namespace, df, out, policy) -> tuple[str, dict]:
+    """The five-step page of a ``deid apply`` release: input and release measured from scratch under --spec,
+    and the release's verdict (its ``attack``: :func:`deid_core.risk.release_verdict`)."""
     from ..report import build_report, plots, reassess_release, render_html
     from ..spec import load_spec
 
@@ -188,7 +192,7 @@ def apply_page(args: argparse.Namespace, df, out, policy) -> str:
                           reapply={"command": f"deid apply --input NEXT.csv --policy {args.policy} --out RELEASE.csv",
                                    "policy_file": str(args.policy)})
     report["title"] = "Release by a saved policy: de-identification report"
-    return render_html(report, plots(after, before))
+    return render_html(report, plots(after, before)), after.attack
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -41,7 +41,8 @@ ATTACK_NAMES = {"T1": "T1 deliberate attempt (data recipient)", "T2": "T2 inadve
 #: Captions of the plots of :func:`deid_core.report.figures.plots`.
 CAPTIONS = {"ec_histogram": "{Unit} by the size of their equivalence class, original (outline) and released (blue); "
                             "dashed: the smallest class the threshold allows",
-            "risk_per_record": "Risk per {unit}, highest first, original (dotted) and released, against the threshold"}
+            "risk_per_record": "Risk per {unit} if attacked, Pr(re-id | T), highest first, original (dotted) and "
+                               "released, against the threshold over the largest Pr(T)"}
 
 
 def _get(summary: Mapping[str, Any], key: str) -> Any:

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from ..assess import Assessment
+from ..risk import attack_probabilities, release_conditional_threshold
 from ..spec import Spec
 from .render import fmt
 
@@ -90,7 +91,10 @@ def plots(a: Assessment, before: Assessment | None = None) -> dict[str, str]:
     if before is not None and "prosecutor" in before.per_record:
         r = np.sort(before.per_record["prosecutor"].dropna().to_numpy())[::-1]
         ax.plot(np.arange(1, len(r) + 1), r, label="prosecutor (original)", color="#999999", ls=":")
-    ax.axhline(a.spec.release.threshold, color="#c00000", ls="--", label=f"threshold {a.spec.release.threshold:g}")
+    rel = a.spec.release  # a record's risk is Pr(re-id | T): its line is the threshold over the largest Pr(T)
+    cond = release_conditional_threshold(rel)
+    ax.axhline(cond, color="#c00000", ls="--", label=f"threshold {fmt(rel.threshold)}" if cond == rel.threshold else
+               f"threshold {fmt(rel.threshold)} / Pr(T) {fmt(max(attack_probabilities(rel).values()))} = {fmt(cond)}")
     ax.set_xscale("log")
     _plain_ticks(ax.xaxis)
     ax.set_xlabel(f"{unit} (sorted by risk, highest first)")

@@ -184,7 +184,9 @@ def assess_view(assessment: dict | None) -> str:
     return ("<h3>Risk of the table as it is</h3>"
             + verdict(ok, f"The table as loaded {'meets' if ok else 'does not meet'} the threshold "
                           f"{number(a['threshold'])} ({a['release_type']}): overall risk {number(a['overall_risk'])}, "
-                          f"k equivalent {number(a['k_equivalent'])} {unit}.")
+                          f"the smallest class it allows k = {number(a['k_equivalent'])} {unit}"
+                          + (f", with an average risk at most {number(a['average_at_most'])}."
+                             if a.get("average_at_most") is not None else "."))
             + table(["measure", "value"], rows, "risk")
             + table(["attack", "Pr(attack)", "Pr(re-id | attack)", "Pr(re-id)", "threshold for Pr(re-id | attack)",
                      "verdict"], attacks, "attacks")
@@ -234,6 +236,12 @@ def candidates_view(ws: Workspace, plot: str) -> str:
     head = ("<h3>Candidates</h3><p class='hint'>Same search as <code>" + esc(job.command) + "</code>. Best first; "
             "risk is the criterion's measure on the node, information loss the search's loss.</p>")
     img = f"<img class='plot' alt='risk against information loss of the candidates' src='data:image/png;base64,{plot}'>"
+    rv = r.get("release_verdict")
+    if rv is not None and pols:  # the verdict deid apply gives the best candidate's release, as the search's last line
+        head += verdict(rv["meets"], f"The best candidate's release {'meets' if rv['meets'] else 'does not meet'} "
+                                     f"the threshold {number(rv['threshold'])}: overall risk "
+                                     f"{number(rv['overall_risk'])}, measured as the {rv['measure']}; "
+                                     f"{number(rv['suppressed_records'])} of {number(rv['records'])} records suppressed.")
     return (head + table(["", "value"], facts, "facts")
             + table(["#", "node (levels)" if job.method != "bps" else "policy", "risk", "information loss",
                      "suppressed records", ""], rows, "candidates") + img)

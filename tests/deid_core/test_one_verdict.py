@@ -85,8 +85,9 @@ def test_search_and_apply_give_one_verdict(linked, tmp_path, capsys, name, relea
     last = capsys.readouterr().out.splitlines()[-1]
     assert main(["apply", "--input", str(linked), "--policy", str(policy), "--spec", str(spec), "--html", str(page),
                  "--out", str(tmp_path / "release.csv")]) == 0
-    capsys.readouterr()
+    applied = capsys.readouterr().out.splitlines()[-1]
     shown, shown_risk = page_verdict(page.read_text())
+    assert line_verdict(applied) == pytest.approx((shown, shown_risk), rel=1e-3), applied
     r = json.loads(result.read_text())
     if "--k" not in options:  # the search's criterion is the verdict: the policy it reports meets it when applied
         assert r["policies"] and shown, (r["policies"][0], shown_risk)

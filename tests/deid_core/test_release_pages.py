@@ -12,13 +12,16 @@ import pandas as pd
 import pytest
 
 from deid_core.cli import main
+from deid_core.io import read_table
 from deid_core.risk import release_k
-from deid_core.spec import ReleaseSpec
+from deid_core.spec import ReleaseSpec, load_spec
 from test_one_verdict import COLUMNS, linked  # noqa: F401 - the linked FEBRL table fixture
 
 
 def _text(html: str) -> str:
-    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html))
+    import html as markup
+
+    return markup.unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html)))
 
 
 def test_the_k_line_and_its_text_come_from_the_criterion(linked, tmp_path, capsys, monkeypatch):
@@ -32,15 +35,19 @@ def test_the_k_line_and_its_text_come_from_the_criterion(linked, tmp_path, capsy
     assert main(["search", "--input", str(linked), "--spec", str(spec), "--method", "ola", "--max-suppression",
                  "0.05", "--policy-out", str(policy), "--out", str(tmp_path / "s.json")]) == 0
     lines: list[str] = []
-    real = matplotlib.axes.Axes.axvline
+    levels: list[str] = []
+    vline, hline = matplotlib.axes.Axes.axvline, matplotlib.axes.Axes.axhline
     monkeypatch.setattr(matplotlib.axes.Axes, "axvline",
-                        lambda self, x=0, *a, **kw: (lines.append(kw.get("label", "")), real(self, x, *a, **kw))[1])
+                        lambda self, x=0, *a, **kw: (lines.append(kw.get("label", "")), vline(self, x, *a, **kw))[1])
+    monkeypatch.setattr(matplotlib.axes.Axes, "axhline",
+                        lambda self, y=0, *a, **kw: (levels.append(kw.get("label", "")), hline(self, y, *a, **kw))[1])
     assert main(["apply", "--input", str(linked), "--policy", str(policy), "--spec", str(spec), "--html", str(page),
                  "--out", str(tmp_path / "release.csv")]) == 0
     text = _text(page.read_text())
     k = release_k(ReleaseSpec(type="non-public", threshold=0.05))
     assert k == 4
     assert "k = 20" not in text and lines == [f"k = {k}"], lines
+    assert levels == ["threshold 0.05 / Pr(T) 0.27 = 0.1852"], levels  # a record's risk is Pr(re-id | T)
     assert f"every equivalence class must hold at least k = {k} records" in text
     assert "the average risk must stay at or under 0.1852" in text
     assert "The released data meet the threshold 0.05" in text
@@ -133,3 +140,26 @@ def test_assess_advises_a_person_column_only_for_a_person_id(linked, tmp_path, c
     assert main(["assess", "--input", str(claims), "--spec", str(cspec), "--out", str(tmp_path / "c.json")]) == 0
     err = capsys.readouterr().err
     assert '[longitudinal] person = "pid"' in err and err.count("[longitudinal]") == 1, err
+
+
+def test_the_workbench_states_the_verdict_deid_apply_will_give(linked, tmp_path):
+    """The candidates of a search open with the best candidate's release verdict, the figure of deid search's last
+    line and of deid apply's page; information loss is written out, never as 8.009e+04."""
+    from deid_core.cli.search import search_arguments, search_release
+    from deid_core.ui import views
+    from deid_core.ui.workspace import SearchJob, Workspace
+
+    spec = tmp_path / "release.toml"
+    spec.write_text(COLUMNS + '\n[release]\ntype = "non-public"\nthreshold = 0.05\n')
+    s = load_spec(spec)
+    df = read_table(linked, s.missing_values)
+    args = search_arguments(["--input", str(linked), "--spec", str(spec), "--method", "ola", "--max-suppression",
+                             "0.05", "--out", str(tmp_path / "r.json")])
+    result, _ = search_release(args, s, df)
+    job = SearchJob(method="ola", finished=True, result=result, command="deid search …")
+    html = views.candidates_view(Workspace(id="a" * 32, folder=tmp_path, job=job), plot="")
+    text = _text(html)
+    rv = result["release_verdict"]
+    assert rv["meets"] and f"overall risk {views.number(rv['overall_risk'])}" in text
+    assert "The best candidate's release meets the threshold 0.05" in text
+    assert "e+" not in text and re.search(r"\d{1,3},\d{3}", text)
