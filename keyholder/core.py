@@ -16,6 +16,7 @@ import secrets
 import threading
 import time
 import uuid
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
@@ -60,6 +61,17 @@ def fingerprint(public_key: bytes) -> str:
     return hashlib.sha256(public_key).hexdigest()
 
 
+PLANNED_ROUNDS_KEPT = 4096     # rounds whose announced comparisons K remembers (oldest forgotten first)
+
+
+def progress_percent(done: int, planned: int) -> int:
+    """``done`` of ``planned`` as a percentage rounded down to a multiple of 10, at most 90 (a round is
+    finished only when its holder says so); 0 when nothing was announced or the count is inconsistent."""
+    if planned <= 0 or done > planned:
+        return 0
+    return min(90, 10 * (10 * done // planned))
+
+
 class KeyHolder:
     """The key holder's state machine over its SQLite store and disk spool.
 
@@ -98,6 +110,8 @@ class KeyHolder:
         self._party_keys: dict[str, bytes] = {}    # name -> X25519 public key (public; a registration replaces it)
         self._party_keys_version = 0
         self._party_keys_lock = threading.Lock()
+        # (session, round) -> the holder's announced comparisons, for the querier's progress (in memory only)
+        self._planned: OrderedDict[tuple[str, int], int] = OrderedDict()
         self._opening_lock = threading.RLock()
         self.uploads = Uploads()                   # queries streaming in (docs/protocol.md, "Streaming the query")
         self.expire_due()
@@ -503,8 +517,10 @@ class KeyHolder:
 
     def submit_batch(self, holder: str, session_id: str, round_no: int, seq: int,
                      ciphertexts: bytes, row_comparisons: list[int],
-                     attachments: list[bytes], rule: PairRule | None = None) -> tuple[int, bool]:
-        """Zero-test one batch; keep the attachments of matching rows.
+                     attachments: list[bytes], rule: PairRule | None = None,
+                     planned: int = 0) -> tuple[int, bool]:
+        """Zero-test one batch; keep the attachments of matching rows; ``planned`` (the holder's count of
+        the round's comparisons, 0: not said) is kept for :meth:`progress`.
 
         A row matches when any comparison is zero, or, with a pair ``rule``, when a rule term holds;
         the match records the zero comparisons, or the terms that held (never the groups).  Returns
@@ -540,7 +556,20 @@ class KeyHolder:
                 matches.append((row, hits, attachments[row]))
             offset += count
         fresh = self.store.add_batch(session_id, round_no, seq, total, matches)
+        if planned:
+            self._planned[(session_id, round_no)] = planned
+            while len(self._planned) > PLANNED_ROUNDS_KEPT:
+                self._planned.popitem(last=False)
         return total, not fresh
+
+    def progress(self, found: Round) -> tuple[bool, int]:
+        """Whether a pending round's comparisons have begun to arrive, and their zero-tested share of the
+        holder's announced count in 10 % steps (0-90): what the querier is told while it waits, never the
+        count (it would tell the holder's table size; docs/protocol.md, "Progress while waiting")."""
+        if found.status != PENDING:
+            return False, 0
+        planned = self._planned.get((found.session_id, found.round), 0)
+        return found.comparisons > 0, progress_percent(found.comparisons, planned)
 
     @staticmethod
     def _attachment_length(round_no: int, fixed: int, length: int) -> ServiceError:

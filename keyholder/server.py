@@ -61,13 +61,15 @@ def message_info(message: Message) -> pb.MessageInfo:
                           round=message.round or 0)
 
 
-def round_info(found: Round, for_querier: bool) -> pb.RoundInfo:
-    """Round status: matches and the note for the querier, the comparison count for the holder."""
+def round_info(found: Round, for_querier: bool, progress: tuple[bool, int] = (False, 0)) -> pb.RoundInfo:
+    """Round status: matches, the note and (pending) the progress in 10 % steps for the querier, the
+    comparison count for the holder."""
     info = pb.RoundInfo(session_id=found.session_id, round=found.round, status=found.status,
                         reason=found.reason or "")
     if for_querier:  # the comparison count would tell the querier the holder's row count
         info.matched_rows = found.matched_rows
         info.holder_note = found.holder_note or b""
+        info.comparing, info.progress_percent = progress
     else:
         info.comparisons = found.comparisons
     return info
@@ -390,7 +392,8 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
         """Zero-test one batch (checked by :mod:`keyholder.validation`): (comparisons, duplicate)."""
         rule = pair_rule(batch.rule) if batch.HasField("rule") else None
         return self.core.submit_batch(party, batch.session_id, batch.round, batch.seq, batch.ciphertexts,
-                                      list(batch.row_comparisons), list(batch.attachments), rule)
+                                      list(batch.row_comparisons), list(batch.attachments), rule,
+                                      batch.round_comparisons)
 
     async def SubmitComparisons(self, request, context):
         count, duplicate = await self._run(context, "SubmitComparisons", request,
@@ -423,7 +426,7 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
                         or await self._thread(current, party)
                 except ServiceError as error:
                     return await refuse(context, error)
-        return round_info(found, for_querier=True)
+        return round_info(found, for_querier=True, progress=self.core.progress(found))
 
     async def FetchResults(self, request, context):
         def opened(party: str) -> tuple[Iterator[list], list[list]]:

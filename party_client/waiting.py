@@ -28,6 +28,22 @@ def human_seconds(seconds: float) -> str:
     return " ".join(parts[:2]) or "0 s"
 
 
+class TimeLeft:
+    """Time left of a job seen as a share in steps (the holder's round, in 10 % steps): the rate since
+    the job was first seen under way, applied to the share left; None before the first step."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock, self.started = clock, None
+
+    def seconds(self, under_way: bool, percent: int) -> float | None:
+        now = self.clock()
+        if under_way and self.started is None:
+            self.started = now
+        if self.started is None or percent <= 0 or now <= self.started:
+            return None
+        return (now - self.started) * (100 - percent) / percent
+
+
 def stderr_line(text: str) -> None:
     stamp = "" if sys.stderr.isatty() else time.strftime("%Y-%m-%d %H:%M:%S ")
     tqdm.write(f"party: {stamp}{text}", file=sys.stderr)

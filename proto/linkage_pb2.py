@@ -24,19 +24,19 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x13proto/linkage.proto\x12\rsecurelink.v1\":\n\x0fRegisterRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x19\n\x11x25519_public_key\x18\x02 \x01(\x0c\"A\n\rRegisterReply\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05token\x18\x02 \x01(\t\x12\x13\n\x0b\x66ingerprint\x18\x03 \x01(\t\"\x1f\n\x0fGetPartyRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"t\n\tPartyInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x19\n\x11x25519_public_key\x18\x02 \x01(\x0c\x12\x13\n\x0b\x66ingerprint\x18\x03 \x01(\t\x12\x15\n\rregistered_at\x18\x04 \x01(\x01\x12\x12\n\ntable_rows\x18\x05 \x01(\x04\"\x99\x01\n\x12OpenSessionRequest\x12!\n\x04mode\x18\x01 \x01(\x0e\x32\x13.securelink.v1.Mode\x12\x0e\n\x06holder\x18\x02 \x01(\t\x12\x10\n\x08key_bits\x18\x03 \x01(\r\x12\x13\n\x0bttl_seconds\x18\x04 \x01(\r\x12\x19\n\x11query_ciphertexts\x18\x05 \x01(\x04\x12\x0e\n\x06scheme\x18\x06 \x01(\t\"\xbc\x02\n\x0bSessionInfo\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12!\n\x04mode\x18\x02 \x01(\x0e\x32\x13.securelink.v1.Mode\x12\x0f\n\x07querier\x18\x03 \x01(\t\x12\x0e\n\x06holder\x18\x04 \x01(\t\x12\x10\n\x08key_bits\x18\x05 \x01(\r\x12\x12\n\npublic_key\x18\x06 \x01(\x0c\x12,\n\x06status\x18\x07 \x01(\x0e\x32\x1c.securelink.v1.SessionStatus\x12\x12\n\ncreated_at\x18\x08 \x01(\x01\x12\x12\n\nexpires_at\x18\t \x01(\x01\x12\x0e\n\x06rounds\x18\n \x01(\r\x12\x17\n\x0fmax_query_bytes\x18\x0b \x01(\x04\x12\x0e\n\x06scheme\x18\x0c \x01(\t\x12 \n\x18holder_x25519_public_key\x18\r \x01(\x0c\" \n\nSessionRef\x12\x12\n\nsession_id\x18\x01 \x01(\t\"Y\n\x0cMessageChunk\x12,\n\x06header\x18\x01 \x01(\x0b\x32\x1c.securelink.v1.MessageHeader\x12\x0c\n\x04\x64\x61ta\x18\x02 \x01(\x0c\x12\r\n\x05round\x18\x03 \x01(\r\"T\n\rMessageHeader\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x0c\n\x04kind\x18\x02 \x01(\t\x12\x11\n\trecipient\x18\x03 \x01(\t\x12\x0e\n\x06stream\x18\x04 \x01(\x08\"\x83\x01\n\x0bMessageInfo\x12\x12\n\nmessage_id\x18\x01 \x01(\t\x12\x12\n\nsession_id\x18\x02 \x01(\t\x12\x0c\n\x04kind\x18\x03 \x01(\t\x12\x0e\n\x06sender\x18\x04 \x01(\t\x12\x11\n\trecipient\x18\x05 \x01(\t\x12\x0c\n\x04size\x18\x06 \x01(\x04\x12\r\n\x05round\x18\x07 \x01(\r\" \n\nMessageRef\x12\x12\n\nmessage_id\x18\x01 \x01(\t\";\n\x0fListWorkRequest\x12\x14\n\x0cwait_seconds\x18\x01 \x01(\x01\x12\x12\n\ntable_rows\x18\x02 \x01(\x04\"\xa5\x01\n\x08WorkItem\x12+\n\x07session\x18\x01 \x01(\x0b\x32\x1a.securelink.v1.SessionInfo\x12\r\n\x05round\x18\x02 \x01(\r\x12\x12\n\nmessage_id\x18\x03 \x01(\t\x12\x0f\n\x07querier\x18\x04 \x01(\t\x12\x15\n\rreceived_seqs\x18\x05 \x03(\r\x12!\n\x19querier_x25519_public_key\x18\x06 \x01(\x0c\"2\n\x08WorkList\x12&\n\x05items\x18\x01 \x03(\x0b\x32\x17.securelink.v1.WorkItem\"\xab\x01\n\x0f\x43omparisonBatch\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\r\n\x05round\x18\x02 \x01(\r\x12\x0b\n\x03seq\x18\x03 \x01(\r\x12\x13\n\x0b\x63iphertexts\x18\x04 \x01(\x0c\x12\x17\n\x0frow_comparisons\x18\x05 \x03(\r\x12\x13\n\x0b\x61ttachments\x18\x06 \x03(\x0c\x12%\n\x04rule\x18\x07 \x01(\x0b\x32\x17.securelink.v1.PairRule\"y\n\x08PairRule\x12\x13\n\x0bgroup_sizes\x18\x01 \x03(\r\x12)\n\x05terms\x18\x02 \x03(\x0b\x32\x1a.securelink.v1.Conjunction\x12-\n\x08weighted\x18\x03 \x01(\x0b\x32\x1b.securelink.v1.WeightedRule\"b\n\x0cWeightedRule\x12\x14\n\x0cgroup_fields\x18\x01 \x03(\r\x12\x15\n\rgroup_weights\x18\x02 \x03(\x12\x12\x12\n\nfield_else\x18\x03 \x03(\x12\x12\x11\n\tthreshold\x18\x04 \x01(\x12\"\x1d\n\x0b\x43onjunction\x12\x0e\n\x06groups\x18\x01 \x03(\r\"?\n\x08\x42\x61tchAck\x12\x0b\n\x03seq\x18\x01 \x01(\r\x12\x13\n\x0b\x63omparisons\x18\x02 \x01(\r\x12\x11\n\tduplicate\x18\x03 \x01(\x08\"\x91\x01\n\x12\x46inishRoundRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\r\n\x05round\x18\x02 \x01(\r\x12\x0f\n\x07\x62\x61tches\x18\x03 \x01(\r\x12\x13\n\x0bholder_note\x18\x04 \x01(\x0c\x12\x32\n\nlast_batch\x18\x05 \x01(\x0b\x32\x1e.securelink.v1.ComparisonBatch\"F\n\x11\x41\x62ortRoundRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\r\n\x05round\x18\x02 \x01(\r\x12\x0e\n\x06reason\x18\x03 \x01(\t\"-\n\x08RoundRef\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\r\n\x05round\x18\x02 \x01(\r\"K\n\x10WaitRoundRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\r\n\x05round\x18\x02 \x01(\r\x12\x14\n\x0cwait_seconds\x18\x03 \x01(\x01\"\xaa\x01\n\tRoundInfo\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\r\n\x05round\x18\x02 \x01(\r\x12*\n\x06status\x18\x03 \x01(\x0e\x32\x1a.securelink.v1.RoundStatus\x12\x13\n\x0b\x63omparisons\x18\x04 \x01(\x04\x12\x14\n\x0cmatched_rows\x18\x05 \x01(\x04\x12\x13\n\x0bholder_note\x18\x06 \x01(\x0c\x12\x0e\n\x06reason\x18\x07 \x01(\t\"2\n\x05Match\x12\x15\n\rmatch_indices\x18\x01 \x03(\r\x12\x12\n\nattachment\x18\x02 \x01(\x0c\"4\n\x0bResultBatch\x12%\n\x07matches\x18\x01 \x03(\x0b\x32\x14.securelink.v1.Match\"N\n\tTableSpec\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04\x62ins\x18\x02 \x01(\r\x12\x16\n\x0ehash_functions\x18\x03 \x01(\r\x12\r\n\x05stash\x18\x04 \x01(\r\"\xcd\x02\n\x0bQueryHeader\x12\x16\n\x0esession_secret\x18\x01 \x01(\x0c\x12!\n\x04mode\x18\x02 \x01(\x0e\x32\x13.securelink.v1.Mode\x12\x10\n\x08key_bits\x18\x03 \x01(\r\x12\x10\n\x08key_spec\x18\x04 \x01(\t\x12(\n\x06tables\x18\x05 \x03(\x0b\x32\x18.securelink.v1.TableSpec\x12\x16\n\x0elookup_buckets\x18\t \x01(\r\x12\x0f\n\x07\x65ntries\x18\n \x01(\r\x12\x19\n\x11records_per_chunk\x18\x0c \x01(\r\x12/\n\x06passes\x18\r \x03(\x0b\x32\x1f.securelink.v1.BlockingPassSpec\x12\x13\n\x0bpair_layout\x18\x0e \x01(\t\x12\x0e\n\x06scheme\x18\x0f \x01(\tJ\x04\x08\x0b\x10\x0cR\x15request_fast_blinding\"B\n\x10\x42lockingPassSpec\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07\x62uckets\x18\x02 \x01(\r\x12\x0f\n\x07records\x18\x03 \x01(\r\"G\n\x0f\x43iphertextChunk\x12\x13\n\x0b\x63iphertexts\x18\x01 \x01(\x0c\x12\x0f\n\x07\x62uckets\x18\x02 \x03(\r\x12\x0e\n\x06\x62locks\x18\x03 \x03(\t\"C\n\rRowAttachment\x12\x11\n\tpositions\x18\x01 \x03(\r\x12\x0e\n\x06values\x18\x02 \x03(\t\x12\x0f\n\x07row_tag\x18\x03 \x01(\x0c\"X\n\nHolderNote\x12\x17\n\x0frelease_columns\x18\x01 \x03(\tJ\x04\x08\x02\x10\x03J\x04\x08\x03\x10\x04J\x04\x08\x04\x10\x05R\x08\x62lindingR\x15refused_fast_blinding*=\n\x04Mode\x12\x14\n\x10MODE_UNSPECIFIED\x10\x00\x12\x08\n\x04JOIN\x10\x01\x12\t\n\x05\x44\x45\x44UP\x10\x02\x12\n\n\x06LOOKUP\x10\x03*R\n\rSessionStatus\x12\x1e\n\x1aSESSION_STATUS_UNSPECIFIED\x10\x00\x12\x08\n\x04OPEN\x10\x01\x12\n\n\x06\x43LOSED\x10\x02\x12\x0b\n\x07\x45XPIRED\x10\x03*O\n\x0bRoundStatus\x12\x1c\n\x18ROUND_STATUS_UNSPECIFIED\x10\x00\x12\x0b\n\x07PENDING\x10\x01\x12\x08\n\x04\x44ONE\x10\x02\x12\x0b\n\x07\x41\x42ORTED\x10\x03\x32\x83\x08\n\tKeyHolder\x12H\n\x08Register\x12\x1e.securelink.v1.RegisterRequest\x1a\x1c.securelink.v1.RegisterReply\x12\x44\n\x08GetParty\x12\x1e.securelink.v1.GetPartyRequest\x1a\x18.securelink.v1.PartyInfo\x12L\n\x0bOpenSession\x12!.securelink.v1.OpenSessionRequest\x1a\x1a.securelink.v1.SessionInfo\x12\x43\n\nGetSession\x12\x19.securelink.v1.SessionRef\x1a\x1a.securelink.v1.SessionInfo\x12\x45\n\x0c\x43loseSession\x12\x19.securelink.v1.SessionRef\x1a\x1a.securelink.v1.SessionInfo\x12G\n\nPutMessage\x12\x1b.securelink.v1.MessageChunk\x1a\x1a.securelink.v1.MessageInfo(\x01\x12\x46\n\nGetMessage\x12\x19.securelink.v1.MessageRef\x1a\x1b.securelink.v1.MessageChunk0\x01\x12\x43\n\nAckMessage\x12\x19.securelink.v1.MessageRef\x1a\x1a.securelink.v1.MessageInfo\x12\x43\n\x08ListWork\x12\x1e.securelink.v1.ListWorkRequest\x1a\x17.securelink.v1.WorkList\x12L\n\x11SubmitComparisons\x12\x1e.securelink.v1.ComparisonBatch\x1a\x17.securelink.v1.BatchAck\x12J\n\x0b\x46inishRound\x12!.securelink.v1.FinishRoundRequest\x1a\x18.securelink.v1.RoundInfo\x12H\n\nAbortRound\x12 .securelink.v1.AbortRoundRequest\x1a\x18.securelink.v1.RoundInfo\x12\x46\n\tWaitRound\x12\x1f.securelink.v1.WaitRoundRequest\x1a\x18.securelink.v1.RoundInfo\x12\x45\n\x0c\x46\x65tchResults\x12\x17.securelink.v1.RoundRef\x1a\x1a.securelink.v1.ResultBatch0\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x13proto/linkage.proto\x12\rsecurelink.v1\":\n\x0fRegisterRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x19\n\x11x25519_public_key\x18\x02 \x01(\x0c\"A\n\rRegisterReply\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05token\x18\x02 \x01(\t\x12\x13\n\x0b\x66ingerprint\x18\x03 \x01(\t\"\x1f\n\x0fGetPartyRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"t\n\tPartyInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x19\n\x11x25519_public_key\x18\x02 \x01(\x0c\x12\x13\n\x0b\x66ingerprint\x18\x03 \x01(\t\x12\x15\n\rregistered_at\x18\x04 \x01(\x01\x12\x12\n\ntable_rows\x18\x05 \x01(\x04\"\x99\x01\n\x12OpenSessionRequest\x12!\n\x04mode\x18\x01 \x01(\x0e\x32\x13.securelink.v1.Mode\x12\x0e\n\x06holder\x18\x02 \x01(\t\x12\x10\n\x08key_bits\x18\x03 \x01(\r\x12\x13\n\x0bttl_seconds\x18\x04 \x01(\r\x12\x19\n\x11query_ciphertexts\x18\x05 \x01(\x04\x12\x0e\n\x06scheme\x18\x06 \x01(\t\"\xbc\x02\n\x0bSessionInfo\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12!\n\x04mode\x18\x02 \x01(\x0e\x32\x13.securelink.v1.Mode\x12\x0f\n\x07querier\x18\x03 \x01(\t\x12\x0e\n\x06holder\x18\x04 \x01(\t\x12\x10\n\x08key_bits\x18\x05 \x01(\r\x12\x12\n\npublic_key\x18\x06 \x01(\x0c\x12,\n\x06status\x18\x07 \x01(\x0e\x32\x1c.securelink.v1.SessionStatus\x12\x12\n\ncreated_at\x18\x08 \x01(\x01\x12\x12\n\nexpires_at\x18\t \x01(\x01\x12\x0e\n\x06rounds\x18\n \x01(\r\x12\x17\n\x0fmax_query_bytes\x18\x0b \x01(\x04\x12\x0e\n\x06scheme\x18\x0c \x01(\t\x12 \n\x18holder_x25519_public_key\x18\r \x01(\x0c\" \n\nSessionRef\x12\x12\n\nsession_id\x18\x01 \x01(\t\"Y\n\x0cMessageChunk\x12,\n\x06header\x18\x01 \x01(\x0b\x32\x1c.securelink.v1.MessageHeader\x12\x0c\n\x04\x64\x61ta\x18\x02 \x01(\x0c\x12\r\n\x05round\x18\x03 \x01(\r\"T\n\rMessageHeader\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x0c\n\x04kind\x18\x02 \x01(\t\x12\x11\n\trecipient\x18\x03 \x01(\t\x12\x0e\n\x06stream\x18\x04 \x01(\x08\"\x83\x01\n\x0bMessageInfo\x12\x12\n\nmessage_id\x18\x01 \x01(\t\x12\x12\n\nsession_id\x18\x02 \x01(\t\x12\x0c\n\x04kind\x18\x03 \x01(\t\x12\x0e\n\x06sender\x18\x04 \x01(\t\x12\x11\n\trecipient\x18\x05 \x01(\t\x12\x0c\n\x04size\x18\x06 \x01(\x04\x12\r\n\x05round\x18\x07 \x01(\r\" \n\nMessageRef\x12\x12\n\nmessage_id\x18\x01 \x01(\t\";\n\x0fListWorkRequest\x12\x14\n\x0cwait_seconds\x18\x01 \x01(\x01\x12\x12\n\ntable_rows\x18\x02 \x01(\x04\"\xa5\x01\n\x08WorkItem\x12+\n\x07session\x18\x01 \x01(\x0b\x32\x1a.securelink.v1.SessionInfo\x12\r\n\x05round\x18\x02 \x01(\r\x12\x12\n\nmessage_id\x18\x03 \x01(\t\x12\x0f\n\x07querier\x18\x04 \x01(\t\x12\x15\n\rreceived_seqs\x18\x05 \x03(\r\x12!\n\x19querier_x25519_public_key\x18\x06 \x01(\x0c\"2\n\x08WorkList\x12&\n\x05items\x18\x01 \x03(\x0b\x32\x17.securelink.v1.WorkItem\"\xc6\x01\n\x0f\x43omparisonBatch\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\r\n\x05round\x18\x02 \x01(\r\x12\x0b\n\x03seq\x18\x03 \x01(\r\x12\x13\n\x0b\x63iphertexts\x18\x04 \x01(\x0c\x12\x17\n\x0frow_comparisons\x18\x05 \x03(\r\x12\x13\n\x0b\x61ttachments\x18\x06 \x03(\x0c\x12%\n\x04rule\x18\x07 \x01(\x0b\x32\x17.securelink.v1.PairRule\x12\x19\n\x11round_comparisons\x18\x08 \x01(\x04\"y\n\x08PairRule\x12\x13\n\x0bgroup_sizes\x18\x01 \x03(\r\x12)\n\x05terms\x18\x02 \x03(\x0b\x32\x1a.securelink.v1.Conjunction\x12-\n\x08weighted\x18\x03 \x01(\x0b\x32\x1b.securelink.v1.WeightedRule\"b\n\x0cWeightedRule\x12\x14\n\x0cgroup_fields\x18\x01 \x03(\r\x12\x15\n\rgroup_weights\x18\x02 \x03(\x12\x12\x12\n\nfield_else\x18\x03 \x03(\x12\x12\x11\n\tthreshold\x18\x04 \x01(\x12\"\x1d\n\x0b\x43onjunction\x12\x0e\n\x06groups\x18\x01 \x03(\r\"?\n\x08\x42\x61tchAck\x12\x0b\n\x03seq\x18\x01 \x01(\r\x12\x13\n\x0b\x63omparisons\x18\x02 \x01(\r\x12\x11\n\tduplicate\x18\x03 \x01(\x08\"\x91\x01\n\x12\x46inishRoundRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\r\n\x05round\x18\x02 \x01(\r\x12\x0f\n\x07\x62\x61tches\x18\x03 \x01(\r\x12\x13\n\x0bholder_note\x18\x04 \x01(\x0c\x12\x32\n\nlast_batch\x18\x05 \x01(\x0b\x32\x1e.securelink.v1.ComparisonBatch\"F\n\x11\x41\x62ortRoundRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\r\n\x05round\x18\x02 \x01(\r\x12\x0e\n\x06reason\x18\x03 \x01(\t\"-\n\x08RoundRef\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\r\n\x05round\x18\x02 \x01(\r\"K\n\x10WaitRoundRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\r\n\x05round\x18\x02 \x01(\r\x12\x14\n\x0cwait_seconds\x18\x03 \x01(\x01\"\xd7\x01\n\tRoundInfo\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\r\n\x05round\x18\x02 \x01(\r\x12*\n\x06status\x18\x03 \x01(\x0e\x32\x1a.securelink.v1.RoundStatus\x12\x13\n\x0b\x63omparisons\x18\x04 \x01(\x04\x12\x14\n\x0cmatched_rows\x18\x05 \x01(\x04\x12\x13\n\x0bholder_note\x18\x06 \x01(\x0c\x12\x0e\n\x06reason\x18\x07 \x01(\t\x12\x18\n\x10progress_percent\x18\x08 \x01(\r\x12\x11\n\tcomparing\x18\t \x01(\x08\"2\n\x05Match\x12\x15\n\rmatch_indices\x18\x01 \x03(\r\x12\x12\n\nattachment\x18\x02 \x01(\x0c\"4\n\x0bResultBatch\x12%\n\x07matches\x18\x01 \x03(\x0b\x32\x14.securelink.v1.Match\"N\n\tTableSpec\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04\x62ins\x18\x02 \x01(\r\x12\x16\n\x0ehash_functions\x18\x03 \x01(\r\x12\r\n\x05stash\x18\x04 \x01(\r\"\xcd\x02\n\x0bQueryHeader\x12\x16\n\x0esession_secret\x18\x01 \x01(\x0c\x12!\n\x04mode\x18\x02 \x01(\x0e\x32\x13.securelink.v1.Mode\x12\x10\n\x08key_bits\x18\x03 \x01(\r\x12\x10\n\x08key_spec\x18\x04 \x01(\t\x12(\n\x06tables\x18\x05 \x03(\x0b\x32\x18.securelink.v1.TableSpec\x12\x16\n\x0elookup_buckets\x18\t \x01(\r\x12\x0f\n\x07\x65ntries\x18\n \x01(\r\x12\x19\n\x11records_per_chunk\x18\x0c \x01(\r\x12/\n\x06passes\x18\r \x03(\x0b\x32\x1f.securelink.v1.BlockingPassSpec\x12\x13\n\x0bpair_layout\x18\x0e \x01(\t\x12\x0e\n\x06scheme\x18\x0f \x01(\tJ\x04\x08\x0b\x10\x0cR\x15request_fast_blinding\"B\n\x10\x42lockingPassSpec\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07\x62uckets\x18\x02 \x01(\r\x12\x0f\n\x07records\x18\x03 \x01(\r\"G\n\x0f\x43iphertextChunk\x12\x13\n\x0b\x63iphertexts\x18\x01 \x01(\x0c\x12\x0f\n\x07\x62uckets\x18\x02 \x03(\r\x12\x0e\n\x06\x62locks\x18\x03 \x03(\t\"C\n\rRowAttachment\x12\x11\n\tpositions\x18\x01 \x03(\r\x12\x0e\n\x06values\x18\x02 \x03(\t\x12\x0f\n\x07row_tag\x18\x03 \x01(\x0c\"X\n\nHolderNote\x12\x17\n\x0frelease_columns\x18\x01 \x03(\tJ\x04\x08\x02\x10\x03J\x04\x08\x03\x10\x04J\x04\x08\x04\x10\x05R\x08\x62lindingR\x15refused_fast_blinding*=\n\x04Mode\x12\x14\n\x10MODE_UNSPECIFIED\x10\x00\x12\x08\n\x04JOIN\x10\x01\x12\t\n\x05\x44\x45\x44UP\x10\x02\x12\n\n\x06LOOKUP\x10\x03*R\n\rSessionStatus\x12\x1e\n\x1aSESSION_STATUS_UNSPECIFIED\x10\x00\x12\x08\n\x04OPEN\x10\x01\x12\n\n\x06\x43LOSED\x10\x02\x12\x0b\n\x07\x45XPIRED\x10\x03*O\n\x0bRoundStatus\x12\x1c\n\x18ROUND_STATUS_UNSPECIFIED\x10\x00\x12\x0b\n\x07PENDING\x10\x01\x12\x08\n\x04\x44ONE\x10\x02\x12\x0b\n\x07\x41\x42ORTED\x10\x03\x32\x83\x08\n\tKeyHolder\x12H\n\x08Register\x12\x1e.securelink.v1.RegisterRequest\x1a\x1c.securelink.v1.RegisterReply\x12\x44\n\x08GetParty\x12\x1e.securelink.v1.GetPartyRequest\x1a\x18.securelink.v1.PartyInfo\x12L\n\x0bOpenSession\x12!.securelink.v1.OpenSessionRequest\x1a\x1a.securelink.v1.SessionInfo\x12\x43\n\nGetSession\x12\x19.securelink.v1.SessionRef\x1a\x1a.securelink.v1.SessionInfo\x12\x45\n\x0c\x43loseSession\x12\x19.securelink.v1.SessionRef\x1a\x1a.securelink.v1.SessionInfo\x12G\n\nPutMessage\x12\x1b.securelink.v1.MessageChunk\x1a\x1a.securelink.v1.MessageInfo(\x01\x12\x46\n\nGetMessage\x12\x19.securelink.v1.MessageRef\x1a\x1b.securelink.v1.MessageChunk0\x01\x12\x43\n\nAckMessage\x12\x19.securelink.v1.MessageRef\x1a\x1a.securelink.v1.MessageInfo\x12\x43\n\x08ListWork\x12\x1e.securelink.v1.ListWorkRequest\x1a\x17.securelink.v1.WorkList\x12L\n\x11SubmitComparisons\x12\x1e.securelink.v1.ComparisonBatch\x1a\x17.securelink.v1.BatchAck\x12J\n\x0b\x46inishRound\x12!.securelink.v1.FinishRoundRequest\x1a\x18.securelink.v1.RoundInfo\x12H\n\nAbortRound\x12 .securelink.v1.AbortRoundRequest\x1a\x18.securelink.v1.RoundInfo\x12\x46\n\tWaitRound\x12\x1f.securelink.v1.WaitRoundRequest\x1a\x18.securelink.v1.RoundInfo\x12\x45\n\x0c\x46\x65tchResults\x12\x17.securelink.v1.RoundRef\x1a\x1a.securelink.v1.ResultBatch0\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'proto.linkage_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_MODE']._serialized_start=3283
-  _globals['_MODE']._serialized_end=3344
-  _globals['_SESSIONSTATUS']._serialized_start=3346
-  _globals['_SESSIONSTATUS']._serialized_end=3428
-  _globals['_ROUNDSTATUS']._serialized_start=3430
-  _globals['_ROUNDSTATUS']._serialized_end=3509
+  _globals['_MODE']._serialized_start=3355
+  _globals['_MODE']._serialized_end=3416
+  _globals['_SESSIONSTATUS']._serialized_start=3418
+  _globals['_SESSIONSTATUS']._serialized_end=3500
+  _globals['_ROUNDSTATUS']._serialized_start=3502
+  _globals['_ROUNDSTATUS']._serialized_end=3581
   _globals['_REGISTERREQUEST']._serialized_start=38
   _globals['_REGISTERREQUEST']._serialized_end=96
   _globals['_REGISTERREPLY']._serialized_start=98
@@ -66,41 +66,41 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_WORKLIST']._serialized_start=1399
   _globals['_WORKLIST']._serialized_end=1449
   _globals['_COMPARISONBATCH']._serialized_start=1452
-  _globals['_COMPARISONBATCH']._serialized_end=1623
-  _globals['_PAIRRULE']._serialized_start=1625
-  _globals['_PAIRRULE']._serialized_end=1746
-  _globals['_WEIGHTEDRULE']._serialized_start=1748
-  _globals['_WEIGHTEDRULE']._serialized_end=1846
-  _globals['_CONJUNCTION']._serialized_start=1848
-  _globals['_CONJUNCTION']._serialized_end=1877
-  _globals['_BATCHACK']._serialized_start=1879
-  _globals['_BATCHACK']._serialized_end=1942
-  _globals['_FINISHROUNDREQUEST']._serialized_start=1945
-  _globals['_FINISHROUNDREQUEST']._serialized_end=2090
-  _globals['_ABORTROUNDREQUEST']._serialized_start=2092
-  _globals['_ABORTROUNDREQUEST']._serialized_end=2162
-  _globals['_ROUNDREF']._serialized_start=2164
-  _globals['_ROUNDREF']._serialized_end=2209
-  _globals['_WAITROUNDREQUEST']._serialized_start=2211
-  _globals['_WAITROUNDREQUEST']._serialized_end=2286
-  _globals['_ROUNDINFO']._serialized_start=2289
-  _globals['_ROUNDINFO']._serialized_end=2459
-  _globals['_MATCH']._serialized_start=2461
-  _globals['_MATCH']._serialized_end=2511
-  _globals['_RESULTBATCH']._serialized_start=2513
-  _globals['_RESULTBATCH']._serialized_end=2565
-  _globals['_TABLESPEC']._serialized_start=2567
-  _globals['_TABLESPEC']._serialized_end=2645
-  _globals['_QUERYHEADER']._serialized_start=2648
-  _globals['_QUERYHEADER']._serialized_end=2981
-  _globals['_BLOCKINGPASSSPEC']._serialized_start=2983
-  _globals['_BLOCKINGPASSSPEC']._serialized_end=3049
-  _globals['_CIPHERTEXTCHUNK']._serialized_start=3051
-  _globals['_CIPHERTEXTCHUNK']._serialized_end=3122
-  _globals['_ROWATTACHMENT']._serialized_start=3124
-  _globals['_ROWATTACHMENT']._serialized_end=3191
-  _globals['_HOLDERNOTE']._serialized_start=3193
-  _globals['_HOLDERNOTE']._serialized_end=3281
-  _globals['_KEYHOLDER']._serialized_start=3512
-  _globals['_KEYHOLDER']._serialized_end=4539
+  _globals['_COMPARISONBATCH']._serialized_end=1650
+  _globals['_PAIRRULE']._serialized_start=1652
+  _globals['_PAIRRULE']._serialized_end=1773
+  _globals['_WEIGHTEDRULE']._serialized_start=1775
+  _globals['_WEIGHTEDRULE']._serialized_end=1873
+  _globals['_CONJUNCTION']._serialized_start=1875
+  _globals['_CONJUNCTION']._serialized_end=1904
+  _globals['_BATCHACK']._serialized_start=1906
+  _globals['_BATCHACK']._serialized_end=1969
+  _globals['_FINISHROUNDREQUEST']._serialized_start=1972
+  _globals['_FINISHROUNDREQUEST']._serialized_end=2117
+  _globals['_ABORTROUNDREQUEST']._serialized_start=2119
+  _globals['_ABORTROUNDREQUEST']._serialized_end=2189
+  _globals['_ROUNDREF']._serialized_start=2191
+  _globals['_ROUNDREF']._serialized_end=2236
+  _globals['_WAITROUNDREQUEST']._serialized_start=2238
+  _globals['_WAITROUNDREQUEST']._serialized_end=2313
+  _globals['_ROUNDINFO']._serialized_start=2316
+  _globals['_ROUNDINFO']._serialized_end=2531
+  _globals['_MATCH']._serialized_start=2533
+  _globals['_MATCH']._serialized_end=2583
+  _globals['_RESULTBATCH']._serialized_start=2585
+  _globals['_RESULTBATCH']._serialized_end=2637
+  _globals['_TABLESPEC']._serialized_start=2639
+  _globals['_TABLESPEC']._serialized_end=2717
+  _globals['_QUERYHEADER']._serialized_start=2720
+  _globals['_QUERYHEADER']._serialized_end=3053
+  _globals['_BLOCKINGPASSSPEC']._serialized_start=3055
+  _globals['_BLOCKINGPASSSPEC']._serialized_end=3121
+  _globals['_CIPHERTEXTCHUNK']._serialized_start=3123
+  _globals['_CIPHERTEXTCHUNK']._serialized_end=3194
+  _globals['_ROWATTACHMENT']._serialized_start=3196
+  _globals['_ROWATTACHMENT']._serialized_end=3263
+  _globals['_HOLDERNOTE']._serialized_start=3265
+  _globals['_HOLDERNOTE']._serialized_end=3353
+  _globals['_KEYHOLDER']._serialized_start=3584
+  _globals['_KEYHOLDER']._serialized_end=4611
 # @@protoc_insertion_point(module_scope)

@@ -207,7 +207,7 @@ class WorkList(_message.Message):
     def __init__(self, items: _Optional[_Iterable[_Union[WorkItem, _Mapping]]] = ...) -> None: ...
 
 class ComparisonBatch(_message.Message):
-    __slots__ = ("session_id", "round", "seq", "ciphertexts", "row_comparisons", "attachments", "rule")
+    __slots__ = ("session_id", "round", "seq", "ciphertexts", "row_comparisons", "attachments", "rule", "round_comparisons")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     ROUND_FIELD_NUMBER: _ClassVar[int]
     SEQ_FIELD_NUMBER: _ClassVar[int]
@@ -215,6 +215,7 @@ class ComparisonBatch(_message.Message):
     ROW_COMPARISONS_FIELD_NUMBER: _ClassVar[int]
     ATTACHMENTS_FIELD_NUMBER: _ClassVar[int]
     RULE_FIELD_NUMBER: _ClassVar[int]
+    ROUND_COMPARISONS_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     round: int
     seq: int
@@ -222,7 +223,8 @@ class ComparisonBatch(_message.Message):
     row_comparisons: _containers.RepeatedScalarFieldContainer[int]
     attachments: _containers.RepeatedScalarFieldContainer[bytes]
     rule: PairRule
-    def __init__(self, session_id: _Optional[str] = ..., round: _Optional[int] = ..., seq: _Optional[int] = ..., ciphertexts: _Optional[bytes] = ..., row_comparisons: _Optional[_Iterable[int]] = ..., attachments: _Optional[_Iterable[bytes]] = ..., rule: _Optional[_Union[PairRule, _Mapping]] = ...) -> None: ...
+    round_comparisons: int
+    def __init__(self, session_id: _Optional[str] = ..., round: _Optional[int] = ..., seq: _Optional[int] = ..., ciphertexts: _Optional[bytes] = ..., row_comparisons: _Optional[_Iterable[int]] = ..., attachments: _Optional[_Iterable[bytes]] = ..., rule: _Optional[_Union[PairRule, _Mapping]] = ..., round_comparisons: _Optional[int] = ...) -> None: ...
 
 class PairRule(_message.Message):
     __slots__ = ("group_sizes", "terms", "weighted")
@@ -305,7 +307,7 @@ class WaitRoundRequest(_message.Message):
     def __init__(self, session_id: _Optional[str] = ..., round: _Optional[int] = ..., wait_seconds: _Optional[float] = ...) -> None: ...
 
 class RoundInfo(_message.Message):
-    __slots__ = ("session_id", "round", "status", "comparisons", "matched_rows", "holder_note", "reason")
+    __slots__ = ("session_id", "round", "status", "comparisons", "matched_rows", "holder_note", "reason", "progress_percent", "comparing")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     ROUND_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
@@ -313,6 +315,8 @@ class RoundInfo(_message.Message):
     MATCHED_ROWS_FIELD_NUMBER: _ClassVar[int]
     HOLDER_NOTE_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
+    PROGRESS_PERCENT_FIELD_NUMBER: _ClassVar[int]
+    COMPARING_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     round: int
     status: RoundStatus
@@ -320,7 +324,9 @@ class RoundInfo(_message.Message):
     matched_rows: int
     holder_note: bytes
     reason: str
-    def __init__(self, session_id: _Optional[str] = ..., round: _Optional[int] = ..., status: _Optional[_Union[RoundStatus, str]] = ..., comparisons: _Optional[int] = ..., matched_rows: _Optional[int] = ..., holder_note: _Optional[bytes] = ..., reason: _Optional[str] = ...) -> None: ...
+    progress_percent: int
+    comparing: bool
+    def __init__(self, session_id: _Optional[str] = ..., round: _Optional[int] = ..., status: _Optional[_Union[RoundStatus, str]] = ..., comparisons: _Optional[int] = ..., matched_rows: _Optional[int] = ..., holder_note: _Optional[bytes] = ..., reason: _Optional[str] = ..., progress_percent: _Optional[int] = ..., comparing: _Optional[bool] = ...) -> None: ...
 
 class Match(_message.Message):
     __slots__ = ("match_indices", "attachment")

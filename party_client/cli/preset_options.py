@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from party_client.errors import PartyError
 from party_client.matching.preset_roles import DEFAULT_THRESHOLD, PRESETS, ROLES, parse_map
@@ -84,6 +85,12 @@ def check_plan(args: argparse.Namespace, rules) -> bool:
                          f"{limit:,}; block on rarer keys or map fewer roles{cheaper}")
     if dry_run:
         print(plan_text(estimate))
+        scheme, timeout = getattr(args, "scheme", None), getattr(args, "timeout", None)
+        needed = estimate["seconds"].get(scheme)
+        if needed is not None and timeout is not None and needed > timeout:
+            print(f"party: warning: under {scheme} the plan needs about {needed:,.0f} s, beyond --timeout "
+                  f"{timeout:g}: raise --timeout, or the querier stops waiting before the holder is done",
+                  file=sys.stderr)
     return dry_run
 
 

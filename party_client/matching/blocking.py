@@ -138,10 +138,11 @@ def _placed_pass(secret: bytes, index: int, blocking: BlockingPass, keys: pd.Ser
     return PlannedPass(blocking.name, bins, capacity, entry_records, entry_keys.tolist(), left_out.astype(np.int64))
 
 
-def plan_passes(passes: list[BlockingPass], block_keys: list[pd.Series]) -> tuple[bytes, list[PlannedPass]]:
+def plan_passes(passes: list[BlockingPass], block_keys: list[pd.Series],
+                secret: bytes | None = None) -> tuple[bytes, list[PlannedPass]]:
     """The querier's passes (``block_keys``: each pass's clear key per record, '' missing) as padded
-    bins under a fresh session secret."""
-    secret = new_session_secret()
+    bins under a fresh session secret (or ``secret``: a dry-run's fixed one, so that it repeats)."""
+    secret = new_session_secret() if secret is None else secret
     return secret, [_placed_pass(secret, index, blocking, keys.reset_index(drop=True))
                     for index, (blocking, keys) in enumerate(zip(passes, block_keys))]
 

@@ -12,6 +12,7 @@ FEBRL 4 (``OVERHEAD``).
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 from functools import lru_cache
@@ -21,6 +22,9 @@ import pandas as pd
 from common.schemes import get_scheme
 from party_client.matching.blocking import CHOICES, plan_passes
 from party_client.matching.level_rules import LevelRules, block_codes
+
+#: The dry-run places the bins under this fixed secret, so that the same table gives the same plan.
+DRY_RUN_SECRET = hashlib.sha256(b"securelink-deid dry-run bins").digest()
 
 # A run's wall time over its arithmetic floor with the three roles on idle cores: FEBRL 4 with the preset
 # took 1.09-1.15x the CPU of its calls over 2 cores (ec 153.3 and 170.0 s, ristretto 82.4 and 86.3 s in two
@@ -55,9 +59,17 @@ def call_costs(scheme_name: str) -> tuple[float, float]:
     return per_ciphertext, per_comparison
 
 
-def estimated_seconds(ciphertexts: int, comparisons: int, cores: int | None = None) -> dict[str, float]:
-    """Per scheme: the plan's calls at this machine's measured costs, over its cores, times ``OVERHEAD``."""
-    cores = cores or os.cpu_count() or 1
+def free_cores(cores: int, load: float) -> float:
+    """The cores a new CPU-bound job gets beside ``load`` runnable others (the one-minute load average):
+    an even share of the machine, ``cores * cores / (cores + load)`` (all of them when idle, half when the
+    load fills them, a third at twice that)."""
+    return cores * cores / (cores + max(0.0, load))
+
+
+def estimated_seconds(ciphertexts: int, comparisons: int, cores: float | None = None) -> dict[str, float]:
+    """Per scheme: the plan's calls at this machine's measured costs, over ``cores`` (default: the cores
+    free at the current load, :func:`free_cores`), times ``OVERHEAD``."""
+    cores = cores or free_cores(os.cpu_count() or 1, os.getloadavg()[0])
     seconds = {}
     for name in SCHEMES:
         per_ciphertext, per_comparison = call_costs(name)
@@ -73,7 +85,7 @@ def plan(rules: LevelRules, frame: pd.DataFrame, timed: bool = True) -> dict:
     layout = rules.layout()
     per_pair, width = layout.comparisons + 1, layout.slots + 1          # + the gate
     keys = [block_codes(rules.model, codes, blocking) for blocking in rules.blocking]
-    _, planned = plan_passes(rules.blocking, keys)
+    _, planned = plan_passes(rules.blocking, keys, DRY_RUN_SECRET)
     passes = []
     for blocking, pass_keys, chosen in zip(rules.blocking, keys, planned):
         holder_rows = int((pass_keys != "").sum())
@@ -83,12 +95,13 @@ def plan(rules: LevelRules, frame: pd.DataFrame, timed: bool = True) -> dict:
                        "holder_rows": holder_rows, "pairs": pairs, "comparisons_per_pair": per_pair,
                        "comparisons": pairs * per_pair})
     total = sum(p["comparisons"] for p in passes)
+    cores, load = os.cpu_count() or 1, os.getloadavg()[0]
     ciphertexts = sum(p["entries"] for p in passes) * width
     records = max(1, len(frame))
     return {"records": len(frame), "passes": passes, "comparisons": total, "ciphertexts": ciphertexts,
             "ciphertexts_per_entry": width, "comparisons_per_record": round(total / records, 1),
-            "cores": os.cpu_count() or 1,
-            "seconds": estimated_seconds(ciphertexts, total) if timed else {}}
+            "cores": cores, "load": round(load, 2), "free_cores": round(free_cores(cores, load), 2),
+            "seconds": estimated_seconds(ciphertexts, total, free_cores(cores, load)) if timed else {}}
 
 
 def plan_text(estimate: dict) -> str:
@@ -100,9 +113,11 @@ def plan_text(estimate: dict) -> str:
     seconds = ", ".join(f"{scheme} about {value:,.0f} s" for scheme, value in estimate["seconds"].items())
     lines.append(f"total {estimate['comparisons']:,} comparisons ({estimate['comparisons_per_record']:,} per record) and "
                  f"{estimate['ciphertexts']:,} querier ciphertexts ({estimate['ciphertexts_per_entry']} per entry); "
-                 f"estimated time with the three roles on this machine's {estimate['cores']} idle cores "
-                 f"(costs per call timed here just now): {seconds}")
+                 f"estimated time with the three roles on this machine's {estimate['cores']} cores at load "
+                 f"{estimate['load']:g} (as if {estimate['free_cores']:g} were free; costs per call timed here just "
+                 f"now): {seconds}")
     lines.append("(each holder row with a pass's key is compared with 2 x capacity entries of that pass; the counts "
                  "assume the holder has as many rows with each key as you have records: they scale with its rows; "
-                 "'left out': your records beyond their key's room in the bins, which that pass does not compare)")
+                 "'left out': your records beyond their key's room in the bins, which that pass does not compare; "
+                 "the run draws its bins afresh, so its counts can differ from these by a few records)")
     return "\n".join(lines)

@@ -333,12 +333,14 @@ class Holder:
                                    None if lookup else self.options.cluster, watch,
                                    f"session {session.session_id} round {item.round}")
         comparisons = 0
-        with watch if isinstance(watch, RoundWatch) else nullcontext(), bar(sum(len(chunk) for _, chunk, _ in todo), f"{self.party.name}: compare", self.options.progress,
-                 unit="row") as progress:
+        planned = sum(len(c) for _, chunk, _ in batches for _, c in chunk)   # the round's, for K's progress
+        with watch if isinstance(watch, RoundWatch) else nullcontext(), \
+                bar(sum(len(c) for _, chunk, _ in todo for _, c in chunk), f"{self.party.name}: compare round "
+                    f"{item.round}", self.options.progress, unit="comparison") as progress:
             def sent(message: pb.ComparisonBatch) -> None:
                 nonlocal comparisons
                 comparisons += sum(message.row_comparisons)
-                progress.update(len(message.row_comparisons))
+                progress.update(sum(message.row_comparisons))
             last = None
             if lookup and len(todo) == len(batches) == 1:     # the whole round in one batch: sent as it finishes
                 [(_, last)] = scheduler.messages(todo)
@@ -346,6 +348,7 @@ class Holder:
                 window = SubmitWindow(self.connection, 1 if lookup else self.options.submit_window, sent)
                 try:
                     for _, message in scheduler.messages(todo):
+                        message.round_comparisons = planned
                         window.send(message)
                     window.drain()
                 except ConnectionProblem:

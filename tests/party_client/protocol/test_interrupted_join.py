@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import queue
+import re
 import signal
 import subprocess
 import threading
@@ -81,8 +82,8 @@ def test_the_holder_stops_a_round_whose_session_was_closed(keyholder, parties, t
         return pd.DataFrame({"first": ["".join(rng.choice(letters, 6)) for _ in range(n)],
                              "last": ["".join(rng.choice(letters, 7)) for _ in range(n)],
                              "dob": [f"1970{m:02d}01" for m in rng.integers(1, 13, n)]})
-    people(400).to_csv(tmp_path / "q.csv", index=False)
-    people(1500).to_csv(tmp_path / "h.csv", index=False)
+    people(150).to_csv(tmp_path / "q.csv", index=False)
+    people(40).to_csv(tmp_path / "h.csv", index=False)
     flags = ["--keyholder", keyholder.address]
     preset = ["--preset", "person", "--map", "first=first,last=last,dob=dob"]
     hold = subprocess.Popen(party_cmd("--log-level", "INFO", "hold", "--dir", str(hdir), *flags, "--input",
@@ -94,11 +95,20 @@ def test_the_holder_stops_a_round_whose_session_was_closed(keyholder, parties, t
     join = subprocess.Popen(party_cmd("join", "--dir", str(qdir), *flags, "--holder", hname, "--input",
                                       str(tmp_path / "q.csv"), *preset, "--out", str(tmp_path / "j.csv"),
                                       "--key-bits", str(TEST_KEY_BITS), "--quiet"),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    told: queue.Queue = queue.Queue()
+    _lines(join.stderr, told)
     try:
         seen: list[str] = []
         session_id = relayed(qdir, deadline=120)        # the query is at K, the holder comparing
-        time.sleep(2.0)
+        said: list[str] = []                            # the querier relays the holder's progress
+        while not any(re.search(r"holder '.+': [1-9]0 % of round 1 compared, about .+ left", line) for line in said):
+            try:
+                said.append(told.get(timeout=90))
+            except queue.Empty:
+                raise AssertionError(f"the querier showed no progress of the holder's round: {said}") from None
+        assert any("started comparing round 1" in line for line in said), said
+        print("querier:", said)
         join.kill()                                     # the querier is gone; its user closes the session
         join.wait()
         run_party("sessions", "close", session_id, "--dir", str(qdir), *flags)
