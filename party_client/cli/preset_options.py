@@ -104,9 +104,10 @@ def write_page(args: argparse.Namespace, rules, result) -> None:
         raise PartyError("--html needs a join with --preset or a rules file with comparison levels")
     from party_client.matching.linkage_page import render_page
     from party_client.files import read_table, write_text
-    own = list(read_table(args.input).columns)
-    write_text(render_page(rules.model, result.frame, "match_weight", args.matched_column, own, len(result.frame)),
-               path)
+    own = read_table(args.input)
+    records = len(own)          # the holder is assumed as large as our table
+    write_text(render_page(rules.model, result.frame, "match_weight", args.matched_column, list(own.columns), records,
+                           int(result.report["matched_records"]), records), path)
 
 
 def estimate_preset(args: argparse.Namespace, frame) -> int:

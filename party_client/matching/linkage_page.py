@@ -67,14 +67,15 @@ def _histogram(weights: np.ndarray, threshold: float) -> str:
 
 
 def render_page(model: LevelModel, result: pd.DataFrame, weight_column: str, matched_column: str,
-                own_columns: list[str], holder_rows: int) -> str:
+                own_columns: list[str], records: int, matched_records: int, holder_rows: int) -> str:
     """The page for one linkage, drawn by the project's one report renderer (:mod:`deid_core.report`):
-    ``result`` is the querier's output (its own columns, ``matched`` and ``match_weight``); only the
-    querier's own columns are shown for borderline pairs."""
+    ``result`` is the querier's output (its own columns, ``matched`` and ``match_weight``; a record with
+    several matches has a row for each), ``records`` the querier's input records and ``matched_records``
+    how many of them matched (as the run's report counts them); only the querier's own columns are
+    shown for borderline pairs, under a warning that they identify people."""
     matched = result[result[matched_column].astype(bool)]
     weights = matched[weight_column].to_numpy(dtype=np.float64)
-    quality = estimated_quality(model, int(matched.index.nunique()), len(result) * max(holder_rows, 1)) \
-        if model.m and model.u else None
+    quality = estimated_quality(model, len(matched), records * max(holder_rows, 1)) if model.m and model.u else None
     levels = []
     for f in model.fields:
         meanings = [(level.name, level.meaning) for level in f.levels] + [(ELSE_LEVEL, "none of the levels above")]
@@ -97,14 +98,17 @@ def render_page(model: LevelModel, result: pd.DataFrame, weight_column: str, mat
                 f"{quality['false_match_rate']:.2e})." if quality else
                 "Not estimated: the rules give weights without m and u.")
     return render(Document("Linkage report", meta=(
-        f"{len(matched):,} matched pairs for {int(matched.index.nunique()):,} of your {len(result):,} rows; "
-        f"threshold {model.threshold:g} bits."), sections=[
+        f"{len(matched):,} matched pairs for {matched_records:,} of your {records:,} records; "
+        f"threshold {model.threshold:g} bits. The borderline matches below show your own records' identifiers: "
+        "keep this page where your identified data are kept, and do not share it."), sections=[
         Section("Estimated quality at the threshold", [Paragraph(estimate)]),
         Section("m, u and weight per level", [Table(["field", "level", "agrees when", "m", "u", "weight (bits)"],
                                                     levels, numeric=(3, 4, 5)), *caveat]),
         Section("Match weights", [Figure(_histogram(weights, model.threshold),
                                          "histogram of the matches' weights, with the threshold")]),
         Section("Borderline matches (your own records only)", [
+            Paragraph("Do not share: these rows are your own records with their identifiers, the matches "
+                      "nearest the threshold, for you to check by eye."),
             Table(shown, [[None if pd.isna(v) else v if isinstance(v, float) else str(v) for v in row]
                           for row in nearest[shown].itertuples(index=False)])]),
     ]))
