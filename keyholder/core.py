@@ -61,6 +61,8 @@ def fingerprint(public_key: bytes) -> str:
     return hashlib.sha256(public_key).hexdigest()
 
 
+MATCHING_KEPT = 8                 # matchings kept per holder (one per `party hold` process serving it)
+MATCHING_FRESH_SECONDS = 600.0    # a matching not announced for this long is no longer handed out
 PLANNED_ROUNDS_KEPT = 4096     # rounds whose announced comparisons K remembers (oldest forgotten first)
 
 
@@ -112,6 +114,8 @@ class KeyHolder:
         self._party_keys_lock = threading.Lock()
         # (session, round) -> the holder's announced comparisons, for the querier's progress (in memory only)
         self._planned: OrderedDict[tuple[str, int], int] = OrderedDict()
+        # holder -> spec -> (its fields, last announced): what each serving holder links on (in memory only)
+        self._matching: dict[str, OrderedDict[str, tuple[tuple[str, ...], float]]] = {}
         self._opening_lock = threading.RLock()
         self.uploads = Uploads()                   # queries streaming in (docs/protocol.md, "Streaming the query")
         self.expire_due()
@@ -232,6 +236,22 @@ class KeyHolder:
         if rows and self.party(holder).table_rows != rows:
             self.store.set_table_rows(holder, rows)
             self.store.audit(holder, "announce_table", count=rows)
+
+    def announce_matching(self, holder: str, spec: str, fields: list[str]) -> None:
+        """Keep what a holder links on as it announces it polling for work (in memory: a restarted K
+        learns it again at the next poll); one entry per spec, at most :data:`MATCHING_KEPT` per party."""
+        with self._party_keys_lock:
+            kept = self._matching.setdefault(holder, OrderedDict())
+            kept.pop(spec, None)
+            kept[spec] = (tuple(fields), time.monotonic())
+            while len(kept) > MATCHING_KEPT:
+                kept.popitem(last=False)
+
+    def matching(self, holder: str) -> list[tuple[str, tuple[str, ...]]]:
+        """(spec, fields) of each matching the holder announced within :data:`MATCHING_FRESH_SECONDS`."""
+        fresh = time.monotonic() - MATCHING_FRESH_SECONDS
+        with self._party_keys_lock:
+            return [(spec, fields) for spec, (fields, seen) in self._matching.get(holder, {}).items() if seen >= fresh]
 
     def party_key(self, name: str) -> bytes:
         """A registered party's X25519 public key (what ``GetParty`` says), kept in memory once read."""

@@ -241,9 +241,11 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
         return pb.RegisterReply(name=request.name, token=issued, fingerprint=fingerprint)
 
     async def GetParty(self, request, context):
-        found = await self._run(context, "GetParty", request, lambda party: self.core.party(request.name))
+        found, matching = await self._run(context, "GetParty", request, lambda party: (
+            self.core.party(request.name), self.core.matching(request.name)))
         return pb.PartyInfo(name=found.name, x25519_public_key=found.x25519, fingerprint=found.fingerprint,
-                            registered_at=found.registered_at, table_rows=found.table_rows)
+                            registered_at=found.registered_at, table_rows=found.table_rows,
+                            matching=[pb.MatchingAnnouncement(spec=spec, fields=fields) for spec, fields in matching])
 
     # -- sessions -------------------------------------------------------------
     async def OpenSession(self, request, context):
@@ -375,6 +377,8 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
     async def ListWork(self, request, context):
         def announced(party: str) -> str:
             self.core.announce_table(party, request.table_rows)
+            if request.HasField("matching"):
+                self.core.announce_matching(party, request.matching.spec, list(request.matching.fields))
             return party
         party = await self._run(context, "ListWork", request, announced)
         try:

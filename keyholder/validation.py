@@ -24,6 +24,9 @@ MAX_REASON_CHARS = 1000
 MAX_QUERY_CIPHERTEXTS = 1 << 40
 MAX_WAIT_ASKED = 3600.0
 MAX_TABLE_ROWS = 1 << 40                              # a holder's announced keyed rows
+MAX_SPEC_CHARS = 200                                  # a holder's announced matching: its keys' digest...
+MAX_ANNOUNCED_FIELDS = 64                             # ...and its field names
+MAX_NAME_CHARS = 64
 
 
 def invalid(message: str) -> ServiceError:
@@ -115,6 +118,12 @@ def _list_work(r, limits: Limits) -> None:
     wait_seconds(r.wait_seconds, limits)
     if r.table_rows > MAX_TABLE_ROWS:
         raise invalid(f"table_rows must be at most {MAX_TABLE_ROWS} (0: no announcement)")
+    if r.HasField("matching"):
+        m = r.matching
+        if not 0 < len(m.spec) <= MAX_SPEC_CHARS or len(m.fields) > MAX_ANNOUNCED_FIELDS \
+                or any(not 0 < len(f) <= MAX_NAME_CHARS for f in m.fields):
+            raise invalid(f"matching: a spec of 1-{MAX_SPEC_CHARS} characters and at most {MAX_ANNOUNCED_FIELDS} "
+                          f"field names of 1-{MAX_NAME_CHARS} characters")
 
 
 def pair_rule(rule, rows: list[int], limits: Limits) -> None:

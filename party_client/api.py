@@ -21,6 +21,7 @@ from common.distributed import CONNECT_SECONDS, Cluster
 from common.schemes import SCHEME_NAMES, Scheme, get_scheme, parse_scheme_list
 from party_client.errors import Interrupted, PartyError
 from party_client.lookups import BucketSizing, LookupState, lookup_report, run_lookup
+from party_client.matching.agreement import check_agreement, matching_fields
 from party_client.matching.normalize import FIELD_TYPES
 from party_client.matching.parsing import check_unparsed, unparsed_fields
 from party_client.matching.assignment import one_to_one as choose_one_to_one, reported_weight
@@ -139,6 +140,11 @@ class Party(Registrant):
         return QueryOptions(key_bits=key_bits or 0, timeout=timeout, scheme=scheme, progress=self.progress)
 
     @staticmethod
+    def _rules(rules):
+        """``rules`` loaded (a path or a document) or as given (rules, or None for an exact join)."""
+        return rules if rules is None or isinstance(rules, (Rules, LevelRules)) else load_rules(rules)
+
+    @staticmethod
     def _prepare(data, id_column: str | None, id_type: str, rules, matched_column: str,
                  side: str, force: bool = False) -> tuple[pd.DataFrame, object]:
         """The input table and its matching keys (exact on ``id_column`` or from ``rules``); a field
@@ -150,7 +156,7 @@ class Party(Registrant):
         if (id_column is None) == (rules is None):
             raise PartyError("give either an id column or a rules file")
         if rules is not None:
-            rules = rules if isinstance(rules, (Rules, LevelRules)) else load_rules(rules)
+            rules = Party._rules(rules)
             check_unparsed(unparsed_fields(rules, frame), force)
             return frame, rules.querier_keys(frame) if side == "querier" else rules.holder_keys(frame)
         require_columns(frame, [id_column], "id")
@@ -172,6 +178,8 @@ class Party(Registrant):
         signature = fingerprint(mode, holder, self.keyholder, data, id_column, id_type, rules, options.key_bits,
                                 options.cuckoo, options.scheme.name)
         with self.connect() as connection:
+            check_agreement(holder, keys.spec, matching_fields(self._rules(rules)),
+                            connection.call("GetParty", pb.GetPartyRequest(name=holder)).matching)
             querier = Querier(connection, self.dir)
             session, state = self._resume(querier, states, signature)
             if session is None:
@@ -356,6 +364,7 @@ class Party(Registrant):
         require_columns(frame, release_columns, "release")
         return Holder(connection or self.connect(), self.dir, HolderData(frame, keys, release_columns, self.progress),
                       HolderOptions(release_columns=release_columns, allowed_queriers=allowed_queriers,
+                                    matching_fields=matching_fields(self._rules(rules)),
                                     schemes=schemes, progress=self.progress,
                                     cluster=None if dask_client is None else Cluster(dask_client, dask_timeout),
                                     lookup_memory=lookup_memory, submit_window=submit_window))

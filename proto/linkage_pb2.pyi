@@ -65,18 +65,28 @@ class GetPartyRequest(_message.Message):
     def __init__(self, name: _Optional[str] = ...) -> None: ...
 
 class PartyInfo(_message.Message):
-    __slots__ = ("name", "x25519_public_key", "fingerprint", "registered_at", "table_rows")
+    __slots__ = ("name", "x25519_public_key", "fingerprint", "registered_at", "table_rows", "matching")
     NAME_FIELD_NUMBER: _ClassVar[int]
     X25519_PUBLIC_KEY_FIELD_NUMBER: _ClassVar[int]
     FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
     REGISTERED_AT_FIELD_NUMBER: _ClassVar[int]
     TABLE_ROWS_FIELD_NUMBER: _ClassVar[int]
+    MATCHING_FIELD_NUMBER: _ClassVar[int]
     name: str
     x25519_public_key: bytes
     fingerprint: str
     registered_at: float
     table_rows: int
-    def __init__(self, name: _Optional[str] = ..., x25519_public_key: _Optional[bytes] = ..., fingerprint: _Optional[str] = ..., registered_at: _Optional[float] = ..., table_rows: _Optional[int] = ...) -> None: ...
+    matching: _containers.RepeatedCompositeFieldContainer[MatchingAnnouncement]
+    def __init__(self, name: _Optional[str] = ..., x25519_public_key: _Optional[bytes] = ..., fingerprint: _Optional[str] = ..., registered_at: _Optional[float] = ..., table_rows: _Optional[int] = ..., matching: _Optional[_Iterable[_Union[MatchingAnnouncement, _Mapping]]] = ...) -> None: ...
+
+class MatchingAnnouncement(_message.Message):
+    __slots__ = ("spec", "fields")
+    SPEC_FIELD_NUMBER: _ClassVar[int]
+    FIELDS_FIELD_NUMBER: _ClassVar[int]
+    spec: str
+    fields: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, spec: _Optional[str] = ..., fields: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class OpenSessionRequest(_message.Message):
     __slots__ = ("mode", "holder", "key_bits", "ttl_seconds", "query_ciphertexts", "scheme")
@@ -177,12 +187,14 @@ class MessageRef(_message.Message):
     def __init__(self, message_id: _Optional[str] = ...) -> None: ...
 
 class ListWorkRequest(_message.Message):
-    __slots__ = ("wait_seconds", "table_rows")
+    __slots__ = ("wait_seconds", "table_rows", "matching")
     WAIT_SECONDS_FIELD_NUMBER: _ClassVar[int]
     TABLE_ROWS_FIELD_NUMBER: _ClassVar[int]
+    MATCHING_FIELD_NUMBER: _ClassVar[int]
     wait_seconds: float
     table_rows: int
-    def __init__(self, wait_seconds: _Optional[float] = ..., table_rows: _Optional[int] = ...) -> None: ...
+    matching: MatchingAnnouncement
+    def __init__(self, wait_seconds: _Optional[float] = ..., table_rows: _Optional[int] = ..., matching: _Optional[_Union[MatchingAnnouncement, _Mapping]] = ...) -> None: ...
 
 class WorkItem(_message.Message):
     __slots__ = ("session", "round", "message_id", "querier", "received_seqs", "querier_x25519_public_key")

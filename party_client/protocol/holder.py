@@ -62,6 +62,7 @@ class HolderOptions:
     progress: bool | None = None
     cluster: Any = None              # a common.distributed.Cluster: comparisons run on the holder's Dask workers
     lookup_memory: int = DEFAULT_BUDGET_BYTES     # bytes of per-session lookup indexes kept
+    matching_fields: list[str] = dataclass_field(default_factory=list)   # announced with the keys' digest
 
 
 def work_key(item: pb.WorkItem) -> tuple[str, str]:
@@ -89,9 +90,13 @@ class Holder:
         self.table_rows = padded_floor(len(data.rows))
 
     def pending(self, wait_seconds: float = 0.0) -> list[pb.WorkItem]:
-        """The rounds waiting for us (long-polling up to ``wait_seconds``), announcing our table size."""
+        """The rounds waiting for us (long-polling up to ``wait_seconds``), announcing our table size and
+        what we link on (:mod:`party_client.matching.agreement`)."""
+        matching = pb.MatchingAnnouncement(spec=self.data.keys.spec, fields=self.options.matching_fields) \
+            if self.options.matching_fields else None
         return list(self.connection.call("ListWork", pb.ListWorkRequest(wait_seconds=wait_seconds,
-                                                                         table_rows=self.table_rows),
+                                                                         table_rows=self.table_rows,
+                                                                         matching=matching),
                                          timeout=wait_seconds + 60).items)
 
     def serve(self, once: bool, poll_seconds: float = 20.0,
