@@ -45,6 +45,11 @@ ANNOUNCE_POLL_SECONDS = 1.0       # how often a lookup asks whether a holder tha
 log = logging.getLogger("party")
 
 
+#: The largest population a lookup may be sized against: more people than live on Earth is a typo (a risk
+#: computed over it would look far smaller than it is).
+MAX_POPULATION = 10_000_000_000
+
+
 @dataclass(frozen=True)
 class BucketPlan:
     """A lookup's bucket count and the expected re-identification risk of a revealed bucket against
@@ -83,8 +88,10 @@ class BucketSizing:
     buckets: int | None = None
 
     def __post_init__(self) -> None:
-        if self.population < 1:
-            raise ParameterError("population", "{name} must be a positive number of people")
+        if not 1 <= self.population <= MAX_POPULATION:
+            raise ParameterError("population", f"{{name}} must be a number of people from 1 to {MAX_POPULATION:,} "
+                                               "(more than live on Earth): the people your queried persons come from, "
+                                               "e.g. the region's residents")
         if not 0 < self.max_risk <= 1:
             raise ParameterError("max_risk", "{name} must lie in (0, 1]")
         if self.buckets is not None:

@@ -52,6 +52,10 @@ def test_the_bucket_count_meets_the_threshold_against_the_tighter_bound():
         BucketSizing(100, 1.5)
     with pytest.raises(ParameterError, match="^population must be"):
         BucketSizing(0, MAX_RISK)
+    with pytest.raises(ParameterError, match=r"^population must be a number of people from 1 to 10,000,000,000 "
+                                             r"\(more than live on Earth\)") as typo:
+        BucketSizing(100_000_000_000_000, MAX_RISK)       # a typo: its buckets would look safe and are not
+    assert typo.value.flagged().startswith("--population must be")
 
 
 def _audit(server) -> list[list[str]]:
