@@ -1,7 +1,9 @@
 """Reading and writing tables: CSV (``,`` ``;`` or tab; plain, or gzip, bzip2, xz or a zip of one
 file, told by their first bytes) and Parquet; atomic writes.
 
-Column names lose spaces around them (``rec_id,  given_name``; said once on stderr); a file that is
+Column names lose spaces around them (``rec_id,  given_name``; said once on stderr), and a file whose
+header follows every separator with spaces (``rec_id, given_name``: FEBRL's ``", "``) is read without
+the spaces after each separator, in values too (said once); a file that is
 not UTF-8 is refused with the byte and line where it stops being so and how to convert it; a
 spreadsheet is refused with "save it as CSV". Every cell is read as the exact text of the file, with
 no type inference:
@@ -134,6 +136,17 @@ def _first_line(path: Path, compression: str | None) -> str:
         raise _not_utf8(path, compression) from None
 
 
+_NOTICED: set[tuple[str, str]] = set()      # (file, notice) already said by this process
+
+
+def _notice(path: Path, text: str) -> None:
+    """Say ``text`` about ``path`` on stderr, once per process (a command may read its input twice)."""
+    key = (str(path.resolve()), text)
+    if key not in _NOTICED:
+        _NOTICED.add(key)
+        log.warning("%s: %s", path.name, text)
+
+
 def _trimmed_header(df: pd.DataFrame, path: Path) -> pd.DataFrame:
     """Column names without surrounding spaces (``rec_id,  given_name``), said once on stderr."""
     names = [str(c) for c in df.columns]
@@ -142,8 +155,8 @@ def _trimmed_header(df: pd.DataFrame, path: Path) -> pd.DataFrame:
     if changed:
         if len(set(trimmed)) != len(trimmed):
             raise DeidInputError(f"cannot read {str(path)!r}: column names differ only by spaces around them")
-        log.warning("%s: spaces around %d column name(s) removed (%s)", path.name, len(changed),
-                    ", ".join(repr(n) for n in changed[:3]) + (", ..." if len(changed) > 3 else ""))
+        _notice(path, f"spaces around {len(changed)} column name(s) removed ("
+                      + ", ".join(repr(n) for n in changed[:3]) + (", ...)" if len(changed) > 3 else ")"))
         df.columns = trimmed
     return df
 
@@ -188,7 +201,14 @@ def _read_csv(path: Path, na: list[str], categorical: bool) -> pd.DataFrame:
     header = _first_line(path, compression)
     if not header:
         raise DeidInputError(f"cannot read {str(path)!r}: empty file")
-    options = dict(sep=detect_separator(header), dtype=str, keep_default_na=False, na_values=na,
+    sep = detect_separator(header)
+    # A header whose every name after the first follows its separator with spaces (``rec_id, given_name``,
+    # as FEBRL writes): the file separates fields with ", ", so those spaces belong to no value.
+    spaced = len(header.split(sep)) > 1 and all(name.startswith(" ") for name in header.split(sep)[1:])
+    if spaced:
+        _notice(path, f"fields are separated by {sep + ' '!r}: the spaces after each separator are not part of "
+                      "the values")
+    options = dict(sep=sep, dtype=str, keep_default_na=False, na_values=na, skipinitialspace=spaced,
                    encoding="utf-8-sig", quoting=csv.QUOTE_MINIMAL, compression=compression)
     try:
         if not categorical:

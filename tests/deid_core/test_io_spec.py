@@ -159,7 +159,7 @@ def test_tables_as_users_have_them(tmp_path, caplog):
     import lzma
     import zipfile
 
-    text = b"rec_id,  given_name , zip\n007,  ann,02139\n"
+    text = b"rec_id,  given_name ,zip \n007,  ann,02139\n"
     packed = {"t.csv.gz": gzip.compress(text), "t.csv.bz2": bz2.compress(text), "t.csv.xz": lzma.compress(text)}
     for name, data in packed.items():
         (tmp_path / name).write_bytes(data)
@@ -171,6 +171,13 @@ def test_tables_as_users_have_them(tmp_path, caplog):
             assert list(df.columns) == ["rec_id", "given_name", "zip"], name
             assert df.iloc[0].tolist() == ["007", "  ann", "02139"], name          # values stay exact
     assert "spaces around 2 column name(s) removed" in caplog.text
+    # FEBRL's ", " between fields: the spaces after each separator belong to no value (a blank date is missing)
+    (tmp_path / "febrl.csv").write_bytes(b"rec_id, given_name, date_of_birth\nrec-1-org, ann, \nrec-2-org,  bo, 19700102\n")
+    with caplog.at_level(logging.WARNING, logger="deid_core.io"):
+        febrl = read_table(tmp_path / "febrl.csv", categorical=False)
+    assert list(febrl.columns) == ["rec_id", "given_name", "date_of_birth"]
+    assert febrl["given_name"].tolist() == ["ann", "bo"] and febrl["date_of_birth"].isna().tolist() == [True, False]
+    assert "fields are separated by ', '" in caplog.text
     with zipfile.ZipFile(tmp_path / "book.xlsx", "w") as archive:
         archive.writestr("[Content_Types].xml", "x")
         archive.writestr("xl/workbook.xml", "x")
