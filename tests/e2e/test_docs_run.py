@@ -1,5 +1,6 @@
 """Docs that run: every ```bash, ```sh and ```console block of README.md and docs/*.md is executed, in order,
-per file, in a scratch folder holding the example data of docs/examples/; a non-zero exit fails.
+per file, in a scratch folder holding the example data of docs/examples/ (and ``tests/``, for the shipped
+FEBRL files, as from the repository's root); a non-zero exit fails.
 
 Markers (an HTML comment on the line just before a fence):
 * ``<!-- not runnable: REASON -->`` skips a shell block (the reason is required: a synopsis with
@@ -81,6 +82,7 @@ def test_every_skipped_block_says_why_and_every_file_marker_names_a_file():
 def test_the_shell_blocks_run(path: Path, tmp_path: Path):
     scratch, bin_dir = tmp_path / "work", tmp_path / "bin"
     shutil.copytree(EXAMPLES, scratch, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
+    (scratch / "tests").symlink_to(REPO / "tests")      # the shipped data, as from the repository's root
     bin_dir.mkdir()
     for name, module in CLIS.items():
         shim = bin_dir / name
