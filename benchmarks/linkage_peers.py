@@ -42,7 +42,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from benchmarks.fuzzy_quality import (DATASETS, dataset_mode, load_dataset, output_pairs, per_record, preset_reference,
+from benchmarks.fuzzy_quality import (DATASET_MAPS, DATASETS, PRESET_MAP, dataset_mode, load_dataset, output_pairs, per_record, preset_reference,
                                       preset_rules, run_schemes)
 
 PEERS = {"splink": ("match_probability", 0.99, [0.01, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95,
@@ -91,10 +91,11 @@ def peer_quality(name: str, pairs: pd.DataFrame, a: pd.DataFrame, b: pd.DataFram
     return out
 
 
-def ours(preset: str, a: pd.DataFrame, b: pd.DataFrame, truth: set, mode: str, args) -> dict:
-    """The preset, secure (or its plaintext reference with ``--reference``), scored."""
+def ours(preset: str, a: pd.DataFrame, b: pd.DataFrame, truth: set, mode: str, args, mapping: str) -> dict:
+    """The preset over the dataset's roles (``mapping``), secure (or its plaintext reference with
+    ``--reference``), scored."""
     from party_client.matching.quality import quality
-    rules, rules_text = preset_rules(preset)
+    rules, rules_text = preset_rules(preset, mapping)
     if args.reference:
         found, seconds = preset_reference(rules, a, b)
         return {**quality(per_record(found, mode), truth), "seconds": round(seconds, 1), "secure": False,
@@ -141,7 +142,8 @@ def main(argv: list[str] | None = None) -> int:
                     entry["systems"][system] = {**peer_quality(system, pairs, a, b, truth, mode),
                                                 "seconds": round(seconds, 1)}
                 else:
-                    entry["systems"][system] = ours(system, a, b, truth, mode, args)
+                    entry["systems"][system] = ours(system, a, b, truth, mode, args,
+                                                    DATASET_MAPS.get(dataset, PRESET_MAP))
                 entry["systems"][system]["load_average"] = load_average()
                 print(dataset, system, json.dumps(entry["systems"][system]), file=sys.stderr, flush=True)
         results["datasets"][dataset] = entry

@@ -30,7 +30,7 @@ SEPARATOR = "\x1f"                  # joins two parts of one key; normalized cod
 PHONETIC = {"soundex": jellyfish.soundex, "nysiis": jellyfish.nysiis, "metaphone": jellyfish.metaphone}
 TEXT_LEVELS = ("exact", "frequent", "typo", "soundex", "nysiis", "metaphone", "initial", "prefix", "swapped",
                "transposed", "slip")
-DATE_LEVELS = ("exact", "day_month_swap", "year", "days")
+DATE_LEVELS = ("exact", "day_month_swap", "year", "partial", "days")
 NUMBER_LEVELS = ("exact", "within")
 DEFAULT_TYPO_LENGTH = 8
 DEFAULT_TRANSPOSED_LENGTH = 10
@@ -94,6 +94,7 @@ class Level:
             "transposed": f"two adjacent characters swapped (first {p})",
             "slip": f"one character replaced or two adjacent swapped (first {p})",
             "day_month_swap": "day and month swapped", "year": "year one apart, same day and month",
+            "partial": "two of year, month and day the same (one of them wrong)",
             "days": f"at most {p} days apart", "within": f"at most {p} apart",
         }[self.kind]
 
@@ -108,6 +109,8 @@ class Level:
             return int(self.parameter) // 2
         if self.kind == "year":
             return 2
+        if self.kind == "partial":
+            return 3
         if self.kind in ("days", "within"):
             return 2 * int(self.parameter) + (1 if self.kind == "within" else 0)
         return 1
@@ -262,6 +265,9 @@ def date_keys(level: Level, dates: pd.Series) -> GroupKeys:
         shifted = [((numeric + d).astype("Int64").astype("string").str.zfill(4) + month + day)
                    .astype(object).where(present, "").fillna("") for d in (-1, 1)]
         return GroupKeys([dates], [(0, s) for s in shifted], ("value",))
+    if kind == "partial":             # one component wrong: year and month, year and day, or month and day agree
+        keys = [(year + month).where(present, ""), (year + day).where(present, ""), (month + day).where(present, "")]
+        return GroupKeys(keys, list(enumerate(keys)), ("year_month", "year_day", "month_day"))
     if kind == "days":
         ordinal = day_numbers(dates)
         return number_keys(Level("within", level.parameter), ordinal, exclude_zero=True, source="day_number")

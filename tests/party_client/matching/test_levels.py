@@ -2,6 +2,7 @@
 its own level with weight 0, and EM over level patterns recovers known m and u."""
 from __future__ import annotations
 
+import datetime as dt
 import math
 
 import numpy as np
@@ -165,6 +166,17 @@ def test_date_levels():
     assert date_agree(Level("days", 30), "19801220", "19810110")          # across a year end
     assert not date_agree(Level("days", 30), "19800517", "19800717")
     assert not date_agree(Level("exact"), "", "")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dates(min_value=dt.date(1900, 1, 1)), st.dates(min_value=dt.date(1900, 1, 1)))
+def test_partial_agrees_exactly_when_two_of_year_month_and_day_are_the_same(x, y):
+    """Real data's commonest date error, one component wrong (a slipped day, month or year), had no level
+    between exact and "else"."""
+    a, b = x.strftime("%Y%m%d"), y.strftime("%Y%m%d")
+    same = (x.year == y.year) + (x.month == y.month) + (x.day == y.day)
+    assert date_agree(Level("partial"), a, b) == (same >= 2)
+    assert not date_agree(Level("partial"), a, "") and Level("partial").comparisons == 3
 
 
 @settings(max_examples=100, deadline=None)
