@@ -423,9 +423,14 @@ class KeyHolder:
 
     # -- relay ----------------------------------------------------------------
     def check_rounds(self, session_id: str) -> None:
+        """Refuse an upload at its start when the session has its rounds already (the round itself is
+        taken atomically when the upload commits: :meth:`rounds_exhausted`)."""
         if self.store.get_session(session_id).rounds >= self.limits.max_rounds:
-            raise ServiceError("RESOURCE_EXHAUSTED", f"a session has at most {self.limits.max_rounds} rounds: "
-                                                     "open a new session")
+            raise self.rounds_exhausted()
+
+    def rounds_exhausted(self) -> ServiceError:
+        return ServiceError("RESOURCE_EXHAUSTED", f"a session has at most {self.limits.max_rounds} rounds: "
+                                                  "open a new session")
 
     def begin_message(self, sender: str, session_id: str, kind: str, recipient: str,
                       streamed: bool = False) -> Upload:

@@ -58,6 +58,10 @@ MIGRATIONS = (("sessions", "max_query_bytes", "INTEGER NOT NULL DEFAULT 0"),
               ("parties", "table_rows", "INTEGER"))    # a holder's announced table size; NULL: none yet
 
 
+class RoundCapReached(Exception):
+    """A session already has the most rounds it may have (:meth:`Store.add_message`)."""
+
+
 @dataclass(frozen=True)
 class Party:
     name: str
@@ -320,13 +324,17 @@ class Store:
             yield [([int(i) for i in indices.split(",")], blob) for _, _, indices, blob in rows]
 
     # -- messages -----------------------------------------------------------
-    def add_message(self, message: Message, open_round: bool, pending: int) -> Message:
-        """Index a spooled message; a query also opens the session's next round."""
+    def add_message(self, message: Message, open_round: bool, pending: int, max_rounds: int | None = None) -> Message:
+        """Index a spooled message; a query also opens the session's next round, unless the session has
+        ``max_rounds`` already (:class:`RoundCapReached`: counted in the same transaction, so concurrent
+        uploads cannot pass the cap together)."""
         with self.transaction() as db:
             round_no = None
             if open_round:
                 (count,) = db.execute("SELECT COUNT(*) FROM rounds WHERE session_id = ?",
                                       (message.session_id,)).fetchone()
+                if max_rounds is not None and count >= max_rounds:
+                    raise RoundCapReached(message.session_id)
                 round_no = int(count) + 1
                 db.execute("INSERT INTO rounds (session_id, round, status, message_id, created_at) "
                            "VALUES (?, ?, ?, ?, ?)",

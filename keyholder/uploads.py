@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, BinaryIO
 
 from keyholder.errors import ServiceError
 from keyholder.states import PENDING
-from keyholder.store import Message, Session
+from keyholder.store import Message, RoundCapReached, Session
 
 if TYPE_CHECKING:
     from keyholder.core import KeyHolder
@@ -82,12 +82,16 @@ class Upload:
                 if self.size == 0:
                     raise ServiceError("INVALID_ARGUMENT", "empty message")
                 self.core.session(self.sender, self.session.id)          # still open
-                self.core.check_rounds(self.session.id)
                 os.replace(self.partial, self.final)
                 self.path = self.final
-                message = self.core.store.add_message(
-                    Message(self.id, self.session.id, "query", self.sender, self.recipient, self.size,
-                            str(self.final), None), open_round=True, pending=PENDING)
+                try:
+                    message = self.core.store.add_message(
+                        Message(self.id, self.session.id, "query", self.sender, self.recipient, self.size,
+                                str(self.final), None), open_round=True, pending=PENDING,
+                        max_rounds=self.core.limits.max_rounds)
+                except RoundCapReached:
+                    self.final.unlink(missing_ok=True)
+                    raise self.core.rounds_exhausted() from None
                 self.state, self.round = COMMITTED, message.round
         except BaseException as error:
             self.abort(getattr(error, "message", "") or "the query could not be kept")

@@ -109,3 +109,45 @@ def test_ending_the_session_aborts_its_upload(core):
     assert "session ended" in refused("ABORTED", follower.read)
     refused("ABORTED", upload.commit)
     assert core.list_work("holder") == []
+
+
+def test_concurrent_uploads_cannot_pass_the_round_cap_together(core, monkeypatch):
+    """Two uploads commit at the same moment into a session with one round left of its cap (2): each
+    commit takes its round in the transaction that counts them, so only one does.  With the count checked
+    before that transaction both passed (79 rounds were committed under a cap of 64).  The refused upload
+    leaves no bytes."""
+    import os
+    import threading
+    session = open_session(core)
+    first = core.begin_message("querier", session.id, "query", "holder")
+    first.write(b"query bytes")
+    assert first.commit().round == 1
+    uploads = [core.begin_message("querier", session.id, "query", "holder") for _ in range(2)]
+    for upload in uploads:
+        upload.write(b"query bytes")
+    together = threading.Barrier(2, timeout=5)
+    replace = os.replace
+
+    def in_step(source, target):                  # both commits are past their checks before either records
+        try:
+            together.wait()
+        except threading.BrokenBarrierError:
+            pass
+        return replace(source, target)
+    monkeypatch.setattr(os, "replace", in_step)
+    outcomes: list = []
+
+    def commit(upload):
+        try:
+            outcomes.append(upload.commit().round)
+        except ServiceError as error:
+            outcomes.append(error.code)
+    threads = [threading.Thread(target=commit, args=(u,)) for u in uploads]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert sorted(outcomes, key=str) == [2, "RESOURCE_EXHAUSTED"]
+    assert core.store.get_session(session.id).rounds == 2
+    kept = sorted(p.name for p in core.spool.rglob("*") if p.is_file())
+    assert kept == sorted(Path(core.store.round_message_path(session.id, r)).name for r in (1, 2))

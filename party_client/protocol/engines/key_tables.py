@@ -32,6 +32,9 @@ from proto import linkage_pb2 as pb
 log = logging.getLogger("party")
 CUCKOO_ATTEMPTS = 8
 
+MAX_HASH_FUNCTIONS = 4      # a table's hash functions the holder accepts (the querier uses cuckoo.HASH_FUNCTIONS)
+MAX_STASH = 8               # and stash slots
+
 
 def prepare_tables(keys: QuerierKeys, options: QueryOptions, length: int,
                    progress: Progress) -> tuple[PreparedQuery, list[bytes | None]]:
@@ -94,6 +97,11 @@ class KeyTablesEngine:
         sizes = [t.bins + t.stash for t in header.tables]
         if any(t.hash_functions < 1 or t.bins < 1 for t in header.tables) or query.ciphertexts != sum(sizes):
             return "the cuckoo tables do not match their header"
+        # each row is compared with h bins and the stash of every table: a header asking more would make
+        # the holder (and K) work without bound for the querier
+        if any(t.hash_functions > MAX_HASH_FUNCTIONS or t.stash > MAX_STASH for t in header.tables):
+            return (f"a cuckoo table may have at most {MAX_HASH_FUNCTIONS} hash functions and {MAX_STASH} stash "
+                    "slots (each row is compared with every one)")
         offsets = np.cumsum([0] + sizes)
         secret, length = header.session_secret, context.encoding_length
         order = context.shuffle(context.session_id, context.data.rows)
