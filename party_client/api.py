@@ -277,24 +277,31 @@ class Party(Registrant):
                 row.setdefault("at_keyholder", "unreachable")
 
     def close_sessions(self, session_ids: list[str] | None = None) -> list[str]:
-        """End sessions at the key holder and delete their local state (``None``: all of them)."""
+        """End sessions at the key holder and delete their local state (``None``: all of them, with those a
+        damaged lookup registry still names; once they are closed, that registry is set aside)."""
         states = SessionStates(self.dir)
-        known = {row["id"] for row in self.sessions(ask_keyholder=False)}
-        ids = sorted(known) if session_ids is None else list(session_ids)
-        unknown = [i for i in ids if i not in known]
-        if unknown:
-            raise PartyError(f"no open session {unknown[0]} in {self.dir.path} (see `party sessions list`)")
-        if ids:
-            lookups = LookupState(self.dir)
-            try:
+        lookups = LookupState(self.dir)
+        try:
+            salvaged = lookups.damaged_ids() if session_ids is None else None
+            rows = [{"id": s.session_id} for s in states.all()] if salvaged is not None else \
+                self.sessions(ask_keyholder=False)
+            known = {row["id"] for row in rows} | set(salvaged or ())
+            ids = sorted(known) if session_ids is None else list(session_ids)
+            unknown = [i for i in ids if i not in known]
+            if unknown:
+                raise PartyError(f"no open session {unknown[0]} in {self.dir.path} (see `party sessions list`)")
+            if ids:
                 with self.connect() as connection:
                     querier = Querier(connection, self.dir)
                     for session_id in ids:
                         querier.close(session_id)
                         states.delete(session_id)
-                        lookups.forget([session_id])
-            finally:
-                lookups.close()
+                        if salvaged is None:
+                            lookups.forget([session_id])
+            if salvaged is not None:
+                lookups.set_aside()
+        finally:
+            lookups.close()
         return ids
 
     def _report(self, mode: str, holder: str, session, outcome: QueryOutcome, result: pd.DataFrame,

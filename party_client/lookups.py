@@ -21,11 +21,13 @@ import hmac
 import json
 import logging
 import os
+import re
 import secrets
 import sqlite3
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field as dataclass_field, replace as with_changes
+from pathlib import Path
 from typing import Iterator
 
 from common.schemes import Scheme, get_scheme
@@ -177,6 +179,39 @@ def _alive(pid: int) -> bool:
     return True
 
 
+SESSION_ID = re.compile(r"\b[0-9a-f]{32}\b")      # K's session ids (uuid4 hex), as salvaged from a damaged file
+
+
+class DamagedRegistry(PartyError):
+    """``lookups/sessions.json`` cannot be read; ``session_ids``: the ids its text still names."""
+
+    def __init__(self, path: Path, reason: str, session_ids: list[str]) -> None:
+        self.session_ids = session_ids
+        super().__init__(f"{path} is damaged ({reason}); run `party sessions close --all` to close at the key "
+                         f"holder the {len(session_ids)} lookup session(s) it still names and set it aside "
+                         "(the next lookup starts a new one)")
+
+
+def read_registry(path: Path) -> dict:
+    """The lookup registry (empty when absent), or :class:`DamagedRegistry` when it is not one."""
+    try:
+        text = path.read_text(encoding="utf-8") if path.exists() else "{}"
+    except (OSError, UnicodeDecodeError) as error:
+        raise DamagedRegistry(path, f"unreadable: {error}", []) from None
+    try:
+        registry = json.loads(text)
+        if not isinstance(registry, dict):
+            raise ValueError("not a JSON object")
+        for key in ("sessions", "current", "users"):
+            if not isinstance(registry.setdefault(key, {}), dict):
+                raise ValueError(f"'{key}' is not an object")
+        for saved in registry["sessions"].values():
+            LookupSession.from_json(saved)
+    except (ValueError, TypeError, KeyError, AttributeError) as error:
+        raise DamagedRegistry(path, str(error).split("\n")[0], sorted(set(SESSION_ID.findall(text)))) from None
+    return registry
+
+
 class LookupState:
     """The querier's lookup sessions (secrets kept 0600) and the keyed-tag ledger.
 
@@ -207,10 +242,7 @@ class LookupState:
             fcntl.flock(lock, fcntl.LOCK_EX)
             try:
                 path = self.folder / "sessions.json"
-                registry = json.loads(path.read_text()) if path.exists() else {}
-                registry.setdefault("sessions", {})
-                registry.setdefault("current", {})
-                registry.setdefault("users", {})
+                registry = read_registry(path)
                 yield registry
                 temporary = path.with_suffix(".tmp")
                 write_secret(temporary, json.dumps(registry).encode())
@@ -286,6 +318,29 @@ class LookupState:
                 if not expired:
                     closable.append(session_id)
         return closable
+
+    def damaged_ids(self) -> list[str] | None:
+        """None when the registry is sound (or absent); when damaged, the session ids its text still names."""
+        with open(self.folder / "sessions.lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                read_registry(self.folder / "sessions.json")
+                return None
+            except DamagedRegistry as damaged:
+                return damaged.session_ids
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+    def set_aside(self) -> None:
+        """Move a damaged registry to ``sessions.json.damaged`` (its sessions closed), so lookups start anew."""
+        with open(self.folder / "sessions.lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                path = self.folder / "sessions.json"
+                if path.exists():
+                    path.replace(path.with_name("sessions.json.damaged"))
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
 
     def forget(self, session_ids: list[str]) -> None:
         """Drop sessions closed at K (``party sessions close``)."""

@@ -203,3 +203,40 @@ def test_session_indexes_are_kept_per_session_within_the_memory_budget():
     indexes.get("gone", 1000, build(os.urandom(32)), expires_at=time.time() - 1)
     indexes.get("s4", 1000, build(os.urandom(32)))
     assert "gone" not in indexes
+
+
+def test_a_damaged_lookup_registry_is_named_in_one_line_and_its_sessions_still_close(fresh_keyholder, tmp_path):
+    """A corrupted ``lookups/sessions.json`` made ``party lookup``, ``party sessions list`` and ``party
+    sessions close --all`` end in a traceback, so the party could not close its sessions.  Now each says in
+    one line what is damaged and what to do; ``close --all`` closes at K the sessions the file still names
+    and sets it aside, and the next lookup starts a new registry."""
+    server = fresh_keyholder()
+    (qdir, _), (hdir, hname) = make_party(server, tmp_path, cli=False), make_party(server, tmp_path, cli=False)
+    querier, holder = tables(12, n=10, m=60, overlap=5)
+    holder.to_csv(tmp_path / "h.csv", index=False)
+    querier.head(1).to_csv(tmp_path / "one.csv", index=False)
+    hold = subprocess.Popen(party_cmd("hold", "--dir", str(hdir), *server.flags(), "--input", str(tmp_path / "h.csv"),
+                                      "--id-column", "health_no", "--poll-seconds", "1", "--quiet"),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    lookup = ("lookup", "--dir", str(qdir), *server.flags(), "--holder", hname, "--input", str(tmp_path / "one.csv"),
+              "--id-column", "hcn", "--out", str(tmp_path / "one.out.csv"), "--scheme", "ristretto",
+              "--population", str(POPULATION), "--quiet")
+    try:
+        run_party(*lookup)
+        [session_id] = [row[0] for row in _listed(qdir, server)]
+        registry = qdir / "lookups" / "sessions.json"
+        registry.write_text(registry.read_text()[: len(registry.read_text()) // 2])      # cut off mid-write
+        for command in (lookup, ("sessions", "list", "--dir", str(qdir), *server.flags())):
+            failed = run_party(*command, check=False)
+            assert failed.returncode == 2 and len(failed.stderr.strip().splitlines()) == 1, failed.stderr
+            assert "sessions.json is damaged" in failed.stderr and "party sessions close --all" in failed.stderr
+            assert "Traceback" not in failed.stderr
+        closed = run_party("sessions", "close", "--dir", str(qdir), *server.flags(), "--all").stdout
+        assert session_id in closed and "closed 1 session(s)" in closed
+        assert "close_session" in _audit(server)
+        assert (qdir / "lookups" / "sessions.json.damaged").exists() and not registry.exists()
+        run_party(*lookup)                                                  # a new registry, a new session
+        assert [row[0] for row in _listed(qdir, server)] != [session_id]
+    finally:
+        hold.terminate()
+        hold.wait(timeout=30)
