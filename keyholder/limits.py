@@ -21,6 +21,7 @@ class Limits:
     default_ttl: float = DAY
     max_ttl: float = 7 * DAY
     idle_timeout: float = 3600.0            # a session untouched this long loses its key
+    upload_idle: float = 120.0              # a query upload that sends nothing for this long is aborted, s
     # relayed queries: a session declares its query's ciphertext count; K accepts at most
     # that many ciphertexts' bytes times query_margin plus query_overhead
     max_message_bytes: int = 8 << 30       # ceiling of any one query, declared or not
@@ -87,13 +88,17 @@ def add_limit_options(parser: argparse.ArgumentParser) -> None:
     add("--keygen-queue", type=int, default=d.keygen_queue,
         help="key requests of one party waiting at once (more: 'retry in N s'); parties are served "
              "round-robin, one key at a time each")
+    add("--upload-idle-timeout", type=float, default=d.upload_idle, metavar="SECONDS",
+        help="abort a query upload that sends no data for this long (its holder stops reading it and its spool "
+             "is freed), s")
     add("--keygen-seconds", type=float, default=d.keygen_seconds,
         help="CPU seconds of key generation each party may use per minute, at most half of them at once; "
              "beyond that its requests wait in its queue")
 
 
 def limits_from_args(args: argparse.Namespace) -> Limits:
-    values = dict(default_ttl=args.session_ttl, idle_timeout=args.idle_timeout, min_key_bits=args.min_key_bits,
+    values = dict(default_ttl=args.session_ttl, idle_timeout=args.idle_timeout, upload_idle=args.upload_idle_timeout,
+                  min_key_bits=args.min_key_bits,
                   max_message_bytes=args.max_message_mb * MIB, default_query_bytes=args.default_query_mb * MIB,
                   max_spool_session_bytes=args.max_spool_session_mb * MIB, max_spool_bytes=args.max_spool_mb * MIB,
                   max_open_sessions=args.max_open_sessions, max_rounds=args.max_rounds, max_waits=args.max_waits,

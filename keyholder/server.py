@@ -298,7 +298,15 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
                     raise
                 return started
             upload = await self._thread(begin)
-            async for chunk in chunks:
+            idle = self.limits.upload_idle
+            while True:        # a querier that stops sending loses its upload: no reader or quota waits on it
+                try:
+                    chunk = await asyncio.wait_for(anext(chunks, None), timeout=idle)
+                except asyncio.TimeoutError:
+                    raise ServiceError("DEADLINE_EXCEEDED", f"no data for {idle:g} s: the upload was aborted "
+                                                            "(keyholder serve --upload-idle-timeout)") from None
+                if chunk is None:
+                    break
                 if chunk.HasField("header"):
                     raise ServiceError("INVALID_ARGUMENT", "only the first chunk carries a header")
                 await self._thread(upload.write, chunk.data)

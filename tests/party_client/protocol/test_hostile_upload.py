@@ -1,0 +1,63 @@
+"""A querier that starts a streamed query and never finishes it cannot stall the holder: K aborts an upload
+that sends nothing for ``--upload-idle-timeout`` seconds, the holder's reader is told and moves on, and an
+honest querier's join beside it finishes.  Two such uploads used to hold a holder's join lanes for as long
+as the attacker kept them open (90 s in the attack; up to the session's lifetime)."""
+from __future__ import annotations
+
+import subprocess
+import threading
+import time
+
+import grpc
+
+from linkhelpers import TEST_KEY_BITS, make_party, party_cmd, stub_for, tables
+from party_client.api import Party
+from proto import linkage_pb2 as pb
+
+IDLE = 2.0
+
+
+def test_a_stalled_upload_is_aborted_and_the_holder_serves_others(fresh_keyholder, tmp_path):
+    server = fresh_keyholder(extra=("--upload-idle-timeout", str(IDLE)))
+    (hostile, _), (honest, _), (hdir, hname) = (make_party(server, tmp_path) for _ in range(3))
+    querier, holder = tables(31, n=20, m=40, overlap=8)
+    holder.to_csv(tmp_path / "h.csv", index=False)
+    hold = subprocess.Popen(party_cmd("hold", "--dir", str(hdir), *server.flags(), "--input", str(tmp_path / "h.csv"),
+                                      "--id-column", "health_no", "--poll-seconds", "1", "--concurrency", "1",
+                                      "--quiet"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    stub, metadata = stub_for(server, hostile)
+    session = stub.OpenSession(pb.OpenSessionRequest(mode=pb.JOIN, holder=hname, key_bits=TEST_KEY_BITS),
+                               metadata=metadata, timeout=60)
+    release = threading.Event()
+
+    def stalled():                                  # a streamed query's header, then nothing, for a minute
+        yield pb.MessageChunk(header=pb.MessageHeader(session_id=session.session_id, kind="query", recipient=hname,
+                                                      stream=True), data=b"\x00" * 64)
+        release.wait(60)
+    outcome: dict = {}
+
+    def upload():
+        started = time.monotonic()
+        try:
+            stub.PutMessage(stalled(), metadata=metadata, timeout=90)
+            outcome["code"] = grpc.StatusCode.OK
+        except grpc.RpcError as error:
+            outcome["code"], outcome["details"] = error.code(), error.details()
+        outcome["seconds"] = time.monotonic() - started
+    attacker = threading.Thread(target=upload, daemon=True)
+    try:
+        attacker.start()
+        time.sleep(1.0)                             # the holder has taken the stalled query into its one lane
+        started = time.monotonic()
+        result = Party(honest, progress=False).join(hname, querier, "hcn", key_bits=TEST_KEY_BITS, timeout=60)
+        seconds = time.monotonic() - started
+        attacker.join(timeout=30)
+        print(f"honest join {seconds:.1f} s beside a stalled upload; the upload refused after "
+              f"{outcome.get('seconds', 0):.1f} s: {outcome}")
+        assert outcome["code"] == grpc.StatusCode.DEADLINE_EXCEEDED and "no data for 2 s" in outcome["details"]
+        assert outcome["seconds"] < IDLE + 5
+        assert result.frame["matched"].sum() >= 1 and seconds < 30
+    finally:
+        release.set()
+        hold.terminate()
+        hold.wait(timeout=30)
