@@ -301,8 +301,9 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
             idle = self.limits.upload_idle
             while True:        # a querier that stops sending loses its upload: no reader or quota waits on it
                 try:
-                    chunk = await asyncio.wait_for(anext(chunks, None), timeout=idle)
-                except asyncio.TimeoutError:
+                    async with asyncio.timeout(idle):       # in this task: a cancelled call stays cancelled
+                        chunk = await anext(chunks, None)
+                except TimeoutError:
                     raise ServiceError("DEADLINE_EXCEEDED", f"no data for {idle:g} s: the upload was aborted "
                                                             "(keyholder serve --upload-idle-timeout)") from None
                 if chunk is None:
