@@ -13,18 +13,19 @@ from .options import AT_LEAST_1, integer
 def cmd_ui(args: argparse.Namespace) -> int:
     if not is_loopback(args.host) and not args.allow_remote:
         raise DeidInputError(f"refusing to serve on {args.host}: the workbench shows data; pass --allow-remote "
-                             "to serve beyond this computer (every request then needs the printed token)")
+                             "to serve beyond this computer")
     import uvicorn
 
     from ..ui import SearchCommand, create_app
     from .search import METHOD_OPTIONS, search_arguments, search_release
 
-    token = secrets.token_urlsafe(24) if args.allow_remote else None
+    # a token on loopback too: another local user or process must not read a tab's data or evict its table
+    token = secrets.token_urlsafe(24)
     app = create_app(SearchCommand(search_arguments, search_release,
                                        {name: methods for name, (methods, _) in METHOD_OPTIONS.items()}), host=args.host, port=args.port, token=token, max_upload_mb=args.max_upload_mb,
                      allow_remote=args.allow_remote)
     shown = f"[{args.host}]" if ":" in args.host else args.host
-    address = f"http://{shown}:{args.port}/" + (f"?token={token}" if token else "")
+    address = f"http://{shown}:{args.port}/?token={token}"
     print(f"deid ui: open {address} (Ctrl-C stops it; data are kept in memory and in {app.workspaces.root}, "
           "removed on exit)", file=sys.stderr, flush=True)
     try:
@@ -40,6 +41,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     u.add_argument("--port", type=integer(1, 65535), default=8000, help="port to serve on")
     u.add_argument("--host", default="127.0.0.1", help="address to serve on (loopback unless --allow-remote)")
     u.add_argument("--allow-remote", action="store_true",
-                   help="allow a non-loopback --host; every request then needs the token printed at start")
+                   help="allow a non-loopback --host (every request needs the token printed at start, as on loopback)")
     u.add_argument("--max-upload-mb", type=AT_LEAST_1, default=256, help="largest file accepted by an upload, in MB")
     u.set_defaults(run=cmd_ui)

@@ -56,6 +56,9 @@ class Workbench:
         env = {**os.environ, "PYTHONPATH": str(REPO)}
         self.process = subprocess.Popen([sys.executable, "-m", "deid_core.cli", "ui", "--port", str(port), *extra],
                                         env=env, stderr=subprocess.PIPE, text=True)
+        banner = self.process.stderr.readline()            # "deid ui: open http://...?token=... (...)"
+        self.token = banner.split("?token=")[1].split()[0] if "?token=" in banner else ""
+        self.url = f"http://127.0.0.1:{port}/?token={self.token}"
         deadline = time.monotonic() + 20
         while True:
             try:
@@ -69,9 +72,10 @@ class Workbench:
             time.sleep(0.1)
         self.banner = ""
 
-    def get(self, path: str, headers: dict | None = None) -> tuple[int, bytes]:
+    def get(self, path: str, headers: dict | None = None, token: bool = True) -> tuple[int, bytes]:
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
-        conn.request("GET", path, headers=headers or {})
+        cookie = {"Cookie": f"deid_ui_token={self.token}"} if token and getattr(self, "token", "") else {}
+        conn.request("GET", path, headers={**cookie, **(headers or {})})
         response = conn.getresponse()
         return response.status, response.read()
 
@@ -238,6 +242,7 @@ def test_bad_uploads_get_a_message_never_a_traceback(workbench, browser, tmp_pat
     conn.putheader("Content-Type", "multipart/form-data; boundary=x")
     conn.putheader("Content-Length", str(2 * 2**30))
     conn.putheader("X-Workspace", "ab" * 16)
+    conn.putheader("Cookie", f"deid_ui_token={workbench.token}")
     conn.endheaders()
     response = conn.getresponse()
     assert response.status == 400 and b"larger than the upload limit" in response.read()
@@ -273,6 +278,17 @@ def test_loopback_only_and_host_header_checked(workbench):
     assert status == 403
     status, _ = workbench.get("/", {"Host": f"localhost:{workbench.port}"})
     assert status == 200
+
+
+def test_a_local_process_without_the_token_can_neither_read_nor_evict_a_tab(workbench):
+    """On loopback every request needs the token printed at start: 16 new workspace ids from another local
+    process evicted an open tab's table ("load a table first") when loopback had no token."""
+    for n in range(17):
+        status, body = workbench.get("/api/progress", {"X-Workspace": f"{n:032x}"}, token=False)
+        assert status == 403 and b"needs its token" in body
+    status, _ = workbench.get("/", token=False)
+    assert status == 403
+    assert workbench.get("/")[0] == 200
 
 
 def test_remote_needs_the_token(tmp_path):
