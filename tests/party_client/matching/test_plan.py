@@ -54,3 +54,18 @@ def test_a_dry_run_repeats_and_counts_the_load():
     steady = [{k: v for k, v in p.items() if k not in ("load", "free_cores")} for p in (first, second)]
     assert steady[0] == steady[1]
     assert free_cores(2, 0.0) == 2 and free_cores(2, 2.0) == 1 and free_cores(2, 4.0) == 2 / 3
+
+
+def test_the_dry_run_warns_when_the_plan_outlasts_the_timeout(tmp_path):
+    """The dry-run's estimate could exceed the querier's --timeout and nothing said so."""
+    import subprocess
+    import sys
+    from febrl import load_febrl4
+    a, _ = load_febrl4()
+    a.reset_index().head(300).to_csv(tmp_path / "q.csv", index=False)
+    run = subprocess.run([sys.executable, "-m", "party_client.cli", "join", "--dir", str(tmp_path / "p"),
+                          "--holder", "h", "--input", str(tmp_path / "q.csv"), "--out", str(tmp_path / "o.csv"),
+                          "--preset", "person", "--map", "first=given_name,last=surname,dob=date_of_birth",
+                          "--dry-run", "--timeout", "1"], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert "under paillier the plan needs about" in run.stderr and "beyond --timeout 1: raise --timeout" in run.stderr
