@@ -12,7 +12,7 @@ from typing import Callable, Sequence
 
 from common.cli import Expected, OneLineParser, UsageError, run
 from ..errors import DeidInputError
-from . import commands, geo, longitudinal, masking, pdf, search, subsample, ui, utility
+from . import commands, geo, longitudinal, masking, pdf, search, subsample, text, ui, utility
 
 EXIT_BAD_INPUT = 2
 
@@ -37,7 +37,8 @@ EXTRA_COMMANDS: dict[str, Callable[[argparse._SubParsersAction], None]] = {"sear
                                                                           "subsample": subsample.register,
                                                                           "utility": utility.register,
                                                                           "ui": ui.register,
-                                                                          "pdf": pdf.register}
+                                                                          "pdf": pdf.register,
+                                                                          "text": text.register}
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,143 @@
+"""``deid text`` (de-identify a notes column of a CSV or Parquet table: redact, tag, surrogate, generalize) and
+``deid text-evaluate`` (score the detector against standoff gold spans) (docs/text.md).
+
+Every other column is written unchanged, as read (as text: ``007`` keeps its zeros); the output is written
+atomically, so bad input leaves no partial file.
+"""
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from ..errors import DeidInputError
+from .masking import KEY_HELP, owner_key
+from .options import guard_outputs, summary_line
+
+#: Bytes read to tell a binary file (a NUL byte in them, and no compressed-file signature).
+SNIFF_BYTES = 8192
+
+
+def parse_hints(text: str | None) -> dict[str, str]:
+    """``--hints name=COL,mrn=COL,dob=COL`` -> {hint key: column}."""
+    from ..text.hints import KEYS
+
+    out: dict[str, str] = {}
+    for item in filter(None, (text or "").split(",")):
+        key, eq, column = item.partition("=")
+        if not eq or not key.strip() or not column.strip():
+            raise DeidInputError(f"--hints: {item!r} is not KEY=COLUMN (e.g. name=patient_name,mrn=mrn)")
+        if key.strip() not in KEYS:
+            raise DeidInputError(f"--hints: unknown key {key.strip()!r}: use one of {', '.join(KEYS)}")
+        out[key.strip()] = column.strip()
+    return out
+
+
+def refuse_binary(path: str) -> None:
+    """A file that is neither text nor a known compressed or Parquet file is refused in one line."""
+    from ..io import MAGIC, is_parquet
+
+    try:
+        head = Path(path).read_bytes()[:SNIFF_BYTES] if Path(path).is_file() else None
+    except OSError as exc:
+        raise DeidInputError(f"cannot read {path!r}: {exc.strerror or exc}") from None
+    if head is None:
+        raise DeidInputError(f"cannot read {path!r}: no such file")
+    if not head:
+        raise DeidInputError(f"cannot read {path!r}: empty file")
+    if is_parquet(path) or any(head.startswith(magic) for magic, _ in MAGIC):
+        return
+    if b"\x00" in head:
+        raise DeidInputError(f"cannot read {path!r}: a binary file, not CSV text")
+
+
+def cmd_text(args: argparse.Namespace) -> int:
+    from ..io import read_table, require_records, write_json, write_table
+    from ..text.column import deidentify_notes
+    from ..text.transforms import Surrogates
+
+    guard_outputs([args.input, args.key_file], [args.out, args.report])
+    hint_columns = parse_hints(args.hints)
+    key = owner_key(args.key_file, required=args.mode == "surrogate")
+    refuse_binary(args.input)
+    t0 = time.perf_counter()
+    df = read_table(args.input, categorical=False)
+    require_records(df, repr(args.input))
+    wanted = [args.column, *hint_columns.values(), *([args.patient] if args.patient else [])]
+    missing = [c for c in wanted if c not in df.columns]
+    if missing:
+        raise DeidInputError(f"column {missing[0]!r} is not in {args.input!r} (columns: {', '.join(df.columns)})")
+    hints = [dict(zip(hint_columns, row)) for row in zip(*(df[c].tolist() for c in hint_columns.values()))] \
+        if hint_columns else None
+    patient_column = args.patient or hint_columns.get("mrn")
+    patients = None if patient_column is None else ["" if not isinstance(v, str) else v
+                                                    for v in df[patient_column].tolist()]
+    result = deidentify_notes(df[args.column].tolist(), args.mode, hints=hints, patients=patients,
+                              surrogates=Surrogates(key) if args.mode == "surrogate" else None)
+    seconds = time.perf_counter() - t0
+    df[args.column] = result.notes
+    write_table(df, args.out)
+    report = {"input": str(args.input), "column": args.column, "mode": args.mode, "hints": hint_columns,
+              "date_shift_key": patient_column or "row number", **result.summary(), "seconds": round(seconds, 3)}
+    if args.report:
+        write_json(report, args.report)
+    summary_line("text", [args.out, args.report], f"{result.documents} notes, {sum(result.found.values())} PHI spans "
+                 f"replaced ({args.mode}), {sum(result.tagged.values())} tagged without a surrogate")
+    return 0
+
+
+def cmd_text_evaluate(args: argparse.Namespace) -> int:
+    from ..io import write_json
+    from ..text import detect
+    from ..text.evaluate import evaluate, read_jsonl, table
+
+    guard_outputs([args.gold, args.notes, args.predicted], [args.report])
+    gold = read_jsonl(args.gold, ("doc", "start", "end", "type"))
+    notes = read_jsonl(args.notes, ("doc", "text"))
+    t0 = time.perf_counter()
+    if args.predicted:
+        predicted = read_jsonl(args.predicted, ("doc", "start", "end", "type"))
+    else:
+        predicted = [{"doc": n["doc"], "start": s.start, "end": s.end, "type": s.type}
+                     for n in notes for s in detect(n["text"], n.get("hints") if args.use_hints else None)]
+    seconds = time.perf_counter() - t0
+    rows = evaluate(gold, predicted, [str(n["doc"]) for n in notes])
+    megabytes = sum(len(n["text"].encode("utf-8")) for n in notes) / 1e6
+    print(table(rows))
+    if not args.predicted:
+        print(f"{megabytes:.3f} MB of text in {seconds:.2f} s: {megabytes / max(seconds, 1e-9):.2f} MB/s on one core")
+    if args.report:
+        write_json({"gold": str(args.gold), "notes": str(args.notes), "predicted": args.predicted or "deid_core.text",
+                    "hints": bool(args.use_hints), "megabytes": round(megabytes, 4), "seconds": round(seconds, 3),
+                    "types": rows}, args.report)
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """``deid text`` and ``deid text-evaluate``."""
+    from ..text.transforms import MODES
+
+    p = sub.add_parser("text", help="de-identify a free-text column (clinical notes) of a CSV or Parquet table")
+    p.add_argument("--input", required=True, help="the table (CSV or .parquet); every value is read as text")
+    p.add_argument("--column", required=True, help="the column holding the notes")
+    p.add_argument("--out", required=True, help="the table written (CSV or .parquet), other columns unchanged")
+    p.add_argument("--mode", required=True, choices=MODES,
+                   help="redact: ***; tag: <LAST_NAME:1>; surrogate: realistic keyed replacements (needs a key); "
+                        "generalize: dates to year, ages over 89 to 90+, ZIP to 3 digits, the rest tagged")
+    p.add_argument("--hints", metavar="KEY=COL,...",
+                   help="columns of the same row whose values are searched in the note first, "
+                        "e.g. name=patient_name,mrn=mrn,dob=birth_date")
+    p.add_argument("--patient", metavar="COL",
+                   help="the patient id column keying the date shift of surrogate mode (default: the mrn hint "
+                        "column, else the row number)")
+    p.add_argument("--key-file", help=KEY_HELP)
+    p.add_argument("--report", help="JSON: notes, PHI spans per type, values tagged for want of a surrogate")
+    p.set_defaults(run=cmd_text)
+
+    e = sub.add_parser("text-evaluate", help="score the free-text detector against standoff gold spans")
+    e.add_argument("--gold", required=True, help="JSON lines of {doc, start, end, type}")
+    e.add_argument("--notes", required=True, help="JSON lines of {doc, text} (and hints, read with --use-hints)")
+    e.add_argument("--predicted", help="JSON lines of {doc, start, end, type} to score instead of running the detector")
+    e.add_argument("--use-hints", action="store_true", help="pass each note's hints to the detector")
+    e.add_argument("--report", help="JSON: the figures per type and group")
+    e.set_defaults(run=cmd_text_evaluate)

@@ -1,0 +1,121 @@
+"""The shipped word lists (names, places, eponyms, medical terms; data/SOURCES.md) and the Aho-Corasick
+automaton that finds all of them in one pass over a note.
+
+Lists are matched on a *folded* copy of the note: lower case, every character that is not a letter or a digit
+(apostrophes and hyphens inside words aside) turned into a space, the same length as the note, so offsets
+carry over. Each list entry is searched as `` entry `` (spaces around), which finds whole words only.
+"""
+from __future__ import annotations
+
+import gzip
+import re
+from functools import lru_cache
+from pathlib import Path
+
+import ahocorasick
+
+DATA = Path(__file__).resolve().parent / "data"
+
+# Word classes of the automaton's values (bit flags; a word may be in several lists).
+FIRST, LAST, WORD, EPONYM, MEDICAL, CITY, STATE, COUNTRY, COMMON = (1 << i for i in range(9))
+_FILES = {FIRST: "first_names.txt", LAST: "last_names.txt", WORD: "name_words.txt", EPONYM: "eponyms.txt",
+          MEDICAL: "medical_terms.txt", CITY: "cities.txt", COUNTRY: "countries.txt"}
+#: Words never taken for a name on their own (common English and clinical words).
+_COMMON_FILES = ("lorem_words.txt", "clinical_words.txt")
+
+# Folding table: ASCII letters lower-cased, other ASCII punctuation to a space (apostrophe and hyphen kept
+# so "O'Brien" and "Smith-Jones" stay one word); non-ASCII letters are lower-cased by str.lower first.
+_KEEP = set("abcdefghijklmnopqrstuvwxyz0123456789'-")
+_FOLD = {c: (chr(c) if chr(c) in _KEEP else " ") for c in range(128)}
+_FOLD.update({ord(c): " " for c in "\u00a0\u2018\u201c\u201d\u2013\u2014\u2022\u00b7\u2026"})
+_FOLD[ord("\u2019")] = "'"
+
+
+def fold(text: str) -> str:
+    """The note as the automaton reads it: `` `` + lower case, punctuation as spaces + `` `` (same length + 2)."""
+    lower = text.lower()
+    if len(lower) != len(text):  # a character whose lower case is longer (U+0130): fold it alone
+        lower = "".join(c.lower()[0] for c in text)
+    return " " + lower.translate(_FOLD) + " "
+
+
+def read_list(name: str) -> list[str]:
+    """The entries of a data file: one per line, ``#`` lines are comments."""
+    lines = (DATA / name).read_text(encoding="utf-8").splitlines()
+    return [line.strip() for line in lines if line.strip() and not line.startswith("#")]
+
+
+@lru_cache(maxsize=None)
+def states() -> dict[str, str]:
+    """US state name (lower case) -> its two-letter abbreviation."""
+    return dict(line.split("|") for line in read_list("states.txt"))
+
+
+@lru_cache(maxsize=None)
+def word_classes() -> dict[str, int]:
+    """Every listed word (lower case) -> its class flags."""
+    classes: dict[str, int] = {}
+    for flag, name in _FILES.items():
+        for word in read_list(name):
+            classes[word] = classes.get(word, 0) | flag
+    for word in states():
+        classes[word] = classes.get(word, 0) | STATE
+    return classes
+
+
+@lru_cache(maxsize=None)
+def common_words() -> frozenset[str]:
+    """Common English and clinical words: an unlisted capitalized word among them is no name."""
+    return frozenset(w for name in _COMMON_FILES for w in read_list(name)) | {
+        w for w, f in word_classes().items() if f & (WORD | MEDICAL | STATE | COUNTRY | CITY)}
+
+
+@lru_cache(maxsize=None)
+def english() -> frozenset[str]:
+    """Lower-case English words (SCOWL size 35, data/SOURCES.md): an unlisted word among them is no name."""
+    text = gzip.decompress((DATA / "english_words.txt.gz").read_bytes()).decode("utf-8")
+    return frozenset(w for w in text.splitlines() if w and not w.startswith("#")) | common_words()
+
+
+@lru_cache(maxsize=None)
+def stop_words() -> frozenset[str]:
+    """Function words, clinical words, titles and credentials: never a name, even after a cue."""
+    return frozenset(read_list("clinical_words.txt"))
+
+
+@lru_cache(maxsize=None)
+def automaton() -> ahocorasick.Automaton:
+    """One Aho-Corasick automaton of all the lists; a match's value is ``(length, word, flags)``."""
+    a = ahocorasick.Automaton()
+    for word, flags in word_classes().items():
+        key = f" {fold(word).strip()} "
+        a.add_word(key, (len(key) - 2, word, flags))
+    a.make_automaton()
+    return a
+
+
+def find_words(folded: str) -> list[tuple[int, int, int]]:
+    """``(start, end, flags)`` of every listed word in a folded note, offsets into the original note."""
+    out = []
+    for last, (length, _, flags) in automaton().iter(folded):
+        end = last - 1  # the trailing space's index in the folded text, less the leading space
+        out.append((end - length, end, flags))
+    return out
+
+
+@lru_cache(maxsize=None)
+def first_names() -> tuple[str, ...]:
+    return tuple(w for w, f in word_classes().items() if f & FIRST and not f & (WORD | MEDICAL | EPONYM))
+
+
+@lru_cache(maxsize=None)
+def last_names() -> tuple[str, ...]:
+    return tuple(w for w, f in word_classes().items() if f & LAST and not f & (WORD | MEDICAL | EPONYM))
+
+
+@lru_cache(maxsize=None)
+def street_suffixes() -> str:
+    """A regular-expression alternation of the street suffixes (and their usual abbreviations)."""
+    words = set(read_list("street_suffixes.txt")) | {"st", "ave", "rd", "blvd", "ln", "dr", "ct", "pl", "hwy",
+                                                     "pkwy", "ter", "cir", "sq", "trl"}
+    return "|".join(sorted((re.escape(w) for w in words), key=len, reverse=True))

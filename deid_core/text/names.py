@@ -1,0 +1,212 @@
+"""Person names in a note: list look-ups (first and last names), title and relation cues ("Dr.", "Mrs.",
+"seen by", "pt", "wife"), "Lastname, Firstname", runs of name words, and every other mention of a name once
+found (El Emam & Arbuckle, ch. 8 "Free-Form Text": one missed mention discloses the document).
+
+Each word is of one kind: a listed name; a listed name that is also a common English word ("Hope", "Grant",
+"Brown") or a month ("April"); a foreign word (in no list and no English dictionary: "Villegas" when the
+lists lack it, "hautamaki"); an English word; or a stop word (function and clinical words, titles, medical
+terms such as "Foley", "Apgar", "Lasix"), never a name. A listed name counts alone when capitalized; the
+others need a cue or a neighbouring name. An eponym before a term of eponymy ("Parkinson's disease",
+"Murphy's sign") is never a name.
+"""
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from .lists import EPONYM, FIRST, LAST, MEDICAL, WORD, english, stop_words, word_classes
+from .recognizers import MONTH_NAMES, lower
+from .spans import CUE, LIST, Span
+
+_NAME = r"[A-Za-z][A-Za-z'’-]*[A-Za-z]|[A-Z]\.?"
+_TITLE = re.compile(rf"\b(?i:dr|mr|mrs|ms|miss|mx|prof|doctor)\b\.?\s+((?:{_NAME})(?:\s+(?:{_NAME})){{0,2}})")
+_RELATION = re.compile(r"\b(?i:seen by|evaluated by|examined by|discussed with|spoke with|spoke to|called|called to|"
+                       r"per|pt|patient|son|daughter|wife|husband|mother|father|brother|sister|partner|fianc[eé]e?|"
+                       r"friend|neighbou?r|attending|resident|pcp|cc|signed by|dictated by|electronically signed by|"
+                       r"name|caregiver|guardian|nurse|intern|fellow|surgeon|dear|referring|referred by|niece|nephew|"
+                       r"grandson|granddaughter|aunt|uncle)\b:?[ \t]+"
+                       rf"((?:{_NAME})(?:[ \t]+(?:{_NAME})){{0,2}})")
+_COMMA = re.compile(r"\b([A-Za-z][A-Za-z'’-]*[A-Za-z]),[ \t]*([A-Za-z][A-Za-z'’-]*[A-Za-z])(?:[ \t]+([A-Z])\.?(?!\w))?")
+_LABEL = re.compile(r"(?i:name|patient|pt)\s*:\s*$")
+_WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*[A-Za-z]|[A-Z]\.?")
+_GAP = re.compile(r"[ \t]+(?:[A-Z]\.?[ \t]+)?$")  # what may separate two words of one name (a middle initial)
+_NEXT = re.compile(r"[ \t]+(?:[A-Z]\.?[ \t]+)?([A-Za-z][A-Za-z'’-]*[A-Za-z])(?![\w'’-])")
+_PREV = re.compile(r"(?<![\w.'’-])([A-Za-z][A-Za-z'’-]*[A-Za-z])[ \t]+$")
+_EPONYM_TAIL = re.compile(r"(?:['’]?s)?\s*(?:-\s*[A-Za-z]+\s+)?(?:sign|disease|syndrome|palsy|test|score|scale|maneuver|"
+                          r"manoeuvre|reflex|criteria|classification|lesion|fracture|cyst|drain|catheter|tube|procedure|"
+                          r"fundoplication|operation|repair|stage|grade|stain|triad|phenomenon|node|lymphoma|chorea|"
+                          r"dementia|thyroiditis|ulcer|ratio|sounds?|position|rule|respiration|breathing|murmur|"
+                          r"disorder|tumou?r|method|technique|line|boot|collar|coma)\b", re.IGNORECASE)
+_MONTHS = frozenset(MONTH_NAMES) | {"jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec"}
+NAME_TYPES = ("FIRST_NAME", "MIDDLE_NAME", "LAST_NAME")
+# Word kinds, from surest name to never a name.
+LISTED, AMBIGUOUS, FOREIGN, ENGLISH, STOP = range(5)
+
+
+@lru_cache(maxsize=65536)
+def kind(word: str) -> int:
+    """The kind of a word (see the module docstring); case-insensitive."""
+    low = word.lower().rstrip(".")
+    flags = word_classes().get(low, 0)
+    if flags & MEDICAL or low in stop_words():
+        return STOP
+    if flags & (FIRST | LAST):
+        return AMBIGUOUS if flags & WORD or low in _MONTHS or low in english() else LISTED
+    if low in english() or low in _MONTHS or word_classes().get(low, 0) or not low.replace("'", "").isalpha():
+        return ENGLISH
+    return FOREIGN
+
+
+def _flags(word: str) -> int:
+    return word_classes().get(word.lower(), 0)
+
+
+def _eponym(text: str, end: int, word: str) -> bool:
+    return bool(_flags(word) & EPONYM and _EPONYM_TAIL.match(text, end))
+
+
+def _more(word: str) -> bool:
+    """A word that continues a name already begun (after a cue or beside a name)."""
+    if len(word.rstrip(".")) == 1:
+        return word[0].isupper()
+    k = kind(word)
+    return k in (LISTED, FOREIGN) or k == AMBIGUOUS and word[0].isupper()
+
+
+def _type_of(word: str, position: int, size: int, surname_first: bool) -> str:
+    if size >= 2:
+        return "FIRST_NAME" if position == 0 else ("LAST_NAME" if position == size - 1 else "MIDDLE_NAME")
+    flags = _flags(word)
+    if flags & FIRST and not flags & LAST and not surname_first:
+        return "FIRST_NAME"
+    return "LAST_NAME" if surname_first or flags & LAST else "FIRST_NAME"
+
+
+def _cued(text: str) -> list[Span]:
+    """The name words after a title ("Dr. villegas": any word but a stop word) or a relation ("wife Maria")."""
+    out = []
+    for pattern, title in ((_TITLE, True), (_RELATION, False)):
+        for m in pattern.finditer(text):
+            words = []
+            for w in _WORD.finditer(m.group(1)):
+                word, end = w.group(), m.start(1) + w.end()
+                k = kind(word)
+                first_ok = k != STOP and (k != ENGLISH or word[0].isupper()) if title else (_more(word) or k == AMBIGUOUS)
+                if not (first_ok if not words else _more(word)) or _eponym(text, end, word):
+                    break
+                words.append(w)
+            while words and len(words[-1].group().rstrip(".")) == 1:  # a trailing initial belongs to no name
+                words.pop()
+            for i, w in enumerate(words):
+                s = m.start(1) + w.start()
+                out.append(Span(s, s + len(w.group()), _type_of(w.group(), i, len(words), title), w.group(), "cue", CUE))
+    return out
+
+
+def _last_first(text: str) -> list[Span]:
+    """"Villegas, Yosef": two name words around a comma, at least one listed or after a "Name:" label."""
+    out = []
+    for m in _COMMA.finditer(text):
+        last, first = m.group(1), m.group(2)
+        kl, kf = kind(last), kind(first)
+        if not (_more(last) and _more(first)) or ENGLISH in (kl, kf):
+            continue
+        listed = (kl == LISTED) + (kf == LISTED)
+        capital = last[0].isupper() and first[0].isupper()
+        if listed == 2 or capital and (listed or _LABEL.search(text, max(0, m.start() - 12), m.start())):
+            out.append(Span(m.start(1), m.end(1), "LAST_NAME", last, "last-first", CUE))
+            out.append(Span(m.start(2), m.end(2), "FIRST_NAME", first, "last-first", CUE))
+            if m.group(3):
+                out.append(Span(m.start(3), m.end(3), "MIDDLE_NAME", m.group(3), "last-first", CUE))
+    return out
+
+
+def _runs(text: str, words: list[tuple[int, int, int]]) -> list[Span]:
+    """Listed names in runs of adjacent name words: a run counts with one capitalized listed name in it, or a
+    first name then a surname, or a listed word beside a capitalized foreign one ("Brandy Matejka")."""
+    cands = []
+    for s, e, f in words:
+        word = text[s:e]
+        k = kind(word)
+        if k in (LISTED, AMBIGUOUS) and not _eponym(text, e, word):
+            cands.append((s, e, k == LISTED and word[0].isupper() and not (len(word) > 3 and word.isupper())))
+    out: list[Span] = []
+    i = 0
+    while i < len(cands):
+        run = [cands[i]]
+        while i + 1 < len(cands) and cands[i + 1][0] > run[-1][1] and _GAP.match(text, run[-1][1], cands[i + 1][0]):
+            i += 1
+            run.append(cands[i])
+        i += 1
+        strong = any(c[2] for c in run)
+        run, grown = _extend(text, run, strong)
+        if not (strong or grown or len(run) >= 2 and _pair(text, run)):
+            continue
+        run = _initials(text, run)
+        for k, (s, e, _) in enumerate(run):
+            out.append(Span(s, e, _type_of(text[s:e], k, len(run), False), text[s:e], "name-list", LIST))
+    return out
+
+
+def _pair(text: str, run: list[tuple[int, int, bool]]) -> bool:
+    """Two weak words that still make a name: a first name then a surname, not both common words."""
+    a, b = text[run[0][0]:run[0][1]], text[run[-1][0]:run[-1][1]]
+    return bool(_flags(a) & FIRST and _flags(b) & LAST and LISTED in (kind(a), kind(b)))
+
+
+def _extend(text: str, run: list, strong: bool) -> tuple[list, bool]:
+    """Add a foreign word just before or after a run ("Yosef Villegas", "Karen hautamaki"): capitalized, or
+    lower case beside a strong name. True when a capitalized foreign word was added."""
+    grown = False
+    before = _PREV.search(text, max(0, run[0][0] - 30), run[0][0])
+    if before and kind(before.group(1)) == FOREIGN and (strong or before.group(1)[0].isupper()):
+        run = [(before.start(1), before.end(1), False)] + run
+        grown = before.group(1)[0].isupper() and text[run[1][0]].isupper()
+    after = _NEXT.match(text, run[-1][1])
+    if after and kind(after.group(1)) == FOREIGN and (strong or after.group(1)[0].isupper()):
+        run = run + [(after.start(1), after.end(1), False)]
+        grown = grown or after.group(1)[0].isupper() and text[run[-2][0]].isupper()
+    return run, grown
+
+
+def _initials(text: str, run: list) -> list:
+    """The middle initials between the words of a run ("Jane Q. Doe") as words of the run."""
+    out = [run[0]]
+    for nxt in run[1:]:
+        m = re.search(r"\b[A-Z]\.?(?=[ \t]+$)", text[out[-1][1]:nxt[0]])
+        if m:
+            out.append((out[-1][1] + m.start(), out[-1][1] + m.end(), False))
+        out.append(nxt)
+    return out
+
+
+def mentions(text: str, found: list[Span]) -> list[Span]:
+    """Every other mention, in any case, of a name already found (an English word only when capitalized)."""
+    values: dict[str, str] = {}
+    for s in found:
+        if s.type in NAME_TYPES and len(s.text.rstrip(".")) > 1:
+            values.setdefault(s.text.lower(), s.type)
+    if not values:
+        return []
+    out = []
+    low = lower(text)
+    for value, type_ in values.items():
+        at = low.find(value)
+        while at >= 0:
+            end = at + len(value)
+            word = text[at:end]
+            if (not _inside_word(low, at, end) and not _eponym(text, end, word)
+                    and (word[0].isupper() or kind(word) not in (AMBIGUOUS, ENGLISH, STOP))):
+                out.append(Span(at, end, type_, word, "mention", LIST))
+            at = low.find(value, at + 1)
+    return out
+
+
+def _inside_word(low: str, start: int, end: int) -> bool:
+    return start > 0 and (low[start - 1].isalnum() or low[start - 1] in "'’-") or end < len(low) and (
+        low[end].isalnum() or low[end] == "-")
+
+
+def names(text: str, words: list[tuple[int, int, int]]) -> list[Span]:
+    """Name spans from cues, "Last, First" and listed names (mentions are added after overlap resolution)."""
+    return _cued(text) + _last_first(text) + _runs(text, words)
