@@ -6,9 +6,9 @@ from typing import Mapping
 
 from ..errors import DeidInputError
 from .hints import check_hints, hinted
-from .lists import find_words, fold
 from .names import mentions, names
-from .recognizers import ages, contacts, dates, facilities, identifiers, lower, places
+from .note import Note
+from .recognizers import ages, contacts, dates, facilities, identifiers, places
 from .resolve import resolve
 from .spans import Span
 
@@ -24,9 +24,8 @@ def detect(text: str, hints: Mapping[str, object] | None = None) -> list[Span]:
     given = check_hints(hints)
     if not text.strip():
         return []
-    low = lower(text)
-    words = find_words(fold(text))
-    found = (hinted(text, given) + dates(text, low) + ages(text, low) + contacts(text, low) + identifiers(text, low)
-             + places(text, low, words) + facilities(text) + names(text, words))
+    note = Note(text)
+    found = (hinted(note, given) + dates(note) + ages(note) + contacts(note) + identifiers(note) + places(note)
+             + facilities(note) + names(note))
     first = resolve(found)
-    return resolve(first + mentions(text, first))
+    return resolve(first + mentions(note, first))

@@ -8,6 +8,7 @@ import re
 from typing import Mapping
 
 from ..errors import DeidInputError
+from .note import Note
 from .recognizers import dates
 from .spans import HINT, Span
 from .textdates import parse
@@ -52,8 +53,9 @@ def _id_pattern(value: str) -> str:
     return rf"(?<![\w-])0*{re.escape(digits)}(?![\w-])" if digits.isdigit() else _word(value)
 
 
-def hinted(text: str, hints: Mapping[str, str]) -> list[Span]:
-    """The spans of ``text`` that are one of the hints' values or their variants."""
+def hinted(note: Note, hints: Mapping[str, str]) -> list[Span]:
+    """The spans of the note that are one of the hints' values or their variants."""
+    text = note.text
     out: list[Span] = []
     for key, value in hints.items():
         kind = KEYS[key]
@@ -62,7 +64,7 @@ def hinted(text: str, hints: Mapping[str, str]) -> list[Span]:
         elif kind == "DATE":
             target = parse(value)
             if target is not None:
-                out += [Span(s.start, s.end, "DATE", s.text, "hint", HINT) for s in dates(text)
+                out += [Span(s.start, s.end, "DATE", s.text, "hint", HINT) for s in dates(note)
                         if (p := parse(s.text)) is not None and (p.month, p.day) == (target.month, target.day)
                         and p.year in (None, target.year)]
             patterns = [(_word(value), kind)]

@@ -20,6 +20,26 @@ DATA = Path(__file__).resolve().parent / "data"
 FIRST, LAST, WORD, EPONYM, MEDICAL, CITY, STATE, COUNTRY, COMMON = (1 << i for i in range(9))
 _FILES = {FIRST: "first_names.txt", LAST: "last_names.txt", WORD: "name_words.txt", EPONYM: "eponyms.txt",
           MEDICAL: "medical_terms.txt", CITY: "cities.txt", COUNTRY: "countries.txt"}
+# Trigger words: the first word of a cue, a month, a facility's head word. A recognizer that needs one runs its
+# pattern only where the automaton found it, not over the whole note.
+T_MONTH, T_TITLE, T_RELATION, T_ID, T_PHONE, T_ZIP, T_FACILITY = (1 << i for i in range(9, 16))
+TRIGGERS = {
+    T_MONTH: "january february march april may june july august september october november december jan feb mar apr "
+             "jun jul aug sep sept oct nov dec",
+    T_TITLE: "dr mr mrs ms miss mx prof doctor",
+    T_RELATION: "seen evaluated examined discussed spoke called per pt patient son daughter wife husband mother father "
+                "brother sister partner fiance fiancee friend neighbor neighbour attending resident pcp cc signed "
+                "dictated electronically name caregiver guardian nurse intern fellow surgeon dear referring referred "
+                "niece nephew grandson granddaughter aunt uncle",
+    T_ID: "ssn social mrn mr medical record chart hospital patient pt acct account billing member insurance policy "
+          "encounter visit license licence lic dl driver driver's drivers dea npi certificate serial s sn device model "
+          "implant lot udi",
+    T_PHONE: "tel telephone phone ph fax cell mobile pager beeper contact call called",
+    T_ZIP: "zip postal postcode",
+    T_FACILITY: "hospital clinic center centre infirmary home hospice memorial healthcare care associates pediatrics "
+                "rehab institute sanatorium living medicine practice group system health",
+}
+
 #: Words never taken for a name on their own (common English and clinical words).
 _COMMON_FILES = ("lorem_words.txt", "clinical_words.txt")
 
@@ -60,6 +80,9 @@ def word_classes() -> dict[str, int]:
             classes[word] = classes.get(word, 0) | flag
     for word in states():
         classes[word] = classes.get(word, 0) | STATE
+    for flag, words in TRIGGERS.items():
+        for word in words.split():
+            classes[word] = classes.get(word, 0) | flag
     return classes
 
 

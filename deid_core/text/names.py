@@ -14,8 +14,9 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from .lists import EPONYM, FIRST, LAST, MEDICAL, WORD, english, stop_words, word_classes
-from .recognizers import MONTH_NAMES, lower
+from .lists import EPONYM, FIRST, LAST, MEDICAL, T_RELATION, T_TITLE, WORD, english, stop_words, word_classes
+from .note import Note
+from .textdates import MONTH_NAMES
 from .spans import CUE, LIST, Span
 
 _NAME = r"[A-Za-z][A-Za-z'’-]*[A-Za-z]|[A-Z]\.?"
@@ -82,11 +83,12 @@ def _type_of(word: str, position: int, size: int, surname_first: bool) -> str:
     return "LAST_NAME" if surname_first or flags & LAST else "FIRST_NAME"
 
 
-def _cued(text: str) -> list[Span]:
+def _cued(note: Note) -> list[Span]:
     """The name words after a title ("Dr. villegas": any word but a stop word) or a relation ("wife Maria")."""
     out = []
-    for pattern, title in ((_TITLE, True), (_RELATION, False)):
-        for m in pattern.finditer(text):
+    text = note.text
+    for pattern, title, flag in ((_TITLE, True, T_TITLE), (_RELATION, False, T_RELATION)):
+        for m in filter(None, (pattern.match(text, s) for s, _ in note.hits(flag))):
             words = []
             for w in _WORD.finditer(m.group(1)):
                 word, end = w.group(), m.start(1) + w.end()
@@ -103,10 +105,11 @@ def _cued(text: str) -> list[Span]:
     return out
 
 
-def _last_first(text: str) -> list[Span]:
+def _last_first(note: Note) -> list[Span]:
     """"Villegas, Yosef": two name words around a comma, at least one listed or after a "Name:" label."""
     out = []
-    for m in _COMMA.finditer(text):
+    text = note.text
+    for m in note.around(_COMMA, ((c, c + 1) for c in _commas(text)), 40, 40, False):
         last, first = m.group(1), m.group(2)
         kl, kf = kind(last), kind(first)
         if not (_more(last) and _more(first)) or ENGLISH in (kl, kf):
@@ -121,15 +124,25 @@ def _last_first(text: str) -> list[Span]:
     return out
 
 
+def _commas(text: str):
+    at = text.find(",")
+    while at >= 0:
+        yield at
+        at = text.find(",", at + 1)
+
+
 def _runs(text: str, words: list[tuple[int, int, int]]) -> list[Span]:
     """Listed names in runs of adjacent name words: a run counts with one capitalized listed name in it, or a
     first name then a surname, or a listed word beside a capitalized foreign one ("Brandy Matejka")."""
     cands = []
     for s, e, f in words:
+        if not f & (FIRST | LAST) or f & MEDICAL:
+            continue
         word = text[s:e]
         k = kind(word)
-        if k in (LISTED, AMBIGUOUS) and not _eponym(text, e, word):
-            cands.append((s, e, k == LISTED and word[0].isupper() and not (len(word) > 3 and word.isupper())))
+        if k > AMBIGUOUS or f & EPONYM and _EPONYM_TAIL.match(text, e):
+            continue
+        cands.append((s, e, k == LISTED and word[0].isupper() and not (len(word) > 3 and word.isupper())))
     out: list[Span] = []
     i = 0
     while i < len(cands):
@@ -139,6 +152,8 @@ def _runs(text: str, words: list[tuple[int, int, int]]) -> list[Span]:
             run.append(cands[i])
         i += 1
         strong = any(c[2] for c in run)
+        if len(run) == 1 and not strong and text[run[0][0]].islower():
+            continue  # a lone lower-case common word ("may", "hope") is never a name without a cue
         run, grown = _extend(text, run, strong)
         if not (strong or grown or len(run) >= 2 and _pair(text, run)):
             continue
@@ -180,7 +195,7 @@ def _initials(text: str, run: list) -> list:
     return out
 
 
-def mentions(text: str, found: list[Span]) -> list[Span]:
+def mentions(note: Note, found: list[Span]) -> list[Span]:
     """Every other mention, in any case, of a name already found (an English word only when capitalized)."""
     values: dict[str, str] = {}
     for s in found:
@@ -189,7 +204,7 @@ def mentions(text: str, found: list[Span]) -> list[Span]:
     if not values:
         return []
     out = []
-    low = lower(text)
+    text, low = note.text, note.low
     for value, type_ in values.items():
         at = low.find(value)
         while at >= 0:
@@ -207,6 +222,6 @@ def _inside_word(low: str, start: int, end: int) -> bool:
         low[end].isalnum() or low[end] == "-")
 
 
-def names(text: str, words: list[tuple[int, int, int]]) -> list[Span]:
+def names(note: Note) -> list[Span]:
     """Name spans from cues, "Last, First" and listed names (mentions are added after overlap resolution)."""
-    return _cued(text) + _last_first(text) + _runs(text, words)
+    return _cued(note) + _last_first(note) + _runs(note.text, note.words)

@@ -3,66 +3,74 @@ addresses, URLs, identifiers (MRN, SSN, account, licence, device), street addres
 postal codes, countries and health-care facilities (El Emam & Arbuckle, ch. 8 "Free-Form Text"; the
 HIPAA Safe Harbor identifiers, 45 CFR 164.514(b)(2)).
 
-Each recognizer is a pure function ``text -> list[Span]`` built on compiled regular expressions; a shape
-that is also a clinical measure (a blood pressure 120/80, a motor strength 5/5, a pain score 7/10, an
-obstetric code G2P1A1, vertebral levels C6C7T1) is refused by the pattern or its context.
+Each recognizer is a pure function ``Note -> list[Span]`` on compiled regular expressions. Patterns over the
+whole note begin with a digit (the engine then skips to digits); the others run only in a window around a
+trigger word the automaton found (a month, a cue word, a facility's head word; :mod:`deid_core.text.note`).
+A shape that is also a clinical measure (a blood pressure 120/80, a motor strength 5/5, a pain score 7/10, an
+obstetric code G2P1A1, vertebral levels C6C7T1) is refused by the pattern, its context or the calendar.
 """
 from __future__ import annotations
 
 import re
 
-from .lists import CITY, COUNTRY, STATE, WORD, states, street_suffixes
+from .lists import (CITY, COUNTRY, STATE, T_FACILITY, T_ID, T_MONTH, T_PHONE, T_ZIP, WORD, states,
+                    street_suffixes)
+from .note import Note
 from .spans import CUE, LIST, PATTERN, Span
-
-MONTH_NAMES = ("january", "february", "march", "april", "may", "june", "july", "august", "september",
-               "october", "november", "december")
+from .textdates import parse
 _MONTH = (r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|"
           r"sept?(?:ember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)")
 _DAY = r"(?:[12]\d|3[01]|0?[1-9])(?:st|nd|rd|th)?"
 _ORDINALS = ("first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth thirteenth "
              "fourteenth fifteenth sixteenth seventeenth eighteenth nineteenth twentieth thirtieth").split()
 _ORD = rf"(?:(?:twenty|thirty)[- ])?(?:{'|'.join(_ORDINALS)})"
-_YEAR = r"(?:(?:19|20)\d{{2}}|['’]\d{{2}})".replace("{{", "{").replace("}}", "}")
-_SEP = r"[-/.]"
+_YEAR = r"(?:(?:19|20)\d{2}|['’]\d{2})"
 
-_DATES = [re.compile(p) for p in (  # on the lower-cased note
-    rf"\b(?:19|20)\d{{2}}{_SEP}(?:0?[1-9]|1[0-2]){_SEP}(?:0?[1-9]|[12]\d|3[01])\b",             # 2019-03-14
-    rf"(?<![\d/.-])(?:[12]\d|3[01]|0?[1-9])([-/.])(?:[12]\d|3[01]|0?[1-9])\1(?:(?:19|20)\d{{2}}|\d{{2}})(?![\d/])",
-    rf"\b{_MONTH}\.?\s+{_DAY}(?:,?\s+{_YEAR})?(?![\w'])",                                       # March 14, 2019
-    rf"\b(?:the\s+)?{_DAY}(?:\s+of)?\s+{_MONTH}\b\.?(?:,?\s+{_YEAR}(?![\w']))?",                # 14 March 2019
-    rf"\b(?:the\s+)?{_ORD}\s+of\s+{_MONTH}\b(?:,?\s+{_YEAR}(?![\w']))?",                        # the third of July
-    rf"\b{_MONTH}\s+(?:the\s+)?{_ORD}\b(?:,?\s+{_YEAR}(?![\w']))?",                             # July the third
-    rf"\b{_MONTH}\.?,?\s+(?:of\s+)?{_YEAR}(?![\w'])",                                           # Jan '19, March 2019
-    r"(?<![\d/.-])(?:0?[1-9]|1[0-2])/(?:19|20)\d{2}(?![\d/])",                                # 03/2019
+# On the lower-cased note. Numeric dates begin with a digit and are checked against the calendar after.
+_NUMERIC_DATES = [re.compile(p) for p in (
+    r"[12](?<![\w/.-][12])[09]\d\d[-/.]\d\d?[-/.]\d\d?(?![\d/])",                         # 2019-03-14
+    r"\d(?<![\w/.-]\d)\d?([-/.])\d\d?\1(?:\d{4}|\d{2})(?![\d/])",                          # 03/14/2019, 3-14-19
+    r"\d(?<![\w/.-]\d)\d?/(?:19|20)\d\d(?![\d/])",                                          # 03/2019
 )]
+_NAMED_DATES = re.compile("|".join((  # one alternation: at a start, the first form that matches
+    rf"\b{_MONTH}\.?\s+{_DAY}(?:,?\s+{_YEAR})?(?![\w'])",                                  # March 14, 2019
+    rf"\b(?:the\s+)?{_DAY}(?:\s+of)?\s+{_MONTH}\b\.?(?:,?\s+{_YEAR}(?![\w']))?",           # 14 March 2019
+    rf"\b(?:the\s+)?{_ORD}\s+of\s+{_MONTH}\b(?:,?\s+{_YEAR}(?![\w']))?",                   # the third of July
+    rf"\b{_MONTH}\s+(?:the\s+)?{_ORD}\b(?:,?\s+{_YEAR}(?![\w']))?",                        # July the third
+    rf"\b{_MONTH}\.?,?\s+(?:of\s+)?{_YEAR}(?![\w'])",                                      # Jan '19, March 2019
+)))
 # A month and a day without a year ("2/03"), refused after a score's name or before "strength".
-_SHORT_DATE = re.compile(r"(?<![\d/.,+-])(?:0?[1-9]|1[0-2])/(?:[12]\d|3[01]|0?[1-9])(?![\d/]|\.\d|\s*(?:strength|power|"
-                         r"motor|bilat|on the|mm|cm|%))")
-_NOT_A_DATE_BEFORE = re.compile(r"(?:pain|score|strength|power|grade|gcs|apgar|ratio|bp|murmur|reflexes|"
-                                r"rated|scale|motor|of|was|is|at)\W*$", re.IGNORECASE)
+_SHORT_DATE = re.compile(r"\d(?<![\w/.,+-]\d)\d?/\d\d?(?![\d/]|\.\d|\s*(?:strength|power|motor|bilat|on the|mm|cm|%))")
+_NOT_A_DATE_BEFORE = re.compile(r"(?:pain|score|strength|power|grade|gcs|apgar|ratio|bp|murmur|reflexes|rated|scale|"
+                                r"motor|of|was|is|at)\W*$")
 # A month name alone is a date element after a preposition ("in April", "since May"); "May" and "March"
-# only capitalized.
+# only capitalized. On the note itself.
 _MONTH_ALONE = re.compile(r"\b(?:in|on|since|during|until|till|from|by|early|late|mid|last|next|this|through|of|"
                           r"before|after|around|between|and)\s+(?:early\s+|late\s+|mid-?)?"
                           r"((?i:january|february|april|june|july|august|september|october|november|december|"
                           r"jan|feb|apr|jun|jul|aug|sept?|oct|nov|dec)\.?|May|March)\b(?!\s+[A-Z][a-z])")
 
-_AGE = [re.compile(p) for p in (  # on the lower-cased note
+_AGE_NUMBER = re.compile(r"9\d|1[01]\d")
+_AGE = re.compile("|".join((  # on the lower-cased note, around a number from 90 to 119
     r"\b(9\d|1[01]\d)(?=\s*-?\s*(?:years?|yrs?|y/?o|yo|y\.o\.)\b)",
     r"\b(?:aged?|age:)\s*(9\d|1[01]\d)\b",
     r"\b(9\d|1[01]\d)(?=\s?(?:[mf]|male|female|man|woman)\b)",
-    r"\b(ninety[- ](?:one|two|three|four|five|six|seven|eight|nine)|ninety|one hundred(?:[- ]and)?(?:[- ]\w+)?)"
-    r"(?=[- ]years?[- ]old)",
-)]
+)))
+_AGE_WORD_CORE = re.compile(r"ninety|hundred")
+_AGE_WORDS = re.compile(r"\b(ninety[- ](?:one|two|three|four|five|six|seven|eight|nine)|ninety|one hundred(?:[- ]and)?"
+                        r"(?:[- ]\w+)?)(?=[- ]years?[- ]old)")
 
+_PHONE_CORE = re.compile(r"\d\d\d[-.\s]\d{4}")
 _PHONE = re.compile(r"(?<![\w/-])(?:\+?1[-.\s]?|001[-.\s]?)?(?:\(\d{3}\)\s?|\d{3}[-.\s])\d{3}[-.\s]\d{4}"
                     r"(?:\s?(?:x|ext\.?)\s?\d{1,5})?(?![\w-])")
 _PHONE_CUE = re.compile(r"\b(?:tel|telephone|phone|ph|fax|cell|mobile|pager|beeper|contact|call(?:ed)? at)\b\.?:?\s*#?\s*"
                         r"((?:\+?\d[\d\s().-]{5,}\d)(?:\s?(?:x|ext\.?)\s?\d{1,5})?)")
+_EMAIL_CORE = re.compile(r"@")
 _EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
+_URL_CORE = re.compile(r"://|www\.|\.(?:com|org|net|edu|gov|io|info)\b")
 _URL = re.compile(r"\b(?:https?://|www\.)[^\s<>\"')\]]+[^\s<>\"')\].,;:!?]|\b[\w-]+\.(?:com|org|net|edu|gov|io|info)"
                   r"(?:/[^\s<>\"')\]]*[^\s<>\"')\].,;:!?])?\b")
-_SSN = re.compile(r"(?<![\w-])\d{3}-\d{2}-\d{4}(?![\w-])")
+_SSN = re.compile(r"\d(?<![\w-]\d)\d\d-\d\d-\d{4}(?![\w-])")
 _ID_CUES = (("SSN", r"ssn|social security(?:\s+(?:number|no\.?|#))?"),
             ("MRN", r"mrn|mr\s?#|medical record(?:\s+(?:number|no\.?|#))?|record\s+(?:number|no\.?|#)|chart\s+(?:number|#)|"
                     r"hospital\s+(?:number|no\.?|#|id)|patient\s+id|pt\s+id"),
@@ -75,6 +83,7 @@ _ID_CUES = (("SSN", r"ssn|social security(?:\s+(?:number|no\.?|#))?"),
 _ID_CUE = re.compile(r"\b(?:" + "|".join(f"(?P<{name}>{cue})" for name, cue in _ID_CUES) +
                      r")(?:\s*(?:number|no\.?|#|:|is|was|=))*\s*([a-z]{0,4}[-#]?\d[\w-]*\d|\d)(?![\w])")
 # Unlabelled identifiers: six digits or more (letters before or after allowed), not a decimal.
+_ID_CORE = re.compile(r"\d{6}")
 _ID_BARE = re.compile(r"(?<![\w.,/-])(?=[A-Za-z]{0,3}-?\d{6})[A-Za-z]{0,3}-?\d[\d-]{5,}[A-Za-z]?(?![\w,/-]|\.\d)")
 
 _STATE_NAMES = sorted(states(), key=len, reverse=True)
@@ -82,16 +91,17 @@ _ABBR = "|".join(states().values())
 # Two-letter codes that are also clinical or common words need a ZIP or a listed city.
 AMBIGUOUS_ABBR = frozenset("MD PA ME IN OR OK HI MA MS DE LA CO NE AL GA ID OH".split())
 _CAP = r"[A-Z][a-zA-Z'’.-]+"
+_STATE_CORE = re.compile(r",[ \t]+[A-Z]")
 _CITY_STATE = re.compile(rf"\b({_CAP}(?:[ -]{_CAP}){{0,2}}),\s+(?:({_ABBR})\b\.?|((?i:{'|'.join(_STATE_NAMES)}))\b)"
                          r"(?:,?\s+(\d{5}(?:-\d{4})?))?(?![\w-])")
 _ZIP_CUE = re.compile(r"\b(?:zip(?:\s*code)?|postal\s+code|postcode)\s*:?\s*(\d{5}(?:-\d{4})?|[a-z]\d[a-z]\s?\d[a-z]\d)\b")
-_POSTAL = re.compile(r"\b(?:[A-Z]\d[A-Z]\s\d[A-Z]\d|[A-Z]{1,2}\d[A-Z\d]?\s\d[A-Z]{2})\b")
+_POSTAL = re.compile(r"[A-Z](?<![\w][A-Z])(?:\d[A-Z]\s\d[A-Z]\d|[A-Z]?\d[A-Z\d]?\s\d[A-Z]{2})\b")
 _STREET_WORDS = r"(?:(?:[NSEW]\.?|North|South|East|West)\s+)?(?:[A-Z0-9][a-zA-Z0-9'’.-]*\s+){1,3}?"
 _UNIT = r"(?:,?\s+(?:apt\.?|apartment|suite|ste\.?|unit|#|room|rm\.?|floor|fl\.?)\s*#?\s*[\w-]+)?"
-_STREET = re.compile(rf"(?<![\w/-])\d{{1,6}}(?:-\d+)?[A-Z]?\s+{_STREET_WORDS}(?:(?i:{street_suffixes()}))\b\.?{_UNIT}"
-                     r"|\bP\.?\s?O\.?\s+Box\s+\d+")
-_STREET_LOWER = re.compile(r"(?<![\w/-])\d{1,6}\s+(?:[a-z][a-z'-]*\s+){1,3}?(?:street|avenue|road|drive|lane|boulevard|"
-                           rf"court|place|way){_UNIT}\b")  # on the lower-cased note
+_STREET = re.compile(rf"\d(?<![\w/-]\d)\d{{0,5}}(?:-\d+)?[A-Z]?\s+{_STREET_WORDS}(?:(?i:{street_suffixes()}))\b\.?{_UNIT}")
+_STREET_LOWER = re.compile(r"\d(?<![\w/-]\d)\d{0,5}\s+(?:[a-z][a-z'-]*\s+){1,3}?(?:street|avenue|road|drive|lane|"
+                           rf"boulevard|court|place|way){_UNIT}\b")  # on the lower-cased note
+_PO_BOX = re.compile(r"p(?<![\w]p)\.?\s?o\.?\s+box\s+\d+")  # on the lower-cased note
 _FACILITY_HEADS = (r"Hospital|Medical Center|Medical Centre|Health Center|Health Centre|Clinic|Infirmary|Nursing Home|"
                    r"Rehabilitation Center|Rehab Center|Rehab|Hospice|Care Center|Health System|Healthcare|Health Care|"
                    r"Urgent Care|Surgery Center|Surgical Center|Cancer Center|Cancer Institute|Children's Hospital|"
@@ -105,62 +115,67 @@ _FACILITY_LEAD = re.compile(r"(?:(?:the|at|to|from|in|on|by|via|per|and|patient|
                             re.IGNORECASE)
 
 
-def lower(text: str) -> str:
-    """The note in lower case, the same length (the case-insensitive patterns run on it, without
-    ``re.IGNORECASE``, which is about twice as slow)."""
-    low = text.lower()
-    return low if len(low) == len(text) else "".join(c.lower()[0] for c in text)
+def _span(note: Note, m: re.Match, type_: str, source: str, priority: int, group: int = 0) -> Span:
+    return Span(m.start(group), m.end(group), type_, note.text[m.start(group):m.end(group)], source, priority)
 
 
-def _spans(pattern: re.Pattern, text: str, type_: str, source: str, priority: int, group: int = 0,
-           low: str | None = None) -> list[Span]:
-    """The spans of ``pattern`` (run on ``low`` when given) with the note's own text."""
-    return [Span(m.start(group), m.end(group), type_, text[m.start(group):m.end(group)], source, priority)
-            for m in pattern.finditer(text if low is None else low) if m.group(group)]
+def _all(note: Note, pattern: re.Pattern, type_: str, source: str, priority: int, lowered: bool = True) -> list[Span]:
+    return [_span(note, m, type_, source, priority) for m in pattern.finditer(note.low if lowered else note.text)]
 
 
-def dates(text: str, low: str | None = None) -> list[Span]:
-    """Every written form of a date but a bare year: numeric, ISO, month names, ordinals, "2/03"."""
-    low = lower(text) if low is None else low
-    out = [s for p in _DATES for s in _spans(p, text, "DATE", "date", PATTERN, low=low)]
-    for m in _SHORT_DATE.finditer(low):
-        if not _NOT_A_DATE_BEFORE.search(text, max(0, m.start() - 12), m.start()):
-            out.append(Span(m.start(), m.end(), "DATE", text[m.start():m.end()], "date", PATTERN))
-    out += _spans(_MONTH_ALONE, text, "DATE", "month", CUE, 1)
+def dates(note: Note) -> list[Span]:
+    """Every written form of a date but a bare year: numeric (checked against the calendar), ISO, month names,
+    ordinals, "2/03" (not after a score's name)."""
+    out = [s for p in _NUMERIC_DATES for s in _all(note, p, "DATE", "date", PATTERN) if parse(s.text)]
+    for m in _SHORT_DATE.finditer(note.low):
+        if parse(m.group()) and not _NOT_A_DATE_BEFORE.search(note.low, max(0, m.start() - 12), m.start()):
+            out.append(_span(note, m, "DATE", "date", PATTERN))
+    months = list(note.hits(T_MONTH))
+    if months:
+        out += [_span(note, m, "DATE", "date", PATTERN) for m in note.around(_NAMED_DATES, months, 30, 16)]
+        out += [_span(note, m, "DATE", "month", CUE, 1) for m in note.around(_MONTH_ALONE, months, 24, 16, False)]
     return out
 
 
-def ages(text: str, low: str) -> list[Span]:
-    """Ages over 89 (Safe Harbor aggregates them into "90 or older"): the number only."""
-    return [s for p in _AGE for s in _spans(p, text, "AGE", "age", PATTERN, 1, low)]
+def ages(note: Note) -> list[Span]:
+    """Ages over 89 (Safe Harbor aggregates them into "90 or older"): the number (or number words) only."""
+    numbers = [m.span() for m in _AGE_NUMBER.finditer(note.low)]
+    out = [_span(note, m, "AGE", "age", PATTERN, m.lastindex) for m in note.around(_AGE, numbers, 8, 14)]
+    words = (m.span() for m in _AGE_WORD_CORE.finditer(note.low))
+    return out + [_span(note, m, "AGE", "age", PATTERN, 1) for m in note.around(_AGE_WORDS, words, 4, 40)]
 
 
-def contacts(text: str, low: str) -> list[Span]:
+def contacts(note: Note) -> list[Span]:
     """Phone and fax numbers, e-mail addresses and URLs."""
-    return (_spans(_PHONE, text, "PHONE", "phone", PATTERN, low=low)
-            + _spans(_PHONE_CUE, text, "PHONE", "phone-cue", CUE, 1, low)
-            + _spans(_EMAIL, text, "EMAIL", "email", PATTERN + 1) + _spans(_URL, text, "URL", "url", PATTERN, low=low))
+    phones = [m.span() for m in _PHONE_CORE.finditer(note.low)]
+    return ([_span(note, m, "PHONE", "phone", PATTERN) for m in note.around(_PHONE, phones, 22, 14)]
+            + [_span(note, m, "PHONE", "phone-cue", CUE, 1) for m in note.around(_PHONE_CUE, note.hits(T_PHONE), 0, 40)]
+            + [_span(note, m, "EMAIL", "email", PATTERN + 1)
+               for m in note.around(_EMAIL, (m.span() for m in _EMAIL_CORE.finditer(note.text)), 64, 64, False)]
+            + [_span(note, m, "URL", "url", PATTERN)
+               for m in note.around(_URL, (m.span() for m in _URL_CORE.finditer(note.low)), 64, 120)])
 
 
-def identifiers(text: str, low: str) -> list[Span]:
+def identifiers(note: Note) -> list[Span]:
     """MRN, SSN, account, licence and device numbers after their cue word; SSN-shaped and long numbers."""
-    out = _spans(_SSN, text, "SSN", "ssn", PATTERN)
+    out = _all(note, _SSN, "SSN", "ssn", PATTERN)
     value = len(_ID_CUES) + 1
-    for m in _ID_CUE.finditer(low):
+    for m in note.around(_ID_CUE, note.hits(T_ID), 0, 60):
         kind = next(n for n, _ in _ID_CUES if m.group(n))
-        out.append(Span(m.start(value), m.end(), kind, text[m.start(value):m.end()], "id-cue", PATTERN + 2))
-    return out + _spans(_ID_BARE, text, "ID", "id", LIST)
+        out.append(_span(note, m, kind, "id-cue", PATTERN + 2, value))
+    cores = [m.span() for m in _ID_CORE.finditer(note.low)]
+    return out + [_span(note, m, "ID", "id", LIST) for m in note.around(_ID_BARE, cores, 5, 40, False)]
 
 
-def places(text: str, low: str, words: list[tuple[int, int, int]]) -> list[Span]:
-    """Street addresses, "City, ST 12345", postal codes, and listed cities, states and countries.
-
-    ``words`` are the list matches of the note (:func:`deid_core.text.lists.find_words`)."""
-    out = (_spans(_STREET, text, "STREET", "street", PATTERN)
-           + _spans(_STREET_LOWER, text, "STREET", "street", PATTERN, low=low))
-    for m in _CITY_STATE.finditer(text):
+def places(note: Note) -> list[Span]:
+    """Street addresses, "City, ST 12345", postal codes, and listed cities, states and countries."""
+    text = note.text
+    out = (_all(note, _STREET, "STREET", "street", PATTERN, False) + _all(note, _STREET_LOWER, "STREET", "street", PATTERN)
+           + _all(note, _PO_BOX, "STREET", "street", PATTERN))
+    cores = [m.span() for m in _STATE_CORE.finditer(text)]
+    for m in note.around(_CITY_STATE, cores, 50, 40, False):
         city, abbr, zip_ = m.group(1), m.group(2), m.group(4)
-        if abbr and abbr in AMBIGUOUS_ABBR and not zip_ and city.lower() not in _listed_cities(words, text, m):
+        if abbr and abbr in AMBIGUOUS_ABBR and not zip_ and not _listed_city(note, m):
             continue
         city_start = m.start(1)
         lead = _FACILITY_LEAD.match(city)
@@ -168,38 +183,32 @@ def places(text: str, low: str, words: list[tuple[int, int, int]]) -> list[Span]
             city_start += lead.end()
         if city_start < m.end(1):
             out.append(Span(city_start, m.end(1), "CITY", text[city_start:m.end(1)], "city-state", PATTERN))
-        st = 2 if abbr else 3
-        out.append(Span(m.start(st), m.end(st), "STATE", m.group(st), "city-state", PATTERN))
+        out.append(_span(note, m, "STATE", "city-state", PATTERN, 2 if abbr else 3))
         if zip_:
-            out.append(Span(m.start(4), m.end(4), "ZIP", zip_, "city-state", PATTERN + 1))
-    out += _spans(_ZIP_CUE, text, "ZIP", "zip-cue", PATTERN + 1, 1, low) + _spans(_POSTAL, text, "ZIP", "postal", PATTERN)
-    for start, end, flags in words:
-        if not text[start].isupper() or flags & WORD and not flags & (STATE | COUNTRY):
+            out.append(_span(note, m, "ZIP", "city-state", PATTERN + 1, 4))
+    out += [_span(note, m, "ZIP", "zip-cue", PATTERN + 1, 1) for m in note.around(_ZIP_CUE, note.hits(T_ZIP), 0, 30)]
+    out += _all(note, _POSTAL, "ZIP", "postal", PATTERN, False)
+    for start, end, flags in note.words:
+        if not flags & (CITY | STATE | COUNTRY) or not text[start].isupper() or flags & WORD and not flags & (STATE | COUNTRY):
             continue
-        if flags & CITY:
-            out.append(Span(start, end, "CITY", text[start:end], "city-list", LIST))
-        elif flags & STATE:
-            out.append(Span(start, end, "STATE", text[start:end], "state-list", LIST))
-        elif flags & COUNTRY:
-            out.append(Span(start, end, "COUNTRY", text[start:end], "country-list", LIST))
+        kind = "CITY" if flags & CITY else ("STATE" if flags & STATE else "COUNTRY")
+        out.append(Span(start, end, kind, text[start:end], kind.lower() + "-list", LIST))
     return out
 
 
-def _listed_cities(words: list[tuple[int, int, int]], text: str, m: re.Match) -> set[str]:
-    return {text[s:e].lower() for s, e, f in words if f & CITY and m.start(1) <= s and e <= m.end(1)}
+def _listed_city(note: Note, m: re.Match) -> bool:
+    return any(f & CITY and m.start(1) <= s and e <= m.end(1) for s, e, f in note.words)
 
 
-def facilities(text: str) -> list[Span]:
+def facilities(note: Note) -> list[Span]:
     """Named health-care facilities ("St. Mary's Hospital", "Mercy Clinic"), without a leading "the"/"at"."""
     out = []
-    for m in _FACILITY.finditer(text):
+    heads = [(s, e) for s, e in note.hits(T_FACILITY) if note.text[s].isupper()]
+    for m in note.around(_FACILITY, heads, 80, 40, False):
         start = m.start()
-        lead = _FACILITY_LEAD.match(text, start, m.end())
+        lead = _FACILITY_LEAD.match(note.text, start, m.end())
         if lead:
             start = lead.end()
-        if " " in text[start:m.end()].strip():
-            out.append(Span(start, m.end(), "FACILITY", text[start:m.end()], "facility", PATTERN))
+        if " " in note.text[start:m.end()].strip():
+            out.append(Span(start, m.end(), "FACILITY", note.text[start:m.end()], "facility", PATTERN))
     return out
-
-
-__all__ = ["MONTH_NAMES", "ages", "contacts", "dates", "facilities", "identifiers", "places", "LIST", "CUE"]
