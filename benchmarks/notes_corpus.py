@@ -109,7 +109,8 @@ class Corpus:
             note.t(f" {self._typo('History')} of {phrase}." if phrase in EPONYM_PHRASES else f" {phrase}.")
 
     def _typo(self, word: str) -> str:
-        return TYPOS.get(word.lower(), word).capitalize() if self.rng.random() < 0.1 else word
+        typo = TYPOS.get(word.lower(), word) if self.rng.random() < 0.1 else word.lower()
+        return typo.capitalize() if word[0].isupper() else typo
 
     def address(self, note: Note) -> None:
         street = f"{self.fake.building_number()} {self.fake.street_name()}"

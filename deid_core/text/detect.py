@@ -25,7 +25,8 @@ def detect(text: str, hints: Mapping[str, object] | None = None) -> list[Span]:
     if not text.strip():
         return []
     note = Note(text)
-    found = (hinted(note, given) + dates(note) + ages(note) + contacts(note) + identifiers(note) + places(note)
-             + facilities(note) + names(note))
+    found_dates = dates(note)
+    found = (hinted(note, given, found_dates) + found_dates + ages(note) + contacts(note) + identifiers(note)
+             + places(note) + facilities(note) + names(note))
     first = resolve(found)
     return resolve(first + mentions(note, first))

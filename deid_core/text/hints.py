@@ -9,7 +9,6 @@ from typing import Mapping
 
 from ..errors import DeidInputError
 from .note import Note
-from .recognizers import dates
 from .spans import HINT, Span
 from .textdates import parse
 
@@ -30,49 +29,71 @@ def check_hints(hints: Mapping[str, object] | None) -> dict[str, str]:
     return out
 
 
-def _word(value: str) -> str:
-    return r"(?<![\w'’-])" + re.escape(value) + r"(?![\w'’-])"
-
-
 def _name_parts(key: str, value: str) -> list[tuple[str, str]]:
-    """(pattern, type) for each part of a name and for its initial before the last name."""
-    parts = [p for p in re.split(r"[\s,]+", value) if len(p.rstrip(".")) > 1]
+    """(lower-case part, type) for each part of a name."""
+    parts = [p.lower() for p in re.split(r"[\s,]+", value) if len(p.rstrip(".")) > 1]
     if key != "name" or not parts:
-        return [(_word(p), KEYS[key]) for p in parts]
+        return [(p, KEYS[key]) for p in parts]
     if "," in value:  # "Doe, Jane"
         parts = parts[1:] + parts[:1]
     types = ["FIRST_NAME"] + ["MIDDLE_NAME"] * (len(parts) - 2) + ["LAST_NAME"] if len(parts) > 1 else ["LAST_NAME"]
-    out = [(_word(p), t) for p, t in zip(parts, types)]
-    if len(parts) > 1:
-        out.append((rf"(?<![\w'’-]){re.escape(parts[0][0])}\.?(?=\s+{re.escape(parts[-1])}(?![\w'’-]))", "FIRST_NAME"))
+    return list(zip(parts, types))
+
+
+def _spans(note: Note, value: str, type_: str) -> list[Span]:
+    return [Span(s, e, type_, note.text[s:e], "hint", HINT) for s, e in note.occurrences(value)]
+
+
+def _initials(note: Note, parts: list[tuple[str, str]]) -> list[Span]:
+    """The first name's initial before the last name ("J. Doe", "J Doe")."""
+    if len(parts) < 2:
+        return []
+    initial, last = parts[0][0][0], parts[-1][0]
+    out = []
+    for form in (f"{initial}. {last}", f"{initial} {last}"):
+        out += [Span(s, s + len(form) - len(last) - 1, "FIRST_NAME", note.text[s:s + len(form) - len(last) - 1],
+                     "hint", HINT) for s, _ in note.occurrences(form)]
     return out
 
 
-def _id_pattern(value: str) -> str:
-    digits = value.lstrip("0")
-    return rf"(?<![\w-])0*{re.escape(digits)}(?![\w-])" if digits.isdigit() else _word(value)
+def _identifier(note: Note, value: str, type_: str) -> list[Span]:
+    """An identifier as given, or its digits with any number of leading zeros ("12345" for "0012345")."""
+    digits = value.lstrip("0").lower()
+    if not digits.isdigit():
+        return _spans(note, value.lower(), type_)
+    out = []
+    for s, e in _digits_at(note.low, digits):
+        out.append(Span(s, e, type_, note.text[s:e], "hint", HINT))
+    return out
 
 
-def hinted(note: Note, hints: Mapping[str, str]) -> list[Span]:
-    """The spans of the note that are one of the hints' values or their variants."""
-    text = note.text
+def _digits_at(low: str, digits: str):
+    at = low.find(digits)
+    while at >= 0:
+        start, end = at, at + len(digits)
+        while start and low[start - 1] == "0":
+            start -= 1
+        if not (start and (low[start - 1].isalnum() or low[start - 1] == "-")
+                or end < len(low) and (low[end].isalnum() or low[end] == "-")):
+            yield start, end
+        at = low.find(digits, at + 1)
+
+
+def hinted(note: Note, hints: Mapping[str, str], found_dates: list[Span]) -> list[Span]:
+    """The spans of the note that are one of the hints' values or their variants; ``found_dates`` are the
+    note's dates (:func:`deid_core.text.recognizers.dates`), the date hints' other written forms among them."""
     out: list[Span] = []
     for key, value in hints.items():
         kind = KEYS[key]
         if kind in ("NAME", "FIRST_NAME", "LAST_NAME"):
-            patterns = _name_parts(key, value)
-        elif kind == "DATE":
-            target = parse(value)
-            if target is not None:
-                out += [Span(s.start, s.end, "DATE", s.text, "hint", HINT) for s in dates(note)
-                        if (p := parse(s.text)) is not None and (p.month, p.day) == (target.month, target.day)
-                        and p.year in (None, target.year)]
-            patterns = [(_word(value), kind)]
+            parts = _name_parts(key, value)
+            out += [s for part, type_ in parts for s in _spans(note, part, type_)] + _initials(note, parts)
         elif kind in ("MRN", "ACCOUNT", "ID", "SSN", "ZIP"):
-            patterns = [(_id_pattern(value), kind)]
+            out += _identifier(note, value, kind)
         else:
-            patterns = [(_word(value), kind)]
-        for pattern, type_ in patterns:
-            out += [Span(m.start(), m.end(), type_, m.group(), "hint", HINT)
-                    for m in re.finditer(pattern, text, re.IGNORECASE)]
+            out += _spans(note, value.lower(), kind)
+        if kind == "DATE" and (target := parse(value)) is not None:
+            out += [Span(s.start, s.end, "DATE", s.text, "hint", HINT) for s in found_dates
+                    if (p := parse(s.text)) is not None and (p.month, p.day) == (target.month, target.day)
+                    and p.year in (None, target.year)]
     return out

@@ -18,6 +18,10 @@ DATA = Path(__file__).resolve().parent / "data"
 #: names the lists do not hold is measured too.
 NAME_LOCALES = ("en_US", "en_GB", "en_IE", "en_NZ", "en_IN", "es_MX", "es_ES", "fr_FR", "de_DE", "it_IT",
                 "pt_BR", "nl_NL")
+#: USPS codes of areas Faker's en_US state list leaves out.
+OTHER_AREAS = {"district of columbia": "DC", "american samoa": "AS", "guam": "GU", "northern mariana islands": "MP",
+               "puerto rico": "PR", "virgin islands": "VI", "federated states of micronesia": "FM",
+               "marshall islands": "MH", "palau": "PW"}
 #: Debian's ``wamerican-small`` word list (SCOWL size 35), read only when installed.
 SCOWL_SMALL = Path("/usr/share/dict/american-english-small")
 
@@ -49,8 +53,10 @@ def main() -> None:
     _write("last_names.txt", f"{source}, last_names of {', '.join(NAME_LOCALES)}", _names("last_names"))
     address = importlib.import_module("faker.providers.address.en_US").Provider
     _write("countries.txt", f"{source}, en_US countries", sorted({c.lower() for c in address.countries}))
-    _write("states.txt", f"{source}, en_US states and state abbreviations (name|abbreviation)",
-           [f"{n.lower()}|{a}" for n, a in zip(address.states, address.states_abbr)])
+    abbreviations = [a for a in address.states_abbr if a != "DC"]  # Faker lists DC's code but not its name
+    _write("states.txt", f"{source}, en_US states and state abbreviations (name|abbreviation), with DC, the "
+           "territories and the freely associated states", [f"{n.lower()}|{a}" for n, a in zip(address.states, abbreviations)]
+           + [f"{n}|{a}" for n, a in OTHER_AREAS.items()])
     _write("street_suffixes.txt", f"{source}, en_US street_suffixes",
            sorted({s.lower() for s in address.street_suffixes}))
     lorem = importlib.import_module("faker.providers.lorem.en_US").Provider

@@ -21,12 +21,17 @@ from .spans import CUE, LIST, Span
 
 _NAME = r"[A-Za-z][A-Za-z'’-]*[A-Za-z]|[A-Z]\.?"
 _TITLE = re.compile(rf"\b(?i:dr|mr|mrs|ms|miss|mx|prof|doctor)\b\.?\s+((?:{_NAME})(?:\s+(?:{_NAME})){{0,2}})")
-_RELATION = re.compile(r"\b(?i:seen by|evaluated by|examined by|discussed with|spoke with|spoke to|called|called to|"
-                       r"per|pt|patient|son|daughter|wife|husband|mother|father|brother|sister|partner|fianc[eé]e?|"
-                       r"friend|neighbou?r|attending|resident|pcp|cc|signed by|dictated by|electronically signed by|"
-                       r"name|caregiver|guardian|nurse|intern|fellow|surgeon|dear|referring|referred by|niece|nephew|"
-                       r"grandson|granddaughter|aunt|uncle)\b:?[ \t]+"
+_RELATIONS = ("seen by", "evaluated by", "examined by", "discussed with", "spoke with", "spoke to", "called", "called to",
+              "per", "pt", "patient", "son", "daughter", "wife", "husband", "mother", "father", "brother", "sister",
+              "partner", "fiance", "fiancee", "friend", "neighbor", "neighbour", "attending", "resident", "pcp", "cc",
+              "signed by", "dictated by", "electronically signed by", "name", "caregiver", "guardian", "nurse", "intern",
+              "fellow", "surgeon", "dear", "referring", "referred by", "niece", "nephew", "grandson", "granddaughter",
+              "aunt", "uncle")
+_RELATION = re.compile(r"\b(?i:" + "|".join(sorted(_RELATIONS, key=len, reverse=True)) + r")\b:?[ \t]+"
                        rf"((?:{_NAME})(?:[ \t]+(?:{_NAME})){{0,2}})")
+# A name signed with a credential ("Robin Summers, RN"): the words before it, read from the right.
+_CREDENTIAL = re.compile(r"(?:,[ \t]*|[ \t]+)(?:RN|MD|NP|LPN|CNA|PhD|MSW|RD|PT|OT)\b|,[ \t]*(?:DO|PA|PA-C)\b")
+_BEFORE_CREDENTIAL = re.compile(rf"((?:{_NAME})(?:[ \t]+(?:{_NAME})){{0,2}})$")
 _COMMA = re.compile(r"\b([A-Za-z][A-Za-z'’-]*[A-Za-z]),[ \t]*([A-Za-z][A-Za-z'’-]*[A-Za-z])(?:[ \t]+([A-Z])\.?(?!\w))?")
 _LABEL = re.compile(r"(?i:name|patient|pt)\s*:\s*$")
 _WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*[A-Za-z]|[A-Z]\.?")
@@ -74,6 +79,11 @@ def _more(word: str) -> bool:
     return k in (LISTED, FOREIGN) or k == AMBIGUOUS and word[0].isupper()
 
 
+def _surname_after_first(previous: str, word: str) -> bool:
+    """After a cue and a first name, a listed surname that is also a common word ("pt Derrick jordan")."""
+    return kind(word) == AMBIGUOUS and bool(_flags(word) & LAST) and bool(_flags(previous) & FIRST)
+
+
 def _type_of(word: str, position: int, size: int, surname_first: bool) -> str:
     if size >= 2:
         return "FIRST_NAME" if position == 0 else ("LAST_NAME" if position == size - 1 else "MIDDLE_NAME")
@@ -94,7 +104,8 @@ def _cued(note: Note) -> list[Span]:
                 word, end = w.group(), m.start(1) + w.end()
                 k = kind(word)
                 first_ok = k != STOP and (k != ENGLISH or word[0].isupper()) if title else (_more(word) or k == AMBIGUOUS)
-                if not (first_ok if not words else _more(word)) or _eponym(text, end, word):
+                if not (first_ok if not words else _more(word) or _surname_after_first(words[-1].group(), word)) \
+                        or _eponym(text, end, word):
                     break
                 words.append(w)
             while words and len(words[-1].group().rstrip(".")) == 1:  # a trailing initial belongs to no name
@@ -102,6 +113,28 @@ def _cued(note: Note) -> list[Span]:
             for i, w in enumerate(words):
                 s = m.start(1) + w.start()
                 out.append(Span(s, s + len(w.group()), _type_of(w.group(), i, len(words), title), w.group(), "cue", CUE))
+    return out
+
+
+def _credentialed(note: Note) -> list[Span]:
+    """The name before a credential: up to three name words (an English word ends it), the last a surname."""
+    out = []
+    text = note.text
+    for c in _CREDENTIAL.finditer(text):
+        m = _BEFORE_CREDENTIAL.search(text, max(0, c.start() - 60), c.start())
+        if not m:
+            continue
+        words = list(_WORD.finditer(m.group(1)))
+        kept = []
+        for w in reversed(words):
+            if not (_more(w.group()) or kind(w.group()) == AMBIGUOUS and w.group()[0].isupper()):
+                break
+            kept.insert(0, w)
+        while kept and len(kept[0].group().rstrip(".")) == 1:
+            kept.pop(0)
+        for i, w in enumerate(kept):
+            s = m.start(1) + w.start()
+            out.append(Span(s, s + len(w.group()), _type_of(w.group(), i, len(kept), True), w.group(), "credential", CUE))
     return out
 
 
@@ -204,24 +237,15 @@ def mentions(note: Note, found: list[Span]) -> list[Span]:
     if not values:
         return []
     out = []
-    text, low = note.text, note.low
+    text = note.text
     for value, type_ in values.items():
-        at = low.find(value)
-        while at >= 0:
-            end = at + len(value)
+        for at, end in note.occurrences(value):
             word = text[at:end]
-            if (not _inside_word(low, at, end) and not _eponym(text, end, word)
-                    and (word[0].isupper() or kind(word) not in (AMBIGUOUS, ENGLISH, STOP))):
+            if not _eponym(text, end, word) and (word[0].isupper() or kind(word) not in (AMBIGUOUS, ENGLISH, STOP)):
                 out.append(Span(at, end, type_, word, "mention", LIST))
-            at = low.find(value, at + 1)
     return out
-
-
-def _inside_word(low: str, start: int, end: int) -> bool:
-    return start > 0 and (low[start - 1].isalnum() or low[start - 1] in "'’-") or end < len(low) and (
-        low[end].isalnum() or low[end] == "-")
 
 
 def names(note: Note) -> list[Span]:
     """Name spans from cues, "Last, First" and listed names (mentions are added after overlap resolution)."""
-    return _cued(note) + _last_first(note) + _runs(note.text, note.words)
+    return _cued(note) + _credentialed(note) + _last_first(note) + _runs(note.text, note.words)

@@ -34,6 +34,17 @@ class Note:
         """Where the words of class ``flag`` are."""
         return ((s, e) for s, e, f in self.words if f & flag)
 
+    def occurrences(self, value: str) -> Iterator[tuple[int, int]]:
+        """Where ``value`` (lower case) stands as whole words in the note, in any case."""
+        low, size = self.low, len(value)
+        at = low.find(value) if value else -1
+        while at >= 0:
+            end = at + size
+            if not (at and (low[at - 1].isalnum() or low[at - 1] in "'’-")
+                    or end < len(low) and (low[end].isalnum() or low[end] == "-")):
+                yield at, end
+            at = low.find(value, at + 1)
+
     def around(self, pattern: re.Pattern, anchors: Iterator[tuple[int, int]], before: int, after: int,
                lowered: bool = True) -> list[re.Match]:
         """The matches of ``pattern`` in windows ``[start - before, end + after)`` around each anchor, each match

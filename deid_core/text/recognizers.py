@@ -92,8 +92,10 @@ _ABBR = "|".join(states().values())
 AMBIGUOUS_ABBR = frozenset("MD PA ME IN OR OK HI MA MS DE LA CO NE AL GA ID OH".split())
 _CAP = r"[A-Z][a-zA-Z'’.-]+"
 _STATE_CORE = re.compile(r",[ \t]+[A-Z]")
-_CITY_STATE = re.compile(rf"\b({_CAP}(?:[ -]{_CAP}){{0,2}}),\s+(?:({_ABBR})\b\.?|((?i:{'|'.join(_STATE_NAMES)}))\b)"
-                         r"(?:,?\s+(\d{5}(?:-\d{4})?))?(?![\w-])")
+# "City, ST 12345" and "City, State 12345", run apart so that "Knolls, Washington, WI 90977" yields both readings
+# and overlap resolution keeps the city of the second.
+_CITY_STATE = [(re.compile(rf"\b({_CAP}(?:[ -]{_CAP}){{0,2}}),\s+({state})" r"(?:,?\s+(\d{5}(?:-\d{4})?))?(?![\w-])"), abbr)
+               for state, abbr in ((rf"(?:{_ABBR})\b\.?", True), (rf"(?i:{'|'.join(_STATE_NAMES)})\b", False))]
 _ZIP_CUE = re.compile(r"\b(?:zip(?:\s*code)?|postal\s+code|postcode)\s*:?\s*(\d{5}(?:-\d{4})?|[a-z]\d[a-z]\s?\d[a-z]\d)\b")
 _POSTAL = re.compile(r"[A-Z](?<![\w][A-Z])(?:\d[A-Z]\s\d[A-Z]\d|[A-Z]?\d[A-Z\d]?\s\d[A-Z]{2})\b")
 _STREET_WORDS = r"(?:(?:[NSEW]\.?|North|South|East|West)\s+)?(?:[A-Z0-9][a-zA-Z0-9'’.-]*\s+){1,3}?"
@@ -173,19 +175,19 @@ def places(note: Note) -> list[Span]:
     out = (_all(note, _STREET, "STREET", "street", PATTERN, False) + _all(note, _STREET_LOWER, "STREET", "street", PATTERN)
            + _all(note, _PO_BOX, "STREET", "street", PATTERN))
     cores = [m.span() for m in _STATE_CORE.finditer(text)]
-    for m in note.around(_CITY_STATE, cores, 50, 40, False):
-        city, abbr, zip_ = m.group(1), m.group(2), m.group(4)
-        if abbr and abbr in AMBIGUOUS_ABBR and not zip_ and not _listed_city(note, m):
+    for m, is_abbr in ((m, a) for p, a in _CITY_STATE for m in note.around(p, cores, 50, 40, False)):
+        city, zip_ = m.group(1), m.group(3)
+        if is_abbr and m.group(2).rstrip(".") in AMBIGUOUS_ABBR and not zip_ and not _listed_city(note, m):
             continue
         city_start = m.start(1)
         lead = _FACILITY_LEAD.match(city)
         if lead:
             city_start += lead.end()
         if city_start < m.end(1):
-            out.append(Span(city_start, m.end(1), "CITY", text[city_start:m.end(1)], "city-state", PATTERN))
-        out.append(_span(note, m, "STATE", "city-state", PATTERN, 2 if abbr else 3))
+            out.append(Span(city_start, m.end(1), "CITY", text[city_start:m.end(1)], "city-state", PATTERN + is_abbr))
+        out.append(_span(note, m, "STATE", "city-state", PATTERN + is_abbr, 2))
         if zip_:
-            out.append(_span(note, m, "ZIP", "city-state", PATTERN + 1, 4))
+            out.append(_span(note, m, "ZIP", "city-state", PATTERN + 1, 3))
     out += [_span(note, m, "ZIP", "zip-cue", PATTERN + 1, 1) for m in note.around(_ZIP_CUE, note.hits(T_ZIP), 0, 30)]
     out += _all(note, _POSTAL, "ZIP", "postal", PATTERN, False)
     for start, end, flags in note.words:

@@ -1,0 +1,124 @@
+"""Free-text de-identification scored on the development corpus (benchmarks/notes_corpus.py): this project's
+detector (``deid_core.text``, without and with the record's hints) next to Microsoft Presidio's analyzer, in
+the same run on the same notes, scored alike (``deid_core.text.evaluate``: per group micro precision, recall,
+all-or-nothing recall per document, F2), with the speed of each in MB of text per second on one core and the
+machine's load (``os.getloadavg``) before and after.
+
+    python -m benchmarks.notes_peers [--notes 300] [--seed 7] [--presidio /tmp/presidio] [--json OUT]
+
+Presidio runs in its own virtual environment (``python3 -m venv /tmp/presidio && /tmp/presidio/bin/pip install
+presidio-analyzer presidio-anonymizer``) as a subprocess that reads the notes and writes its spans. With no
+spaCy model installable from the package index it runs patterns only: its ``AnalyzerEngine`` over a blank
+English spaCy pipeline (tokens, no named entities), every predefined pattern recognizer at score threshold 0
+(the analyzer's default). Its types are mapped to ours (PERSON to LAST_NAME, DATE_TIME to DATE, ...); a
+detection counts wherever it overlaps a gold span, whatever its type, for both systems.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from benchmarks.notes_corpus import generate, write
+from deid_core.text import detect
+from deid_core.text.evaluate import evaluate
+
+GROUPS = ("NAME", "ADDRESS", "CONTACT", "IDENTIFIER", "DATE", "AGE", "FACILITY", "ALL")
+PRESIDIO_TYPES = {"PERSON": "LAST_NAME", "DATE_TIME": "DATE", "PHONE_NUMBER": "PHONE", "EMAIL_ADDRESS": "EMAIL",
+                  "URL": "URL", "US_SSN": "SSN", "LOCATION": "CITY", "US_DRIVER_LICENSE": "LICENSE",
+                  "MEDICAL_LICENSE": "LICENSE", "US_BANK_NUMBER": "ACCOUNT", "CREDIT_CARD": "ACCOUNT",
+                  "IBAN_CODE": "ACCOUNT", "US_PASSPORT": "ID", "US_ITIN": "ID", "IP_ADDRESS": "ID", "NRP": "ID"}
+PRESIDIO_RUN = r'''
+import json, logging, sys, time
+logging.disable(logging.WARNING)
+import spacy
+from presidio_analyzer import AnalyzerEngine
+from presidio_analyzer.nlp_engine import SpacyNlpEngine
+blank = sys.argv[3]
+spacy.blank("en").to_disk(blank)
+engine = AnalyzerEngine(nlp_engine=SpacyNlpEngine(models=[{"lang_code": "en", "model_name": blank}]),
+                        supported_languages=["en"])
+notes = [json.loads(line) for line in open(sys.argv[1], encoding="utf-8")]
+engine.analyze(notes[0]["text"], language="en")
+t0 = time.perf_counter()
+out = [{"doc": n["doc"], "start": r.start, "end": r.end, "type": r.entity_type}
+       for n in notes for r in engine.analyze(n["text"], language="en")]
+seconds = time.perf_counter() - t0
+with open(sys.argv[2], "w", encoding="utf-8") as f:
+    json.dump({"seconds": seconds, "spans": out}, f)
+'''
+
+
+def load() -> str:
+    return " / ".join(f"{v:.2f}" for v in os.getloadavg())
+
+
+def ours(notes: list[dict], hints: bool) -> tuple[list[dict], float]:
+    detect("Dr. Smith seen 2/03.")  # the lists load once, before the clock
+    t0 = time.perf_counter()
+    spans = [{"doc": n["doc"], "start": s.start, "end": s.end, "type": s.type}
+             for n in notes for s in detect(n["text"], n["hints"] if hints else None)]
+    return spans, time.perf_counter() - t0
+
+
+def presidio(venv: Path, notes_file: Path, work: Path) -> tuple[list[dict], float] | None:
+    python = venv / "bin" / "python"
+    if not python.exists():
+        return None
+    out = work / "presidio.json"
+    p = subprocess.run([str(python), "-c", PRESIDIO_RUN, str(notes_file), str(out), str(work / "blank_en")],
+                       capture_output=True, text=True, env={**os.environ, "TLDEXTRACT_CACHE": str(work / "tld")})
+    if p.returncode:
+        print(f"presidio failed: {p.stderr.strip().splitlines()[-1:]}", file=sys.stderr)
+        return None
+    result = json.loads(out.read_text())
+    spans = [{**s, "type": PRESIDIO_TYPES.get(s["type"], "ID")} for s in result["spans"]]
+    return spans, result["seconds"]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--notes", type=int, default=300)
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--presidio", type=Path, default=Path("/tmp/presidio"))
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args()
+    notes, gold = generate(args.notes, args.seed)
+    megabytes = sum(len(n["text"].encode("utf-8")) for n in notes) / 1e6
+    docs = [n["doc"] for n in notes]
+    results = {"notes": args.notes, "seed": args.seed, "megabytes": round(megabytes, 4), "load_before": load(),
+               "systems": {}}
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        write(notes, gold, work)
+        runs = {"deid_core.text": ours(notes, False), "deid_core.text + hints": ours(notes, True),
+                "presidio (patterns)": presidio(args.presidio, work / "notes.jsonl", work)}
+    for name, run in runs.items():
+        if run is None:
+            continue
+        spans, seconds = run
+        rows = evaluate(gold, spans, docs)
+        results["systems"][name] = {"seconds": round(seconds, 3), "mb_per_s": round(megabytes / seconds, 3),
+                                    "groups": {g: rows.get(g) for g in GROUPS}}
+    results["load_after"] = load()
+    print(f"{args.notes} notes, {megabytes:.3f} MB; load (1/5/15 min) {results['load_before']} before, "
+          f"{results['load_after']} after")
+    print(f"{'system':<24} {'group':<11} {'precision':>9} {'recall':>7} {'all-or-nothing':>14} {'F2':>6}")
+    fmt = lambda v: "-" if v is None else f"{v:.3f}"  # noqa: E731
+    for name, r in results["systems"].items():
+        for g, row in r["groups"].items():
+            if row:
+                print(f"{name:<24} {g:<11} {fmt(row['precision']):>9} {fmt(row['recall']):>7} "
+                      f"{fmt(row['all_or_nothing_recall']):>14} {fmt(row['f2']):>6}")
+        print(f"{name:<24} speed: {r['mb_per_s']:.2f} MB/s on one core")
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
