@@ -108,12 +108,17 @@ def _cued(note: Note) -> list[Span]:
                         or _eponym(text, end, word):
                     break
                 words.append(w)
-            while words and len(words[-1].group().rstrip(".")) == 1:  # a trailing initial belongs to no name
-                words.pop()
-            for i, w in enumerate(words):
-                s = m.start(1) + w.start()
-                out.append(Span(s, s + len(w.group()), _type_of(w.group(), i, len(words), title), w.group(), "cue", CUE))
+            out += _name_words(m.start(1), words, title, "cue")
     return out
+
+
+def _name_words(offset: int, words: list[re.Match], surname_alone: bool, source: str) -> list[Span]:
+    """Spans of the words of one name (a trailing initial belongs to no name), typed by position."""
+    words = list(words)
+    while words and len(words[-1].group().rstrip(".")) == 1:
+        words.pop()
+    return [Span(offset + w.start(), offset + w.end(), _type_of(w.group(), i, len(words), surname_alone), w.group(),
+                 source, CUE) for i, w in enumerate(words)]
 
 
 def _credentialed(note: Note) -> list[Span]:
@@ -130,11 +135,7 @@ def _credentialed(note: Note) -> list[Span]:
             if not (_more(w.group()) or kind(w.group()) == AMBIGUOUS and w.group()[0].isupper()):
                 break
             kept.insert(0, w)
-        while kept and len(kept[0].group().rstrip(".")) == 1:
-            kept.pop(0)
-        for i, w in enumerate(kept):
-            s = m.start(1) + w.start()
-            out.append(Span(s, s + len(w.group()), _type_of(w.group(), i, len(kept), True), w.group(), "credential", CUE))
+        out += _name_words(m.start(1), kept, True, "credential")
     return out
 
 

@@ -97,3 +97,13 @@ def test_overlaps_the_longest_then_the_most_specific_wins():
     spans = [Span(0, 4, "FIRST_NAME", "Mary", "list", LIST), Span(0, 19, "FACILITY", "Mary's Hospital ...", "f", PATTERN),
              Span(20, 25, "CITY", "Paris", "l", LIST), Span(20, 25, "LAST_NAME", "Paris", "cue", CUE)]
     assert [(s.start, s.type) for s in resolve(spans)] == [(0, "FACILITY"), (20, "LAST_NAME")]
+
+
+def test_a_name_signed_with_a_credential_and_an_initial_after_a_title():
+    got = found("Results reviewed. -- Robin Summers, RN. Seen by Dr. J. Okafor.")
+    assert {("Robin", "FIRST_NAME"), ("Summers", "LAST_NAME"), ("J.", "FIRST_NAME"), ("Okafor", "LAST_NAME")} <= got
+
+
+def test_city_with_state_abbreviation_wins_over_a_state_named_city():
+    got = found("Lives at 24 Archer Knolls, Washington, WI 90977.")
+    assert {("Washington", "CITY"), ("WI", "STATE"), ("90977", "ZIP")} <= got
