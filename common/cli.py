@@ -18,13 +18,13 @@ INTERRUPTED = 130           # exit status after Ctrl-C (128 + SIGINT), as shells
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
-    """Option help ends with the option's default (when it has one and the help does not already say
-    it); descriptions keep their lines; reStructuredText's double backticks (docstrings reused as help)
-    print as single ones."""
+    """Option help ends with the option's default (when it has one: the help itself never states it);
+    descriptions keep their lines; reStructuredText's double backticks (docstrings reused as help) print
+    as single ones."""
 
     def _get_help_string(self, action: argparse.Action) -> str:
         text = (action.help or "").replace("``", "`")
-        if "default" in text.lower() or action.required or action.default in (None, False, argparse.SUPPRESS):
+        if "%(default)" in text or action.required or action.default in (None, False, argparse.SUPPRESS):
             return text
         return f"{text} (default: %(default)s)"
 

@@ -235,8 +235,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_timeout_option(serve)
     serve.add_argument("--port-file", help="write the bound port here once listening")
     serve.add_argument("--schemes", default=",".join(SCHEME_NAMES),
-                       help=f"comparison schemes offered to new sessions, comma-separated "
-                            f"(default: {','.join(SCHEME_NAMES)})")
+                       help="comparison schemes offered to new sessions, comma-separated")
     serve.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING or ERROR (to stderr)")
     serve.set_defaults(run=cmd_serve)
 

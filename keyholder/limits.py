@@ -55,7 +55,7 @@ def add_limit_options(parser: argparse.ArgumentParser) -> None:
     """The ``keyholder serve`` options for :class:`Limits` (defaults from the dataclass)."""
     d = Limits()
     add = parser.add_argument
-    add("--session-ttl", type=float, default=d.default_ttl, help="default session lifetime, s")
+    add("--session-ttl", type=float, default=d.default_ttl, help="session lifetime when the querier asks none, s")
     add("--idle-timeout", type=float, default=d.idle_timeout,
         help="destroy the key of a session idle this long, s")
     add("--min-key-bits", type=int, default=d.min_key_bits,

@@ -126,11 +126,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="on the journalist risk (default: [release] threshold / the largest Pr(attack))")
     p.add_argument("--measure", choices=("max", "average"),
                    help="journalist max or average risk (default: max for a public release, else average)")
-    p.add_argument("--draws", type=AT_LEAST_1, default=100, help="--find-fraction: draws per probed fraction (default 100)")
+    p.add_argument("--draws", type=AT_LEAST_1, default=100, help="--find-fraction: draws per probed fraction")
     p.add_argument("--quantile", type=SHARE, default=0.95,
                    help="--find-fraction: a fraction meets the threshold when this quantile of the risk over "
-                        "the draws does (default 0.95; 0.5: the median)")
-    p.add_argument("--step", type=PROBABILITY, default=0.01, help="--find-fraction: grid of fractions (default 0.01)")
+                        "the draws does (0.5: the median)")
+    p.add_argument("--step", type=PROBABILITY, default=0.01, help="--find-fraction: grid of fractions")
     p.add_argument("--seed", type=SEED, default=0, help="random seed (draw 0 is the sample written)")
     p.add_argument("--out", help="the sample (CSV or .parquet; every column of the input, its rows in input order)")
     p.add_argument("--report", help="JSON: sizes, rounding, the sample's and the full data's risk, the search")

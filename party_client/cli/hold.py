@@ -76,11 +76,11 @@ def register(commands: argparse._SubParsersAction) -> None:
     hold.add_argument("--poll-seconds", type=float, default=20.0,
                       help="how long each poll waits at the key holder for new queries")
     hold.add_argument("--schemes", type=_scheme_list, default=",".join(SCHEME_NAMES),
-                      help=f"comparison schemes this holder serves, comma-separated (default: "
-                           f"{','.join(SCHEME_NAMES)}); a round of another scheme is refused")
+                      help="comparison schemes this holder serves, comma-separated; a round of another scheme "
+                           "is refused")
     hold.add_argument("--allow-querier", help="comma-separated querier names (default: any)")
     hold.add_argument("--concurrency", type=int, default=os.cpu_count() or 1, metavar="N",
-                      help="join and dedup rounds served at once, one per core by default; lookups get a wide "
+                      help="join and dedup rounds served at once (one per core); lookups get a wide "
                            "lane of their own (32 at once), so they never wait behind a join or each other")
     hold.add_argument("--lookup-memory", type=_mebibytes, default=DEFAULT_BUDGET_BYTES >> 20, metavar="MiB",
                       help="memory for lookup indexes, in MiB. Each lookup session's index "
@@ -89,8 +89,8 @@ def register(commands: argparse._SubParsersAction) -> None:
                            "next round. The table's digests for lookups take 16 bytes per row, once "
                            "(default: %(default)s)")
     hold.add_argument("--submit-window", type=int, default=SUBMIT_WINDOW, metavar="N",
-                      help=f"comparison batches of a round sent to the key holder at once (default {SUBMIT_WINDOW}), "
-                           "so it zero-tests several while the next are computed")
+                      help="comparison batches of a round sent to the key holder at once, so it zero-tests "
+                           "several while the next are computed")
     hold.add_argument("--dask", metavar="SCHEDULER_ADDRESS",
                       help="run the comparisons on this Dask cluster (tls://HOST:PORT, or tcp:// on loopback; "
                            'TLS files from Dask\'s config; needs pip install "securelink-deid[dask]")')

@@ -35,9 +35,9 @@ def connected(sub: argparse.ArgumentParser) -> argparse.ArgumentParser:
     sub.add_argument("--tls-dir", help="ca.pem, client.pem, client.key (default PARTYDIR/tls)")
     sub.add_argument("--quiet", action="store_true", help="no progress bars")
     sub.add_argument("--retry-window", type=float, default=RETRY_WINDOW_SECONDS, metavar="SECONDS",
-                     help="survive key-holder outages this long, counted from the last contact (default 600)")
+                     help="survive key-holder outages this long, counted from the last contact")
     sub.add_argument("--connect-timeout", type=float, default=FIRST_CONTACT_SECONDS, metavar="SECONDS",
-                     help="give up on a key holder never reached after this long (default 30)")
+                     help="give up on a key holder never reached after this long")
     return sub
 
 
@@ -50,8 +50,8 @@ def key_source(args: argparse.Namespace) -> None:
 def scheme_options(sub: argparse.ArgumentParser) -> None:
     """``--scheme`` and ``--key-bits`` of every querying command."""
     sub.add_argument("--scheme", choices=SCHEME_NAMES, default=DEFAULT_SCHEME,
-                     help="comparison scheme: paillier (default), ristretto (exponential ElGamal on "
+                     help="comparison scheme: paillier, ristretto (exponential ElGamal on "
                           "ristretto255, the fastest) or ec (the same on Ed25519); docs/protocol.md, "
                           "\"Comparison schemes\"")
     sub.add_argument("--key-bits", type=int, default=None,
-                     help="Paillier modulus: 2048 (default) or 3072; ec, ristretto: 256 (their only size)")
+                     help="Paillier modulus: 2048 (when not given) or 3072; ec, ristretto: 256 (their only size)")

@@ -18,10 +18,9 @@ def add_preset_options(sub: argparse.ArgumentParser, querier: bool) -> None:
                           "for the roles in --map (person-typo adds typo levels: costlier)")
     sub.add_argument("--map", metavar="ROLE=COLUMN,...",
                      help=f"your columns for the preset's roles ({', '.join(ROLES)}); any subset of two or more")
-    sub.add_argument("--date-format", default="%Y%m%d", help="format of the dob column (default %%Y%%m%%d)")
+    sub.add_argument("--date-format", default="%Y%m%d", help="format of the dob column")
     sub.add_argument("--match-threshold", type=float, default=DEFAULT_THRESHOLD,
-                     help=f"Fellegi-Sunter weight (bits) a pair must reach (default {DEFAULT_THRESHOLD:g}; "
-                          f"both parties must give the same)")
+                     help="Fellegi-Sunter weight (bits) a pair must reach; both parties must give the same")
     sub.add_argument("--write-rules", metavar="FILE.toml", help="also write the preset as a rules file to edit")
     sub.add_argument("--force", action="store_true",
                      help="link even when more than half of a field's values cannot be read (they count as "

@@ -1,5 +1,6 @@
 """Every subcommand of the ``party``, ``deid`` and ``keyholder`` CLIs is listed with a description, every
-option has help text and shows its default; ``keyholder audit`` has a header row and a JSON-lines form."""
+option has help text and shows its default once (the formatter appends it; no help states it again) and no raw
+double backticks print; ``keyholder audit`` has a header row and a JSON-lines form."""
 from __future__ import annotations
 
 import argparse
@@ -38,6 +39,9 @@ def test_every_option_has_help_and_default(build, prog):
             if action.default not in (None, False) and not action.required:
                 shown = f"(default: {action.default})"
                 assert shown in " ".join(text.split()), f"{path} {action.option_strings}: default not shown"
+                assert "default" not in action.help.replace("(default: %(default)s)", "").lower(), \
+                    f"{path} {action.option_strings}: the help states the default the formatter appends"
+        assert "``" not in text, f"{path}: raw double backticks"
 
 
 def test_party_help_lists_every_command_and_explains_join_vs_dedup():

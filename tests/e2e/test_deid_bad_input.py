@@ -72,6 +72,11 @@ COMMANDS: dict[str, tuple[list[str], list[str], list[str], list[str]]] = {
                   "provider_zip", "--person", "member_id", "--provider", "provider", "--out", "o.json"],
                  ["--areas", "--input"], ["--out"], ["--home", "--provider-area", "--person", "--provider"]),
 }
+COMMANDS["text"] = (["--input", "d.csv", "--column", "name", "--out", "o.csv", "--mode", "surrogate", "--hints",
+                     "name=name,zip=zip", "--patient", "sex", "--key-file", "owner.key", "--report", "o.json"],
+                    ["--input", "--key-file"], ["--out", "--report"], ["--column", "--patient"])
+COMMANDS["text-evaluate"] = (["--gold", "gold.jsonl", "--notes", "notes.jsonl", "--report", "o.json"],
+                             ["--gold", "--notes"], ["--report"], [])
 if shutil.which("chromium"):  # deid pdf prints with headless Chromium (installed by .ci/run)
     COMMANDS["pdf"] = (["--html", "page.html", "--out", "o.pdf"], ["--html"], ["--out"], [])
 #: commands that serve until stopped: only their refusals are swept (never a run that would serve)
@@ -100,6 +105,8 @@ def folder(tmp_path_factory) -> Path:
     (d / "page.html").write_text("<!doctype html><html><body><h1>Verdict</h1><p>a page</p></body></html>")
     for f in ("areas.csv", "zip_claims.csv"):
         shutil.copy(REPO / "docs" / "examples" / f, d / f)
+    for f in ("gold.jsonl", "notes.jsonl"):
+        shutil.copy(REPO / "tests" / "data" / "notes" / f, d / f)
     (d / "empty.csv").write_text("")
     (d / "header.csv").write_text("name,age,zip,sex\n")
     (d / "binary.bin").write_bytes(bytes(range(256)) * 4)
@@ -117,7 +124,8 @@ def _snapshot(d: Path) -> dict[str, str]:
 
 def _argv(folder: Path, command: str, args: list[str]) -> list[str]:
     flag_values = {"--port", "--host", "--max-upload-mb", "--seed", "--method", "--k", "--fraction", "--iterations", "--threshold", "--column", "--home",
-                   "--provider-area", "--person", "--provider", "--code", "--numeric", "--categorical"}
+                   "--provider-area", "--person", "--provider", "--code", "--numeric", "--categorical", "--mode",
+                   "--hints", "--patient"}
     out, prev = [command], None
     for a in args:
         out.append(a if a.startswith("--") or prev in flag_values or "/" in a else str(folder / a))

@@ -107,7 +107,6 @@ def test_the_holder_stops_a_round_whose_session_was_closed(keyholder, parties, t
                 said.append(told.get(timeout=90))
             except queue.Empty:
                 raise AssertionError(f"the querier showed no progress of the holder's round: {said}") from None
-        assert any("started comparing round 1" in line for line in said), said
         print("querier:", said)
         join.kill()                                     # the querier is gone; its user closes the session
         join.wait()
