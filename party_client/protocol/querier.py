@@ -28,6 +28,7 @@ from party_client.transport import Connection, KeyHolderRefusal
 from party_client.waiting import EVERY, TimeLeft, human_seconds
 from proto import linkage_pb2 as pb
 
+PROGRESS_POLL = 5.0            # s between a waiting querier's looks at its round (long-polls that end when it is done)
 UPLOAD_CHUNK_BYTES = 1 << 20   # sealed query bytes per PutMessage chunk (small frames are gathered)
 #: Queries of at least this many slots are streamed: sent while they are encrypted, the header
 #: first (docs/protocol.md, "Streaming the query"); smaller ones (a lookup) are encrypted, then sent
@@ -236,7 +237,7 @@ class Querier:
                 f" (up to {human_seconds(remaining)} more"
                 + ("; a holder not running `party hold` can serve it later with `party hold --once`)"
                    if time.monotonic() - started > 2 * EVERY and not info.comparing else ")")))
-            poll = EVERY
+            poll = PROGRESS_POLL
 
     def close(self, session_id: str, patient: bool = True) -> None:
         """End the session at K (its private key is destroyed); a session already ended is fine."""
