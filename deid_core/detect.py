@@ -3,10 +3,13 @@
 Before a release is written, each released column is scanned, by name and
 by value, for the identifier kinds of the HIPAA Safe Harbor list (45 CFR
 §164.514(b)(2)(i); El Emam & Arbuckle, *Anonymizing Health Data*, ch. 2)
-that a machine can recognize: person names (against a list of given names
-and surnames), e-mail addresses, telephone/fax numbers, SSN-like numbers and
-other long digit identifiers, URLs, IP addresses, full dates, 5-digit ZIP
-codes, ages over 89, device/serial numbers and near-unique free text.
+that a machine can recognize: person names (by a large list of given names
+and surnames, the values' shape and number, and the column's name), street
+addresses and house numbers, e-mail addresses, telephone/fax numbers,
+SSN-like numbers and other long digit identifiers, URLs, IP addresses, full
+dates, 5-digit ZIP codes, ages over 89, device/serial numbers, values a record
+linkage derived from identifiers (match weights, pair and cluster ids) and
+near-unique free text.
 
 Everything works on the distinct values of a column (``value_counts``) with
 pandas' vectorized string methods, so the cost grows with the number of
@@ -45,7 +48,10 @@ KINDS: dict[str, tuple[str, str]] = {
     "age_over_89": ("ages over 89", "C"),
     "long_digits": ("long digit identifiers (record, account, plan or licence numbers)", "H-K/R"),
     "serial": ("device or serial numbers / alphanumeric identifiers", "L/M/R"),
+    "street_number": ("house or street numbers (part of a street address)", "B"),
+    "address": ("street addresses", "B"),
     "name": ("person names", "A"),
+    "linkage": ("values a record linkage derived from identifiers (match weights, pair, cluster or link ids)", "R"),
     "free_text": ("near-unique free text", "R"),
 }
 #: The kinds that describe a quasi-identifier's detail; in a release whose risk is measured they are governed by it.
@@ -60,7 +66,7 @@ _DATE = re.compile("|".join([
     rf"{_DAY}[ -]{_MONTH}[ -,]*(?:1[89]|20)\d\d", rf"{_MONTH} {_DAY}(?:st|nd|rd|th)?,? (?:1[89]|20)\d\d",
 ]), re.IGNORECASE)
 _EMAIL = r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}"
-_URL = r"(?:https?://|ftp://|www\.)[^\s]+|\b(?<![@.])[a-z0-9-]+\.(?:com|org|net|edu|gov|io)(?:/[^\s]*)?\b"
+_URL = r"(?:https?://|ftp://|www\.)[^\s]+|\b(?<![@.])[a-z0-9-]+\.(?:com|org|net|edu|gov|io)(?:/[^\s]*)?\b(?![.\w])"
 _SSN = r"\b\d{3}-\d{2}-\d{4}\b"
 _OCTET = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)"
 _IPV4 = rf"\b{_OCTET}(?:\.{_OCTET}){{3}}\b"
@@ -68,6 +74,10 @@ _IPV6 = r"(?:[0-9a-f]{0,4}:){2,7}[0-9a-f]{0,4}"
 _PHONE = (r"(?:\+?1[\s.-]?)?(?:\(\d{3}\)\s?|\d{3}[\s.-])\d{3}[\s.-]\d{4}(?:\s*(?:x|ext\.?)\s*\d{1,5})?"
           r"|\+\d{1,3}(?:[\s.-]?\(?\d{1,4}\)?){2,5}")
 _ZIP5 = r"\d{5}(?:-\d{4})?"
+#: Any written phone number (ITU-T E.123 national and international forms), trusted only under a phone column name.
+_PHONE_ANY = r"(?:\+|00)?[\d\s().\-/]{6,24}(?:\s*(?:x|ext\.?)\s*\d{1,5})?"
+_PHONE_WORDS = frozenset({"phone", "phones", "telephone", "tel", "mobile", "cell", "cellphone", "fax", "landline",
+                          "handy", "telefon", "telefono", "telephone", "pager"})
 _NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)"
 _YEAR_MONTH = r"(?:1[89]|20)\d\d[-/.]?(?:0[1-9]|1[0-2])"
 _ICD10 = r"[A-TV-Z]\d[0-9A-Z](?:\.?[0-9A-Z]{1,4})?"
@@ -77,12 +87,85 @@ _CODE_WORDS = frozenset({"cpt", "icd", "icd9", "icd10", "hcpcs", "ndc", "loinc",
                          "proc", "procedure", "diagnosis", "diag", "code", "codes", "rxnorm", "atc"})
 _ZIP_WORDS = frozenset({"zip", "zipcode", "zip5", "postal", "postcode"})
 
+# Person names (docs/deid.md, "Identifier detection"): column-name cues for and against, and the shape of a name.
+#: Column-name words that by themselves say the column holds a person's name.
+_PERSON_NAME_WORDS = frozenset({"surname", "surnames", "lastname", "firstname", "forename", "forenames", "givenname",
+                                "fullname", "fname", "lname", "maiden", "middlename", "nachname", "vorname", "prenom",
+                                "apellido", "apellidos", "cognome"})
+#: Words that, beside ``name``, make it a person's name (``patient_name``, ``given_name``, ``name_of_kin``).
+_NAME_QUALIFIERS = frozenset({"name", "names", "first", "last", "given", "family", "middle", "full", "birth", "patient",
+                              "pt", "person", "client", "member", "subscriber", "guarantor", "insured", "mother",
+                              "father", "spouse", "partner", "contact", "emergency", "kin", "next", "of", "nok",
+                              "relative", "guardian", "parent", "child", "doctor", "physician", "provider", "nurse",
+                              "author", "witness", "sur", "legal", "preferred", "display", "alias"})
+#: Column-name words that say the column holds places, things or categories, not persons.
+_NOT_PERSON_WORDS = frozenset({
+    "city", "town", "suburb", "locality", "village", "county", "country", "state", "province", "region", "district",
+    "street", "road", "address", "addr", "drug", "drugs", "medication", "medicine", "med", "meds", "hospital",
+    "facility", "clinic", "practice", "site", "company", "employer", "organization", "organisation", "org", "product",
+    "brand", "file", "filename", "host", "hostname", "user", "username", "login", "test", "lab", "procedure",
+    "diagnosis", "dx", "race", "ethnicity", "ethnic", "sex", "gender", "occupation", "job", "workclass", "marital",
+    "relationship", "education", "religion", "language", "nationality", "native", "species", "breed", "color",
+    "colour", "device", "model", "manufacturer", "payer", "plan", "insurer", "insurance", "ward", "unit",
+    "department", "dept", "service", "specialty", "speciality", "category", "type", "class", "status", "code",
+    "group"})
+_LETTER = r"[^\W\d_]"
+#: 1-4 words of letters (any script), apostrophes, dots and hyphens inside: ``O'Brien``, ``Smith-Jones``, ``Lee, J.``
+_NAME_SHAPE = rf"{_LETTER}(?:{_LETTER}|['’.-])*(?:,?\s+{_LETTER}(?:{_LETTER}|['’.-])*){{0,3}}"
+
+# Street addresses (45 CFR §164.514(b)(2)(i)(B)): the street types of Australia Post's "Addressing guidelines"
+# (FEBRL's addresses), the USPS "Publication 28" (appendix C1) types common in health data, and the street words
+# that open (Romance languages, Polish) or close (German, Dutch, Scandinavian compounds) a street's name.
+_STREET_TYPES = (r"street|st|road|rd|avenue|ave|av|drive|dr|lane|ln|court|ct|crescent|cres|crs|place|pl|terrace|tce"
+                 r"|boulevard|blvd|circuit|cct|close|parade|pde|highway|hwy|way|grove|gr|square|sq|parkway|pkwy"
+                 r"|circle|cir|trail|trl|esplanade|esp|mews|alley|wynd|promenade|utca|út|tér|körút|köz|rakpart|sétány|fasor")
+_STREET_OPENERS = (r"rue|avenue|av|boulevard|bd|chemin|all[ée]e|impasse|quai|cours|route|via|viale|piazza|piazzale|corso"
+                   r"|vicolo|largo|strada|contrada|borgo|calle|avenida|avda|paseo|plaza|camino|carrera|carretera|ronda"
+                   r"|traves[íi]a|callej[óo]n|pasaje|cuesta|urbanizaci[óo]n|glorieta|rambla|rua|travessa|estrada"
+                   r"|alameda|pra[çc]a|rodovia|ladeira|ulica|ul|aleja|al|osiedle|plac|strada|bulevardul|drumul"
+                   r"|[șs]oseaua|calea|aleea|intrarea|pia[țt]a|splaiul|ул|улица|пер|переулок|пр|проспект|ш|шоссе"
+                   r"|бул|бульвар|наб|набережная|пл|площадь")
+_STREET_SUFFIXES = (r"stra[ßs]s?e|str\.|gasse|platz|allee|damm|chaussee|straat|laan|gracht|plein|kade|singel|dijk"
+                    r"|gatan|v[äa]gen|gr[äa]nd|veien|-ring|-weg")
+_HOUSE = r"\d{1,5}[a-z]?(?:\s*[-/]\s*\d{1,5}[a-z]?)?"
+_WORD = rf"{_LETTER}[\w'’.-]*"
+#: Street, unit and box forms that only addresses take (a few distinct values suffice).
+_ADDRESS_SPECIFIC = "|".join([
+    rf"(?:{_HOUSE},?\s+)?(?:{_WORD}\s+){{1,5}}(?:{_STREET_TYPES})\.?(?:$|[\s,])",       # 4 o'connell crescent
+    rf"(?:{_HOUSE},?\s+)?(?:{_STREET_OPENERS})\.?\s+{_WORD}",                        # 12, rue de la Paix; Via Roma 5
+    rf"(?:.*[\s-])?{_LETTER}*(?:{_STREET_SUFFIXES}),?\s*{_HOUSE}\b",                 # Hauptstraße 5, Storgatan 77
+    rf"(?:unit|apt|apartment|apmnt|suite|ste|flat|studio|villa)\.?\s*#?\s*\d+[a-z]?\b",  # unit 3, Apt. 915
+    r"(?:p\.?\s?o\.?\s*box|post\s+office\s+box|gpo\s+box|locked\s+bag|private\s+bag|pmb)\s*#?\s*\d+",  # po box 12
+])
+#: A house number and words in either order (``141 Hodges Mountains``, ``Skolvägen 669``): an address only when
+#: nearly every value is distinct, since ``Stage 2`` or ``Ward 5`` take the same shape.
+_ADDRESS_GENERIC = (rf"{_HOUSE},?\s+{_WORD}(?:\s+{_WORD}){{0,4}}(?:$|,|\s+(?:apt|suite|ste|unit|flat|#)\.?\s*\d)"
+                    rf"|{_WORD}(?:\s+{_WORD}){{0,4}},?\s+{_HOUSE}\.?(?:$|,)")
+_ADDRESS_WORDS = frozenset({"address", "addr", "street", "residence", "domicile", "strasse", "rue", "calle"})
+_NOT_ADDRESS_WORDS = frozenset({"email", "mail", "ip", "ipv4", "ipv6", "mac", "web", "url", "host"})
+#: ``street_number``, ``house_no``: a column of house numbers.
+_HOUSE_WORDS = frozenset({"street", "house", "building", "bldg", "civic", "door", "hse"})
+_NUMBER_WORDS = frozenset({"number", "no", "num", "nr", "nbr"})
+_HOUSE_NUMBER_WORDS = frozenset({"streetnumber", "housenumber", "streetno", "houseno", "hausnummer", "huisnummer"})
+# Derived by record linkage from the identifiers it compared (Fellegi & Sunter 1969, the match weight; Christen,
+# *Data Matching*, ch. 6-7): weights, probabilities and the ids of linked pairs and clusters.
+_LINK_WORDS = frozenset({"match", "matched", "matching", "link", "linked", "linkage", "pair", "cluster", "dedup",
+                         "duplicate"})
+_DERIVED_WORDS = frozenset({"weight", "weights", "probability", "prob", "score", "posterior", "id", "ids", "key",
+                            "no", "number", "index", "idx"})
+
 
 @lru_cache(maxsize=1)
 def person_names() -> frozenset[str]:
-    """Given names and surnames (lower case, ASCII), generated once from Faker's lists (tests/data/make_name_list.py)."""
+    """Given names and surnames (lower case, ASCII): the US censuses' and Faker's lists (deid_core/data/README.md)."""
     text = resources.files("deid_core").joinpath("data/person_names.txt").read_text(encoding="utf-8")
     return frozenset(text.split())
+
+
+@lru_cache(maxsize=1)
+def _name_index() -> pd.Index:
+    """:func:`person_names` as an index, whose hash table is built once (``isin`` with a set rebuilds it per call)."""
+    return pd.Index(sorted(person_names()), dtype=object)
 
 
 def name_words(column: str) -> set[str]:
@@ -148,6 +231,8 @@ def column_findings(values: pd.Series, column: str) -> list[Finding]:
     if share(date) >= 0.5:
         found["date"] = share(date)
     phone = full(_PHONE) & ~date & ~number
+    if words & _PHONE_WORDS:  # a column named for phones: any grouping of 7-15 digits (every country's plan)
+        phone = phone | (full(_PHONE_ANY) & v.str.count(r"\d").between(7, 20) & ~date)
     if share(phone) >= 0.5 and (d_ratio >= 0.2 or not unique_enough):
         found["phone"] = share(phone)
     zip5 = full(_ZIP5)
@@ -178,7 +263,11 @@ def column_findings(values: pd.Series, column: str) -> list[Finding]:
         long_ids = full(r"\d[\d\s-]*\d") & digits.str.len().ge(9) & ~date
         if share(long_ids) >= 0.9 and len(v) == n and "zip5" not in found:
             found["long_digits"] = share(long_ids)
-    _names(v, w, n, d_ratio, found)
+    _street(v, w, n, words, found)
+    if not found.keys() & {"email", "url", "ip", "address"}:
+        _names(v, w, n, words, found)
+    if words & _LINK_WORDS and words & _DERIVED_WORDS:
+        found["linkage"] = 1.0
     if unique_enough and d_ratio >= 0.8:
         wordy = v.str.count(r"(?:^|\s)[A-Za-z]{2,}\b").ge(3)
         if share(wordy) >= 0.5:
@@ -186,22 +275,65 @@ def column_findings(values: pd.Series, column: str) -> list[Finding]:
     return [Finding(column, k, round(found[k], 4)) for k in KINDS if k in found]
 
 
-def _names(v: pd.Series, w: np.ndarray, n: int, d_ratio: float, found: dict[str, float]) -> None:
-    """Person names: values of 1-4 alphabetic words, most of them given names or surnames, many distinct."""
-    if len(v) < 10 or d_ratio < 0.05:
+def _varied(v: pd.Series, w: np.ndarray, n: int, min_distinct: int, min_ratio: float, many: int | None = 30) -> bool:
+    """Values as varied as names or addresses: at least ``min_distinct`` distinct values, and ``many`` of them or
+    ``min_ratio`` distinct per value (a long table repeats a person's values over visits), none of them on more
+    than a fifth of the rows (a category such as a country of birth has a dominant value)."""
+    d = len(v)
+    return d >= min_distinct and w.max() <= 0.2 * n and ((many is not None and d >= many) or d / n >= min_ratio)
+
+
+def _street(v: pd.Series, w: np.ndarray, n: int, words: set[str], found: dict[str, float]) -> None:
+    """Street addresses and house numbers (Safe Harbor item B), unless a more specific kind was found."""
+    if found or words & _NOT_ADDRESS_WORDS:
         return
-    shaped = v.str.fullmatch(r"[A-Za-z][A-Za-z'.-]*(?:,?\s+[A-Za-z][A-Za-z'.-]*){0,3}").fillna(False).to_numpy(bool)
-    if w[shaped].sum() < 0.6 * n:
+    if words & _HOUSE_NUMBER_WORDS or (words & _HOUSE_WORDS and words & _NUMBER_WORDS):
+        s = float(w[v.str.fullmatch(_HOUSE, flags=re.IGNORECASE).fillna(False).to_numpy(bool)].sum() / n)
+        if s >= 0.5:
+            found["street_number"] = s
+            return
+    line = v.str.replace(r"\n.*", "", regex=True, flags=re.DOTALL).str.strip()
+    specific = line.str.match(_ADDRESS_SPECIFIC, flags=re.IGNORECASE).fillna(False).to_numpy(bool)
+    generic = specific | line.str.match(_ADDRESS_GENERIC, flags=re.IGNORECASE).fillna(False).to_numpy(bool)
+    lettered = v.str.contains(_LETTER, regex=True).fillna(False).to_numpy(bool)
+    cued = bool(words & _ADDRESS_WORDS)
+    for mask, ok in ((specific, share_of(w, specific, n) >= (0.2 if cued else 0.5) and _varied(v, w, n, 5, 0.05)),
+                     (generic, share_of(w, generic, n) >= 0.5 and _varied(v, w, n, 20, 0.3, many=None)),
+                     (lettered, cued and share_of(w, lettered, n) >= 0.5 and _varied(v, w, n, 10, 0.05))):
+        if ok:
+            found["address"] = share_of(w, mask, n)
+            return
+
+
+def share_of(w: np.ndarray, mask: np.ndarray, n: int) -> float:
+    """The share of the ``n`` values that the distinct values selected by ``mask`` (their counts ``w``) hold."""
+    return float(w[mask].sum() / n)
+
+
+def _names(v: pd.Series, w: np.ndarray, n: int, words: set[str], found: dict[str, float]) -> None:
+    """Person names: values shaped like names (1-4 words of letters), weighed by three signs that do not lean on
+    one another - how many are in the name list, how varied they are, and what the column's name says."""
+    cued = bool(words & _PERSON_NAME_WORDS) or ("name" in words and all(
+        x in _NAME_QUALIFIERS or len(x) == 1 or x.isdigit() for x in words))
+    if not cued and words & _NOT_PERSON_WORDS or len(v) < 2:
         return
-    tokens = v[shaped].str.lower().str.findall(r"[a-z]+").explode()
+    shaped = v.str.fullmatch(_NAME_SHAPE).fillna(False).to_numpy(bool)
+    if share_of(w, shaped, n) < 0.6:
+        return
+    tokens = (v[shaped].str.normalize("NFKD").str.encode("ascii", "ignore").str.decode("ascii").str.lower()
+              .str.findall(r"[a-z]+").explode())
     tokens = tokens[tokens.str.len().ge(2).fillna(False)]
-    hit = tokens.isin(person_names())
-    per_value = hit.groupby(level=0).mean()           # share of a value's words that are names
-    named = np.zeros(len(v), dtype=bool)
-    named[per_value.index.to_numpy()[per_value.to_numpy() >= 0.5]] = True
-    s = float(w[named].sum() / n)
-    if s >= 0.6:
-        found["name"] = s
+    hit = pd.Series(_name_index().get_indexer(tokens.to_numpy(dtype=object)) >= 0, index=tokens.index)
+    per_value = hit.groupby(level=0).mean()                           # share of a value's words that are names
+    listed = np.zeros(len(v), dtype=bool)
+    listed[per_value.index.to_numpy()[per_value.to_numpy() >= 0.5]] = True
+    in_list = share_of(w, listed, n)
+    if cued:      # the column says it holds names: listed names, or values as varied as names (any script)
+        ok = in_list >= 0.3 or _varied(v, w, n, 20, 0.05)
+    else:         # most values are listed names, or many are and the rest are as varied as names
+        ok = (in_list >= 0.6 and _varied(v, w, n, 10, 0.2)) or (in_list >= 0.3 and _varied(v, w, n, 50, 0.1, 50))
+    if ok:
+        found["name"] = max(in_list, share_of(w, shaped, n)) if cued else in_list
 
 
 def scan(df: pd.DataFrame, columns: Iterable[str] | None = None, sample_rows: int = SAMPLE_ROWS,

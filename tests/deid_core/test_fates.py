@@ -146,7 +146,10 @@ def test_detector_precision_and_recall_on_the_labelled_table():
     table = pd.read_csv(DATA / "identifier_columns.csv", dtype=str, keep_default_na=False)
     labels = dict(pd.read_csv(DATA / "identifier_columns_labels.csv", dtype=str).values)
     predicted = {c: (f[0].kind if (f := column_findings(table[c], c)) else "none") for c in table.columns}
-    assert set(labels.values()) - {"none"} == set(KINDS)              # every kind is represented
+    kinds = set(labels.values()) - {"none"}
+    # every kind is represented; addresses, house numbers and linkage columns are measured on FEBRL and Faker's
+    # locales by test_detect_measured.py
+    assert kinds == set(KINDS) - {"address", "street_number", "linkage"}
     ident = [c for c in table.columns if labels[c] != "none"]
     flagged = [c for c in table.columns if predicted[c] != "none"]
     precision = sum(labels[c] != "none" for c in flagged) / len(flagged)   # flagged columns that are identifiers
@@ -154,7 +157,7 @@ def test_detector_precision_and_recall_on_the_labelled_table():
     kind_right = sum(predicted[c] == labels[c] for c in ident) / len(ident)
     assert precision >= 0.9 and recall >= 0.9 and kind_right >= 0.9, (precision, recall, kind_right, {
         c: (labels[c], predicted[c]) for c in table.columns if labels[c] != predicted[c]})
-    for kind in KINDS:  # per kind (docs/deid.md table)
+    for kind in kinds:  # per kind (docs/deid.md table)
         tp = sum(labels[c] == kind and predicted[c] == kind for c in table.columns)
         assert tp / sum(predicted[c] == kind for c in table.columns) >= 0.9
         assert tp / sum(labels[c] == kind for c in table.columns) >= 0.9
