@@ -114,17 +114,19 @@ _LETTER = r"[^\W\d_]"
 _NAME_SHAPE = rf"{_LETTER}(?:{_LETTER}|['’.-])*(?:,?\s+{_LETTER}(?:{_LETTER}|['’.-])*){{0,3}}"
 
 # Street addresses (45 CFR §164.514(b)(2)(i)(B)): the street types of Australia Post's "Addressing guidelines"
-# (FEBRL's addresses), the USPS "Publication 28" (appendix C1) types common in health data, and the street words
-# that open (Romance languages, Polish) or close (German, Dutch, Scandinavian compounds) a street's name.
+# (FEBRL's addresses), the USPS "Publication 28" (appendix C1) types common in health data, the Hungarian types, and
+# the street words that open (Romance languages, Polish, Romanian, Russian) or close (German, Dutch, Scandinavian
+# compounds) a street's name.
 _STREET_TYPES = (r"street|st|road|rd|avenue|ave|av|drive|dr|lane|ln|court|ct|crescent|cres|crs|place|pl|terrace|tce"
                  r"|boulevard|blvd|circuit|cct|close|parade|pde|highway|hwy|way|grove|gr|square|sq|parkway|pkwy"
-                 r"|circle|cir|trail|trl|esplanade|esp|mews|alley|wynd|promenade|utca|út|tér|körút|köz|rakpart|sétány|fasor")
-_STREET_OPENERS = (r"rue|avenue|av|boulevard|bd|chemin|all[ée]e|impasse|quai|cours|route|via|viale|piazza|piazzale|corso"
-                   r"|vicolo|largo|strada|contrada|borgo|calle|avenida|avda|paseo|plaza|camino|carrera|carretera|ronda"
-                   r"|traves[íi]a|callej[óo]n|pasaje|cuesta|urbanizaci[óo]n|glorieta|rambla|rua|travessa|estrada"
-                   r"|alameda|pra[çc]a|rodovia|ladeira|ulica|ul|aleja|al|osiedle|plac|strada|bulevardul|drumul"
-                   r"|[șs]oseaua|calea|aleea|intrarea|pia[țt]a|splaiul|ул|улица|пер|переулок|пр|проспект|ш|шоссе"
-                   r"|бул|бульвар|наб|набережная|пл|площадь")
+                 r"|circle|cir|trail|trl|esplanade|esp|mews|alley|wynd|promenade"
+                 r"|utca|út|tér|körút|köz|rakpart|sétány|fasor")
+_STREET_OPENERS = (r"rue|avenue|av|boulevard|bd|chemin|all[ée]e|impasse|quai|cours|route|via|viale|piazza|piazzale"
+                   r"|corso|vicolo|largo|contrada|borgo|calle|avenida|avda|paseo|plaza|camino|carrera|carretera"
+                   r"|ronda|traves[íi]a|callej[óo]n|pasaje|cuesta|urbanizaci[óo]n|glorieta|rambla|rua|travessa"
+                   r"|estrada|alameda|pra[çc]a|rodovia|ladeira|ulica|ul|aleja|al|osiedle|plac|strada|bulevardul"
+                   r"|drumul|[șs]oseaua|calea|aleea|intrarea|pia[țt]a|splaiul|ул|улица|пер|переулок|пр|проспект|ш"
+                   r"|шоссе|бул|бульвар|наб|набережная|пл|площадь")
 _STREET_SUFFIXES = (r"stra[ßs]s?e|str\.|gasse|platz|allee|damm|chaussee|straat|laan|gracht|plein|kade|singel|dijk"
                     r"|gatan|v[äa]gen|gr[äa]nd|veien|-ring|-weg")
 _HOUSE = r"\d{1,5}[a-z]?(?:\s*[-/]\s*\d{1,5}[a-z]?)?"
@@ -135,7 +137,7 @@ _ADDRESS_SPECIFIC = "|".join([
     rf"(?:{_HOUSE},?\s+)?(?:{_STREET_OPENERS})\.?\s+{_WORD}",                        # 12, rue de la Paix; Via Roma 5
     rf"(?:.*[\s-])?{_LETTER}*(?:{_STREET_SUFFIXES}),?\s*{_HOUSE}\b",                 # Hauptstraße 5, Storgatan 77
     rf"(?:unit|apt|apartment|apmnt|suite|ste|flat|studio|villa)\.?\s*#?\s*\d+[a-z]?\b",  # unit 3, Apt. 915
-    r"(?:p\.?\s?o\.?\s*box|post\s+office\s+box|gpo\s+box|locked\s+bag|private\s+bag|pmb)\s*#?\s*\d+",  # po box 12
+    r"(?:p\.?\s?o\.?\s*box|post\s+office\s+box|gpo\s+box|locked\s+bag|private\s+bag|pmb)\s*#?\s*\d+",  # box
 ])
 #: A house number and words in either order (``141 Hodges Mountains``, ``Skolvägen 669``): an address only when
 #: nearly every value is distinct, since ``Stage 2`` or ``Ward 5`` take the same shape.
