@@ -40,7 +40,7 @@ ADULT = {
 }
 NAME_LOCALES = ("en_US", "en_GB", "en_AU", "de_DE", "fr_FR", "es_ES", "it_IT", "nl_NL", "pl_PL", "pt_BR",
                 "sv_SE", "fi_FI", "cs_CZ", "tr_TR", "hu_HU", "da_DK", "ro_RO", "ru_RU", "ja_JP")
-ROWS = 400
+ROWS = 250
 
 
 def _adult(rows: int, seed: int) -> dict[str, pd.Series]:
