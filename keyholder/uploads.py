@@ -50,6 +50,7 @@ class Upload:
         self.partial = folder / f"{self.id}.partial"
         self.path = self.partial          # where a follower opens it
         self.size = 0                     # bytes written and flushed: what a follower may read
+        self.reserved = 0                 # bytes counted against the spool quotas while in flight
         self.state, self.reason = RECEIVING, ""
         self.round = 0                    # once committed: the round its query opened
         self._lock = threading.Lock()
@@ -61,6 +62,7 @@ class Upload:
         return f"message:{self.id}"
 
     def write(self, data: bytes) -> None:
+        self.core.uploads.reserve(self, len(data))
         with self._lock:
             if self.state != RECEIVING:
                 raise ServiceError("ABORTED", self.reason or "the upload has ended")
@@ -172,6 +174,22 @@ class Uploads:
         """The streamed uploads addressed to ``recipient`` (listed to it while they grow)."""
         with self._lock:
             return [u for u in self._by_id.values() if u.listed and u.recipient == recipient]
+
+    def reserve(self, upload: Upload, size: int) -> None:
+        """Count ``size`` more bytes of ``upload`` against the spool quotas, with the bytes of every other
+        upload in flight: concurrent uploads cannot each take the whole room left (RESOURCE_EXHAUSTED)."""
+        core, limits = upload.core, upload.core.limits
+        with self._lock:
+            flight = [u.reserved for u in self._by_id.values()]
+            session_flight = sum(u.reserved for u in self._by_id.values() if u.session.id == upload.session.id)
+            checks = ((core.store.spool_bytes(upload.session.id) + session_flight, limits.max_spool_session_bytes,
+                       "this session's spool quota, uploads in flight included"),
+                      (core.store.spool_bytes() + sum(flight), limits.max_spool_bytes,
+                       "the key holder's spool quota, uploads in flight included"))
+            for used, limit, why in checks:
+                if used + size > limit:
+                    raise ServiceError("RESOURCE_EXHAUSTED", f"no room for {size} more bytes ({why})")
+            upload.reserved += size
 
     def of_session(self, session_id: str) -> list[Upload]:
         with self._lock:

@@ -151,3 +151,25 @@ def test_concurrent_uploads_cannot_pass_the_round_cap_together(core, monkeypatch
     assert core.store.get_session(session.id).rounds == 2
     kept = sorted(p.name for p in core.spool.rglob("*") if p.is_file())
     assert kept == sorted(Path(core.store.round_message_path(session.id, r)).name for r in (1, 2))
+
+
+def test_uploads_in_flight_count_against_the_spool_quotas(tmp_path):
+    """Each upload used to be given the whole room left when it began, so 8 concurrent uploads under a
+    1 MB session quota were all committed (6.1 MB on disk).  Bytes in flight now count at every write."""
+    core = KeyHolder(tmp_path / "kh", b"test passphrase", Limits(max_spool_session_bytes=1000, max_spool_bytes=1500))
+    for name in ("querier", "holder"):
+        core.register(name, secrets.token_bytes(32), None, None)
+    try:
+        first, second = open_session(core), open_session(core)
+        uploads = [core.begin_message("querier", first.id, "query", "holder") for _ in range(3)]
+        uploads[0].write(b"x" * 400)
+        uploads[1].write(b"x" * 400)
+        assert "this session's spool quota" in refused("RESOURCE_EXHAUSTED", uploads[2].write, b"x" * 400)
+        uploads[2].write(b"x" * 200)                                       # what is left, exactly
+        other = core.begin_message("querier", second.id, "query", "holder")
+        assert "the key holder's spool quota" in refused("RESOURCE_EXHAUSTED", other.write, b"x" * 600)
+        assert [u.commit().round for u in uploads] == [1, 2, 3]
+        uploads_left = core.begin_message("querier", second.id, "query", "holder")
+        uploads_left.write(b"x" * 400)                                      # 1,000 kept + 400 < 1,500
+    finally:
+        core.close()
