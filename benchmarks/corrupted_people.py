@@ -134,6 +134,11 @@ def generate(persons: int = 4000, others: int = 1000, seed: int = 1) -> tuple[pd
             stranger.update({c: relative[c] for c in ("surname", "street_number", "address_1", "suburb", "postcode",
                                                       "state")})
         b.append({**stranger, "rec_id": f"rec-{persons + others + k}-org"})
+    return registries(a, b, rng)
+
+
+def registries(a: list[dict], b: list[dict], rng: np.random.Generator) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Two registries' rows as text frames in FEBRL's columns, each shuffled (seeded by ``rng``)."""
     frames = []
     for rows in (a, b):
         frame = pd.DataFrame(rows, columns=list(COLUMNS)).astype(str)

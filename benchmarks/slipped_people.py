@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from benchmarks.corrupted_people import COLUMNS, edit
+from benchmarks.corrupted_people import edit, registries
 
 RATES = {"name_edit": 0.20, "transliterated": 0.10, "dob_one_part": 0.12, "dob_swapped": 0.03,
          "dob_missing": 0.04, "moved": 0.15, "relatives": 0.10}
@@ -114,11 +114,7 @@ def generate(persons: int = 4000, others: int = 1000, seed: int = 3) -> tuple[pd
             relative = people[rng.integers(len(people))]
             stranger.update({c: relative[c] for c in ("surname", "suburb", "postcode")})
         b.append({**stranger, "rec_id": f"rec-{persons + others + k}-org"})
-    frames = []
-    for rows in (a, b):
-        frame = pd.DataFrame(rows, columns=list(COLUMNS)).astype(str)
-        frames.append(frame.sample(frac=1, random_state=int(rng.integers(1 << 31))).reset_index(drop=True))
-    return frames[0], frames[1]
+    return registries(a, b, rng)
 
 
 def main(argv: list[str] | None = None) -> int:

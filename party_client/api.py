@@ -173,12 +173,13 @@ class Party(Registrant):
         options = self._options(key_bits, timeout, scheme)
         if dask_client is not None:         # the encryption runs on the querier's own Dask cluster
             options.cluster = Cluster(dask_client, dask_timeout)
+        signature = fingerprint(mode, holder, self.keyholder, data, id_column, id_type, rules, options.key_bits,
+                                options.cuckoo, options.scheme.name)       # the rules as given (a file: its bytes)
+        rules = self._rules(rules)                 # loaded once, for the keys and the agreement check
         frame, keys = self._prepare(data, id_column, id_type, rules, matched_column, "querier", force)
         states = SessionStates(self.dir)
-        signature = fingerprint(mode, holder, self.keyholder, data, id_column, id_type, rules, options.key_bits,
-                                options.cuckoo, options.scheme.name)
         with self.connect() as connection:
-            check_agreement(holder, keys.spec, matching_fields(self._rules(rules)),
+            check_agreement(holder, keys.spec, matching_fields(rules),
                             connection.call("GetParty", pb.GetPartyRequest(name=holder)).matching)
             querier = Querier(connection, self.dir)
             session, state = self._resume(querier, states, signature)
@@ -366,12 +367,13 @@ class Party(Registrant):
                 schemes = parse_scheme_list(schemes if isinstance(schemes, str) else ",".join(map(str, schemes)))
         except ValueError as error:
             raise PartyError(str(error)) from None
+        rules = self._rules(rules)
         frame, keys = self._prepare(data, id_column, id_type, rules, "", "holder", force)
         release_columns = list(release_columns or [])
         require_columns(frame, release_columns, "release")
         return Holder(connection or self.connect(), self.dir, HolderData(frame, keys, release_columns, self.progress),
                       HolderOptions(release_columns=release_columns, allowed_queriers=allowed_queriers,
-                                    matching_fields=matching_fields(self._rules(rules)),
+                                    matching_fields=matching_fields(rules),
                                     schemes=schemes, progress=self.progress,
                                     cluster=None if dask_client is None else Cluster(dask_client, dask_timeout),
                                     lookup_memory=lookup_memory, submit_window=submit_window))

@@ -224,19 +224,21 @@ class Querier:
             if remaining <= 0:
                 raise HolderTimeout(f"holder '{holder}' did not serve round {round_no} within {timeout:g} s")
             left = time_left.seconds(info.comparing, info.progress_percent)
-            if info.comparing and info.progress_percent != shown:      # each 10 % step, as K reports it
+            stepped = info.comparing and info.progress_percent != shown
+            if stepped:                                                 # each 10 % step, as K reports it
                 shown = info.progress_percent
                 self.notice.now((f"holder '{holder}' started comparing round {round_no}" if not shown else
                                  f"holder '{holder}': {shown} % of round {round_no} compared")
                                 + (f", about {human_seconds(left)} left" if left is not None else "")
                                 + (f" (beyond --timeout: {human_seconds(remaining)} left of it)"
                                    if left is not None and left > remaining else ""))
-            self.notice.say("holder", started, lambda: (
-                f"holder '{holder}' is comparing round {round_no}" if info.comparing else
-                f"waiting for holder '{holder}' to serve round {round_no}") + (
-                f" (up to {human_seconds(remaining)} more"
-                + ("; a holder not running `party hold` can serve it later with `party hold --once`)"
-                   if time.monotonic() - started > 2 * EVERY and not info.comparing else ")")))
+            else:                             # a step said is this look's news: no second line
+                self.notice.say("holder", started, lambda: (
+                    f"holder '{holder}' is comparing round {round_no}" if info.comparing else
+                    f"waiting for holder '{holder}' to serve round {round_no}") + (
+                    f" (up to {human_seconds(remaining)} more"
+                    + ("; a holder not running `party hold` can serve it later with `party hold --once`)"
+                       if time.monotonic() - started > 2 * EVERY and not info.comparing else ")")))
             poll = PROGRESS_POLL
 
     def close(self, session_id: str, patient: bool = True) -> None:

@@ -27,3 +27,16 @@ def test_time_left_from_the_rate_since_the_round_was_seen_under_way():
     assert left.seconds(True, 0) is None                  # under way from t = 100
     now[0] = 130.0
     assert left.seconds(True, 30) == 70.0                 # 30 % in 30 s: 70 s for the rest
+
+
+def test_the_querier_s_view_of_a_pending_round_never_carries_the_comparison_count():
+    """What K actually sends the waiting querier (``round_info`` for the querier): the count that would tell
+    the holder's table size is absent; only whether comparing began and the share in tenths."""
+    from keyholder.server import round_info
+    from keyholder.states import PENDING
+    from keyholder.store import Round
+    pending = Round("s" * 32, 1, PENDING, "m" * 32, comparisons=123_457, matched_rows=0, batches=None,
+                    holder_note=None, reason=None)
+    told = round_info(pending, for_querier=True, progress=(True, progress_percent(123_457, 300_000)))
+    assert told.comparisons == 0 and told.comparing and told.progress_percent == 40
+    assert "123457" not in str(told) and round_info(pending, for_querier=False).comparisons == 123_457

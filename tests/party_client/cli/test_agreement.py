@@ -12,7 +12,8 @@ import time
 
 import pandas as pd
 
-from linkhelpers import party_cmd, run_party
+from linkhelpers import party_cmd, run_party, stub_for
+from proto import linkage_pb2 as pb
 
 
 def test_the_querier_names_the_roles_it_does_not_share_before_any_work(keyholder, parties, tmp_path):
@@ -56,6 +57,13 @@ def test_the_querier_names_the_roles_it_does_not_share_before_any_work(keyholder
         listed = run_party("sessions", "list", "--dir", str(qdir), *flags).stdout.strip().splitlines()
         assert len(listed) == 1, listed                  # the header only: no session was opened
         # the agreeing join is test_preset_cli.py's, where both parties announce and link
+        # What every registered party can ask K of the holder: its configuration, none of its table's values.
+        stub, metadata = stub_for(keyholder, qdir)
+        [announced] = stub.GetParty(pb.GetPartyRequest(name=hname), metadata=metadata, timeout=30).matching
+        assert list(announced.fields) == ["first", "last", "dob", "postcode"]
+        assert announced.spec.startswith("levels/v2/") and len(announced.spec) == len("levels/v2/") + 32
+        assert not any(value in announced.SerializeToString().decode("latin-1")       # (dates and codes could
+                       for value in people[["given", "family"]].to_numpy().ravel())    # match hex by chance)
     finally:
         hold.send_signal(signal.SIGINT)
         try:
