@@ -217,7 +217,7 @@ class LookupState:
 
     ``lookups/sessions.json`` lists every lookup session this party opened and not yet closed:
     per holder the current one, the retired ones, and which lookups (process, token) use each.
-    Every change happens under an exclusive lock on ``lookups/sessions.lock``, so concurrent
+    Every change happens under an exclusive lock on the ``lookups/`` folder itself, so concurrent
     lookups of one party (threads or processes) share one session per holder: the first opens it,
     the others wait for it and reuse it.  A replaced session is closed at K as soon as no lookup
     uses it, so none is left open unlisted (``party sessions list``).
@@ -236,19 +236,28 @@ class LookupState:
 
     # -- the registry of lookup sessions --------------------------------------
     @contextmanager
+    def _exclusive(self) -> Iterator[None]:
+        """The party's lookup lock: ``flock`` on an open descriptor of the ``lookups/`` folder itself
+        (flock(2)), which no one can delete from under a holder, as one could a lock file: a lookup
+        that then created the file afresh took the lock beside the holder.  Closing the descriptor
+        releases it.  (A ``sessions.lock`` file of earlier versions is ignored.)"""
+        descriptor = os.open(self.folder, os.O_RDONLY)
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(descriptor)
+
+    @contextmanager
     def _locked(self) -> Iterator[dict]:
         """The registry, read and written back under the party's lookup lock."""
-        with open(self.folder / "sessions.lock", "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            try:
-                path = self.folder / "sessions.json"
-                registry = read_registry(path)
-                yield registry
-                temporary = path.with_suffix(".tmp")
-                write_secret(temporary, json.dumps(registry).encode())
-                temporary.replace(path)
-            finally:
-                fcntl.flock(lock, fcntl.LOCK_UN)
+        with self._exclusive():
+            path = self.folder / "sessions.json"
+            registry = read_registry(path)
+            yield registry
+            temporary = path.with_suffix(".tmp")
+            write_secret(temporary, json.dumps(registry).encode())
+            temporary.replace(path)
 
     def sessions(self) -> list[LookupSession]:
         """The lookup sessions this party has not closed (current and retired)."""
@@ -321,26 +330,19 @@ class LookupState:
 
     def damaged_ids(self) -> list[str] | None:
         """None when the registry is sound (or absent); when damaged, the session ids its text still names."""
-        with open(self.folder / "sessions.lock", "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
+        with self._exclusive():
             try:
                 read_registry(self.folder / "sessions.json")
                 return None
             except DamagedRegistry as damaged:
                 return damaged.session_ids
-            finally:
-                fcntl.flock(lock, fcntl.LOCK_UN)
 
     def set_aside(self) -> None:
         """Move a damaged registry to ``sessions.json.damaged`` (its sessions closed), so lookups start anew."""
-        with open(self.folder / "sessions.lock", "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            try:
-                path = self.folder / "sessions.json"
-                if path.exists():
-                    path.replace(path.with_name("sessions.json.damaged"))
-            finally:
-                fcntl.flock(lock, fcntl.LOCK_UN)
+        with self._exclusive():
+            path = self.folder / "sessions.json"
+            if path.exists():
+                path.replace(path.with_name("sessions.json.damaged"))
 
     def forget(self, session_ids: list[str]) -> None:
         """Drop sessions closed at K (``party sessions close``)."""

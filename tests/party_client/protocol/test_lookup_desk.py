@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -28,6 +29,14 @@ from party_client.protocol.holder import LOOKUP_LANE
 from party_client.matching.normalize import normalize_identifiers
 
 POPULATION = 50_000
+LOCK_DELETER = """
+import os, sys
+while True:
+    try:
+        os.unlink(sys.argv[1])
+    except FileNotFoundError:
+        pass
+"""
 
 
 def _audit(server) -> list[str]:
@@ -47,37 +56,43 @@ def _expected(querier: pd.DataFrame, holder: pd.DataFrame) -> dict[str, bool]:
 
 
 def test_concurrent_lookups_of_one_party_share_one_session(fresh_keyholder, tmp_path):
-    """16 lookups at once from one party (14 threads, 2 CLI processes) against a real ``party hold``:
-    one lookup session, listed and open at K; a replaced session is closed once unused."""
+    """16 lookups at once from one party (13 threads, 3 CLI processes) against a real ``party hold``,
+    while another process keeps deleting ``lookups/sessions.lock`` (it was the lock, and lookups that
+    opened it afresh each took it: sessions were left open at K unlisted, their secrets lost): one
+    lookup session, listed and open at K; a replaced session is closed once unused."""
     server = fresh_keyholder()
     (qdir, _), (hdir, hname) = make_party(server, tmp_path, cli=False), make_party(server, tmp_path, cli=False)
     querier, holder = tables(11, n=40, m=400, overlap=20)
     holder.to_csv(tmp_path / "h.csv", index=False)
     expected = _expected(querier, holder)
     picks = [querier.iloc[[i]] for i in range(4, 20)]
-    for index in (0, 1):
+    clis = range(3)
+    for index in clis:
         picks[index].to_csv(tmp_path / f"one{index}.csv", index=False)
     hold = subprocess.Popen(party_cmd("hold", "--dir", str(hdir), *server.flags(), "--input", str(tmp_path / "h.csv"),
                                       "--id-column", "health_no", "--poll-seconds", "2", "--quiet"),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deleter = subprocess.Popen([sys.executable, "-c", LOCK_DELETER, str(qdir / "lookups" / "sessions.lock")])
     try:
         processes = [subprocess.Popen(party_cmd("lookup", "--dir", str(qdir), *server.flags(), "--holder", hname,
                                                 "--input", str(tmp_path / f"one{index}.csv"), "--id-column", "hcn",
                                                 "--out", str(tmp_path / f"one{index}.out.csv"), "--scheme", "ec",
                                                 "--population", str(POPULATION), "--quiet"),
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for index in (0, 1)]
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for index in clis]
         party = Party(qdir, progress=False)
-        with ThreadPoolExecutor(14) as pool:
+        with ThreadPoolExecutor(len(picks) - len(clis)) as pool:
             found = list(pool.map(lambda frame: party.lookup(hname, frame, "hcn", POPULATION, scheme="ec",
-                                                             timeout=120), picks[2:]))
+                                                             timeout=120), picks[len(clis):]))
         for process in processes:
             _, stderr = process.communicate(timeout=180)
             assert process.returncode == 0, stderr
+        deleter.terminate()
+        deleter.wait(timeout=10)
         sessions = {result.report["session_id"] for result in found}
-        for index in (0, 1):
+        for index in clis:
             out = pd.read_csv(tmp_path / f"one{index}.out.csv", dtype=str, keep_default_na=False)
             assert out["matched"].tolist() == [str(expected[picks[index]["hcn"].iloc[0]])]
-        for frame, result in zip(picks[2:], found):
+        for frame, result in zip(picks[len(clis):], found):
             assert result.frame["matched"].tolist() == [expected[frame["hcn"].iloc[0]]]
         assert any(expected[frame["hcn"].iloc[0]] for frame in picks) and not all(expected.values())
         assert len(sessions) == 1
@@ -100,6 +115,8 @@ def test_concurrent_lookups_of_one_party_share_one_session(fresh_keyholder, tmp_
         usage = run_party("hold", "--help").stdout                         # the serving model is stated
         assert f"({LOOKUP_LANE} at once)" in " ".join(usage.split()) and "--lookup-memory" in usage
     finally:
+        deleter.kill()
+        deleter.wait(timeout=10)
         hold.send_signal(signal.SIGINT)
         hold.wait(timeout=30)
 
