@@ -18,7 +18,9 @@ def add_preset_options(sub: argparse.ArgumentParser, querier: bool) -> None:
                           "for the roles in --map (person-typo adds typo levels: costlier)")
     sub.add_argument("--map", metavar="ROLE=COLUMN,...",
                      help=f"your columns for the preset's roles ({', '.join(ROLES)}); any subset of two or more")
-    sub.add_argument("--date-format", default="%Y%m%d", help="format of the dob column")
+    sub.add_argument("--date-format", default="auto",
+                     help="format of the dob column (e.g. %%d/%%m/%%Y); auto reads year-first dates (19670818, "
+                          "1967-08-18, 1967/08/18) and never guesses day/month order")
     sub.add_argument("--match-threshold", type=float, default=DEFAULT_THRESHOLD,
                      help="Fellegi-Sunter weight (bits) a pair must reach; both parties must give the same")
     sub.add_argument("--write-rules", metavar="FILE.toml", help="also write the preset as a rules file to edit")

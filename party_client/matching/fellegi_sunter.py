@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from party_client.errors import PartyError
+from party_client.matching.dates import AUTO, read_dates
 from party_client.matching.levels import (ELSE_LEVEL, MISSING_LEVEL, GroupKeys, Level, date_keys, group_agreement,
                                           marked_values, missing_keys, number_keys, text_keys)
 from party_client.matching.normalize import normalize_identifiers, normalize_names
@@ -69,10 +70,7 @@ def field_codes(field: LevelField, frame: pd.DataFrame) -> pd.Series:
                                    format="%Y%m%d", errors="coerce")
         else:
             text = frame[field.column].reset_index(drop=True).astype("string").fillna("").str.strip()
-            dates = pd.to_datetime(text.where(text != "", None), format=field.date_format, errors="coerce")
-            if int((text != "").sum()) and not dates.notna().any():
-                raise PartyError(f"field '{field.name}': no value of column '{field.column}' matches date_format "
-                                 f"'{field.date_format}'")
+            dates = read_dates(text, field.date_format or AUTO, f"field '{field.name}' (column '{field.column}')")
         return dates.dt.strftime("%Y%m%d").astype(object).where(dates.notna(), "").astype(object)
     column = frame[field.column].reset_index(drop=True)
     if field.value_type == "number":

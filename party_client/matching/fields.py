@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from party_client.errors import PartyError
+from party_client.matching.dates import read_dates
 from party_client.matching.normalize import normalize_identifiers, normalize_names
 
 ENCODERS = ("exact", "name", "soundex", "nysiis", "metaphone", "initial", "dob_ndi")
@@ -86,10 +87,7 @@ def field_codes(field: Field, frame: pd.DataFrame) -> dict[str, pd.Series]:
 def date_parts(field: Field, column: pd.Series) -> dict[str, pd.Series]:
     """Day, month and year as text ('' when missing or unparseable), parsed with the declared format."""
     text = column.astype("string").fillna("").str.strip()
-    dates = pd.to_datetime(text, format=field.date_format, errors="coerce")
-    if int((text != "").sum()) and not dates.notna().any():
-        raise PartyError(f"rules field '{field.name}': no value of column '{field.column}' matches "
-                         f"date_format '{field.date_format}'")
+    dates = read_dates(text, field.date_format, f"rules field '{field.name}' (column '{field.column}')")
 
     def text_of(values: pd.Series) -> pd.Series:
         return values.astype("Int64").astype("string").fillna("").astype(object)

@@ -18,6 +18,7 @@ import pandas as pd
 
 from party_client.errors import PartyError
 from party_client.matching.blocking import BlockingPass, holder_rows, parse_pass_options, plan_passes
+from party_client.matching.dates import AUTO
 from party_client.matching.fellegi_sunter import ELSE_LEVEL, LevelModel, accepted, pair_levels, pattern_weights
 from party_client.matching.fields import aligned_key
 from party_client.matching.keys import BlockedHolder, BlockedQuery, HolderKeys, QuerierKeys, QuerierTable
@@ -236,10 +237,9 @@ def load_level_rules(document: dict, where: str) -> LevelRules:
             raise PartyError(f"{where}: field '{name}' needs column = \"...\" or (dates) columns = [year, month, day]")
         if columns is not None and (value_type != "date" or len(columns) != 3):
             raise PartyError(f"{where}: field '{name}': columns = [year, month, day] is for date fields only")
-        if value_type == "date" and columns is None and not entry.get("date_format"):
-            raise PartyError(f"{where}: date field '{name}' needs date_format, e.g. \"%Y%m%d\"")
+        date_format = entry.get("date_format") or AUTO if value_type == "date" and columns is None else None
         fields.append(LevelField(name, value_type, tuple(Level.parse(text, value_type) for text in levels),
-                                 entry.get("column"), tuple(columns) if columns else None, entry.get("date_format"),
+                                 entry.get("column"), tuple(columns) if columns else None, date_format,
                                  entry.get("normalize", "name")))
     spec = document.get("rule", {}).get("levels", {})
     try:

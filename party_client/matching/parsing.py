@@ -18,6 +18,7 @@ from typing import Callable
 import pandas as pd
 
 from party_client.errors import PartyError
+from party_client.matching.dates import AUTO
 
 log = logging.getLogger("party_client.matching")
 
@@ -54,7 +55,8 @@ def _sources(rules) -> list[tuple[str, tuple[str, ...], str, str]]:
     if isinstance(rules, LevelRules):
         out = []
         for f in rules.model.fields:
-            hint = f" as date_format '{f.date_format}'" if f.value_type == "date" and f.date_format else \
+            hint = " as a year-first date" if f.value_type == "date" and f.date_format == AUTO else \
+                f" as date_format '{f.date_format}'" if f.value_type == "date" and f.date_format else \
                 " as a date (year, month, day)" if f.value_type == "date" else \
                 " as a whole number" if f.value_type == "number" else ""
             out.append((f.name, tuple(f.columns), f.name, hint))

@@ -17,6 +17,7 @@ import pandas as pd
 
 from party_client.errors import PartyError
 from party_client.matching.blocking import BlockingPass
+from party_client.matching.dates import AUTO
 from party_client.matching.fellegi_sunter import ELSE_LEVEL, LevelField, LevelModel, u_from_frequencies
 from party_client.matching.level_rules import LevelRules
 from party_client.matching.levels import Level
@@ -116,7 +117,7 @@ def prior_probabilities(fields: list[LevelField], preset: str = "person") -> tup
     return m, u
 
 
-def person_model(mapping: dict[str, str], date_format: str = "%Y%m%d", threshold: float = DEFAULT_THRESHOLD,
+def person_model(mapping: dict[str, str], date_format: str = AUTO, threshold: float = DEFAULT_THRESHOLD,
                  preset: str = "person") -> LevelModel:
     """The person model over the mapped roles (weights from the priors unless m and u are given)."""
     roles = [r for r in ("id", "first", "last", "dob", "sex", "postcode", "street_number", "address", "city", "state")
@@ -146,7 +147,7 @@ def person_passes(mapping: dict[str, str]) -> list[BlockingPass]:
     return passes
 
 
-def person_rules(mapping: dict[str, str], date_format: str = "%Y%m%d", threshold: float = DEFAULT_THRESHOLD,
+def person_rules(mapping: dict[str, str], date_format: str = AUTO, threshold: float = DEFAULT_THRESHOLD,
                  preset: str = "person") -> LevelRules:
     """The preset as matching keys: model and blocking passes."""
     return LevelRules(person_model(mapping, date_format, threshold, preset), person_passes(mapping),

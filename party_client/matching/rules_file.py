@@ -11,6 +11,7 @@ from pathlib import Path
 
 from party_client.errors import PartyError
 from party_client.matching.blocking import BlockingPass, parse_pass_options, refuse_risk_table
+from party_client.matching.dates import AUTO
 from party_client.matching.fields import ENCODERS, Field
 from party_client.matching.rules import MAX_RULE_FIELDS, Rules, fellegi_sunter_terms, parse_boolean_rule
 
@@ -37,13 +38,12 @@ def load_rules(source: str | Path | dict) -> Rules:
     for entry in document.get("field", []):
         try:
             field = Field(name=entry["name"], column=entry["column"], encoder=entry["encoder"],
-                          date_format=entry.get("date_format"), transposed=bool(entry.get("transposed", False)))
+                          date_format=entry.get("date_format") or (AUTO if entry.get("encoder") == "dob_ndi" else None),
+                          transposed=bool(entry.get("transposed", False)))
         except KeyError as missing:
             raise PartyError(f"{where}: every [[field]] needs {missing}") from None
         if field.encoder not in ENCODERS:
             raise PartyError(f"{where}: encoder '{field.encoder}' unknown (use one of {', '.join(ENCODERS)})")
-        if field.encoder == "dob_ndi" and not field.date_format:
-            raise PartyError(f"{where}: field '{field.name}' (dob_ndi) needs date_format, e.g. \"%Y%m%d\"")
         if not field.name.isidentifier():
             raise PartyError(f"{where}: field name '{field.name}' must be an identifier")
         fields.append(field)

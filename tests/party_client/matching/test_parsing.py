@@ -42,7 +42,7 @@ def test_mixed_date_forms_warn_and_examples_need_five_records():
     dob = [f"19{50 + i % 40}{1 + i % 12:02d}{1 + i % 28:02d}" for i in range(180)] + \
         ["1970-01-02"] * 6 + [f"1980-03-{10 + i}" for i in range(14)]          # 20 of 200 in another form
     frame = people(200, dob)
-    rules = person_rules(parse_map("first=first,last=last,dob=dob"))
+    rules = person_rules(parse_map("first=first,last=last,dob=dob"), "%Y%m%d")
     said = []
     check_unparsed(unparsed_fields(rules, frame), warn=said.append)
     assert len(said) == 1 and "20 of 200 values (10%)" in said[0]
@@ -66,3 +66,29 @@ def test_the_dry_run_refuses_then_warns_with_force(tmp_path):
     forced = subprocess.run(command + ["--force"], capture_output=True, text=True)
     assert forced.returncode == 0, forced.stderr
     assert "could not be read as date_format '%m/%d/%Y'" in forced.stderr
+
+
+def test_year_first_dates_in_any_form_are_read_by_default_and_agree():
+    """The default ``auto`` reads each party's year-first form: an ISO column and a compact one give the
+    same codes, so the same person agrees on dob whatever form each registry writes."""
+    iso = ["1967-08-18", "1970-01-02", "", "2001-12-31"]
+    compact = ["19670818", "19700102", "", "20011231"]
+    rules = person_rules(parse_map("first=first,last=last,dob=dob"))
+    codes = [rules.codes(people(4, dob))["dob"].tolist() for dob in (iso, compact, [d.replace("-", "/")[:10] for d in iso])]
+    assert codes[0] == codes[1] == codes[2] == ["19670818", "19700102", "", "20011231"]
+    assert unparsed_fields(rules, people(4, iso)) == []
+    timed = rules.codes(people(2, ["1967-08-18T10:00:00", "1970-01-02T00:00:00"]))["dob"].tolist()
+    assert timed == ["19670818", "19700102"]
+    partial = unparsed_fields(rules, people(3, ["1967", "1967-08", "1967-08-18"]))   # never a day of a year
+    assert [(u.present, u.unparsed) for u in partial] == [(3, 2)]
+
+
+def test_day_first_dates_are_never_guessed(tmp_path):
+    """Without --date-format a day-first column is refused in one line asking for the order (exit 2)."""
+    people(50, day_first(50)).to_csv(tmp_path / "q.csv", index=False)
+    refused = subprocess.run([sys.executable, "-m", "party_client.cli", "join", "--dir", str(tmp_path / "p"), "--holder",
+                              "h", "--input", str(tmp_path / "q.csv"), "--preset", "person",
+                              "--map", "first=first,last=last,dob=dob", "--dry-run", "--out", str(tmp_path / "o.csv")],
+                             capture_output=True, text=True)
+    assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+    assert "never guessed" in refused.stderr and "--date-format" in refused.stderr and "Traceback" not in refused.stderr
