@@ -29,4 +29,8 @@ def detect(text: str, hints: Mapping[str, object] | None = None) -> list[Span]:
     found = (hinted(note, given, found_dates) + found_dates + ages(note) + contacts(note) + identifiers(note)
              + places(note) + facilities(note) + names(note))
     first = resolve(found)
-    return resolve(first + mentions(note, first))
+    # A mention on the very range of a kept span would lose to it (equal length, stable ranking): only the
+    # others can change the result, and most notes have none.
+    taken = {(s.start, s.end) for s in first}
+    more = [s for s in mentions(note, first) if (s.start, s.end) not in taken]
+    return resolve(first + more) if more else first

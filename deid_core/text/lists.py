@@ -39,6 +39,7 @@ TRIGGERS = {
     T_FACILITY: "hospital clinic center centre infirmary home hospice memorial healthcare care associates pediatrics "
                 "rehab institute sanatorium living medicine practice group system health",
 }
+TRIGGER_FLAGS = sum(TRIGGERS)
 
 #: Words never taken for a name on their own (common English and clinical words).
 _COMMON_FILES = ("lorem_words.txt", "clinical_words.txt")
@@ -119,11 +120,8 @@ def automaton() -> ahocorasick.Automaton:
 
 def find_words(folded: str) -> list[tuple[int, int, int]]:
     """``(start, end, flags)`` of every listed word in a folded note, offsets into the original note."""
-    out = []
-    for last, (length, _, flags) in automaton().iter(folded):
-        end = last - 1  # the trailing space's index in the folded text, less the leading space
-        out.append((end - length, end, flags))
-    return out
+    # ``last`` is the trailing space's index in the folded text; less the leading space, the word's end
+    return [(last - 1 - length, last - 1, flags) for last, (length, _, flags) in automaton().iter(folded)]
 
 
 @lru_cache(maxsize=None)

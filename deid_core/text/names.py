@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from typing import Sequence
 
 from .lists import EPONYM, FIRST, LAST, MEDICAL, T_RELATION, T_TITLE, WORD, english, stop_words, word_classes
 from .note import Note
@@ -30,12 +31,17 @@ _RELATIONS = ("seen by", "evaluated by", "examined by", "discussed with", "spoke
 _RELATION = re.compile(r"\b(?i:" + "|".join(sorted(_RELATIONS, key=len, reverse=True)) + r")\b:?[ \t]+"
                        rf"((?:{_NAME})(?:[ \t]+(?:{_NAME})){{0,2}})")
 # A name signed with a credential ("Robin Summers, RN"): the words before it, read from the right.
-_CREDENTIAL = re.compile(r"(?:,[ \t]*|[ \t]+)(?:RN|MD|NP|LPN|CNA|PhD|MSW|RD|PT|OT)\b|,[ \t]*(?:DO|PA|PA-C)\b")
+# Found by the credential alone (the engine skips to its first letters; a pattern beginning with the comma or the
+# spaces before it would be tried at every space), then its lead is read back: a comma, or spaces (not before
+# DO and PA, which need the comma).
+_CREDENTIAL = re.compile(r"(?:RN|MD|NP|LPN|CNA|PhD|MSW|RD|PT|OT|DO|PA)\b")
+_COMMA_CREDENTIALS = frozenset(("DO", "PA"))
 _BEFORE_CREDENTIAL = re.compile(rf"((?:{_NAME})(?:[ \t]+(?:{_NAME})){{0,2}})$")
 _COMMA = re.compile(r"\b([A-Za-z][A-Za-z'’-]*[A-Za-z]),[ \t]*([A-Za-z][A-Za-z'’-]*[A-Za-z])(?:[ \t]+([A-Z])\.?(?!\w))?")
 _LABEL = re.compile(r"(?i:name|patient|pt)\s*:\s*$")
 _WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*[A-Za-z]|[A-Z]\.?")
 _GAP = re.compile(r"[ \t]+(?:[A-Z]\.?[ \t]+)?$")  # what may separate two words of one name (a middle initial)
+_MIDDLE_INITIAL = re.compile(r"\b[A-Z]\.?(?=[ \t]+$)")
 _NEXT = re.compile(r"[ \t]+(?:[A-Z]\.?[ \t]+)?([A-Za-z][A-Za-z'’-]*[A-Za-z])(?![\w'’-])")
 _PREV = re.compile(r"(?<![\w.'’-])([A-Za-z][A-Za-z'’-]*[A-Za-z])[ \t]+$")
 _EPONYM_TAIL = re.compile(r"(?:['’]?s)?\s*(?:-\s*[A-Za-z]+\s+)?(?:sign|disease|syndrome|palsy|test|score|scale|maneuver|"
@@ -99,34 +105,47 @@ def _cued(note: Note) -> list[Span]:
     text = note.text
     for pattern, title, flag in ((_TITLE, True, T_TITLE), (_RELATION, False, T_RELATION)):
         for m in filter(None, (pattern.match(text, s) for s, _ in note.hits(flag))):
-            words = []
-            for w in _WORD.finditer(m.group(1)):
-                word, end = w.group(), m.start(1) + w.end()
-                k = kind(word)
-                first_ok = k != STOP and (k != ENGLISH or word[0].isupper()) if title else (_more(word) or k == AMBIGUOUS)
-                if not (first_ok if not words else _more(word) or _surname_after_first(words[-1].group(), word)) \
-                        or _eponym(text, end, word):
+            words = _cue_words(m.group(1), title)
+            offset = m.start(1)
+            for i, (_, end, word) in enumerate(words):  # an eponym before its term ends the name
+                if _eponym(text, offset + end, word):
+                    words = words[:i]
                     break
-                words.append(w)
-            out += _name_words(m.start(1), words, title, "cue")
+            out += _name_words(offset, words, title, "cue")
     return out
 
 
-def _name_words(offset: int, words: list[re.Match], surname_alone: bool, source: str) -> list[Span]:
-    """Spans of the words of one name (a trailing initial belongs to no name), typed by position."""
-    words = list(words)
-    while words and len(words[-1].group().rstrip(".")) == 1:
-        words.pop()
-    return [Span(offset + w.start(), offset + w.end(), _type_of(w.group(), i, len(words), surname_alone), w.group(),
-                 source, CUE) for i, w in enumerate(words)]
+@lru_cache(maxsize=65536)
+def _cue_words(phrase: str, title: bool) -> tuple[tuple[int, int, str], ...]:
+    """``(start, end, word)`` of the words of ``phrase`` (what follows a cue) that make a name, by their kind
+    alone: a function of the phrase, so computed once per distinct phrase."""
+    words: list[tuple[int, int, str]] = []
+    for w in _WORD.finditer(phrase):
+        word = w.group()
+        k = kind(word)
+        first_ok = k != STOP and (k != ENGLISH or word[0].isupper()) if title else (_more(word) or k == AMBIGUOUS)
+        if not (first_ok if not words else _more(word) or _surname_after_first(words[-1][2], word)):
+            break
+        words.append((w.start(), w.end(), word))
+    return tuple(words)
+
+
+def _name_words(offset: int, words: Sequence[tuple[int, int, str]], surname_alone: bool, source: str) -> list[Span]:
+    """Spans of the words ``(start, end, word)`` of one name (a trailing initial belongs to no name), typed by
+    position."""
+    size = len(words)
+    while size and len(words[size - 1][2].rstrip(".")) == 1:
+        size -= 1
+    return [Span(offset + s, offset + e, _type_of(w, i, size, surname_alone), w, source, CUE)
+            for i, (s, e, w) in enumerate(words[:size])]
 
 
 def _credentialed(note: Note) -> list[Span]:
     """The name before a credential: up to three name words (an English word ends it), the last a surname."""
     out = []
     text = note.text
-    for c in _CREDENTIAL.finditer(text):
-        m = _BEFORE_CREDENTIAL.search(text, max(0, c.start() - 60), c.start())
+    for lead in _credential_leads(text):
+        m = _BEFORE_CREDENTIAL.search(text, max(0, lead - 60), lead)
         if not m:
             continue
         words = list(_WORD.finditer(m.group(1)))
@@ -134,9 +153,21 @@ def _credentialed(note: Note) -> list[Span]:
         for w in reversed(words):
             if not (_more(w.group()) or kind(w.group()) == AMBIGUOUS and w.group()[0].isupper()):
                 break
-            kept.insert(0, w)
+            kept.insert(0, (w.start(), w.end(), w.group()))
         out += _name_words(m.start(1), kept, True, "credential")
     return out
+
+
+def _credential_leads(text: str):
+    """Where each credential's lead begins: ``, RN``, ``,RN``, ``  RN`` (``, DO``, ``, PA`` with a comma only)."""
+    for c in _CREDENTIAL.finditer(text):
+        at = start = c.start()
+        while start and text[start - 1] in " \t":
+            start -= 1
+        if start and text[start - 1] == ",":
+            yield start - 1
+        elif start < at and c.group() not in _COMMA_CREDENTIALS:
+            yield start
 
 
 def _last_first(note: Note) -> list[Span]:
@@ -207,7 +238,8 @@ def _extend(text: str, run: list, strong: bool) -> tuple[list, bool]:
     """Add a foreign word just before or after a run ("Yosef Villegas", "Karen hautamaki"): capitalized, or
     lower case beside a strong name. True when a capitalized foreign word was added."""
     grown = False
-    before = _PREV.search(text, max(0, run[0][0] - 30), run[0][0])
+    at = run[0][0]
+    before = _PREV.search(text, max(0, at - 30), at) if at and text[at - 1] in " \t" else None
     if before and kind(before.group(1)) == FOREIGN and (strong or before.group(1)[0].isupper()):
         run = [(before.start(1), before.end(1), False)] + run
         grown = before.group(1)[0].isupper() and text[run[1][0]].isupper()
@@ -222,9 +254,9 @@ def _initials(text: str, run: list) -> list:
     """The middle initials between the words of a run ("Jane Q. Doe") as words of the run."""
     out = [run[0]]
     for nxt in run[1:]:
-        m = re.search(r"\b[A-Z]\.?(?=[ \t]+$)", text[out[-1][1]:nxt[0]])
+        m = _MIDDLE_INITIAL.search(text, out[-1][1], nxt[0])
         if m:
-            out.append((out[-1][1] + m.start(), out[-1][1] + m.end(), False))
+            out.append((m.start(), m.end(), False))
         out.append(nxt)
     return out
 

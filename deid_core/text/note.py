@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Iterator
+from typing import Iterable, Iterator
 
-from .lists import find_words, fold
+from .lists import TRIGGER_FLAGS, find_words, fold
 
 
 def lower(text: str) -> str:
@@ -30,9 +30,23 @@ class Note:
         """``(start, end, flags)`` of every list and trigger word (:func:`deid_core.text.lists.find_words`)."""
         return find_words(fold(self.text))
 
-    def hits(self, flag: int) -> Iterator[tuple[int, int]]:
-        """Where the words of class ``flag`` are."""
-        return ((s, e) for s, e, f in self.words if f & flag)
+    @cached_property
+    def _triggers(self) -> dict[int, list[tuple[int, int]]]:
+        """The trigger words by class, gathered in one pass over the words."""
+        out: dict[int, list[tuple[int, int]]] = {}
+        for start, end, flags in self.words:
+            bits = flags & TRIGGER_FLAGS
+            while bits:
+                bit = bits & -bits
+                out.setdefault(bit, []).append((start, end))
+                bits ^= bit
+        return out
+
+    def hits(self, flag: int) -> list[tuple[int, int]]:
+        """Where the words of class ``flag`` are (in order of start)."""
+        if flag & TRIGGER_FLAGS == flag and flag & (flag - 1) == 0:
+            return self._triggers.get(flag, [])
+        return [(s, e) for s, e, f in self.words if f & flag]
 
     def occurrences(self, value: str) -> Iterator[tuple[int, int]]:
         """Where ``value`` (lower case) stands as whole words in the note, in any case."""
@@ -45,24 +59,23 @@ class Note:
                 yield at, end
             at = low.find(value, at + 1)
 
-    def around(self, pattern: re.Pattern, anchors: Iterator[tuple[int, int]], before: int, after: int,
+    def around(self, pattern: re.Pattern, anchors: Iterable[tuple[int, int]], before: int, after: int,
                lowered: bool = True) -> list[re.Match]:
-        """The matches of ``pattern`` in windows ``[start - before, end + after)`` around each anchor, each match
-        once; a match cut by its window's end is dropped (the whole note would have given it longer)."""
+        """The matches of ``pattern`` in windows ``[start - before, end + after)`` around each anchor (in order of
+        start; overlapping windows are merged), each match once; a match cut by its window's end is dropped (the
+        whole note would have given it longer)."""
         source = self.low if lowered else self.text
+        size = len(source)
         out: list[re.Match] = []
-        for start, stop in _merged(anchors, before, after, len(source)):
-            out += [m for m in pattern.finditer(source, start, stop) if m.end() < stop or stop == len(source)]
+        lo = hi = -1
+        for start, end in anchors:
+            start, end = max(0, start - before), min(size, end + after)
+            if start <= hi:
+                hi = max(hi, end)
+                continue
+            if hi >= 0:
+                out += [m for m in pattern.finditer(source, lo, hi) if m.end() < hi or hi == size]
+            lo, hi = start, end
+        if hi >= 0:
+            out += [m for m in pattern.finditer(source, lo, hi) if m.end() < hi or hi == size]
         return out
-
-
-def _merged(anchors: Iterator[tuple[int, int]], before: int, after: int, size: int) -> list[tuple[int, int]]:
-    """The windows around the anchors (in order of start), overlapping ones merged."""
-    windows: list[tuple[int, int]] = []
-    for start, end in anchors:
-        lo, hi = max(0, start - before), min(size, end + after)
-        if windows and lo <= windows[-1][1]:
-            windows[-1] = (windows[-1][0], max(hi, windows[-1][1]))
-        else:
-            windows.append((lo, hi))
-    return windows

@@ -4,7 +4,8 @@ postal codes, countries and health-care facilities (El Emam & Arbuckle, ch. 8 "F
 HIPAA Safe Harbor identifiers, 45 CFR 164.514(b)(2)).
 
 Each recognizer is a pure function ``Note -> list[Span]`` on compiled regular expressions. Patterns over the
-whole note begin with a digit (the engine then skips to digits); the others run only in a window around a
+whole note begin with a digit or, where digits stand before a separator (``3/14``, ``123-45-6789``), with the
+separator, a literal the engine skips to; the others run only in a window around a
 trigger word the automaton found (a month, a cue word, a facility's head word; :mod:`deid_core.text.note`).
 A shape that is also a clinical measure (a blood pressure 120/80, a motor strength 5/5, a pain score 7/10, an
 obstetric code G2P1A1, vertebral levels C6C7T1) is refused by the pattern, its context or the calendar.
@@ -26,12 +27,22 @@ _ORDINALS = ("first second third fourth fifth sixth seventh eighth ninth tenth e
 _ORD = rf"(?:(?:twenty|thirty)[- ])?(?:{'|'.join(_ORDINALS)})"
 _YEAR = r"(?:(?:19|20)\d{2}|['’]\d{2})"
 
-# On the lower-cased note. Numeric dates begin with a digit and are checked against the calendar after.
-_NUMERIC_DATES = [re.compile(p) for p in (
-    r"[12](?<![\w/.-][12])[09]\d\d[-/.]\d\d?[-/.]\d\d?(?![\d/])",                         # 2019-03-14
-    r"\d(?<![\w/.-]\d)\d?([-/.])\d\d?\1(?:\d{4}|\d{2})(?![\d/])",                          # 03/14/2019, 3-14-19
-    r"\d(?<![\w/.-]\d)\d?/(?:19|20)\d\d(?![\d/])",                                          # 03/2019
-)]
+# On the lower-cased note. A pattern with digits before a separator is searched from the separator, a literal
+# the regular-expression engine skips to (it tests every digit of the note otherwise, several times slower);
+# the digits before it are in a look-behind, and the match starts at :func:`_start`. Numeric dates are
+# checked against the calendar after.
+
+
+def _after_digits(sep: str, no: str, rest: str) -> re.Pattern:
+    """``rest`` after one or two digits and ``sep``, the digits not after a character of the class ``no``."""
+    s = re.escape(sep)
+    return re.compile(rf"{s}(?:(?<=(?<!{no})\d\d{s})|(?<=(?<!{no})\d{s})){rest}")
+
+
+_NUMERIC_DATES = [(p, back) for sep in "-/." for p, back in (
+    (re.compile(rf"\{sep}(?<=(?<![\w/.-])[12][09]\d\d\{sep})\d\d?[-/.]\d\d?(?![\d/])"), 4),            # 2019-03-14
+    (_after_digits(sep, r"[\w/.-]", rf"\d\d?\{sep}(?:\d{{4}}|\d{{2}})(?![\d/])"), 0),                   # 3-14-19
+)] + [(_after_digits("/", r"[\w/.-]", r"(?:19|20)\d\d(?![\d/])"), 0)]                                   # 03/2019
 _NAMED_DATES = re.compile("|".join((  # one alternation: at a start, the first form that matches
     rf"\b{_MONTH}\.?\s+{_DAY}(?:,?\s+{_YEAR})?(?![\w'])",                                  # March 14, 2019
     rf"\b(?:the\s+)?{_DAY}(?:\s+of)?\s+{_MONTH}\b\.?(?:,?\s+{_YEAR}(?![\w']))?",           # 14 March 2019
@@ -40,7 +51,7 @@ _NAMED_DATES = re.compile("|".join((  # one alternation: at a start, the first f
     rf"\b{_MONTH}\.?,?\s+(?:of\s+)?{_YEAR}(?![\w'])",                                      # Jan '19, March 2019
 )))
 # A month and a day without a year ("2/03"), refused after a score's name or before "strength".
-_SHORT_DATE = re.compile(r"\d(?<![\w/.,+-]\d)\d?/\d\d?(?![\d/]|\.\d|\s*(?:strength|power|motor|bilat|on the|mm|cm|%))")
+_SHORT_DATE = _after_digits("/", r"[\w/.,+-]", r"\d\d?(?![\d/]|\.\d|\s*(?:strength|power|motor|bilat|on the|mm|cm|%))")
 _NOT_A_DATE_BEFORE = re.compile(r"(?:pain|score|strength|power|grade|gcs|apgar|ratio|bp|murmur|reflexes|rated|scale|"
                                 r"motor|of|was|is|at)\W*$")
 # A month name alone is a date element after a preposition ("in April", "since May"); "May" and "March"
@@ -70,7 +81,7 @@ _EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
 _URL_CORE = re.compile(r"://|www\.|\.(?:com|org|net|edu|gov|io|info)\b")
 _URL = re.compile(r"\b(?:https?://|www\.)[^\s<>\"')\]]+[^\s<>\"')\].,;:!?]|\b[\w-]+\.(?:com|org|net|edu|gov|io|info)"
                   r"(?:/[^\s<>\"')\]]*[^\s<>\"')\].,;:!?])?\b")
-_SSN = re.compile(r"\d(?<![\w-]\d)\d\d-\d\d-\d{4}(?![\w-])")
+_SSN = re.compile(r"-(?<=(?<![\w-])\d\d\d-)\d\d-\d{4}(?![\w-])")  # from its first hyphen, 3 digits back
 _ID_CUES = (("SSN", r"ssn|social security(?:\s+(?:number|no\.?|#))?"),
             ("MRN", r"mrn|mr\s?#|medical record(?:\s+(?:number|no\.?|#))?|record\s+(?:number|no\.?|#)|chart\s+(?:number|#)|"
                     r"hospital\s+(?:number|no\.?|#|id)|patient\s+id|pt\s+id"),
@@ -121,6 +132,19 @@ def _span(note: Note, m: re.Match, type_: str, source: str, priority: int, group
     return Span(m.start(group), m.end(group), type_, note.text[m.start(group):m.end(group)], source, priority)
 
 
+def _start(low: str, m: re.Match, back: int) -> int:
+    """Where a match found from its separator begins: ``back`` characters before it, or (``back`` 0) one or two
+    digits before it."""
+    at = m.start()
+    return at - back if back else (at - 2 if at >= 2 and low[at - 2].isdigit() else at - 1)
+
+
+def _from_separator(note: Note, pattern: re.Pattern, back: int, type_: str, source: str) -> list[Span]:
+    low, text = note.low, note.text
+    return [Span(start, m.end(), type_, text[start:m.end()], source, PATTERN)
+            for m in pattern.finditer(low) for start in (_start(low, m, back),)]
+
+
 def _all(note: Note, pattern: re.Pattern, type_: str, source: str, priority: int, lowered: bool = True) -> list[Span]:
     return [_span(note, m, type_, source, priority) for m in pattern.finditer(note.low if lowered else note.text)]
 
@@ -128,10 +152,10 @@ def _all(note: Note, pattern: re.Pattern, type_: str, source: str, priority: int
 def dates(note: Note) -> list[Span]:
     """Every written form of a date but a bare year: numeric (checked against the calendar), ISO, month names,
     ordinals, "2/03" (not after a score's name)."""
-    out = [s for p in _NUMERIC_DATES for s in _all(note, p, "DATE", "date", PATTERN) if parse(s.text)]
-    for m in _SHORT_DATE.finditer(note.low):
-        if parse(m.group()) and not _NOT_A_DATE_BEFORE.search(note.low, max(0, m.start() - 12), m.start()):
-            out.append(_span(note, m, "DATE", "date", PATTERN))
+    out = [s for p, back in _NUMERIC_DATES for s in _from_separator(note, p, back, "DATE", "date") if parse(s.text)]
+    for s in _from_separator(note, _SHORT_DATE, 0, "DATE", "date"):
+        if parse(s.text) and not _NOT_A_DATE_BEFORE.search(note.low, max(0, s.start - 12), s.start):
+            out.append(s)
     months = list(note.hits(T_MONTH))
     if months:
         out += [_span(note, m, "DATE", "date", PATTERN) for m in note.around(_NAMED_DATES, months, 30, 16)]
@@ -160,7 +184,7 @@ def contacts(note: Note) -> list[Span]:
 
 def identifiers(note: Note) -> list[Span]:
     """MRN, SSN, account, licence and device numbers after their cue word; SSN-shaped and long numbers."""
-    out = _all(note, _SSN, "SSN", "ssn", PATTERN)
+    out = _from_separator(note, _SSN, 3, "SSN", "ssn")
     value = len(_ID_CUES) + 1
     for m in note.around(_ID_CUE, note.hits(T_ID), 0, 60):
         kind = next(n for n, _ in _ID_CUES if m.group(n))

@@ -2,7 +2,7 @@
 (El Emam & Arbuckle, ch. 8 "Free-Form Text": the identifiers a text anonymizer must find)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 #: Each PHI type's group: the targets of docs/text.md are stated per group.
 GROUPS = {
@@ -20,9 +20,9 @@ TYPES = tuple(GROUPS)
 HINT, PATTERN, CUE, LIST = 40, 30, 20, 10
 
 
-@dataclass(frozen=True, slots=True)
-class Span:
-    """``text[start:end]`` is PHI of ``type``; ``source`` names the recognizer (for reports and tests)."""
+class Span(NamedTuple):
+    """``text[start:end]`` is PHI of ``type``; ``source`` names the recognizer (for reports and tests). A named
+    tuple: immutable, and made several times faster than a frozen dataclass (a note yields dozens of candidates)."""
 
     start: int
     end: int

@@ -1,0 +1,58 @@
+"""The numeric patterns searched from their separator (deid_core.text.recognizers, names) find exactly what the
+digit-first forms they replace found: the forms are kept here as the reference and both run on random strings
+of digits, separators, letters and spaces."""
+from __future__ import annotations
+
+import random
+import re
+
+from deid_core.text.names import _credential_leads
+from deid_core.text.note import Note
+from deid_core.text.recognizers import _NUMERIC_DATES, _SHORT_DATE, _SSN, _from_separator
+
+REFERENCE_DATES = [re.compile(p) for p in (
+    r"[12](?<![\w/.-][12])[09]\d\d[-/.]\d\d?[-/.]\d\d?(?![\d/])",
+    r"\d(?<![\w/.-]\d)\d?([-/.])\d\d?\1(?:\d{4}|\d{2})(?![\d/])",
+    r"\d(?<![\w/.-]\d)\d?/(?:19|20)\d\d(?![\d/])",
+)]
+REFERENCE_SHORT = re.compile(r"\d(?<![\w/.,+-]\d)\d?/\d\d?(?![\d/]|\.\d|\s*(?:strength|power|motor|bilat|on the|mm|cm|%))")
+REFERENCE_SSN = re.compile(r"\d(?<![\w-]\d)\d\d-\d\d-\d{4}(?![\w-])")
+REFERENCE_CREDENTIAL = re.compile(r"(?:,[ \t]*|[ \t]+)(?:RN|MD|NP|LPN|CNA|PhD|MSW|RD|PT|OT)\b|,[ \t]*(?:DO|PA|PA-C)\b")
+
+
+def _strings(n: int, alphabet: list[str], seed: int) -> list[str]:
+    rng = random.Random(seed)
+    return ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 40))) for _ in range(n)]
+
+
+def _numbers(n: int, seed: int) -> list[str]:
+    """Digit groups joined by separators, with look-alike neighbours on both sides."""
+    rng = random.Random(seed)
+    groups, seps = ["1", "3", "12", "03", "31", "45", "123", "2019", "1999", "6789", "99", "123-45-6789", "45-6789"], list("/-.") + [", ", " "]
+    edges = ["", " ", "x", "/", "-", ".", "1", "+", ",", "_"]
+    tails = ["", " ", "/", "-", "x", ".5", " mm", " strength", "'"]
+    out = []
+    for _ in range(n):
+        parts = [rng.choice(edges), rng.choice(groups)]
+        for _ in range(rng.randint(1, 3)):
+            parts += [rng.choice(seps), rng.choice(groups)]
+        out.append("".join(parts) + rng.choice(tails) + " " + rng.choice(groups))
+    return out
+
+
+def test_numeric_patterns_match_their_digit_first_forms():
+    for text in _numbers(6000, 5):
+        note = Note(text)
+        got = sorted({(s.start, s.end) for p, back in _NUMERIC_DATES for s in _from_separator(note, p, back, "DATE", "")})
+        want = sorted({m.span() for p in REFERENCE_DATES for m in p.finditer(text)})
+        assert got == want, text
+        assert [(s.start, s.end) for s in _from_separator(note, _SHORT_DATE, 0, "DATE", "")] == \
+            [m.span() for m in REFERENCE_SHORT.finditer(text)], text
+        assert [(s.start, s.end) for s in _from_separator(note, _SSN, 3, "SSN", "")] == \
+            [m.span() for m in REFERENCE_SSN.finditer(text)], text
+
+
+def test_credential_leads_match_the_lead_first_form():
+    alphabet = ["RN", "MD", "DO", "PA", "PA-C", "PhD", "LPN", ",", " ", "  ", "\t", "Smith", "x", "-", "'s", "A"]
+    for text in _strings(6000, alphabet, 6):
+        assert list(_credential_leads(text)) == [m.start() for m in REFERENCE_CREDENTIAL.finditer(text)], text
