@@ -130,6 +130,26 @@ def first_names() -> tuple[str, ...]:
 
 
 @lru_cache(maxsize=None)
+def _sexed_first_names() -> tuple[frozenset[str], frozenset[str]]:
+    return frozenset(read_list("first_names_female.txt")), frozenset(read_list("first_names_male.txt"))
+
+
+def sex_of(first_name: str) -> str:
+    """``F`` or ``M`` for a first name only Faker's female or male lists hold; ``U`` for one in both (Jean, Robin)
+    or in neither."""
+    female, male = _sexed_first_names()
+    low = first_name.lower()
+    return "U" if (low in female) == (low in male) else ("F" if low in female else "M")
+
+
+@lru_cache(maxsize=None)
+def first_names_of_sex(sex: str) -> tuple[str, ...]:
+    """The first names of :func:`first_names` of that sex (``F``, ``M`` or ``U``), no trigger word among them."""
+    classes = word_classes()
+    return tuple(n for n in first_names() if sex_of(n) == sex and not classes[n] & TRIGGER_FLAGS)
+
+
+@lru_cache(maxsize=None)
 def last_names() -> tuple[str, ...]:
     return tuple(w for w, f in word_classes().items() if f & LAST and not f & (WORD | MEDICAL | EPONYM))
 

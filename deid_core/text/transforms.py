@@ -4,7 +4,8 @@ and type, the same value the same number), ``surrogate`` (a realistic replacemen
 ch. 8 "Free-Form Text"; docs/text.md, "Transforms").
 
 Surrogates are keyed (the data owner's key, docs/masking.md "The owner's key"): a name is drawn from the
-shipped lists by HMAC of its value, so the same name gets the same surrogate in every note; every date of
+shipped lists by HMAC of its value, so the same name gets the same surrogate in every note, a first or middle
+name from those of its sex (a name of both sexes or of none from those of both); every date of
 one patient moves by the same number of days, HMAC of the patient's id, so intervals survive (El Emam &
 Arbuckle, ch. 11 on date shifting); identifiers are replaced digit for digit and letter for letter from the
 keyed PRF. A value for which no surrogate (or generalization) can be made is tagged and counted, never kept.
@@ -26,10 +27,11 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from ..errors import DeidInputError
 from ..transform.keys import check_key
 from ..transform.safe_harbor import RESTRICTED_ZIP3_2000
-from .lists import first_names, last_names, read_list, states
+from .lists import first_names_of_sex, last_names, read_list, sex_of, states
 from .spans import Span
 from .textdates import shifted, year_of
 
+_WORD_START = re.compile(r"(?:^|(?<=[ -]))[a-z]")
 MODES = ("redact", "tag", "surrogate", "generalize")
 REDACTED = "***"
 MAX_SHIFT_DAYS = 365
@@ -101,7 +103,7 @@ class Surrogates:
         if t in ("FIRST_NAME", "MIDDLE_NAME", "LAST_NAME"):
             if len(v.rstrip(".")) == 1:
                 return self.characters(v, t)
-            pool = first_names() if t != "LAST_NAME" else last_names()
+            pool = first_names_of_sex(sex_of(v)) if t != "LAST_NAME" else last_names()
             return _case_like(v, self.pick(pool, t, v))
         if t == "DATE":
             return shifted(v, self.shift_days(patient))
@@ -141,7 +143,7 @@ def _case_like(original: str, new: str) -> str:
         return new.lower()
     if original.isupper() and len(original) > 1:
         return new.upper()
-    return string.capwords(new, " ").replace("'S", "'s")
+    return _WORD_START.sub(lambda m: m.group().upper(), new.lower())  # "Marie-Louise", "De La Cruz"
 
 
 @lru_cache(maxsize=None)

@@ -79,3 +79,25 @@ def test_a_shifted_date_keeps_its_written_form(written, days, expected):
 def test_an_unknown_mode_is_refused():
     with pytest.raises(DeidInputError, match="mode 'blur'"):
         transform("x", [], "blur")
+
+
+def test_first_name_surrogates_keep_the_sex_and_are_consistent_across_documents():
+    from deid_core.text.lists import first_names_of_sex, sex_of
+
+    surrogates = Surrogates(KEY)
+    for sex in "FMU":
+        for name in first_names_of_sex(sex)[::97]:
+            for type_ in ("FIRST_NAME", "MIDDLE_NAME"):
+                new = surrogates.value(Span(0, len(name), type_, name.title()), "P1")
+                assert new.lower() != name and new[0].isupper() and sex_of(new) == sex, (name, new)
+    # A name of neither list (no sex known) gets one of both sexes, drawn by the key: the same every time.
+    unknown = surrogates.value(Span(0, 7, "FIRST_NAME", "Xochitl"), "P1")
+    assert sex_of(unknown) == "U" and unknown.lower() in first_names_of_sex("U")
+    # The same name in two notes of the patient (and of another), in any case: the same surrogate.
+    notes = ["Mary Jones seen today by Dr. Smith.", "Called MARY JONES, no answer.", "Jane Doe and Mary Smith seen."]
+    outs = [transform(n, detect(n), "surrogate", surrogates=surrogates, patient=p).text
+            for n, p in zip(notes, ("P1", "P1", "P2"))]
+    first = outs[0].split()[0]
+    assert sex_of(first) == "F" and first != "Mary"
+    assert outs[1].split()[1] == first.upper() and outs[2].split()[3] == first
+    assert sex_of(outs[2].split()[0]) == "F"
