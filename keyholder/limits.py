@@ -9,6 +9,8 @@ import argparse
 import os
 from dataclasses import dataclass
 
+from keyholder.slots import stream_budget
+
 MIB = 1 << 20
 DAY = 24 * 3600.0
 
@@ -35,6 +37,8 @@ class Limits:
     max_rounds: int = 64                   # rounds (queries) per session
     max_waits: int = 16                    # concurrent ListWork/WaitRound long-polls per party
     max_wait: float = 30.0                 # longest single long-poll, s
+    max_streams: int = 64                  # concurrent streamed calls (PutMessage, GetMessage, FetchResults) per party
+    max_streams_total: int = stream_budget()   # ... of all parties: below the process's file-descriptor limit
     # comparison batches
     max_batch_comparisons: int = 1 << 16
     max_attachment_bytes: int = 64 << 10
@@ -73,6 +77,12 @@ def add_limit_options(parser: argparse.ArgumentParser) -> None:
     add("--max-rounds", type=int, default=d.max_rounds, help="rounds per session")
     add("--max-waits", type=int, default=d.max_waits,
         help="concurrent long-polls (ListWork, WaitRound) per party")
+    add("--max-streams", type=int, default=d.max_streams,
+        help="concurrent streamed calls (query uploads, message and result reads) per party; more: "
+             "'retry in N s'")
+    add("--max-streams-total", type=int, default=d.max_streams_total,
+        help="concurrent streamed calls of all parties; unless set, half the file descriptors the process "
+             "may open (ulimit -n) beyond 256 kept for connections and the store, at most 4096")
     add("--max-attachment-bytes", type=int, default=d.max_attachment_bytes,
         help="largest sealed row attachment")
     add("--max-rule-terms", type=int, default=d.max_rule_terms,
@@ -102,6 +112,7 @@ def limits_from_args(args: argparse.Namespace) -> Limits:
                   max_message_bytes=args.max_message_mb * MIB, default_query_bytes=args.default_query_mb * MIB,
                   max_spool_session_bytes=args.max_spool_session_mb * MIB, max_spool_bytes=args.max_spool_mb * MIB,
                   max_open_sessions=args.max_open_sessions, max_rounds=args.max_rounds, max_waits=args.max_waits,
+                  max_streams=args.max_streams, max_streams_total=args.max_streams_total,
                   max_attachment_bytes=args.max_attachment_bytes, max_rule_terms=args.max_rule_terms,
                   max_rule_groups=args.max_rule_terms, token_lifetime=args.token_days * DAY,
                   max_auth_failures=args.max_auth_failures, keygen_workers=args.keygen_workers,

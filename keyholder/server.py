@@ -4,8 +4,9 @@ Each call is checked field by field (:mod:`keyholder.validation`), authenticates
 the party (bearer token, and under mTLS the client certificate's common name),
 runs a plain method of the core on a thread pool, and turns a
 :class:`ServiceError` into the gRPC status with its one-line message.  Long-polls
-are async waits that hold no thread, at most ``Limits.max_waits`` per party.
-The gRPC health and reflection services are on.
+are async waits that hold no thread, at most ``Limits.max_waits`` per party;
+streamed calls at most ``Limits.max_streams`` per party and ``max_streams_total``
+in all (:mod:`keyholder.slots`).  The gRPC health and reflection services are on.
 """
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ from keyholder.errors import ServiceError
 from keyholder.statuses import DecodeGuard, refuse
 from keyholder.core import KeyHolder
 from keyholder.pair_rule import PairRule, WeightedRule
+from keyholder.slots import Slot, Slots
 from keyholder.states import PENDING
 from keyholder.store import Message, Round, Session
 from keyholder.uploads import Follower, Upload
@@ -126,27 +128,6 @@ class Changes:
                 event.set()
 
 
-class WaitSlots:
-    """Concurrent long-polls per party: above ``limit`` a wait is refused (RESOURCE_EXHAUSTED)."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self._held: dict[str, int] = {}
-
-    @contextlib.contextmanager
-    def hold(self, party: str):
-        if self._held.get(party, 0) >= self.limit:
-            raise ServiceError("RESOURCE_EXHAUSTED", f"{self.limit} long-polls of '{party}' are already "
-                                                     "waiting: retry in 1 s", retry_after=1)
-        self._held[party] = self._held.get(party, 0) + 1
-        try:
-            yield
-        finally:
-            self._held[party] -= 1
-            if not self._held[party]:
-                del self._held[party]
-
-
 def peer_address(context) -> str | None:
     """The caller's address without its port ("ipv4:127.0.0.1:5123" -> "ipv4:127.0.0.1")."""
     peer = context.peer() or ""
@@ -162,7 +143,9 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
         self.mtls = mtls
         self.limits = core.limits
         self.changes = changes
-        self.waits = WaitSlots(core.limits.max_waits)
+        self.waits = Slots("long-polls", core.limits.max_waits, held="waiting")
+        self.streams = Slots("streams", core.limits.max_streams, core.limits.max_streams_total,
+                             flags=("keyholder serve --max-streams", "keyholder serve --max-streams-total"))
         core.add_listener(changes.notify)
 
     # -- plumbing -------------------------------------------------------------
@@ -184,17 +167,37 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
     async def _thread(function: Callable[..., T], *args) -> T:
         return await asyncio.get_running_loop().run_in_executor(None, function, *args)
 
+    def _screened(self, context, method: str | None, request) -> tuple[str | None, str | None, str | None]:
+        """Check ``request`` (``method`` None: nothing to check); the call's credentials."""
+        if method is not None:
+            validation.check(method, request, self.limits)
+        token, cert_name, peer = self._credentials(context)
+        self.core.screen(token)                   # a token that keeps failing: refused on the event loop
+        return token, cert_name, peer
+
     async def _run(self, context, method: str | None, request, work: Callable[[str], T]) -> T:
         """Check ``request``, authenticate, run ``work(party)`` on the pool; refusals become statuses."""
         try:
-            if method is not None:
-                validation.check(method, request, self.limits)
-            token, cert_name, peer = self._credentials(context)
-            self.core.screen(token)                   # a token that keeps failing: refused on the event loop
+            token, cert_name, peer = self._screened(context, method, request)
 
             def job() -> T:
                 return work(self.core.authenticate(token, cert_name, peer))
             return await self._thread(job)
+        except Exception as error:
+            await self._fail(context, error)
+
+    async def _stream(self, context, method: str, request, opened: Callable[[str], T]) -> tuple[Slot, T]:
+        """A streamed answer: check, authenticate, take one of the party's stream slots (:attr:`streams`)
+        before anything is opened, then ``opened(party)`` on the pool.  Returns the slot (the caller
+        gives it back when its stream ends) and what ``opened`` gave."""
+        try:
+            party = await self._thread(self.core.authenticate, *self._screened(context, method, request))
+            slot = self.streams.hold(party)
+            try:
+                return slot, await self._thread(opened, party)
+            except BaseException:
+                slot.release()
+                raise
         except Exception as error:
             await self._fail(context, error)
 
@@ -276,55 +279,60 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
 
     # -- relay ----------------------------------------------------------------
     async def PutMessage(self, request_iterator, context):
+        """The first chunk's header is checked before the caller is authenticated, as every request is;
+        the party's stream slot (:attr:`streams`) is taken before the upload opens its spool file."""
         upload = None
-        try:
-            chunks = request_iterator.__aiter__()
-            first = await anext(chunks, None)
-            if first is None or not first.HasField("header"):
-                raise ServiceError("INVALID_ARGUMENT", "the first chunk must carry the header")
-            header = first.header
-            validation.message_header(header, self.limits)
-            token, cert_name, peer = self._credentials(context)
-            self.core.screen(token)
+        with contextlib.ExitStack() as slot:
+            try:
+                chunks = request_iterator.__aiter__()
+                first = await self._next_chunk(chunks)
+                if first is None or not first.HasField("header"):
+                    raise ServiceError("INVALID_ARGUMENT", "the first chunk must carry the header")
+                header = first.header
+                validation.message_header(header, self.limits)
+                party = await self._thread(self.core.authenticate, *self._screened(context, None, None))
+                slot.enter_context(self.streams.hold(party))
 
-            def begin() -> Upload:
-                started = self.core.begin_message(self.core.authenticate(token, cert_name, peer), header.session_id,
-                                                  header.kind, header.recipient, header.stream)
-                try:
-                    if first.data:
-                        started.write(first.data)
-                except BaseException:
-                    started.abort()
-                    raise
-                return started
-            upload = await self._thread(begin)
-            idle = self.limits.upload_idle
-            while True:        # a querier that stops sending loses its upload: no reader or quota waits on it
-                try:
-                    async with asyncio.timeout(idle):       # in this task: a cancelled call stays cancelled
-                        chunk = await anext(chunks, None)
-                except TimeoutError:
-                    raise ServiceError("DEADLINE_EXCEEDED", f"no data for {idle:g} s: the upload was aborted "
-                                                            "(keyholder serve --upload-idle-timeout)") from None
-                if chunk is None:
-                    break
-                if chunk.HasField("header"):
-                    raise ServiceError("INVALID_ARGUMENT", "only the first chunk carries a header")
-                await self._thread(upload.write, chunk.data)
-            message = await self._thread(upload.commit)
-            upload = None
-            return message_info(message)
-        except ServiceError as error:
-            failure = error
-        except asyncio.CancelledError:
-            raise
-        except Exception as error:  # the stream broke (e.g. a chunk over the gRPC size limit)
-            failure = ServiceError("RESOURCE_EXHAUSTED", f"the message stream failed: {type(error).__name__}")
-            log.warning("PutMessage stream failed: %s", type(error).__name__)
-        finally:
-            if upload is not None:               # refused or cancelled: a holder following it is told
-                await self._thread(upload.abort)
+                def begin() -> Upload:
+                    started = self.core.begin_message(party, header.session_id, header.kind, header.recipient,
+                                                      header.stream)
+                    try:
+                        if first.data:
+                            started.write(first.data)
+                    except BaseException:
+                        started.abort()
+                        raise
+                    return started
+                upload = await self._thread(begin)
+                while (chunk := await self._next_chunk(chunks)) is not None:
+                    if chunk.HasField("header"):
+                        raise ServiceError("INVALID_ARGUMENT", "only the first chunk carries a header")
+                    await self._thread(upload.write, chunk.data)
+                message = await self._thread(upload.commit)
+                upload = None
+                return message_info(message)
+            except ServiceError as error:
+                failure = error
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:  # the stream broke (e.g. a chunk over the gRPC size limit)
+                failure = ServiceError("RESOURCE_EXHAUSTED", f"the message stream failed: {type(error).__name__}")
+                log.warning("PutMessage stream failed: %s", type(error).__name__)
+            finally:
+                if upload is not None:               # refused or cancelled: a holder following it is told
+                    await self._thread(upload.abort)
         await refuse(context, failure)
+
+    async def _next_chunk(self, chunks) -> pb.MessageChunk | None:
+        """The upload's next chunk (None at its end); a querier that sends nothing for the upload idle
+        timeout loses its upload: no reader, quota or stream slot waits on it."""
+        idle = self.limits.upload_idle
+        try:
+            async with asyncio.timeout(idle):       # in this task: a cancelled call stays cancelled
+                return await anext(chunks, None)
+        except TimeoutError:
+            raise ServiceError("DEADLINE_EXCEEDED", f"no data for {idle:g} s: the upload was aborted "
+                                                    "(keyholder serve --upload-idle-timeout)") from None
 
     async def GetMessage(self, request, context):
         def opened(party: str) -> tuple:
@@ -333,21 +341,22 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
                 return followed
             message, chunks = self.core.get_message(party, request.message_id)
             return message, chunks, read_ahead(chunks)
-        found = await self._run(context, "GetMessage", request, opened)
-        if len(found) == 2:
-            async for chunk in self._follow(context, *found):
-                yield chunk
-            return
-        message, chunks, ready = found
-        header = pb.MessageHeader(session_id=message.session_id, kind=message.kind,
-                                  recipient=message.recipient)
-        first = True
-        for data in ready:
-            yield pb.MessageChunk(header=header, data=data, round=message.round or 0) if first \
-                else pb.MessageChunk(data=data)
-            first = False
-        while len(ready) == READ_AHEAD and (data := await self._thread(next, chunks, None)) is not None:
-            yield pb.MessageChunk(data=data)
+        slot, found = await self._stream(context, "GetMessage", request, opened)
+        with slot:
+            if len(found) == 2:
+                async for chunk in self._follow(context, *found):
+                    yield chunk
+                return
+            message, chunks, ready = found
+            header = pb.MessageHeader(session_id=message.session_id, kind=message.kind,
+                                      recipient=message.recipient)
+            first = True
+            for data in ready:
+                yield pb.MessageChunk(header=header, data=data, round=message.round or 0) if first \
+                    else pb.MessageChunk(data=data)
+                first = False
+            while len(ready) == READ_AHEAD and (data := await self._thread(next, chunks, None)) is not None:
+                yield pb.MessageChunk(data=data)
 
     async def _follow(self, context, upload: Upload, follower: Follower):
         """Stream a query as its upload grows (:class:`keyholder.uploads.Follower`), woken by each
@@ -445,11 +454,14 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
         def opened(party: str) -> tuple[Iterator[list], list[list]]:
             pages = self.core.fetch_results(party, request.session_id, request.round)
             return pages, read_ahead(pages)
-        pages, ready = await self._run(context, "FetchResults", request, opened)
-        for page in ready:
-            yield pb.ResultBatch(matches=[pb.Match(match_indices=indices, attachment=blob) for indices, blob in page])
-        while len(ready) == READ_AHEAD and (page := await self._thread(next, pages, None)) is not None:
-            yield pb.ResultBatch(matches=[pb.Match(match_indices=indices, attachment=blob) for indices, blob in page])
+        slot, (pages, ready) = await self._stream(context, "FetchResults", request, opened)
+        with slot:
+            for page in ready:
+                yield pb.ResultBatch(matches=[pb.Match(match_indices=indices, attachment=blob)
+                                              for indices, blob in page])
+            while len(ready) == READ_AHEAD and (page := await self._thread(next, pages, None)) is not None:
+                yield pb.ResultBatch(matches=[pb.Match(match_indices=indices, attachment=blob)
+                                              for indices, blob in page])
 
 
 READ_AHEAD = 2     # pieces of a streamed answer read with the call's checks (a lookup's whole answer)

@@ -1,7 +1,8 @@
 """Caps that hold under concurrency, against a real ``keyholder serve``: the open-session cap under 64
 concurrent OpenSession calls of one party (both schemes) and 500 calls over 8 threads; key generation
 queued per party and served fairly, so another party's OpenSession stays fast while one party churns
-costly keys; undecodable request bytes answered INVALID_ARGUMENT on every RPC."""
+costly keys; streams capped per party and in total, a refused party client waiting its turn;
+undecodable request bytes answered INVALID_ARGUMENT on every RPC."""
 from __future__ import annotations
 
 import os
@@ -14,7 +15,10 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2
 
-from linkhelpers import TEST_KEY_BITS
+from linkhelpers import TEST_KEY_BITS, make_parties, stub_for
+from party_client.identity import PartyDir
+from party_client.transport import Connection
+from party_client.waiting import Notice
 from proto import linkage_pb2 as pb
 from proto import linkage_pb2_grpc as pb_grpc
 
@@ -120,6 +124,65 @@ def test_key_generation_is_queued_per_party_and_others_stay_fast(fresh_keyholder
     print("other party's OpenSession, median s:", {k: round(statistics.median(v), 3) for k, v in latencies.items()})
     assert statistics.median(latencies["ec"]) < 1.0
     assert statistics.median(latencies["paillier"]) < 5.0
+
+
+def test_streams_are_capped_per_party_and_in_total_and_a_refused_client_waits(fresh_keyholder, tmp_path):
+    """One party could hold streams open until K had no file descriptor left (1,100 streams under
+    ``ulimit -n 1024``: an honest party could not connect).  Now a party's streams beyond ``--max-streams``
+    and all parties' beyond ``--max-streams-total`` are refused, before anything is opened, with
+    RESOURCE_EXHAUSTED and "retry in N s"; a party client so refused waits and gets through once a
+    stream ends."""
+    server = fresh_keyholder(extra=("--max-streams", "2", "--max-streams-total", "3"))
+    (adir, a), (bdir, b), (_, h) = make_parties(server, tmp_path, 3, cli=False)
+    release = threading.Event()
+    (a_stub, a_meta), (b_stub, b_meta) = stub_for(server, adir), stub_for(server, bdir)
+    request = pb.OpenSessionRequest(mode=pb.JOIN, holder=h, scheme="ec")
+    a_session, b_session = (stub.OpenSession(request, metadata=meta, timeout=30)
+                            for stub, meta in ((a_stub, a_meta), (b_stub, b_meta)))
+
+    def chunk(session: pb.SessionInfo) -> pb.MessageChunk:
+        return pb.MessageChunk(header=pb.MessageHeader(session_id=session.session_id, kind="query", recipient=h),
+                               data=b"sealed")
+
+    def stalled(session: pb.SessionInfo):          # an upload that starts, then waits to be released
+        yield chunk(session)
+        release.wait(30)
+
+    def refusal(call) -> tuple[grpc.StatusCode, str, dict]:
+        with pytest.raises(grpc.RpcError) as caught:
+            call()
+        return caught.value.code(), caught.value.details(), dict(caught.value.trailing_metadata() or ())
+    held = [a_stub.PutMessage.future(stalled(a_session), metadata=a_meta, timeout=30) for _ in range(2)]
+    time.sleep(0.5)
+    code, details, trailers = refusal(lambda: a_stub.PutMessage(iter([chunk(a_session)]), metadata=a_meta,
+                                                                timeout=10))
+    assert code == grpc.StatusCode.RESOURCE_EXHAUSTED and trailers.get("retry-after") == "1"
+    assert details == f"2 streams of '{a}' are already open (keyholder serve --max-streams): retry in 1 s"
+    held.append(b_stub.PutMessage.future(stalled(b_session), metadata=b_meta, timeout=30))
+    time.sleep(0.5)
+    total = ("3 streams of all parties are open at the key holder, its most (keyholder serve --max-streams-total): "
+             "retry in 1 s")
+    for call in (lambda: b_stub.PutMessage(iter([chunk(b_session)]), metadata=b_meta, timeout=10),   # uploads
+                 lambda: list(b_stub.GetMessage(pb.MessageRef(message_id="0" * 32), metadata=b_meta, timeout=10))):
+        code, details, _ = refusal(call)                                                            # and reads
+        assert code == grpc.StatusCode.RESOURCE_EXHAUSTED and details == total
+
+    said: list[str] = []
+    connection = Connection(PartyDir.load(bdir), server.address, insecure=True,
+                            notice=Notice(sink=said.append, first_after=0.0))
+    try:
+        session = connection.call("OpenSession", request)
+        threading.Timer(1.5, release.set).start()
+        started = time.monotonic()
+        info = connection.upload("PutMessage", lambda: iter([chunk(session)]))
+        waited = time.monotonic() - started
+    finally:
+        release.set()
+        connection.close()
+    assert info.round == 1 and waited >= 1.0
+    assert any("asks to wait before PutMessage" in line and "retry in 1 s" in line for line in said), said
+    assert [future.result(timeout=10).round for future in held] == [1, 2, 1]     # the stalled uploads end too
+    assert "Traceback" not in server.log_path.read_text()
 
 
 def _garbage_call(channel, path: str, request_streaming: bool, response_streaming: bool, garbage: bytes):

@@ -1,7 +1,9 @@
 """A querier that starts a streamed query and never finishes it cannot stall the holder: K aborts an upload
 that sends nothing for ``--upload-idle-timeout`` seconds, the holder's reader is told and moves on, and an
 honest querier's join beside it finishes.  Two such uploads used to hold a holder's join lanes for as long
-as the attacker kept them open (90 s in the attack; up to the session's lifetime)."""
+as the attacker kept them open (90 s in the attack; up to the session's lifetime).  The attacker holding
+all the streams K allows a party (``--max-streams``) is refused one more, with "retry in N s", while the
+honest join goes through."""
 from __future__ import annotations
 
 import subprocess
@@ -9,17 +11,19 @@ import threading
 import time
 
 import grpc
+import pytest
 
 from linkhelpers import TEST_KEY_BITS, make_party, party_cmd, stub_for, tables
 from party_client.api import Party
 from proto import linkage_pb2 as pb
 
 IDLE = 2.0
+STREAMS = 2
 
 
 def test_a_stalled_upload_is_aborted_and_the_holder_serves_others(fresh_keyholder, tmp_path):
-    server = fresh_keyholder(extra=("--upload-idle-timeout", str(IDLE)))
-    (hostile, _), (honest, _), (hdir, hname) = (make_party(server, tmp_path) for _ in range(3))
+    server = fresh_keyholder(extra=("--upload-idle-timeout", str(IDLE), "--max-streams", str(STREAMS)))
+    (hostile, hostile_name), (honest, _), (hdir, hname) = (make_party(server, tmp_path) for _ in range(3))
     querier, holder = tables(31, n=20, m=40, overlap=8)
     holder.to_csv(tmp_path / "h.csv", index=False)
     hold = subprocess.Popen(party_cmd("hold", "--dir", str(hdir), *server.flags(), "--input", str(tmp_path / "h.csv"),
@@ -30,9 +34,9 @@ def test_a_stalled_upload_is_aborted_and_the_holder_serves_others(fresh_keyholde
                                metadata=metadata, timeout=60)
     release = threading.Event()
 
-    def stalled():                                  # a streamed query's header, then nothing, for a minute
+    def stalled(stream: bool = True):               # a query's header, then nothing, for a minute
         yield pb.MessageChunk(header=pb.MessageHeader(session_id=session.session_id, kind="query", recipient=hname,
-                                                      stream=True), data=b"\x00" * 64)
+                                                      stream=stream), data=b"\x00" * 64)
         release.wait(60)
     outcome: dict = {}
 
@@ -47,7 +51,14 @@ def test_a_stalled_upload_is_aborted_and_the_holder_serves_others(fresh_keyholde
     attacker = threading.Thread(target=upload, daemon=True)
     try:
         attacker.start()
+        silent = [stub.PutMessage.future(stalled(stream=False), metadata=metadata, timeout=90)
+                  for _ in range(STREAMS - 1)]      # the rest of its streams: started, then silent
         time.sleep(1.0)                             # the holder has taken the stalled query into its one lane
+        with pytest.raises(grpc.RpcError) as over:
+            stub.PutMessage(stalled(), metadata=metadata, timeout=10)
+        assert over.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert over.value.details() == (f"{STREAMS} streams of '{hostile_name}' are already open "
+                                        "(keyholder serve --max-streams): retry in 1 s")
         started = time.monotonic()
         result = Party(honest, progress=False).join(hname, querier, "hcn", key_bits=TEST_KEY_BITS, timeout=60)
         seconds = time.monotonic() - started
@@ -57,6 +68,7 @@ def test_a_stalled_upload_is_aborted_and_the_holder_serves_others(fresh_keyholde
         assert outcome["code"] == grpc.StatusCode.DEADLINE_EXCEEDED and "no data for 2 s" in outcome["details"]
         assert outcome["seconds"] < IDLE + 5
         assert result.frame["matched"].sum() >= 1 and seconds < 30
+        assert all(future.exception().code() == grpc.StatusCode.DEADLINE_EXCEEDED for future in silent)
     finally:
         release.set()
         hold.terminate()
