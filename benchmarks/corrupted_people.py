@@ -137,11 +137,12 @@ def generate(persons: int = 4000, others: int = 1000, seed: int = 1) -> tuple[pd
     return registries(a, b, rng)
 
 
-def registries(a: list[dict], b: list[dict], rng: np.random.Generator) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Two registries' rows as text frames in FEBRL's columns, each shuffled (seeded by ``rng``)."""
+def registries(a: list[dict], b: list[dict], rng: np.random.Generator,
+               columns: tuple[str, ...] = COLUMNS) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Two registries' rows as text frames in ``columns`` (FEBRL's), each shuffled (seeded by ``rng``)."""
     frames = []
     for rows in (a, b):
-        frame = pd.DataFrame(rows, columns=list(COLUMNS)).astype(str)
+        frame = pd.DataFrame(rows, columns=list(columns)).astype(str)
         frames.append(frame.sample(frac=1, random_state=int(rng.integers(1 << 31))).reset_index(drop=True))
     return frames[0], frames[1]
 

@@ -1,7 +1,7 @@
 """This project's ``--preset person`` and ``person-typo`` (secure, real processes) next to splink and
-anonlink + clkhash (each in its own environment) on FEBRL 1-4 and the corrupted set, scored alike.
+anonlink + clkhash (each in its own environment) on FEBRL 1-4 and the generated sets, scored alike.
 
-    python -m benchmarks.linkage_peers [--dataset febrl1 febrl2 febrl3 febrl4 corrupted] [--n 5000]
+    python -m benchmarks.linkage_peers [--dataset febrl1 febrl2 febrl3 febrl4 corrupted slipped census] [--n 5000]
         [--system splink anonlink person person-typo] [--scheme ristretto|ec]
         [--reference] [--peers /work/peers] [--json OUT]
 
@@ -42,6 +42,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from benchmarks.corrupted_people import COLUMNS
 from benchmarks.fuzzy_quality import (DATASET_MAPS, DATASETS, PRESET_MAP, dataset_mode, load_dataset, output_pairs, per_record, preset_reference,
                                       preset_rules, run_schemes)
 
@@ -59,8 +60,8 @@ def run_peer(name: str, peers: Path, folder: Path) -> tuple[pd.DataFrame, float]
         raise SystemExit(f"{name}: no environment at {python.parent.parent} (benchmarks/README.md, 'Linkage peers')")
     out = folder / f"{name}.csv"
     started = time.perf_counter()
-    done = subprocess.run([str(python), str(HERE / "peers" / f"{name}_link.py"), str(folder / "a.csv"),
-                           str(folder / "b.csv"), str(out)], capture_output=True, text=True)
+    done = subprocess.run([str(python), str(HERE / "peers" / f"{name}_link.py"), str(folder / "peer_a.csv"),
+                           str(folder / "peer_b.csv"), str(out)], capture_output=True, text=True)
     seconds = time.perf_counter() - started
     if done.returncode != 0:
         raise SystemExit(f"{name} failed:\n{done.stderr[-2000:]}")
@@ -136,6 +137,11 @@ def main(argv: list[str] | None = None) -> int:
             folder = Path(tmp)
             a.to_csv(folder / "a.csv", index=False)
             b.to_csv(folder / "b.csv", index=False)
+            # the peers' documented models read FEBRL's columns and one date form: their files carry those
+            # columns only, and B's dates in A's form (YYYYMMDD)
+            a[list(COLUMNS)].to_csv(folder / "peer_a.csv", index=False)
+            b.assign(date_of_birth=b["date_of_birth"].str.replace("-", ""))[list(COLUMNS)].to_csv(
+                folder / "peer_b.csv", index=False)
             for system in args.system:
                 if system in PEERS:
                     pairs, seconds = run_peer(system, Path(args.peers), folder)

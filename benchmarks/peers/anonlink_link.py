@@ -40,7 +40,7 @@ SCHEMA = Schema([
     StringSpec("address_1", properties(2, 100)),
     StringSpec("address_2", properties(2, 100)),
     StringSpec("suburb", properties(2, 100)),
-    IntegerSpec("postcode", properties(1, 100, True)),
+    IntegerSpec("postcode", properties(1, 100, True, missing=True)),   # missing in the held-out sets
     StringSpec("state", properties(2, 100)),
     IntegerSpec("date_of_birth", properties(1, 200, True, missing=True)),
     Ignore("soc_sec_id"),
