@@ -29,8 +29,7 @@ def detect(text: str, hints: Mapping[str, object] | None = None) -> list[Span]:
     found = (hinted(note, given, found_dates) + found_dates + ages(note) + contacts(note) + identifiers(note)
              + places(note) + facilities(note) + names(note))
     first = resolve(found)
-    # A mention on the very range of a kept span would lose to it (equal length, stable ranking): only the
-    # others can change the result, and most notes have none.
-    taken = {(s.start, s.end) for s in first}
-    more = [s for s in mentions(note, first) if (s.start, s.end) not in taken]
+    # A mention on the very range of a kept span would lose to it (equal length, stable ranking), so mentions
+    # leaves those out; most notes have no other.
+    more = mentions(note, first)
     return resolve(first + more) if more else first

@@ -22,7 +22,7 @@ _FILES = {FIRST: "first_names.txt", LAST: "last_names.txt", WORD: "name_words.tx
           MEDICAL: "medical_terms.txt", CITY: "cities.txt", COUNTRY: "countries.txt"}
 # Trigger words: the first word of a cue, a month, a facility's head word. A recognizer that needs one runs its
 # pattern only where the automaton found it, not over the whole note.
-T_MONTH, T_TITLE, T_RELATION, T_ID, T_PHONE, T_ZIP, T_FACILITY = (1 << i for i in range(9, 16))
+T_MONTH, T_TITLE, T_RELATION, T_ID, T_PHONE, T_ZIP, T_FACILITY, T_STREET = (1 << i for i in range(9, 17))
 TRIGGERS = {
     T_MONTH: "january february march april may june july august september october november december jan feb mar apr "
              "jun jul aug sep sept oct nov dec",
@@ -39,7 +39,10 @@ TRIGGERS = {
     T_FACILITY: "hospital clinic center centre infirmary home hospice memorial healthcare care associates pediatrics "
                 "rehab institute sanatorium living medicine practice group system health",
 }
-TRIGGER_FLAGS = sum(TRIGGERS)
+TRIGGER_FLAGS = sum(TRIGGERS) | T_STREET  # T_STREET: the street suffixes (:func:`street_suffix_words`)
+#: Street suffixes are also found before an apostrophe or a hyphen ("Main Street's", "St-"), where a pattern's
+#: word boundary falls but the folded note goes on with the word.
+_STREET_ENDS = "'-"
 
 #: Words never taken for a name on their own (common English and clinical words).
 _COMMON_FILES = ("lorem_words.txt", "clinical_words.txt")
@@ -111,9 +114,15 @@ def stop_words() -> frozenset[str]:
 def automaton() -> ahocorasick.Automaton:
     """One Aho-Corasick automaton of all the lists; a match's value is ``(length, word, flags)``."""
     a = ahocorasick.Automaton()
-    for word, flags in word_classes().items():
+    entries = dict(word_classes())  # and the street suffixes, found for the street patterns only
+    for word in street_suffix_words():
+        entries[word] = entries.get(word, 0) | T_STREET
+    for word, flags in entries.items():
         key = f" {fold(word).strip()} "
         a.add_word(key, (len(key) - 2, word, flags))
+        if flags & T_STREET:
+            for end in _STREET_ENDS:
+                a.add_word(key[:-1] + end, (len(key) - 2, word, T_STREET))
     a.make_automaton()
     return a
 
@@ -155,8 +164,13 @@ def last_names() -> tuple[str, ...]:
 
 
 @lru_cache(maxsize=None)
+def street_suffix_words() -> frozenset[str]:
+    """The street suffixes (lower case) and their usual abbreviations."""
+    return frozenset(read_list("street_suffixes.txt")) | {"st", "ave", "rd", "blvd", "ln", "dr", "ct", "pl", "hwy",
+                                                          "pkwy", "ter", "cir", "sq", "trl"}
+
+
+@lru_cache(maxsize=None)
 def street_suffixes() -> str:
     """A regular-expression alternation of the street suffixes (and their usual abbreviations)."""
-    words = set(read_list("street_suffixes.txt")) | {"st", "ave", "rd", "blvd", "ln", "dr", "ct", "pl", "hwy",
-                                                     "pkwy", "ter", "cir", "sq", "trl"}
-    return "|".join(sorted((re.escape(w) for w in words), key=len, reverse=True))
+    return "|".join(sorted((re.escape(w) for w in street_suffix_words()), key=len, reverse=True))

@@ -28,8 +28,20 @@ _RELATIONS = ("seen by", "evaluated by", "examined by", "discussed with", "spoke
               "signed by", "dictated by", "electronically signed by", "name", "caregiver", "guardian", "nurse", "intern",
               "fellow", "surgeon", "dear", "referring", "referred by", "niece", "nephew", "grandson", "granddaughter",
               "aunt", "uncle")
-_RELATION = re.compile(r"\b(?i:" + "|".join(sorted(_RELATIONS, key=len, reverse=True)) + r")\b:?[ \t]+"
-                       rf"((?:{_NAME})(?:[ \t]+(?:{_NAME})){{0,2}})")
+
+
+def _by_first_word(phrases: tuple[str, ...]) -> dict[str, re.Pattern]:
+    """A relation cue (the longest phrase first, any case) and the name words after it, one pattern per first
+    word of the phrases: at a trigger word only the phrases that begin with it can match, and a short alternation
+    is tried much faster than one of fifty phrases."""
+    groups: dict[str, list[str]] = {}
+    for phrase in sorted(phrases, key=len, reverse=True):
+        groups.setdefault(phrase.split()[0], []).append(phrase)
+    return {word: re.compile(r"\b(?i:" + "|".join(group) + r")\b:?[ \t]+" + rf"((?:{_NAME})(?:[ \t]+(?:{_NAME})){{0,2}})")
+            for word, group in groups.items()}
+
+
+_RELATION_BY_WORD = _by_first_word(_RELATIONS)
 # A name signed with a credential ("Robin Summers, RN"): the words before it, read from the right.
 # Found by the credential alone (the engine skips to its first letters; a pattern beginning with the comma or the
 # spaces before it would be tried at every space), then its lead is read back: a comma, or spaces (not before
@@ -103,8 +115,11 @@ def _cued(note: Note) -> list[Span]:
     """The name words after a title ("Dr. villegas": any word but a stop word) or a relation ("wife Maria")."""
     out = []
     text = note.text
-    for pattern, title, flag in ((_TITLE, True, T_TITLE), (_RELATION, False, T_RELATION)):
-        for m in filter(None, (pattern.match(text, s) for s, _ in note.hits(flag))):
+    low = note.low
+    title_cues = (_TITLE.match(text, s) for s, _ in note.hits(T_TITLE))
+    relation_cues = ((p := _RELATION_BY_WORD.get(low[s:e])) and p.match(text, s) for s, e in note.hits(T_RELATION))
+    for cues, title in ((title_cues, True), (relation_cues, False)):
+        for m in filter(None, cues):
             words = _cue_words(m.group(1), title)
             offset = m.start(1)
             for i, (_, end, word) in enumerate(words):  # an eponym before its term ends the name
@@ -262,9 +277,12 @@ def _initials(text: str, run: list) -> list:
 
 
 def mentions(note: Note, found: list[Span]) -> list[Span]:
-    """Every other mention, in any case, of a name already found (an English word only when capitalized)."""
+    """Every other mention, in any case, of a name already found (an English word only when capitalized); not
+    the found spans themselves."""
     values: dict[str, str] = {}
+    taken = set()
     for s in found:
+        taken.add((s.start, s.end))
         if s.type in NAME_TYPES and len(s.text.rstrip(".")) > 1:
             values.setdefault(s.text.lower(), s.type)
     if not values:
@@ -273,6 +291,8 @@ def mentions(note: Note, found: list[Span]) -> list[Span]:
     text = note.text
     for value, type_ in values.items():
         for at, end in note.occurrences(value):
+            if (at, end) in taken:
+                continue
             word = text[at:end]
             if not _eponym(text, end, word) and (word[0].isupper() or kind(word) not in (AMBIGUOUS, ENGLISH, STOP)):
                 out.append(Span(at, end, type_, word, "mention", LIST))
@@ -281,4 +301,4 @@ def mentions(note: Note, found: list[Span]) -> list[Span]:
 
 def names(note: Note) -> list[Span]:
     """Name spans from cues, "Last, First" and listed names (mentions are added after overlap resolution)."""
-    return _cued(note) + _credentialed(note) + _last_first(note) + _runs(note.text, note.words)
+    return _cued(note) + _credentialed(note) + _last_first(note) + _runs(note.text, note.having(FIRST | LAST))

@@ -8,7 +8,10 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Iterable, Iterator
 
-from .lists import TRIGGER_FLAGS, find_words, fold
+from .lists import CITY, COUNTRY, FIRST, LAST, STATE, TRIGGER_FLAGS, find_words, fold
+
+#: The word classes whose words are gathered in the same pass as the trigger words.
+GATHERED = (FIRST | LAST, CITY | STATE | COUNTRY)
 
 
 def lower(text: str) -> str:
@@ -31,22 +34,33 @@ class Note:
         return find_words(fold(self.text))
 
     @cached_property
-    def _triggers(self) -> dict[int, list[tuple[int, int]]]:
-        """The trigger words by class, gathered in one pass over the words."""
-        out: dict[int, list[tuple[int, int]]] = {}
-        for start, end, flags in self.words:
+    def _classes(self) -> tuple[dict[int, list[tuple[int, int]]], dict[int, list[tuple[int, int, int]]]]:
+        """In one pass over the words: the trigger words by class, and the words of each class of
+        :data:`GATHERED` (the names for the name rules, the places for the place rules)."""
+        triggers: dict[int, list[tuple[int, int]]] = {}
+        gathered: dict[int, list[tuple[int, int, int]]] = {mask: [] for mask in GATHERED}
+        for word in self.words:
+            flags = word[2]
+            for mask, words in gathered.items():
+                if flags & mask:
+                    words.append(word)
             bits = flags & TRIGGER_FLAGS
             while bits:
                 bit = bits & -bits
-                out.setdefault(bit, []).append((start, end))
+                triggers.setdefault(bit, []).append(word[:2])
                 bits ^= bit
-        return out
+        return triggers, gathered
 
     def hits(self, flag: int) -> list[tuple[int, int]]:
         """Where the words of class ``flag`` are (in order of start)."""
         if flag & TRIGGER_FLAGS == flag and flag & (flag - 1) == 0:
-            return self._triggers.get(flag, [])
+            return self._classes[0].get(flag, [])
         return [(s, e) for s, e, f in self.words if f & flag]
+
+    def having(self, mask: int) -> list[tuple[int, int, int]]:
+        """The words ``(start, end, flags)`` with any class of ``mask`` (gathered once for :data:`GATHERED`)."""
+        gathered = self._classes[1].get(mask)
+        return gathered if gathered is not None else [w for w in self.words if w[2] & mask]
 
     def occurrences(self, value: str) -> Iterator[tuple[int, int]]:
         """Where ``value`` (lower case) stands as whole words in the note, in any case."""
@@ -58,6 +72,18 @@ class Note:
                     or end < len(low) and (low[end].isalnum() or low[end] == "-")):
                 yield at, end
             at = low.find(value, at + 1)
+
+    def starting_at(self, pattern: re.Pattern, anchors: Iterable[tuple[int, int]], lowered: bool = True) -> list[re.Match]:
+        """The matches of ``pattern`` that begin where an anchor does (a cue word that begins the pattern), in
+        order, none overlapping the one before (as a scan of the whole note would have them)."""
+        source = self.low if lowered else self.text
+        out: list[re.Match] = []
+        last = 0
+        for start, _ in anchors:
+            if start >= last and (m := pattern.match(source, start)):
+                out.append(m)
+                last = m.end()
+        return out
 
     def around(self, pattern: re.Pattern, anchors: Iterable[tuple[int, int]], before: int, after: int,
                lowered: bool = True) -> list[re.Match]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from .lists import (CITY, COUNTRY, STATE, T_FACILITY, T_ID, T_MONTH, T_PHONE, T_ZIP, WORD, states,
+from .lists import (CITY, COUNTRY, STATE, T_FACILITY, T_ID, T_MONTH, T_PHONE, T_STREET, T_ZIP, WORD, states,
                     street_suffixes)
 from .note import Note
 from .spans import CUE, LIST, PATTERN, Span
@@ -114,6 +114,8 @@ _UNIT = r"(?:,?\s+(?:apt\.?|apartment|suite|ste\.?|unit|#|room|rm\.?|floor|fl\.?
 _STREET = re.compile(rf"\d(?<![\w/-]\d)\d{{0,5}}(?:-\d+)?[A-Z]?\s+{_STREET_WORDS}(?:(?i:{street_suffixes()}))\b\.?{_UNIT}")
 _STREET_LOWER = re.compile(r"\d(?<![\w/-]\d)\d{0,5}\s+(?:[a-z][a-z'-]*\s+){1,3}?(?:street|avenue|road|drive|lane|"
                            rf"boulevard|court|place|way){_UNIT}\b")  # on the lower-cased note
+# A street's number is at most this far before its suffix, its unit this far after (the window of _streets).
+_STREET_WINDOW = (120, 50)
 _PO_BOX = re.compile(r"p(?<![\w]p)\.?\s?o\.?\s+box\s+\d+")  # on the lower-cased note
 _FACILITY_HEADS = (r"Hospital|Medical Center|Medical Centre|Health Center|Health Centre|Clinic|Infirmary|Nursing Home|"
                    r"Rehabilitation Center|Rehab Center|Rehab|Hospice|Care Center|Health System|Healthcare|Health Care|"
@@ -167,7 +169,10 @@ def ages(note: Note) -> list[Span]:
     """Ages over 89 (Safe Harbor aggregates them into "90 or older"): the number (or number words) only."""
     numbers = [m.span() for m in _AGE_NUMBER.finditer(note.low)]
     out = [_span(note, m, "AGE", "age", PATTERN, m.lastindex) for m in note.around(_AGE, numbers, 8, 14)]
-    words = (m.span() for m in _AGE_WORD_CORE.finditer(note.low))
+    low = note.low
+    if "ninety" not in low and "hundred" not in low:  # a substring test is cheaper than the scan below
+        return out
+    words = (m.span() for m in _AGE_WORD_CORE.finditer(low))
     return out + [_span(note, m, "AGE", "age", PATTERN, 1) for m in note.around(_AGE_WORDS, words, 4, 40)]
 
 
@@ -175,7 +180,7 @@ def contacts(note: Note) -> list[Span]:
     """Phone and fax numbers, e-mail addresses and URLs."""
     phones = [m.span() for m in _PHONE_CORE.finditer(note.low)]
     return ([_span(note, m, "PHONE", "phone", PATTERN) for m in note.around(_PHONE, phones, 22, 14)]
-            + [_span(note, m, "PHONE", "phone-cue", CUE, 1) for m in note.around(_PHONE_CUE, note.hits(T_PHONE), 0, 40)]
+            + [_span(note, m, "PHONE", "phone-cue", CUE, 1) for m in note.starting_at(_PHONE_CUE, note.hits(T_PHONE))]
             + [_span(note, m, "EMAIL", "email", PATTERN + 1)
                for m in note.around(_EMAIL, (m.span() for m in _EMAIL_CORE.finditer(note.text)), 64, 64, False)]
             + [_span(note, m, "URL", "url", PATTERN)
@@ -186,7 +191,7 @@ def identifiers(note: Note) -> list[Span]:
     """MRN, SSN, account, licence and device numbers after their cue word; SSN-shaped and long numbers."""
     out = _from_separator(note, _SSN, 3, "SSN", "ssn")
     value = len(_ID_CUES) + 1
-    for m in note.around(_ID_CUE, note.hits(T_ID), 0, 60):
+    for m in note.starting_at(_ID_CUE, note.hits(T_ID)):
         kind = next(n for n, _ in _ID_CUES if m.group(n))
         out.append(_span(note, m, kind, "id-cue", PATTERN + 2, value))
     cores = [m.span() for m in _ID_CORE.finditer(note.low)]
@@ -196,8 +201,7 @@ def identifiers(note: Note) -> list[Span]:
 def places(note: Note) -> list[Span]:
     """Street addresses, "City, ST 12345", postal codes, and listed cities, states and countries."""
     text = note.text
-    out = (_all(note, _STREET, "STREET", "street", PATTERN, False) + _all(note, _STREET_LOWER, "STREET", "street", PATTERN)
-           + _all(note, _PO_BOX, "STREET", "street", PATTERN))
+    out = [_span(note, m, "STREET", "street", PATTERN) for m in _streets(note)] + _all(note, _PO_BOX, "STREET", "street", PATTERN)
     cores = [m.span() for m in _STATE_CORE.finditer(text)]
     for m, is_abbr in ((m, a) for p, a in _CITY_STATE for m in note.around(p, cores, 50, 40, False)):
         city, zip_ = m.group(1), m.group(3)
@@ -212,18 +216,31 @@ def places(note: Note) -> list[Span]:
         out.append(_span(note, m, "STATE", "city-state", PATTERN + is_abbr, 2))
         if zip_:
             out.append(_span(note, m, "ZIP", "city-state", PATTERN + 1, 3))
-    out += [_span(note, m, "ZIP", "zip-cue", PATTERN + 1, 1) for m in note.around(_ZIP_CUE, note.hits(T_ZIP), 0, 30)]
+    out += [_span(note, m, "ZIP", "zip-cue", PATTERN + 1, 1) for m in note.starting_at(_ZIP_CUE, note.hits(T_ZIP))]
     out += _all(note, _POSTAL, "ZIP", "postal", PATTERN, False)
-    for start, end, flags in note.words:
-        if not flags & (CITY | STATE | COUNTRY) or not text[start].isupper() or flags & WORD and not flags & (STATE | COUNTRY):
+    for start, end, flags in note.having(CITY | STATE | COUNTRY):
+        if not text[start].isupper() or flags & WORD and not flags & (STATE | COUNTRY):
             continue
         kind = "CITY" if flags & CITY else ("STATE" if flags & STATE else "COUNTRY")
         out.append(Span(start, end, kind, text[start:end], kind.lower() + "-list", LIST))
     return out
 
 
+def _streets(note: Note) -> list[re.Match]:
+    """Street addresses, searched around their suffix ("Street", "Ave", ...: the automaton's street words that
+    follow a space) in ASCII notes, over the whole note in others (whose spaces and case folding the automaton's
+    folded copy may not share)."""
+    if not note.text.isascii():
+        return list(_STREET.finditer(note.text)) + list(_STREET_LOWER.finditer(note.low))
+    text = note.text
+    suffixes = [(s, e) for s, e in note.hits(T_STREET) if s and text[s - 1].isspace()]
+    if not suffixes:
+        return []
+    return note.around(_STREET, suffixes, *_STREET_WINDOW, False) + note.around(_STREET_LOWER, suffixes, *_STREET_WINDOW)
+
+
 def _listed_city(note: Note, m: re.Match) -> bool:
-    return any(f & CITY and m.start(1) <= s and e <= m.end(1) for s, e, f in note.words)
+    return any(f & CITY and m.start(1) <= s and e <= m.end(1) for s, e, f in note.having(CITY | STATE | COUNTRY))
 
 
 def facilities(note: Note) -> list[Span]:

@@ -20,6 +20,8 @@ for _i, _w in enumerate(_ORDINAL_WORDS[:9]):
 _ORDINALS["thirty-first"] = _ORDINALS["thirty first"] = 31
 _PARTS = re.compile(r"(?P<ord>(?:(?:twenty|thirty)[- ])?(?:" + "|".join(_ORDINAL_WORDS + ["thirtieth"]) + r"))|"
                     r"(?P<mon>[A-Za-z]{3,9})\.?|(?P<y2>['’]\d{2})|(?P<num>\d+)(?P<suf>st|nd|rd|th)?", re.IGNORECASE)
+_NUMERIC = re.compile(r"\d+(?:[-/.]\d+)*")
+_SEPARATORS = re.compile(r"[-/.]")
 _MONTH_INDEX = {m: i + 1 for i, m in enumerate(MONTH_NAMES)} | {m[:3]: i + 1 for i, m in enumerate(MONTH_NAMES)} | {
     "sept": 9}
 REFERENCE_YEAR = 2000  # a leap year: a date written without its year is shifted within it
@@ -79,7 +81,14 @@ def parse(text: str) -> WrittenDate | None:
     """The parts of a date as the recognizers find it, or None when it is not a valid calendar date."""
     year = month = day = None
     parts: list[tuple[int, int, str]] = []
-    numbers = []
+    numbers: list[tuple[int, int, str]] = []
+    if _NUMERIC.fullmatch(text):  # digits and separators only (most dates): no month name, ordinal or 'YY
+        at = 0
+        for group in _SEPARATORS.split(text):
+            numbers.append((at, at + len(group), group))
+            at += len(group) + 1
+        year, month, day = _numeric(numbers, parts)
+        return None if month is None else _checked(text, year, month, day, parts)
     for m in _PARTS.finditer(text):
         if m.group("ord"):
             day = _ORDINALS.get(m.group("ord").lower().replace("  ", " "))
@@ -92,19 +101,23 @@ def parse(text: str) -> WrittenDate | None:
             year = 2000 + int(m.group("y2")[1:]) if int(m.group("y2")[1:]) < 50 else 1900 + int(m.group("y2")[1:])
             parts.append((m.start(), m.end(), "yq"))
         else:
-            numbers.append(m)
+            numbers.append((m.start(), m.end(), m.group("num")))
     if month is not None:  # a month name: a number of 4 digits is the year, one of 1-2 digits the day
-        for m in numbers:
-            if len(m.group("num")) == 4:
-                year = int(m.group("num"))
-                parts.append((m.start(), m.end(), "year4"))
-            elif len(m.group("num")) <= 2:
-                day = int(m.group("num"))
-                parts.append((m.start(), m.end(), "day"))
+        for start, end, number in numbers:
+            if len(number) == 4:
+                year = int(number)
+                parts.append((start, end, "year4"))
+            elif len(number) <= 2:
+                day = int(number)
+                parts.append((start, end, "day"))
     else:
         year, month, day = _numeric(numbers, parts)
         if month is None:
             return None
+    return _checked(text, year, month, day, parts)
+
+
+def _checked(text: str, year: int | None, month: int, day: int | None, parts: list) -> WrittenDate | None:
     parts.sort()
     try:
         dt.date(year or REFERENCE_YEAR, month, day or 1)
@@ -113,9 +126,9 @@ def parse(text: str) -> WrittenDate | None:
     return WrittenDate(text, year, month, day, tuple(parts))
 
 
-def _numeric(numbers: list[re.Match], parts: list) -> tuple[int | None, int | None, int | None]:
+def _numeric(numbers: list[tuple[int, int, str]], parts: list) -> tuple[int | None, int | None, int | None]:
     """ISO (Y-M-D), M/D/Y (or D/M/Y when the first number is over 12), M/D and M/YYYY."""
-    vals = [m.group("num") for m in numbers]
+    vals = [number for _, _, number in numbers]
     if len(vals) == 3 and len(vals[0]) == 4:
         kinds = ("year4", "month", "day")
     elif len(vals) == 3:
@@ -127,9 +140,9 @@ def _numeric(numbers: list[re.Match], parts: list) -> tuple[int | None, int | No
     else:
         return None, None, None
     got: dict[str, int] = {}
-    for m, kind in zip(numbers, kinds):
-        parts.append((m.start(), m.end(), kind))
-        got[kind] = int(m.group("num"))
+    for (start, end, number), kind in zip(numbers, kinds):
+        parts.append((start, end, kind))
+        got[kind] = int(number)
     year = got.get("year4") or (None if "year2" not in got else (2000 + got["year2"] if got["year2"] < 50
                                                                   else 1900 + got["year2"]))
     return year, got.get("month"), got.get("day")

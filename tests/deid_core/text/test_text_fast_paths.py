@@ -1,14 +1,16 @@
-"""The numeric patterns searched from their separator (deid_core.text.recognizers, names) find exactly what the
-digit-first forms they replace found: the forms are kept here as the reference and both run on random strings
-of digits, separators, letters and spaces."""
+"""The fast paths of detection find what the plain forms they replace found: the numeric patterns searched from
+their separator (deid_core.text.recognizers), credentials found by their letters, streets searched around their
+suffix, relation cues split by their first word (deid_core.text.names). The plain forms are kept here as the
+reference and both run on random strings built to hit the edge cases."""
 from __future__ import annotations
 
 import random
 import re
 
-from deid_core.text.names import _credential_leads
+from deid_core.text.names import _NAME, _RELATION_BY_WORD, _RELATIONS, _credential_leads
 from deid_core.text.note import Note
-from deid_core.text.recognizers import _NUMERIC_DATES, _SHORT_DATE, _SSN, _from_separator
+from deid_core.text.recognizers import _NUMERIC_DATES, _SHORT_DATE, _SSN, _STREET, _STREET_LOWER, _from_separator, _streets
+from deid_core.text.lists import T_RELATION
 
 REFERENCE_DATES = [re.compile(p) for p in (
     r"[12](?<![\w/.-][12])[09]\d\d[-/.]\d\d?[-/.]\d\d?(?![\d/])",
@@ -56,3 +58,29 @@ def test_credential_leads_match_the_lead_first_form():
     alphabet = ["RN", "MD", "DO", "PA", "PA-C", "PhD", "LPN", ",", " ", "  ", "\t", "Smith", "x", "-", "'s", "A"]
     for text in _strings(6000, alphabet, 6):
         assert list(_credential_leads(text)) == [m.start() for m in REFERENCE_CREDENTIAL.finditer(text)], text
+
+
+def test_streets_around_their_suffix_are_those_of_the_whole_note():
+    rng = random.Random(7)
+    words = ["12", "4410", "7-B", "N.", "West", "Oak", "oak", "Main", "Street", "street", "St", "St.", "Avenue", "Ave",
+             "Dr", "Dr.", "drive", "Way", "Lane", "Apt 4", "Suite 210", "Street's", "St-Jean", ",", "\n", "Smith",
+             "Fall", "Center", "seen", "5", "q"]
+    for _ in range(3000):
+        text = " ".join(rng.choice(words) for _ in range(rng.randint(2, 14)))
+        for note in (Note(text), Note(text.replace(" ", "\u2003", 1) + " é")):
+            want = sorted({m.span() for m in _STREET.finditer(note.text)} | {m.span() for m in _STREET_LOWER.finditer(note.low)})
+            assert sorted({m.span() for m in _streets(note)}) == want, note.text
+
+
+def test_relation_cues_split_by_first_word_match_as_the_whole_alternation():
+    whole = re.compile(r"\b(?i:" + "|".join(sorted(_RELATIONS, key=len, reverse=True)) + r")\b:?[ \t]+"
+                       rf"((?:{_NAME})(?:[ \t]+(?:{_NAME})){{0,2}})")
+    rng = random.Random(8)
+    words = list(_RELATIONS) + ["by", "to", "with", "Maria", "villegas", "J.", ":", "SEEN BY", "Pt", "called-to", "is"]
+    for _ in range(3000):
+        note = Note(" ".join(rng.choice(words) for _ in range(rng.randint(1, 6))))
+        for s, e in note.hits(T_RELATION):
+            split = _RELATION_BY_WORD.get(note.low[s:e])
+            got = split.match(note.text, s) if split else None
+            want = whole.match(note.text, s)
+            assert (got and got.span(1)) == (want and want.span(1)), note.text
