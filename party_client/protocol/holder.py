@@ -6,7 +6,7 @@ holder resends identical batches), cut them into batches compared through the
 scheme with a fresh blinding factor each, every row with a sealed attachment
 (:mod:`party_client.protocol.batches`), computed on the process's GIL-free thread
 pool or the holder's Dask cluster (:mod:`party_client.protocol.scheduling`), and
-stream the batches to K, several calls in flight (:mod:`party_client.protocol.submitting`).  H never learns what matched.  Rounds are served in lanes so a lookup never waits behind a join.
+stream the batches to K, several calls in flight (:mod:`party_client.protocol.submitting`).  H never learns what matched.  Rounds are served in lanes so a lookup never waits behind a join, and a query still coming in is read by a reader of its own, never in a lane, so a querier that stalls its upload delays only itself.
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import os
 import threading
 import time
 from contextlib import nullcontext
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field as dataclass_field
 from typing import Any, Callable
 
@@ -46,6 +46,8 @@ from proto import linkage_pb2 as pb
 log = logging.getLogger("party")
 BUSY_POLL_SECONDS = 0.2     # a busy holder checks for new rounds this often
 LOOKUP_LANE = 32            # lookup rounds served at once (each a few rows: mostly waiting on the network)
+READERS = 16                # queries still coming in read at once (each mostly waiting on its querier) ...
+READERS_PER_QUERIER = 2     # ... and of one querier: one that stalls its uploads holds at most these
 #: Refusals after which a round is served again (K still lists it), after 1, 2, 4 ... at most 30 s.
 TRANSIENT = ("RESOURCE_EXHAUSTED", "UNAVAILABLE", "ABORTED", "DEADLINE_EXCEEDED", "INTERNAL", "UNKNOWN")
 RETRY_ROUND_SECONDS = 30.0
@@ -73,6 +75,16 @@ def work_key(item: pb.WorkItem) -> tuple[str, str]:
 
 def described(item: pb.WorkItem) -> str:
     return f"round {item.round}" if item.round else "(a query still coming in)"
+
+
+@dataclass
+class Received:
+    """A round's query, read, checked and planned (:meth:`Holder.receive`): what its comparison needs."""
+
+    item: pb.WorkItem                # with its round
+    header: pb.QueryHeader
+    ciphertexts: bytes
+    plan: RoundPlan
 
 
 class Holder:
@@ -114,6 +126,11 @@ class Holder:
         taken once per call (K lists a round as pending until it is finished, so the rounds in flight
         are remembered).
 
+        A query still coming in (a streamed upload, listed as round 0) is read, checked and planned
+        by one of ``READERS`` readers, at most ``READERS_PER_QUERIER`` of one querier, and takes its
+        lane only once read: a querier that stalls its upload holds a reader of its own, never a lane
+        another querier's round needs.
+
         A round refused by K on the way with a transient status (back-pressure beyond the retry window,
         an interruption) is served again at a later poll, after a growing pause, while K lists it.
 
@@ -132,17 +149,17 @@ class Holder:
         again: dict[tuple[str, int], tuple[float, int]] = {}   # refused on the way: (serve again at, attempts)
         lock = threading.Lock()
         finished = threading.Event()
-        widths = {"round": width, "lookup": LOOKUP_LANE}
+        widths = {"round": width, "lookup": LOOKUP_LANE, "read": READERS}
         lanes = {name: ThreadPoolExecutor(max_workers=size, thread_name_prefix=f"holder-{name}",
                                           initializer=release_gil) for name, size in widths.items()}
-        running: dict[Future, str] = {}
+        running: dict[Future, tuple[str, pb.WorkItem]] = {}
+        ready: list[Received] = []                   # read by a reader, waiting for their lane
 
-        def serve_one(item: pb.WorkItem) -> None:
-            mode = MODE_NAMES.get(item.session.mode, "?")
-            log.info("serving session %s %s", item.session.session_id,
-                     f"round {item.round} ({mode})" if item.round else f"(a {mode} query still coming in)")
+        def guarded(item: pb.WorkItem, work: Callable[[], Any]) -> Any:
+            """``work()`` for ``item``, or None when K or the query refused it (logged; a transient
+            refusal is served again later)."""
             try:
-                summary = self.process(item)
+                return work()
             except ConnectionProblem:
                 raise
             except PartyError as error:  # e.g. the querier closed or the session expired meanwhile
@@ -155,18 +172,69 @@ class Holder:
                         taken.discard(key)
                     log.warning("session %s %s not served yet: %s; serving it again in %.0f s (attempt %d)",
                                 key[0], described(item), error, pause, attempts + 1)
-                    return
+                    return None
                 log.warning("session %s %s not served: %s", key[0], described(item), error)
-                return
-            with lock:
-                served.append(summary)
-                if on_served is not None:
-                    on_served(summary)
+                return None
+
+        def record(summary: dict | None) -> None:
+            if summary is not None:
+                with lock:
+                    served.append(summary)
+                    if on_served is not None:
+                        on_served(summary)
+
+        def serve_one(item: pb.WorkItem) -> None:
+            log.info("serving session %s round %d (%s)", item.session.session_id, item.round,
+                     MODE_NAMES.get(item.session.mode, "?"))
+            record(guarded(item, lambda: self.process(item)))
+
+        def read_one(item: pb.WorkItem) -> None:
+            log.info("reading session %s (a %s query still coming in)", item.session.session_id,
+                     MODE_NAMES.get(item.session.mode, "?"))
+            received = guarded(item, lambda: self.receive(item))
+            if isinstance(received, Received):
+                with lock:
+                    ready.append(received)
+            else:
+                record(received)                     # refused, or None
+
+        def compare_one(received: Received) -> None:
+            record(guarded(received.item, lambda: self.compare(received)))
 
         def reap() -> None:
             for future in [f for f in running if f.done()]:
                 del running[future]
                 future.result()                      # a lost key holder ends the serve loop
+
+        def room(lane: str, querier: str | None = None) -> bool:
+            """A lane has room; a reader's (``querier`` given) also counts the queries read and still
+            waiting for their lane (held in memory), all and the querier's."""
+            held = [item for name, item in running.values() if name == lane]
+            if querier is not None:
+                with lock:
+                    held += [received.item for received in ready]
+            return len(held) < widths[lane] and (
+                querier is None or sum(item.querier == querier for item in held) < READERS_PER_QUERIER)
+
+        def start(lane: str, item: pb.WorkItem, job: Callable, *args) -> None:
+            future = lanes[lane].submit(job, *args)
+            future.add_done_callback(lambda _: finished.set())
+            running[future] = (lane, item)
+
+        def start_ready() -> int:
+            """Compare the rounds read meanwhile as their lanes have room; how many started."""
+            with lock:
+                waiting, ready[:] = list(ready), []
+            started = 0
+            for received in waiting:
+                lane = self._lane(received.item)
+                if room(lane):
+                    start(lane, received.item, compare_one, received)
+                    started += 1
+                else:
+                    with lock:
+                        ready.append(received)
+            return started
 
         try:
             while not stop():
@@ -179,30 +247,35 @@ class Holder:
                     new = sorted((i for i in items if work_key(i) not in taken
                                   and again.get(work_key(i), (0.0, 0))[0] <= now),
                                  key=lambda i: i.session.mode != pb.LOOKUP)
-                started = 0
+                started = start_ready()
                 for item in new:
-                    lane = "lookup" if item.session.mode == pb.LOOKUP else "round"
-                    if sum(1 for name in running.values() if name == lane) >= widths[lane]:
-                        continue                     # left pending: taken at a later poll
+                    lane = self._lane(item)
+                    if not item.round:              # still coming in: read by a reader, not in the lane
+                        if not room("read", item.querier):
+                            continue                 # left pending: taken at a later poll
+                        job, lane = read_one, "read"
+                    elif room(lane):
+                        job = serve_one
+                    else:
+                        continue
                     with lock:
                         taken.add(work_key(item))
-                    future = lanes[lane].submit(serve_one, item)
-                    future.add_done_callback(lambda _: finished.set())
-                    running[future] = lane
+                    start(lane, item, job, item)
                     started += 1
                 with lock:
                     deferred = [again[key][0] for key in map(work_key, items)
                                 if key not in taken and key in again and again[key][0] > now]
-                if once and not started and not running and not deferred:
+                if once and not started and not running and not deferred and not ready:
                     break
-                if running and (started == 0 or len(new) > started):
+                if running and (started == 0 or len(new) > started or ready):
                     finished.wait(BUSY_POLL_SECONDS if not once else None)
                     finished.clear()
                 elif deferred and not started:       # only rounds waiting to be served again: no busy polling
                     finished.wait(max(0.05, min(deferred) - time.monotonic()))
                     finished.clear()
-            while running:                           # stopped: let the rounds in flight end
-                wait(list(running))
+            while running or ready:                  # stopped: let the rounds in flight end
+                start_ready()
+                wait(list(running), return_when=FIRST_COMPLETED)
                 reap()
         except BaseException:                        # Ctrl-C or a lost key holder: rounds in flight stop at their
             self._stopping.set()                     # next check (scheduling.STOP_POLL_SECONDS); K keeps the
@@ -217,6 +290,10 @@ class Holder:
             lane.shutdown(wait=True)
         return served
 
+    @staticmethod
+    def _lane(item: pb.WorkItem) -> str:
+        return "lookup" if item.session.mode == pb.LOOKUP else "round"
+
     def _abort(self, item: pb.WorkItem, reason: str) -> dict:
         log.warning("refusing session %s round %d: %s", item.session.session_id, item.round, reason)
         self.connection.call("AbortRound", pb.AbortRoundRequest(
@@ -224,8 +301,18 @@ class Holder:
         return {"session_id": item.session.session_id, "round": item.round, "refused": reason}
 
     def process(self, item: pb.WorkItem) -> dict:
-        """Serve one round: open the query (a streamed one as it arrives, validating it and, where the
-        engine needs only the header, planning meanwhile), compare, submit, finish."""
+        """Serve one round: :meth:`receive` its query, then :meth:`compare`."""
+        received = self.receive(item)
+        return received if isinstance(received, dict) else self.compare(received)
+
+    def compare(self, received: Received) -> dict:
+        """Compare a received round's rows, submit the batches, finish the round."""
+        return self._compare(received.item, received.header, received.ciphertexts, received.plan)
+
+    def receive(self, item: pb.WorkItem) -> Received | dict:
+        """Open the round's query (a streamed one as it arrives, validating it and, where the engine
+        needs only the header, planning meanwhile) and plan its comparisons; a refused query gives
+        the summary of its refusal (the round aborted at K)."""
         session = item.session
         if self.options.allowed_queriers is not None and item.querier not in self.options.allowed_queriers:
             return self._abort(item, f"querier '{item.querier}' is not on the holder's allow-list")
@@ -278,7 +365,7 @@ class Holder:
             receiving.close()
         if isinstance(plan, str):
             return self._abort(item, plan)
-        return self._compare(item, query.header, ciphertexts, plan)
+        return Received(item, query.header, ciphertexts, plan)
 
     def _plan(self, session: pb.SessionInfo, query: ReceivedQuery, scheme: Scheme) -> RoundPlan | str:
         """The comparison units (row, [(query position, the row's encoding)]) or a refusal reason.

@@ -6,6 +6,7 @@ all the streams K allows a party (``--max-streams``) is refused one more, with "
 honest join goes through."""
 from __future__ import annotations
 
+import os
 import subprocess
 import threading
 import time
@@ -13,7 +14,7 @@ import time
 import grpc
 import pytest
 
-from linkhelpers import TEST_KEY_BITS, make_party, party_cmd, stub_for, tables
+from linkhelpers import TEST_KEY_BITS, make_parties, make_party, party_cmd, stub_for, tables
 from party_client.api import Party
 from proto import linkage_pb2 as pb
 
@@ -69,6 +70,49 @@ def test_a_stalled_upload_is_aborted_and_the_holder_serves_others(fresh_keyholde
         assert outcome["seconds"] < IDLE + 5
         assert result.frame["matched"].sum() >= 1 and seconds < 30
         assert all(future.exception().code() == grpc.StatusCode.DEADLINE_EXCEEDED for future in silent)
+    finally:
+        release.set()
+        hold.terminate()
+        hold.wait(timeout=30)
+
+
+def test_an_unfinished_upload_holds_no_lane_of_a_one_lane_holder(fresh_keyholder, tmp_path):
+    """A querier's streamed upload that never finishes (K's upload idle timeout at its default, 120 s) took
+    the only lane of a ``--concurrency 1`` holder while the holder waited for its bytes, and every join at
+    that holder waited with it.  Now a query still coming in is read by a reader of its own: an honest join
+    at the same holder finishes in its normal time while the upload is still open."""
+    server = fresh_keyholder()
+    (hostile, _), (honest, _), (hdir, hname) = make_parties(server, tmp_path, 3, cli=False)
+    querier, holder = tables(32, n=20, m=40, overlap=8)
+    holder.to_csv(tmp_path / "h.csv", index=False)
+    hold = subprocess.Popen(party_cmd("hold", "--dir", str(hdir), *server.flags(), "--input", str(tmp_path / "h.csv"),
+                                      "--id-column", "health_no", "--poll-seconds", "1", "--concurrency", "1",
+                                      "--quiet"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    stub, metadata = stub_for(server, hostile)
+    session = stub.OpenSession(pb.OpenSessionRequest(mode=pb.JOIN, holder=hname, key_bits=TEST_KEY_BITS),
+                               metadata=metadata, timeout=60)
+    release = threading.Event()
+
+    def stalled():                                  # a streamed query's first bytes, then nothing
+        yield pb.MessageChunk(header=pb.MessageHeader(session_id=session.session_id, kind="query", recipient=hname,
+                                                      stream=True), data=b"\x00" * 64)
+        release.wait(90)
+    party = Party(honest, progress=False)
+
+    def join() -> float:
+        started = time.monotonic()
+        result = party.join(hname, querier, "hcn", key_bits=TEST_KEY_BITS, timeout=60)
+        assert result.frame["matched"].sum() >= 1
+        return time.monotonic() - started
+    try:
+        quiet = join()
+        upload = stub.PutMessage.future(stalled(), metadata=metadata, timeout=120)
+        time.sleep(1.5)                             # the holder has found the query coming in and reads it
+        beside = join()
+        print(f"honest join alone {quiet:.1f} s, beside an unfinished upload {beside:.1f} s "
+              f"(load {os.getloadavg()[0]:.1f})")
+        assert not upload.done()                    # the upload is still open: the holder is still reading it
+        assert beside < max(3 * quiet, quiet + 5)
     finally:
         release.set()
         hold.terminate()
