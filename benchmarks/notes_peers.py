@@ -4,7 +4,7 @@ the same run on the same notes, scored alike (``deid_core.text.evaluate``: per g
 all-or-nothing recall per document, F2), with the speed of each in MB of text per second on one core and the
 machine's load (``os.getloadavg``) before and after.
 
-    python -m benchmarks.notes_peers [--notes 300] [--seed 7] [--presidio /tmp/presidio] [--json OUT]
+    python -m benchmarks.notes_peers [--notes 300] [--seed 7] [--presidio /tmp/presidio] [--json OUT] [--column-notes N]
 
 Presidio runs in its own virtual environment (``python3 -m venv /tmp/presidio && /tmp/presidio/bin/pip install
 presidio-analyzer presidio-anonymizer``) as a subprocess that reads the notes and writes its spans. With no
@@ -103,12 +103,32 @@ def presidio(venv: Path, notes_file: Path, work: Path) -> tuple[list[dict], floa
     return spans, result["seconds"]
 
 
+def column_speed(count: int, seed: int) -> dict:
+    """Wall-clock MB/s of ``deid text``'s work on a column (detection and the ``tag`` transform,
+    ``deidentify_notes``) in one process and in two, and whether the two outputs are the same."""
+    from deid_core.text.column import deidentify_notes
+
+    notes = [n["text"] for n in generate(count, seed)[0]]
+    megabytes = sum(len(n.encode("utf-8")) for n in notes) / 1e6
+    detect("Dr. Smith seen 2/03.")
+    out = {"notes": count, "megabytes": round(megabytes, 3)}
+    results = []
+    for workers in (1, 2):
+        t0 = time.perf_counter()
+        results.append(deidentify_notes(notes, "tag", workers=workers, parallel_from=0))
+        out[f"workers_{workers}_mb_per_s"] = round(megabytes / (time.perf_counter() - t0), 3)
+    out["same_output"] = results[0].notes == results[1].notes
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--notes", type=int, default=300)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--presidio", type=Path, default=Path("/tmp/presidio"))
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--column-notes", type=int, default=0,
+                    help="also time deid text's column work on this many notes (seed + 1) in one and two processes")
     args = ap.parse_args()
     notes, gold = generate(args.notes, args.seed)
     megabytes = sum(len(n["text"].encode("utf-8")) for n in notes) / 1e6
@@ -130,6 +150,8 @@ def main() -> None:
     cpu = cpu_seconds(notes)
     results["cpu"] = {name: {"seconds": round(sec, 3), "mb_per_s": round(megabytes / sec, 3),
                              "times_plain_scan": round(cpu["plain regex scan"] / sec, 4)} for name, sec in cpu.items()}
+    if args.column_notes:
+        results["column"] = column_speed(args.column_notes, args.seed + 1)
     results["load_after"] = load()
     print(f"{args.notes} notes, {megabytes:.3f} MB; load (1/5/15 min) {results['load_before']} before, "
           f"{results['load_after']} after")
@@ -143,6 +165,10 @@ def main() -> None:
         print(f"{name:<24} speed: {r['mb_per_s']:.2f} MB/s on one core")
     for name, r in results["cpu"].items():
         print(f"{name:<24} CPU time: {r['mb_per_s']:.2f} MB/s, {r['times_plain_scan']:.4f} x a plain regex word scan")
+    if "column" in results:
+        c = results["column"]
+        print(f"deid text column (tag), {c['notes']} notes, {c['megabytes']:.3f} MB: {c['workers_1_mb_per_s']:.2f} MB/s in "
+              f"one process, {c['workers_2_mb_per_s']:.2f} MB/s in two (same output: {c['same_output']})")
     if args.json:
         args.json.write_text(json.dumps(results, indent=1) + "\n")
 

@@ -72,13 +72,16 @@ def cmd_text(args: argparse.Namespace) -> int:
     patient_column = args.patient or hint_columns.get("mrn")
     patients = None if patient_column is None else ["" if not isinstance(v, str) else v
                                                     for v in df[patient_column].tolist()]
+    if args.workers < 1:
+        raise DeidInputError(f"--workers must be 1 or more, got {args.workers}")
     result = deidentify_notes(df[args.column].tolist(), args.mode, hints=hints, patients=patients,
-                              surrogates=Surrogates(key) if args.mode == "surrogate" else None)
+                              surrogates=Surrogates(key) if args.mode == "surrogate" else None, workers=args.workers)
     seconds = time.perf_counter() - t0
     df[args.column] = result.notes
     write_table(df, args.out)
     report = {"input": str(args.input), "column": args.column, "mode": args.mode, "hints": hint_columns,
-              "date_shift_key": patient_column or "row number", **result.summary(), "seconds": round(seconds, 3)}
+              "date_shift_key": patient_column or "row number", **result.summary(), "seconds": round(seconds, 3),
+              "workers": args.workers}
     if args.report:
         write_json(report, args.report)
     summary_line("text", [args.out, args.report], f"{result.documents} notes, {sum(result.found.values())} PHI spans "
@@ -133,6 +136,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "column, else the row number)")
     p.add_argument("--key-file", help=KEY_HELP)
     p.add_argument("--report", help="JSON: notes, PHI spans per type, values tagged for want of a surrogate")
+    p.add_argument("--workers", type=int, default=1, metavar="N",
+                   help="processes sharing a column of 1 MB of notes or more, in consecutive slices (the output is "
+                        "the same, in the same order); default 1")
     p.set_defaults(run=cmd_text)
 
     e = sub.add_parser("text-evaluate", help="score the free-text detector against standoff gold spans")

@@ -1,13 +1,23 @@
 """A notes column de-identified note by note: detection with the row's hints, one transform, and the counts
-per PHI type that a report gives (docs/text.md, "The command"). Pure: the caller reads and writes tables."""
+per PHI type that a report gives (docs/text.md, "The command"). Pure: the caller reads and writes tables.
+
+A large column may be shared out to worker processes in consecutive slices: every note is done alone, so the
+output is the same, in the same order."""
 from __future__ import annotations
 
 from collections import Counter
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Sequence
 
+from ..errors import DeidInputError
 from .detect import detect
 from .transforms import Surrogates, transform
+
+#: Below this many characters of notes a column is done in this process (starting workers costs more).
+PARALLEL_FROM_CHARS = 1_000_000
+#: The characters of notes in one slice handed to a worker.
+SLICE_CHARS = 250_000
 
 
 @dataclass
@@ -25,19 +35,56 @@ class ColumnResult:
         return {"documents": self.documents, "documents_with_phi": self.with_phi, "characters": self.characters,
                 "found": dict(sorted(self.found.items())), "tagged_without_surrogate": dict(sorted(self.tagged.items()))}
 
+    def add(self, other: "ColumnResult") -> None:
+        """``other``'s notes after these, its counts added."""
+        self.notes += other.notes
+        self.documents += other.documents
+        self.with_phi += other.with_phi
+        self.characters += other.characters
+        self.found.update(other.found)
+        self.tagged.update(other.tagged)
+
 
 def deidentify_notes(notes: Sequence[object], mode: str, *, hints: Iterable[Mapping[str, object]] | None = None,
-                     patients: Sequence[str] | None = None, surrogates: Surrogates | None = None) -> ColumnResult:
+                     patients: Sequence[str] | None = None, surrogates: Surrogates | None = None, workers: int = 1,
+                     parallel_from: int = PARALLEL_FROM_CHARS) -> ColumnResult:
     """Each note (a string; anything else is a missing note, kept missing) transformed by ``mode``; ``hints``
-    gives each row's hint values, ``patients`` each row's patient id (the date-shift key of ``surrogate``)."""
+    gives each row's hint values, ``patients`` each row's patient id (the date-shift key of ``surrogate``;
+    the row number without). With ``workers`` > 1 and at least ``parallel_from`` characters of notes, slices
+    of the column go to that many processes; the result is the same."""
+    notes = list(notes)
     rows = list(hints) if hints is not None else [{}] * len(notes)
+    ids = list(patients) if patients else [str(i) for i in range(len(notes))]
+    if len(rows) != len(notes) or len(ids) != len(notes):
+        raise DeidInputError(f"{len(notes)} notes but {len(rows)} rows of hints and {len(ids)} patient ids")
+    sizes = [len(n) if isinstance(n, str) else 0 for n in notes]
+    if workers <= 1 or sum(sizes) < parallel_from:
+        return _slice((notes, mode, rows, ids, surrogates))
+    detect("Dr. Smith seen 2/03.")  # the lists load here once; forked workers share them
+    bounds, start, chars = [], 0, 0
+    for i, size in enumerate(sizes):
+        chars += size
+        if chars >= SLICE_CHARS:
+            bounds.append((start, i + 1))
+            start, chars = i + 1, 0
+    if start < len(notes):
+        bounds.append((start, len(notes)))
     result = ColumnResult([])
-    for i, note in enumerate(notes):
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        for part in pool.map(_slice, ((notes[a:b], mode, rows[a:b], ids[a:b], surrogates) for a, b in bounds)):
+            result.add(part)  # map keeps the order of the slices
+    return result
+
+
+def _slice(job: tuple) -> ColumnResult:
+    notes, mode, rows, ids, surrogates = job
+    result = ColumnResult([])
+    for note, row, patient in zip(notes, rows, ids):
         if not isinstance(note, str):
             result.notes.append(None)
             continue
-        spans = detect(note, rows[i])
-        out = transform(note, spans, mode, surrogates=surrogates, patient=patients[i] if patients else str(i))
+        spans = detect(note, row)
+        out = transform(note, spans, mode, surrogates=surrogates, patient=patient)
         result.notes.append(out.text)
         result.documents += 1
         result.characters += len(note)

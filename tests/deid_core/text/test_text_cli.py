@@ -81,3 +81,21 @@ def test_text_evaluate_prints_the_table_and_writes_the_report(tmp_path, capsys):
     assert main(["text-evaluate", "--gold", str(NOTES / "gold.jsonl"), "--notes", str(NOTES / "notes.jsonl"),
                  "--predicted", str(NOTES / "gold.jsonl")]) == 0
     assert " 1.000   1.000          1.000" in capsys.readouterr().out
+
+
+def test_workers_give_the_same_column_in_the_same_order(monkeypatch, tmp_path):
+    from deid_core.text import Surrogates, column
+
+    notes = [json.loads(line) for line in (NOTES / "notes.jsonl").read_text(encoding="utf-8").splitlines()][:60]
+    texts = [n["text"] for n in notes] + [None]
+    hints = [n["hints"] for n in notes] + [{}]
+    patients = [n["hints"]["mrn"] for n in notes] + [""]
+    monkeypatch.setattr(column, "SLICE_CHARS", 2_000)  # several slices of a small column
+    runs = [column.deidentify_notes(texts, "surrogate", hints=hints, patients=patients, surrogates=Surrogates(KEY.encode()),
+                                    workers=workers, parallel_from=0) for workers in (1, 2)]
+    assert runs[0].notes == runs[1].notes and runs[0].summary() == runs[1].summary() and runs[1].notes[-1] is None
+    out = tmp_path / "o.csv"
+    assert main(["text", "--input", str(NOTES / "notes_sample.csv"), "--column", "note", "--out", str(out),
+                 "--mode", "tag", "--workers", "2"]) == 0
+    assert main(["text", "--input", str(NOTES / "notes_sample.csv"), "--column", "note", "--out", str(out),
+                 "--mode", "tag", "--workers", "0"]) == 2
