@@ -37,7 +37,8 @@ class Limits:
     max_rounds: int = 64                   # rounds (queries) per session
     max_waits: int = 16                    # concurrent ListWork/WaitRound long-polls per party
     max_wait: float = 30.0                 # longest single long-poll, s
-    max_streams: int = 64                  # concurrent streamed calls (PutMessage, GetMessage, FetchResults) per party
+    max_streams: int = 128                 # concurrent streamed calls (PutMessage, GetMessage, FetchResults) per
+    #                                        party: a holder reads 16 queries coming in, 32 lookups, a round per core
     max_streams_total: int = stream_budget()   # ... of all parties: below the process's file-descriptor limit
     # comparison batches
     max_batch_comparisons: int = 1 << 16

@@ -28,7 +28,7 @@ from party_client.errors import PartyError
 MARK = "~"                          # prefixes every typo key, so a deletion leaving "" is still a key
 SEPARATOR = "\x1f"                  # joins two parts of one key; normalized codes never contain it
 PHONETIC = {"soundex": jellyfish.soundex, "nysiis": jellyfish.nysiis, "metaphone": jellyfish.metaphone}
-TEXT_LEVELS = ("exact", "frequent", "typo", "soundex", "nysiis", "metaphone", "initial", "prefix", "swapped",
+TEXT_LEVELS = ("exact", "share", "frequent", "typo", "soundex", "nysiis", "metaphone", "initial", "prefix", "swapped",
                "transposed", "slip")
 DATE_LEVELS = ("exact", "day_month_swap", "year", "partial", "days")
 NUMBER_LEVELS = ("exact", "within")
@@ -63,7 +63,7 @@ class Level:
             if not parameter.isidentifier():
                 raise PartyError("level 'swapped' needs the other field's name, e.g. swapped:last")
             return cls(kind, parameter)
-        defaults = {"typo": DEFAULT_TYPO_LENGTH, "transposed": DEFAULT_TRANSPOSED_LENGTH, "frequent": 50,
+        defaults = {"typo": DEFAULT_TYPO_LENGTH, "transposed": DEFAULT_TRANSPOSED_LENGTH, "frequent": 50, "share": 5,
                     "slip": DEFAULT_TRANSPOSED_LENGTH, "prefix": 3,
                     "days": 30, "within": 1}
         if kind not in defaults:
@@ -76,6 +76,8 @@ class Level:
             raise PartyError(f"level '{text}': the parameter must be an integer") from None
         if number < 1 or (kind in ("typo", "transposed", "slip") and number < 2):
             raise PartyError(f"level '{text}': the parameter is too small")
+        if kind == "share" and number > 1000:
+            raise PartyError(f"level '{text}': the share is in thousandths of the values, at most 1000")
         return cls(kind, number)
 
     @property
@@ -86,6 +88,7 @@ class Level:
         return {
             "exact": "the same value",
             "frequent": f"the same value, among the {p} most frequent of each side's own table",
+            "share": f"the same value, at least {p}‰ of each side's own values (and twice)",
             "typo": f"one edit apart (first {p} characters)",
             "soundex": "the same Soundex code", "nysiis": "the same NYSIIS code",
             "metaphone": "the same Metaphone code",
@@ -175,8 +178,10 @@ def text_keys(level: Level, codes: pd.Series, other: pd.Series | None = None) ->
     kind = level.kind
     if kind == "exact":
         return _one(codes, codes, "value")
-    if kind == "frequent":
-        frequent = codes.where(codes.isin(most_frequent(codes, int(level.parameter))), "")
+    if kind in ("frequent", "share"):
+        chosen = most_frequent(codes, int(level.parameter)) if kind == "frequent" else \
+            shared_values(codes, int(level.parameter))
+        frequent = codes.where(codes.isin(chosen), "")
         return _one(frequent, frequent, level.name)
     if kind in PHONETIC:
         encode = PHONETIC[kind]
@@ -234,6 +239,14 @@ def most_frequent(codes: pd.Series, count: int) -> set[str]:
     the class is a function of the table alone): the term-frequency class of ``frequent:N``."""
     counts = codes[codes != ""].value_counts().sort_index(kind="stable")
     return set(counts.sort_values(ascending=False, kind="stable").index[:count])
+
+
+def shared_values(codes: pd.Series, per_mille: int) -> set[str]:
+    """The values making up at least ``per_mille`` thousandths of a party's own non-empty values, and held
+    by at least two of its records (a single record is never a frequency class, however small the
+    table): the term-frequency class of ``share:N``, a function of the table alone."""
+    counts = codes[codes != ""].value_counts()
+    return set(counts[(counts * 1000 >= per_mille * int(counts.sum())) & (counts >= 2)].index)
 
 
 def slip_keys(codes: pd.Series, limit: int) -> GroupKeys:

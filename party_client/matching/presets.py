@@ -27,15 +27,27 @@ from party_client.matching.preset_roles import DATE_ROLES, DEFAULT_THRESHOLD, PR
 # m: the share of true matches reaching the level (first agreeing); u: of random pairs.  The priors are
 # typical of registries of a country's population (names: Christen, Data Matching, 2012, ch. 5; FEBRL's
 # corruption profile); a file written by `estimated_model` replaces u by the data's own frequencies.
-# Names are term-frequency adjusted in two classes: ``frequent:50`` (the same name, among the 50 most
-# frequent of each side's own table) before ``exact`` (the rest): about a third of the true pairs of FEBRL
-# 1-4 and the corrupted set agree on a frequent name; their u keep the m-weighted weight of the single
-# ``exact`` level used before (first 7.6 bits, last 8.6), split into 5.5 / 8.2 and 5.7 / 8.8 bits.
+# Names are term-frequency adjusted by each side's own frequencies, in classes whose weights follow from
+# the class and not from the data: a pair agreeing on a value of frequency p has m/u close to
+# m_agree / p (m_agree: the share of true pairs agreeing on the name, 0.80 here; u: p squared summed over
+# the class, m: m_agree times p summed), so a class weighs log2(m_agree / p̄) for a representative p̄ of
+# its values (Winkler, "Frequency-based matching in Fellegi-Sunter model of record linkage", 1989;
+# splink's term-frequency adjustment is the per-value form).  ``share:40`` (a value of at least 4 % of
+# each side's own table; p̄ 6 %) weighs 3.7 bits, ``share:5`` (0.5 % to 4 %; p̄ 1.4 %, the geometric
+# mean) 5.8 bits, and ``exact`` (rarer) keeps the weight the single ``exact`` level of FEBRL's names had
+# (first 8.2 bits, last 8.8).  The m of each class is its a-priori share of the 0.80; u = m p̄ / 0.80.
+# Dates of birth: ``partial`` (two of year, month and day the same: one component mistyped, as real
+# registries' dates are) with m 0.05 a priori and u 0.004, the chance that two random dates share year
+# and month (1 in 1,200 over a century), year and day (1 in 3,000) or month and day (1 in 365).  It
+# needs the name classes: with names weighed by a top-50 class alone, chance partial agreements of two
+# people with very common names became false links (benchmarks/README.md, "Three generators and FEBRL").
 PRIORS: dict[str, tuple[str, str, list[tuple[str, float, float]]]] = {
-    "first": ("text", "name", [("frequent:50", 0.28, 0.006), ("exact", 0.52, 0.0018), ("swapped:last", 0.03, 1e-5),
-                               ("nysiis", 0.05, 0.01), ("initial", 0.05, 0.06)]),
-    "last": ("text", "name", [("frequent:50", 0.26, 0.005), ("exact", 0.54, 0.0012), ("soundex", 0.10, 0.01)]),
-    "dob": ("date", "", [("exact", 0.88, 4e-5), ("day_month_swap", 0.01, 1e-5), ("year", 0.02, 1e-4)]),
+    "first": ("text", "name", [("share:40", 0.08, 0.006), ("share:5", 0.25, 0.004375), ("exact", 0.47, 0.001627),
+                               ("swapped:last", 0.03, 1e-5), ("nysiis", 0.05, 0.01), ("initial", 0.05, 0.06)]),
+    "last": ("text", "name", [("share:40", 0.08, 0.006), ("share:5", 0.25, 0.004375), ("exact", 0.47, 0.001044),
+                              ("soundex", 0.10, 0.01)]),
+    "dob": ("date", "", [("exact", 0.88, 4e-5), ("day_month_swap", 0.01, 1e-5), ("year", 0.02, 1e-4),
+                         ("partial", 0.05, 0.004)]),
     "sex": ("text", "name", [("exact", 0.97, 0.5)]),
     "postcode": ("text", "identifier", [("exact", 0.84, 0.002), ("transposed:4", 0.05, 0.0005)]),
     "id": ("text", "identifier", [("exact", 0.90, 1e-6), ("slip:10", 0.06, 3e-4)]),
@@ -47,7 +59,7 @@ PRIORS: dict[str, tuple[str, str, list[tuple[str, float, float]]]] = {
 # ``person-typo``: the same, with the typo level (edit distance 1 on the first 8 letters) on names,
 # dates within 10 days, and typos in ids and postcodes: 5L - 1 comparisons per typo level and pair.
 TYPO_LEVELS: dict[str, list[tuple[str, float, float, int]]] = {     # (level, m, u, position in the order)
-    "first": [("typo:8", 0.12, 0.002, 2)], "last": [("typo:8", 0.14, 0.001, 1)],
+    "first": [("typo:8", 0.12, 0.002, 3)], "last": [("typo:8", 0.14, 0.001, 2)],
     "dob": [("days:10", 0.02, 8e-4, 3)], "postcode": [("typo:4", 0.09, 0.02, 2)],
     "id": [("typo:10", 0.04, 1e-5, 2)],
     "address": [("typo:10", 0.25, 0.0005, 1)], "city": [("typo:8", 0.15, 0.001, 1)],

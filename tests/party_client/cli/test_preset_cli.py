@@ -84,7 +84,8 @@ def test_preset_person_links_like_its_plaintext_model_and_writes_its_rules(keyho
     page = (tmp_path / "page.html").read_text()
     for part in ("Estimated quality at the threshold", "m, u and weight per level", "data:image/png;base64,",
                  "Borderline matches (your own records only)", "swapped:last", "swapped with last",
-                 "one character replaced or two adjacent swapped (first 10)", "no value on either side"):
+                 "one character replaced or two adjacent swapped (first 10)", "no value on either side",
+                 "this estimate was optimistic by up to"):
         assert part in page
     borderline = page.split("Borderline matches")[1]
     assert "dup-0" not in borderline and "org" in borderline        # the querier's records, never the holder's

@@ -7,8 +7,10 @@ import math
 
 import numpy as np
 import pandas as pd
+import pytest
 from hypothesis import given, settings, strategies as st
 
+from party_client.errors import PartyError
 from party_client.matching.fellegi_sunter import (LevelField, LevelModel, accepted, expectation_maximisation,
                                                   model_from_fit, pair_levels, pattern_weights)
 from party_client.matching.levels import (Level, date_keys, group_agreement, missing_keys, number_keys,
@@ -279,8 +281,6 @@ def test_em_recovers_known_m_and_u_within_two_hundredths():
 
 
 def test_em_that_does_not_converge_writes_no_rule():
-    import pytest
-    from party_client.errors import PartyError
     fields = [LevelField(name, "text", (Level("exact"), Level("initial")), name) for name in "abc"]
     patterns = np.random.default_rng(1).choice([0, 1, 3], size=(500, 3))
     fit = expectation_maximisation(LevelModel(fields, {}, 0.0), patterns, max_iterations=2)
@@ -296,3 +296,20 @@ def test_every_level_kind_says_what_agreeing_means():
         for kind in kinds:
             level = Level.parse(f"{kind}:last" if kind == "swapped" else kind, value_type)
             assert level.meaning and (level.parameter is None or str(level.parameter) in level.meaning)
+
+
+def test_share_agrees_on_equal_values_each_side_holds_at_the_share():
+    """Term-frequency class by share: each party classes its own column; a pair agrees when the values are
+    equal and on each side the value is at least N thousandths of its non-empty values, held twice."""
+    from party_client.matching.levels import shared_values
+    level = Level.parse("share:250", "text")                 # a quarter of the side's values
+    querier = pd.Series(["smith", "smith", "smith", "li", "li", "zyx", "brown", ""], dtype=object)
+    holder = pd.Series(["smith", "smith", "brown", "brown", "zyx", "li", "", ""], dtype=object)
+    assert shared_values(querier, 250) == {"smith", "li"} and shared_values(holder, 250) == {"smith", "brown"}
+    assert shared_values(pd.Series(["a", "b", "c"], dtype=object), 300) == set()    # held once: never a class
+    q, h = text_keys(level, querier), text_keys(level, holder)
+    left, right = np.array([0, 3, 6, 5]), np.array([0, 5, 2, 4])     # smith, li, brown, zyx on both sides
+    assert group_agreement(q, h, left, right).tolist() == [True, False, False, False]
+    assert level.comparisons == 1 and Level.parse("share", "text") == Level("share", 5)
+    with pytest.raises(PartyError, match="thousandths"):
+        Level.parse("share:1001", "text")
