@@ -181,7 +181,7 @@ def test_streams_are_capped_per_party_and_in_total_and_a_refused_client_waits(fr
         connection.close()
     assert info.round == 1 and waited >= 1.0
     assert any("asks to wait before PutMessage" in line and "retry in 1 s" in line for line in said), said
-    assert [future.result(timeout=10).round for future in held] == [1, 2, 1]     # the stalled uploads end too
+    assert sorted(future.result(timeout=10).round for future in held) == [1, 1, 2]   # the stalled ones end too
     assert "Traceback" not in server.log_path.read_text()
 
 
