@@ -81,6 +81,7 @@ def kind(word: str) -> int:
     return FOREIGN
 
 
+@lru_cache(maxsize=65536)
 def _flags(word: str) -> int:
     return word_classes().get(word.lower(), 0)
 
@@ -89,6 +90,7 @@ def _eponym(text: str, end: int, word: str) -> bool:
     return bool(_flags(word) & EPONYM and _EPONYM_TAIL.match(text, end))
 
 
+@lru_cache(maxsize=65536)
 def _more(word: str) -> bool:
     """A word that continues a name already begun (after a cue or beside a name)."""
     if len(word.rstrip(".")) == 1:
