@@ -54,8 +54,9 @@ _LABEL = re.compile(r"(?i:name|patient|pt)\s*:\s*$")
 _WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*[A-Za-z]|[A-Z]\.?")
 _GAP = re.compile(r"[ \t]+(?:[A-Z]\.?[ \t]+)?$")  # what may separate two words of one name (a middle initial)
 _MIDDLE_INITIAL = re.compile(r"\b[A-Z]\.?(?=[ \t]+$)")
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ'’-")
+_ASCII_LETTER = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ").__contains__
 _NEXT = re.compile(r"[ \t]+(?:[A-Z]\.?[ \t]+)?([A-Za-z][A-Za-z'’-]*[A-Za-z])(?![\w'’-])")
-_PREV = re.compile(r"(?<![\w.'’-])([A-Za-z][A-Za-z'’-]*[A-Za-z])[ \t]+$")
 _EPONYM_TAIL = re.compile(r"(?:['’]?s)?\s*(?:-\s*[A-Za-z]+\s+)?(?:sign|disease|syndrome|palsy|test|score|scale|maneuver|"
                           r"manoeuvre|reflex|criteria|classification|lesion|fracture|cyst|drain|catheter|tube|procedure|"
                           r"fundoplication|operation|repair|stage|grade|stain|triad|phenomenon|node|lymphoma|chorea|"
@@ -255,16 +256,33 @@ def _extend(text: str, run: list, strong: bool) -> tuple[list, bool]:
     """Add a foreign word just before or after a run ("Yosef Villegas", "Karen hautamaki"): capitalized, or
     lower case beside a strong name. True when a capitalized foreign word was added."""
     grown = False
-    at = run[0][0]
-    before = _PREV.search(text, max(0, at - 30), at) if at and text[at - 1] in " \t" else None
-    if before and kind(before.group(1)) == FOREIGN and (strong or before.group(1)[0].isupper()):
-        run = [(before.start(1), before.end(1), False)] + run
-        grown = before.group(1)[0].isupper() and text[run[1][0]].isupper()
+    before = _word_before(text, run[0][0])
+    if before and kind(text[before[0]:before[1]]) == FOREIGN and (strong or text[before[0]].isupper()):
+        run = [(before[0], before[1], False)] + run
+        grown = text[before[0]].isupper() and text[run[1][0]].isupper()
     after = _NEXT.match(text, run[-1][1])
     if after and kind(after.group(1)) == FOREIGN and (strong or after.group(1)[0].isupper()):
         run = run + [(after.start(1), after.end(1), False)]
         grown = grown or after.group(1)[0].isupper() and text[run[-2][0]].isupper()
     return run, grown
+
+
+def _word_before(text: str, at: int) -> tuple[int, int] | None:
+    """Where the name-like word just before ``at`` and its spaces is (``[A-Za-z][A-Za-z'’-]*[A-Za-z]``, not after a
+    word character, a period, an apostrophe or a hyphen, within the 30 characters before ``at``), read back
+    with string methods: a regular-expression search anchored at the end tries every start in the window."""
+    lo = max(0, at - 30)
+    end = lo + len(text[lo:at].rstrip(" \t"))
+    if end == at or end - lo < 2 or not _ASCII_LETTER(text[end - 1]):
+        return None
+    start = end - 1
+    while start > lo and text[start - 1] in _NAME_CHARS:
+        start -= 1
+    while start < end and not _ASCII_LETTER(text[start]):  # the word begins with a letter after a ' or -
+        start += 1
+    if end - start < 2 or start and (text[start - 1].isalnum() or text[start - 1] in "_.'’-"):
+        return None
+    return start, end
 
 
 def _initials(text: str, run: list) -> list:

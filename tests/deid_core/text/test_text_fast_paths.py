@@ -84,3 +84,16 @@ def test_relation_cues_split_by_first_word_match_as_the_whole_alternation():
             got = split.match(note.text, s) if split else None
             want = whole.match(note.text, s)
             assert (got and got.span(1)) == (want and want.span(1)), note.text
+
+
+def test_the_word_before_a_run_is_the_one_its_pattern_finds():
+    from deid_core.text.names import _word_before
+
+    prev = re.compile(r"(?<![\w.'’-])([A-Za-z][A-Za-z'’-]*[A-Za-z])[ \t]+$")
+    rng = random.Random(9)
+    alphabet = list("ab AB'’-_.9\t é") + ["Smith", "o'neil", "-x", "  ", "xx"]
+    for _ in range(8000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 45)))
+        for at in range(len(text) + 1):
+            m = prev.search(text, max(0, at - 30), at) if at and text[at - 1] in " \t" else None
+            assert _word_before(text, at) == (m.span(1) if m else None), (text, at)
