@@ -43,6 +43,8 @@ TRIGGER_FLAGS = sum(TRIGGERS) | T_STREET  # T_STREET: the street suffixes (:func
 #: Street suffixes are also found before an apostrophe or a hyphen ("Main Street's", "St-"), where a pattern's
 #: word boundary falls but the folded note goes on with the word.
 _STREET_ENDS = "'-"
+#: The suffixes of a street written in lower case ("12 oak street"; deid_core.text.recognizers).
+LOWER_STREET_SUFFIXES = ("street", "avenue", "road", "drive", "lane", "boulevard", "court", "place", "way")
 
 #: Words never taken for a name on their own (common English and clinical words).
 _COMMON_FILES = ("lorem_words.txt", "clinical_words.txt")
@@ -115,7 +117,7 @@ def automaton() -> ahocorasick.Automaton:
     """One Aho-Corasick automaton of all the lists; a match's value is ``(length, word, flags)``."""
     a = ahocorasick.Automaton()
     entries = dict(word_classes())  # and the street suffixes, found for the street patterns only
-    for word in street_suffix_words():
+    for word in street_suffix_words() | set(LOWER_STREET_SUFFIXES):
         entries[word] = entries.get(word, 0) | T_STREET
     for word, flags in entries.items():
         key = f" {fold(word).strip()} "

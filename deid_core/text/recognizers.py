@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import re
 
-from .lists import (CITY, COUNTRY, STATE, T_FACILITY, T_ID, T_MONTH, T_PHONE, T_STREET, T_ZIP, WORD, states,
-                    street_suffixes)
+from .lists import (CITY, COUNTRY, LOWER_STREET_SUFFIXES, STATE, T_FACILITY, T_ID, T_MONTH, T_PHONE, T_STREET,
+                    T_ZIP, WORD, states, street_suffixes)
 from .note import Note
 from .spans import CUE, LIST, PATTERN, Span
 from .textdates import parse
@@ -112,10 +112,12 @@ _POSTAL = re.compile(r"[A-Z](?<![\w][A-Z])(?:\d[A-Z]\s\d[A-Z]\d|[A-Z]?\d[A-Z\d]?
 _STREET_WORDS = r"(?:(?:[NSEW]\.?|North|South|East|West)\s+)?(?:[A-Z0-9][a-zA-Z0-9'’.-]*\s+){1,3}?"
 _UNIT = r"(?:,?\s+(?:apt\.?|apartment|suite|ste\.?|unit|#|room|rm\.?|floor|fl\.?)\s*#?\s*[\w-]+)?"
 _STREET = re.compile(rf"\d(?<![\w/-]\d)\d{{0,5}}(?:-\d+)?[A-Z]?\s+{_STREET_WORDS}(?:(?i:{street_suffixes()}))\b\.?{_UNIT}")
-_STREET_LOWER = re.compile(r"\d(?<![\w/-]\d)\d{0,5}\s+(?:[a-z][a-z'-]*\s+){1,3}?(?:street|avenue|road|drive|lane|"
-                           rf"boulevard|court|place|way){_UNIT}\b")  # on the lower-cased note
+_STREET_LOWER = re.compile(r"\d(?<![\w/-]\d)\d{0,5}\s+(?:[a-z][a-z'-]*\s+){1,3}?(?:" + "|".join(LOWER_STREET_SUFFIXES) +
+                           rf"){_UNIT}\b")  # on the lower-cased note
 # A street's number is at most this far before its suffix, its unit this far after (the window of _streets).
 _STREET_WINDOW = (120, 50)
+_STREET_LEAD = re.compile(r"\d[\d-]*[A-Z]?(?: [A-Z0-9][A-Za-z0-9'’.-]*){1,4}$")
+_STREET_LEAD_LOWER = re.compile(r"\d(?: [A-Za-z][A-Za-z'-]*){1,3}$")
 _PO_BOX = re.compile(r"p(?<![\w]p)\.?\s?o\.?\s+box\s+\d+")  # on the lower-cased note
 _FACILITY_HEADS = (r"Hospital|Medical Center|Medical Centre|Health Center|Health Centre|Clinic|Infirmary|Nursing Home|"
                    r"Rehabilitation Center|Rehab Center|Rehab|Hospice|Care Center|Health System|Healthcare|Health Care|"
@@ -201,7 +203,8 @@ def identifiers(note: Note) -> list[Span]:
 def places(note: Note) -> list[Span]:
     """Street addresses, "City, ST 12345", postal codes, and listed cities, states and countries."""
     text = note.text
-    out = [_span(note, m, "STREET", "street", PATTERN) for m in _streets(note)] + _all(note, _PO_BOX, "STREET", "street", PATTERN)
+    out = [_span(note, m, "STREET", "street", PATTERN) for m in _streets(note)]
+    out += _all(note, _PO_BOX, "STREET", "street", PATTERN)
     cores = [m.span() for m in _STATE_CORE.finditer(text)]
     for m, is_abbr in ((m, a) for p, a in _CITY_STATE for m in note.around(p, cores, 50, 40, False)):
         city, zip_ = m.group(1), m.group(3)
@@ -233,10 +236,17 @@ def _streets(note: Note) -> list[re.Match]:
     if not note.text.isascii():
         return list(_STREET.finditer(note.text)) + list(_STREET_LOWER.finditer(note.low))
     text = note.text
-    suffixes = [(s, e) for s, e in note.hits(T_STREET) if s and text[s - 1].isspace()]
-    if not suffixes:
-        return []
-    return note.around(_STREET, suffixes, *_STREET_WINDOW, False) + note.around(_STREET_LOWER, suffixes, *_STREET_WINDOW)
+    # Before a street's suffix: its number, then one to four words (a direction, up to three words), capitalized
+    # (or any case before one of the suffixes of the lower-case pattern).
+    capitalized, lower = [], []
+    for s, e in note.hits(T_STREET):
+        if s and text[s - 1].isspace():
+            lead = " ".join(text[max(0, s - _STREET_WINDOW[0]):s].split()[-5:])
+            if _STREET_LEAD.search(lead):
+                capitalized.append((s, e))
+            if note.low[s:e] in LOWER_STREET_SUFFIXES and _STREET_LEAD_LOWER.search(lead):
+                lower.append((s, e))
+    return note.around(_STREET, capitalized, *_STREET_WINDOW, False) + note.around(_STREET_LOWER, lower, *_STREET_WINDOW)
 
 
 def _listed_city(note: Note, m: re.Match) -> bool:
