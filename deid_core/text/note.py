@@ -10,6 +10,8 @@ from typing import Iterable, Iterator
 
 from .lists import CITY, COUNTRY, FIRST, LAST, STATE, TRIGGER_FLAGS, find_words, fold
 
+_SHAPE = bytes.maketrans(b"0123456789" + bytes(range(65, 91)) + bytes(range(97, 123)) + b"\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f",
+                         b"0" * 10 + b"A" * 26 + b"a" * 26 + b" " * 9)
 #: The word classes whose words are gathered in the same pass as the trigger words.
 GATHERED = (FIRST | LAST, CITY | STATE | COUNTRY)
 
@@ -61,6 +63,34 @@ class Note:
         """The words ``(start, end, flags)`` with any class of ``mask`` (gathered once for :data:`GATHERED`)."""
         gathered = self._classes[1].get(mask)
         return gathered if gathered is not None else [w for w in self.words if w[2] & mask]
+
+    @cached_property
+    def shape(self) -> bytes | None:
+        """The note's shape, if it is ASCII: each digit ``0``, capital ``A``, small letter ``a``, white space a
+        space, any other character itself (None for a note that is not ASCII). A fixed shape is found in it by a
+        plain substring search, much faster than a pattern that begins with a class of characters."""
+        return self.text.encode("ascii").translate(_SHAPE) if self.text.isascii() else None
+
+    def shaped(self, *shapes: bytes) -> list[tuple[int, int]] | None:
+        """Where any of ``shapes`` (all of one length) stands in the note, leftmost first and none overlapping the
+        one before (as a pattern's matches); None for a note that is not ASCII."""
+        shape = self.shape
+        if shape is None:
+            return None
+        starts = []
+        for wanted in shapes:
+            at = shape.find(wanted)
+            while at >= 0:
+                starts.append(at)
+                at = shape.find(wanted, at + 1)
+        if len(shapes) > 1:
+            starts.sort()
+        size, last, out = len(shapes[0]), 0, []
+        for at in starts:
+            if at >= last:
+                out.append((at, at + size))
+                last = at + size
+        return out
 
     def occurrences(self, value: str) -> Iterator[tuple[int, int]]:
         """Where ``value`` (lower case) stands as whole words in the note, in any case."""

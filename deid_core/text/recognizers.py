@@ -105,7 +105,10 @@ _CAP = r"[A-Z][a-zA-Z'’.-]+"
 _STATE_CORE = re.compile(r",[ \t]+[A-Z]")
 # "City, ST 12345" and "City, State 12345", run apart so that "Knolls, Washington, WI 90977" yields both readings
 # and overlap resolution keeps the city of the second.
-_CITY_STATE = [(re.compile(rf"\b({_CAP}(?:[ -]{_CAP}){{0,2}}),\s+({state})" r"(?:,?\s+(\d{5}(?:-\d{4})?))?(?![\w-])"), abbr)
+# Each with its gate: a comma and the state, searched over the whole note first (a literal the engine skips to);
+# a note without one cannot match, and most notes have none.
+_CITY_STATE = [(re.compile(rf"\b({_CAP}(?:[ -]{_CAP}){{0,2}}),\s+({state})" r"(?:,?\s+(\d{5}(?:-\d{4})?))?(?![\w-])"), abbr,
+                re.compile(rf",\s+(?:{state})"))
                for state, abbr in ((rf"(?:{_ABBR})\b\.?", True), (rf"(?i:{'|'.join(_STATE_NAMES)})\b", False))]
 _ZIP_CUE = re.compile(r"\b(?:zip(?:\s*code)?|postal\s+code|postcode)\s*:?\s*(\d{5}(?:-\d{4})?|[a-z]\d[a-z]\s?\d[a-z]\d)\b")
 _POSTAL = re.compile(r"[A-Z](?<![\w][A-Z])(?:\d[A-Z]\s\d[A-Z]\d|[A-Z]?\d[A-Z\d]?\s\d[A-Z]{2})\b")
@@ -134,6 +137,12 @@ _FACILITY_LEAD = re.compile(r"(?:(?:the|at|to|from|in|on|by|via|per|and|patient|
 
 def _span(note: Note, m: re.Match, type_: str, source: str, priority: int, group: int = 0) -> Span:
     return Span(m.start(group), m.end(group), type_, note.text[m.start(group):m.end(group)], source, priority)
+
+
+def _cores(note: Note, pattern: re.Pattern, *shapes: bytes) -> list[tuple[int, int]]:
+    """Where ``pattern`` (digits and separators, the ``shapes`` of :meth:`Note.shaped`) matches in the note."""
+    found = note.shaped(*shapes)
+    return found if found is not None else [m.span() for m in pattern.finditer(note.low)]
 
 
 def _start(low: str, m: re.Match, back: int) -> int:
@@ -180,7 +189,7 @@ def ages(note: Note) -> list[Span]:
 
 def contacts(note: Note) -> list[Span]:
     """Phone and fax numbers, e-mail addresses and URLs."""
-    phones = [m.span() for m in _PHONE_CORE.finditer(note.low)]
+    phones = _cores(note, _PHONE_CORE, b"000-0000", b"000.0000", b"000 0000")
     return ([_span(note, m, "PHONE", "phone", PATTERN) for m in note.around(_PHONE, phones, 22, 14)]
             + [_span(note, m, "PHONE", "phone-cue", CUE, 1) for m in note.starting_at(_PHONE_CUE, note.hits(T_PHONE))]
             + [_span(note, m, "EMAIL", "email", PATTERN + 1)
@@ -196,7 +205,7 @@ def identifiers(note: Note) -> list[Span]:
     for m in note.starting_at(_ID_CUE, note.hits(T_ID)):
         kind = next(n for n, _ in _ID_CUES if m.group(n))
         out.append(_span(note, m, kind, "id-cue", PATTERN + 2, value))
-    cores = [m.span() for m in _ID_CORE.finditer(note.low)]
+    cores = _cores(note, _ID_CORE, b"000000")
     return out + [_span(note, m, "ID", "id", LIST) for m in note.around(_ID_BARE, cores, 5, 40, False)]
 
 
@@ -206,7 +215,8 @@ def places(note: Note) -> list[Span]:
     out = [_span(note, m, "STREET", "street", PATTERN) for m in _streets(note)]
     out += _all(note, _PO_BOX, "STREET", "street", PATTERN)
     cores = [m.span() for m in _STATE_CORE.finditer(text)]
-    for m, is_abbr in ((m, a) for p, a in _CITY_STATE for m in note.around(p, cores, 50, 40, False)):
+    for m, is_abbr in ((m, a) for p, a, gate in _CITY_STATE if cores and gate.search(text)
+                       for m in note.around(p, cores, 50, 40, False)):
         city, zip_ = m.group(1), m.group(3)
         if is_abbr and m.group(2).rstrip(".") in AMBIGUOUS_ABBR and not zip_ and not _listed_city(note, m):
             continue
@@ -220,7 +230,8 @@ def places(note: Note) -> list[Span]:
         if zip_:
             out.append(_span(note, m, "ZIP", "city-state", PATTERN + 1, 3))
     out += [_span(note, m, "ZIP", "zip-cue", PATTERN + 1, 1) for m in note.starting_at(_ZIP_CUE, note.hits(T_ZIP))]
-    out += _all(note, _POSTAL, "ZIP", "postal", PATTERN, False)
+    if note.shape is None or b" 0A" in note.shape:  # every postal code has a space, a digit, a capital
+        out += _all(note, _POSTAL, "ZIP", "postal", PATTERN, False)
     for start, end, flags in note.having(CITY | STATE | COUNTRY):
         if not text[start].isupper() or flags & WORD and not flags & (STATE | COUNTRY):
             continue

@@ -99,3 +99,16 @@ def test_the_word_before_a_run_is_the_one_its_pattern_finds():
         for at in range(len(text) + 1):
             m = prev.search(text, max(0, at - 30), at) if at and text[at - 1] in " \t" else None
             assert _word_before(text, at) == (m.span(1) if m else None), (text, at)
+
+
+def test_digit_cores_found_in_the_note_shape_are_the_pattern_matches():
+    from deid_core.text.recognizers import _ID_CORE, _PHONE_CORE, _POSTAL
+
+    rng = random.Random(10)
+    alphabet = list("0123456789" * 2) + list("-. \t\nAZaz") + ["555", "1234", "K1A", "0B6", "\x1c"]
+    for _ in range(5000):
+        note = Note("".join(rng.choice(alphabet) for _ in range(rng.randint(1, 40))))
+        assert note.shaped(b"000-0000", b"000.0000", b"000 0000") == [m.span() for m in _PHONE_CORE.finditer(note.low)]
+        assert note.shaped(b"000000") == [m.span() for m in _ID_CORE.finditer(note.low)]
+        assert b" 0A" in note.shape or not _POSTAL.search(note.text), note.text
+    assert Note("café 1234567").shaped(b"000000") is None  # not ASCII: the patterns run
