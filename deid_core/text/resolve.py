@@ -3,9 +3,12 @@ over a cue over a list look-up), then the earliest; the result is sorted and dis
 from __future__ import annotations
 
 import bisect
+from operator import itemgetter
 from typing import Iterable
 
 from .spans import Span
+
+_START = itemgetter(0)
 
 
 def _rank(s: Span) -> tuple[int, int, int]:
@@ -14,14 +17,33 @@ def _rank(s: Span) -> tuple[int, int, int]:
 
 
 def resolve(spans: Iterable[Span]) -> list[Span]:
-    """Disjoint spans, sorted by start (see the module docstring for who wins an overlap)."""
-    ranked = sorted(spans, key=_rank)
+    """Disjoint spans, sorted by start (see the module docstring for who wins an overlap).
+
+    Spans that overlap no other are kept as they are; the ranking runs within each group of spans linked by
+    overlaps (no span outside a group can take part in its contest), most notes having few such groups."""
+    ordered = sorted((s for s in spans if s.end > s.start), key=_START)  # stable: ties keep the given order
+    out: list[Span] = []
+    group: list[Span] = []
+    reach = -1
+    for s in ordered:
+        if s.start >= reach and group:
+            out += group if len(group) == 1 else _contest(group)
+            group = []
+        group.append(s)
+        reach = max(reach, s.end)
+    if group:
+        out += group if len(group) == 1 else _contest(group)
+    return out
+
+
+def _contest(spans: list[Span]) -> list[Span]:
+    """The winners among overlapping spans, sorted by start."""
     starts: list[int] = []  # the kept spans, disjoint, sorted by start
     ends: list[int] = []
     kept: dict[int, Span] = {}
-    for s in ranked:
+    for s in sorted(spans, key=_rank):
         i = bisect.bisect_right(starts, s.start)
-        if s.end <= s.start or i and ends[i - 1] > s.start or i < len(starts) and starts[i] < s.end:
+        if i and ends[i - 1] > s.start or i < len(starts) and starts[i] < s.end:
             continue
         starts.insert(i, s.start)
         ends.insert(i, s.end)

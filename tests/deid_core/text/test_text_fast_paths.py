@@ -112,3 +112,27 @@ def test_digit_cores_found_in_the_note_shape_are_the_pattern_matches():
         assert note.shaped(b"000000") == [m.span() for m in _ID_CORE.finditer(note.low)]
         assert b" 0A" in note.shape or not _POSTAL.search(note.text), note.text
     assert Note("café 1234567").shaped(b"000000") is None  # not ASCII: the patterns run
+
+
+def test_resolution_by_groups_of_overlapping_spans_is_the_ranking_over_all():
+    import bisect
+
+    from deid_core.text.resolve import resolve
+    from deid_core.text.spans import Span
+
+    def ranked_over_all(spans):
+        starts, ends, kept = [], [], {}
+        for s in sorted(spans, key=lambda s: (s.start - s.end, -s.priority, s.start)):
+            i = bisect.bisect_right(starts, s.start)
+            if s.end <= s.start or i and ends[i - 1] > s.start or i < len(starts) and starts[i] < s.end:
+                continue
+            starts.insert(i, s.start)
+            ends.insert(i, s.end)
+            kept[s.start] = s
+        return [kept[start] for start in starts]
+
+    rng = random.Random(11)
+    for _ in range(5000):
+        spans = [Span(a, a + rng.randint(-1, 8), rng.choice("XYZ"), "t", rng.choice("ab"), rng.choice([10, 20, 30]))
+                 for a in (rng.randint(0, 30) for _ in range(rng.randint(0, 12)))]
+        assert resolve(spans) == ranked_over_all(spans), spans
