@@ -221,29 +221,41 @@ def _runs(text: str, words: list[tuple[int, int, int]]) -> list[Span]:
     for s, e, f in words:
         if not f & (FIRST | LAST) or f & MEDICAL:
             continue
-        word = text[s:e]
-        k = kind(word)
-        if k > AMBIGUOUS or f & EPONYM and _EPONYM_TAIL.match(text, e):
+        strong = _candidate(text[s:e])
+        if strong is None or f & EPONYM and _EPONYM_TAIL.match(text, e):
             continue
-        cands.append((s, e, k == LISTED and word[0].isupper() and not (len(word) > 3 and word.isupper())))
+        cands.append((s, e, strong))
     out: list[Span] = []
-    i = 0
-    while i < len(cands):
+    i, count = 0, len(cands)
+    while i < count:
         run = [cands[i]]
-        while i + 1 < len(cands) and cands[i + 1][0] > run[-1][1] and _GAP.match(text, run[-1][1], cands[i + 1][0]):
+        strong = cands[i][2]
+        while i + 1 < count and cands[i + 1][0] > run[-1][1] and _GAP.match(text, run[-1][1], cands[i + 1][0]):
             i += 1
             run.append(cands[i])
+            strong = strong or cands[i][2]
         i += 1
-        strong = any(c[2] for c in run)
         if len(run) == 1 and not strong and text[run[0][0]].islower():
             continue  # a lone lower-case common word ("may", "hope") is never a name without a cue
         run, grown = _extend(text, run, strong)
         if not (strong or grown or len(run) >= 2 and _pair(text, run)):
             continue
         run = _initials(text, run)
+        size = len(run)
         for k, (s, e, _) in enumerate(run):
-            out.append(Span(s, e, _type_of(text[s:e], k, len(run), False), text[s:e], "name-list", LIST))
+            word = text[s:e]
+            out.append(Span(s, e, _type_of(word, k, size, False), word, "name-list", LIST))
     return out
+
+
+@lru_cache(maxsize=65536)
+def _candidate(word: str) -> bool | None:
+    """None for a listed word that is no name on its own (an English word, a stop word); else whether it is a
+    strong one: a capitalized listed name that is not a word of capitals."""
+    k = kind(word)
+    if k > AMBIGUOUS:
+        return None
+    return k == LISTED and word[0].isupper() and not (len(word) > 3 and word.isupper())
 
 
 def _pair(text: str, run: list[tuple[int, int, bool]]) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Iterable, Iterator
 
 from .lists import CITY, COUNTRY, FIRST, LAST, STATE, TRIGGER_FLAGS, find_words, fold
@@ -20,6 +20,13 @@ def lower(text: str) -> str:
     """``text`` in lower case, the same length (``re.IGNORECASE`` is about twice as slow as this copy)."""
     low = text.lower()
     return low if len(low) == len(text) else "".join(c.lower()[0] for c in text)
+
+
+@lru_cache(maxsize=None)
+def _routes(flags: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The classes of :data:`GATHERED` and the trigger classes of a word with ``flags`` (few distinct values)."""
+    bits = flags & TRIGGER_FLAGS
+    return tuple(m for m in GATHERED if flags & m), tuple(1 << i for i in range(bits.bit_length()) if bits >> i & 1)
 
 
 @dataclass
@@ -42,15 +49,11 @@ class Note:
         triggers: dict[int, list[tuple[int, int]]] = {}
         gathered: dict[int, list[tuple[int, int, int]]] = {mask: [] for mask in GATHERED}
         for word in self.words:
-            flags = word[2]
-            for mask, words in gathered.items():
-                if flags & mask:
-                    words.append(word)
-            bits = flags & TRIGGER_FLAGS
-            while bits:
-                bit = bits & -bits
+            masks, bits = _routes(word[2])
+            for mask in masks:
+                gathered[mask].append(word)
+            for bit in bits:
                 triggers.setdefault(bit, []).append(word[:2])
-                bits ^= bit
         return triggers, gathered
 
     def hits(self, flag: int) -> list[tuple[int, int]]:

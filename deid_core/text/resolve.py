@@ -38,6 +38,10 @@ def resolve(spans: Iterable[Span]) -> list[Span]:
 
 def _contest(spans: list[Span]) -> list[Span]:
     """The winners among overlapping spans, sorted by start."""
+    first = spans[0]
+    if all(s.start == first.start and s.end == first.end for s in spans):  # one range found by several rules
+        best = max(s.priority for s in spans)
+        return [next(s for s in spans if s.priority == best)]
     starts: list[int] = []  # the kept spans, disjoint, sorted by start
     ends: list[int] = []
     kept: dict[int, Span] = {}
