@@ -1,6 +1,8 @@
 """Errors and warnings of :mod:`deid_core`."""
 from __future__ import annotations
 
+from common.parameters import NamedParameters
+
 
 class DeidInputError(ValueError):
     """Bad user input (spec, data, hierarchy, population table).
@@ -10,6 +12,11 @@ class DeidInputError(ValueError):
 
     def __init__(self, message: str) -> None:
         super().__init__(" ".join(str(message).split()))
+
+
+class ParameterError(NamedParameters, DeidInputError):
+    """Bad input about parameters of a library call, named as the call spells them (``max_suppression``);
+    the ``deid`` command names its flags instead (``--max-suppression``, :meth:`flagged`)."""
 
 
 class DeidWarning(UserWarning):

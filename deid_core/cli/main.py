@@ -11,7 +11,7 @@ import warnings
 from typing import Callable, Sequence
 
 from common.cli import Expected, OneLineParser, UsageError, run
-from ..errors import DeidInputError
+from ..errors import DeidInputError, ParameterError
 from . import commands, geo, longitudinal, masking, pdf, search, subsample, text, ui, utility
 
 EXIT_BAD_INPUT = 2
@@ -23,8 +23,9 @@ def _os_error_line(error: BaseException) -> str:
     return f"error: {getattr(error, 'filename', '') or ''} {msg}".replace("  ", " ").strip()
 
 
-#: Bad input -> exit 2 with one line; out of memory -> exit 1.
-EXPECTED = [Expected((UsageError, DeidInputError), EXIT_BAD_INPUT),
+#: Bad input -> exit 2 with one line (a library error about parameters names their flags); out of memory -> exit 1.
+EXPECTED = [Expected(ParameterError, EXIT_BAD_INPUT, lambda error: f"error: {error.flagged()}"),
+            Expected((UsageError, DeidInputError), EXIT_BAD_INPUT),
             Expected((OSError, UnicodeDecodeError), EXIT_BAD_INPUT, _os_error_line),
             Expected(MemoryError, 1, lambda _: "error: out of memory")]
 

@@ -1,7 +1,8 @@
 """``deid search``: find policies that meet a threshold with little information loss (docs/deid_search.md).
 
-Maps the options to the searches of :mod:`deid_core.algorithm`, verifies every reported policy by
-re-assessing its release from scratch, and writes the results (nothing is written on bad input).
+Reads the table, maps the flags to :class:`deid_core.release_search.SearchOptions`, calls
+:func:`deid_core.release_search.search_release` (which verifies every reported policy by re-assessing
+its release from scratch) and writes the results (nothing is written on bad input).
 """
 from __future__ import annotations
 
@@ -10,223 +11,28 @@ import math
 import sys
 import time
 
-import numpy as np
-import pandas as pd
-
-from ..errors import DeidInputError
+from ..release_search import METHODS, SearchOptions, known_applies, search_release
 from ..spec import Spec
 from ..transform.policy import Policy
 from .known_options import add_known_options, known_of
 from .options import (AT_LEAST_1, PROBABILITY, SEED, SHARE, accepted_columns, add_accept, add_force, add_input_spec,
                       guard_outputs, number, summary_line)
 
-SEARCH_METHODS = ("bps", "directed", "ola", "partition", "boxes", "lola")
-#: The searches whose risk can be the maximum over the blocks of a covering design (--known).
-KNOWN_METHODS = ("ola", "bps", "directed")
-#: option -> (the methods it applies to, its default): given to another method it is refused, not ignored.
-METHOD_OPTIONS: dict[str, tuple[tuple[str, ...], object]] = {
-    "population": (("bps", "directed", "partition"), None),
-    "threshold": (("ola", "bps", "directed", "lola"), None),
-    "iterations": (("bps", "directed", "lola"), None),
-    "sampling_fraction": (("lola",), 1.0),
-    "loss": (("ola", "lola"), "nue"),
-    "top": (("ola", "lola"), 10),
-    "min_population": (("partition",), 0.0),
-    "seed": (("bps", "directed", "lola"), 0),
-}
 
-
-def check_method_options(args: argparse.Namespace) -> None:
-    """Refuse an option the chosen method does not use (it would be ignored silently), then fill in defaults."""
-    if args.force and args.method != "lola":
-        raise DeidInputError(f"--force applies to --method lola (with --apply-best), not {args.method}")
-    for name, (methods, default) in METHOD_OPTIONS.items():
-        if getattr(args, name) is not None and args.method not in methods:
-            raise DeidInputError(f"--{name.replace('_', '-')} applies to --method {', '.join(methods)}, "
-                                 f"not {args.method}")
-        if getattr(args, name) is None:
-            setattr(args, name, default)
-
-
-def run_ola(args: argparse.Namespace, spec: Spec, df: pd.DataFrame) -> tuple[dict, pd.DataFrame | None]:
-    """``--method ola``: --k, or --threshold (default [release] threshold) on the release verdict of
-    ``deid assess`` and ``deid apply`` (:func:`deid_core.risk.release_verdict`: the max risk of a public
-    release, the strict average × Pr(T) otherwise); the result dict and (with ``--apply-best``) the
-    verified release."""
-    from ..algorithm.optimal import optimal_release
-
-    if args.top < 1:
-        raise DeidInputError(f"--top must be a positive integer, got {args.top}")
-    found = optimal_release(df, spec, threshold=args.threshold, k=args.k,
-                            measure="attack",
-                            max_suppression=args.max_suppression or 0.0, loss=args.loss, top=args.top, progress=True,
-                            known=known_of(args, spec))
-    result = found.search.to_dict()
-    out = None
-    if found.policy is not None:
-        result["best_policy"] = found.policy.to_dict()
-        if args.apply_best:
-            out = found.apply(df)
-            check = found.reassess(out)
-            if not check["meets"]:  # pragma: no cover - guarded by tests
-                raise RuntimeError(f"internal error: best policy fails re-assessment {check}")
-            result["best_reassessed"] = check
-    return result, out
-
-
-def run_lola(args: argparse.Namespace, spec: Spec, df: pd.DataFrame) -> tuple[dict, pd.DataFrame | None]:
-    """``--method lola`` (El Emam et al. 2012, LOLA): OLA over the level-1 and level-2 hierarchies; a node is
-    acceptable when the simulated attack's high-risk persons are ≤ --max-suppression (docs/longitudinal.md)."""
-    from ..algorithm.lola import HHP_MAX_SUPPRESSION, lola_release
-
-    found = lola_release(df, spec, threshold=args.threshold, k=args.k, sampling_fraction=args.sampling_fraction,
-                         max_suppression=HHP_MAX_SUPPRESSION if args.max_suppression is None else args.max_suppression,
-                         iterations=10_000 if args.iterations is None else args.iterations, seed=args.seed,
-                         loss=args.loss, top=args.top, progress=True)
-    result = found.search.to_dict()
-    out = None
-    if found.policy is not None:
-        result["best_policy"] = found.policy.to_dict()
-        result["best_policy_note"] = ("the policy generalizes; the high-risk persons of this data set are "
-                                      "suppressed on top of it (not re-appliable to other data)")
-        if args.apply_best:
-            out = found.apply(df)
-            if found.criterion.persons >= 20_000:
-                print("deid search: re-assessing the release by a fresh attack", file=sys.stderr, flush=True)
-            check = found.reassess(out, df)
-            result["best_reassessed"] = check
-            if not check["meets"]:  # a release above its criterion is not written unless asked for
-                said = ("after suppressing the high-risk persons, the re-assessed high-risk proportion is "
-                        f"{check['high_risk_proportion']:.4f}, above MaxSup {found.criterion.max_suppression:g}")
-                if not args.force:
-                    raise DeidInputError(f"{said}: nothing written (more --iterations, another --seed, or --force)")
-                print(f"deid: warning: {said}", file=sys.stderr)
-    return result, out
-
-
-def run_subtree(args: argparse.Namespace, spec: Spec, df: pd.DataFrame,
-                pop: pd.DataFrame | None) -> tuple[dict, pd.DataFrame | None]:
-    """``--method bps|directed``: every reported policy is re-assessed from scratch; with ``[longitudinal]``
-    the risk (and the Safe Harbor threshold) is over persons (docs/longitudinal.md)."""
-    from ..algorithm.baseline import safe_harbor_risk
-    from ..algorithm.known_subsets_search import KnownSubtreeProblem
-    from ..algorithm.subtree import SubtreeProblem, search_subtree, verify_subtree
-    from ..longitudinal.persons import person_index
-    from ..risk import encode_table, validate_population
-
-    if args.k is not None:
-        raise DeidInputError("--k applies to --method ola only (bps/directed take --threshold, a normalized population risk)")
-    if args.max_suppression:
-        raise DeidInputError("--max-suppression applies to --method ola and lola only")
-    args.iterations = 100 if args.iterations is None else args.iterations
-    if args.iterations < 1:
-        raise DeidInputError(f"--iterations must be a positive integer, got {args.iterations}")
-    lg = spec.longitudinal
-    persons = person_index(df, lg.person, lg.level1) if lg is not None else None
-    table = encode_table(df, spec, pop)
-    pop = validate_population(pop, table.qis) if pop is not None else None
-    known = known_of(args, spec)
-    if args.threshold is not None:
-        if not 0 < args.threshold <= 1:
-            raise DeidInputError(f"threshold {args.threshold} is outside (0, 1]")
-        thr, source = args.threshold, "--threshold"
-    else:
-        thr = safe_harbor_risk(df, pop, spec, persons, known.blocks if known is not None else None)
-        source = "safe harbor"
-    problem = SubtreeProblem(table, thr, persons) if known is None else KnownSubtreeProblem(table, thr, known, persons)
-    result = search_subtree(problem, args.method, args.iterations, args.seed, progress=True).to_dict()
-    result["threshold_source"] = source
-    if known is not None:
-        result["known"] = known.summary()
-    best_out = None
-    for i, pol in enumerate(result["policies"]):
-        bits = np.array([c == "1" for c in pol["bits"]], dtype=bool)
-        risk, out = verify_subtree(problem, spec, df, pop, bits)
-        if risk > thr + 1e-12:  # pragma: no cover - guarded by tests
-            raise RuntimeError(f"internal error: policy {i} has risk {risk} > {thr} when applied")
-        pol["reassessed_risk"] = risk
-        if i == 0:
-            best_out = out
-            result["best_policy"] = problem.policy(spec, bits).to_dict()
-    return result, (best_out if args.apply_best else None)
-
-
-def run_partition(args: argparse.Namespace, spec: Spec, df: pd.DataFrame,
-                  pop: pd.DataFrame | None) -> tuple[dict, pd.DataFrame]:
-    """``--method partition`` (Liu et al. 2016 §3.3): minimum subset size ``--k``; Safe Harbor alongside."""
-    from ..algorithm.partition import search_partition
-
-    if args.k is None:
-        raise DeidInputError("--method partition needs --k, the minimum subset size")
-    if pop is None:
-        raise DeidInputError("--method partition needs --population (instance-disclosure risk uses N_i)")
-    result, out = search_partition(df, spec, pop, args.k, getattr(args, "min_population", 0.0))
-    return result.to_dict(), out
-
-
-def run_boxes(args: argparse.Namespace, spec: Spec, df: pd.DataFrame,
-              pop: pd.DataFrame | None) -> tuple[dict, pd.DataFrame]:
-    """``--method boxes`` (Xiang et al. 2014): k-anonymous interval boxes over the numeric QIs."""
-    from ..algorithm.boxes import search_boxes
-
-    if args.k is None:
-        raise DeidInputError("--method boxes needs --k")
-    result, out = search_boxes(df, spec.quasi, args.k)
-    return result.to_dict(), out
-
-
-def search_release(args: argparse.Namespace, spec: Spec, df: pd.DataFrame) -> tuple[dict, pd.DataFrame | None]:
-    """The search of ``deid search`` on a table already read: the result dict (with ``best_policy`` recording
-    every column's fate) and, with ``--apply-best``, the verified release checked for identifiers. Nothing
-    is written; the workbench (``deid ui``) calls it with options parsed by the same parser."""
+def search_options(args: argparse.Namespace, spec: Spec) -> SearchOptions:
+    """The library's options from ``deid search``'s (the population and the covering design read and built
+    here); ``--policy-out`` asks for a re-appliable policy."""
     from ..io import read_table
 
-    check_method_options(args)
-    spec.check_columns(df.columns)
-    accepted = accepted_columns(args, args.out)
-    fates = spec.fates(df.columns) if args.apply_best or args.policy_out or spec.rest is not None else None
-    spec = spec.resolve(df.columns) if fates is not None else spec
-    if not spec.quasi:
-        raise DeidInputError("spec declares no quasi-identifier to search over")
-    if args.known is not None and args.method not in KNOWN_METHODS:
-        raise DeidInputError(f"--known applies to --method {', '.join(KNOWN_METHODS)} (not {args.method})")
-    if args.method == "ola":
-        result, out = run_ola(args, spec, df)
-    elif args.method == "lola":
-        result, out = run_lola(args, spec, df)
-    else:
-        pop = read_table(args.population, spec.missing_values, categorical=False) if args.population else None
-        run = {"partition": run_partition, "boxes": run_boxes}.get(args.method, run_subtree)
-        result, out = run(args, spec, df, pop)
-        out = out if args.apply_best else None
-    if args.apply_best and out is None:
-        raise DeidInputError("no policy meets the threshold: nothing to apply (relax --k/--threshold or --max-suppression)")
-    if args.policy_out and not result.get("best_policy"):
-        raise DeidInputError(f"--method {args.method} found no re-appliable policy to write to --policy-out")
-    if out is not None:  # every column has a fate; identifiers are refused before anything is written
-        from ..detect import check_release
-        out = out.drop(columns=[c for c in spec.direct if c in out.columns])
-        result["identifier_check"] = check_release(out, fates, safe_harbor=False, accepted=accepted)
-        result["accepted_columns"] = result["identifier_check"]["accepted_columns"]
-    if fates is not None and "best_policy" in result:
-        result["best_policy"] = Policy.from_dict(result["best_policy"]).with_fates(fates, spec.rest, False).to_dict()
-    if result.get("best_policy") and args.method != "lola":  # lola suppresses this data set's persons on top
-        result["release_verdict"] = best_release_verdict(spec, df, Policy.from_dict(result["best_policy"]))
-    return result, out
-
-
-def best_release_verdict(spec: Spec, df: pd.DataFrame, policy: Policy) -> dict:
-    """The verdict ``deid apply --policy P --spec SPEC --html`` gives the best policy's release: the release
-    measured from scratch (:func:`deid_core.report.release_assessment`), judged by
-    :func:`deid_core.risk.release_verdict` against ``[release] threshold`` whatever the search's criterion."""
-    from ..report import release_assessment
-    from ..risk import release_measure
-
-    a = release_assessment(df, policy.apply(df)[0], spec)
-    return {"meets": a.attack["meets_threshold"], "overall_risk": a.attack["overall_risk"],
-            "threshold": spec.release.threshold, "measure": release_measure(spec.release),
-            "k_min": a.summary["k_min"], "suppressed_records": int(a.summary.get("suppressed_records", 0)),
-            "records": len(df)}
+    if args.known is not None:
+        known_applies(args.method)        # before a covering design is built for nothing
+    population = read_table(args.population, spec.missing_values, categorical=False) if args.population else None
+    return SearchOptions(method=args.method, k=args.k, threshold=args.threshold, max_suppression=args.max_suppression,
+                         population=population, iterations=args.iterations, sampling_fraction=args.sampling_fraction,
+                         loss=args.loss, top=args.top, min_population=args.min_population, seed=args.seed,
+                         known=known_of(args, spec), apply_best=bool(args.apply_best),
+                         reapplicable=bool(args.policy_out), accepted=accepted_columns(args, args.out),
+                         force=args.force)
 
 
 def node_words(best: dict) -> str:
@@ -266,7 +72,8 @@ def run_search_command(args: argparse.Namespace) -> int:
     spec = load_spec(args.spec)
     df = read_table(args.input, spec.missing_values)
     require_records(df, repr(args.input))
-    result, out = search_release(args, spec, df)
+    found = search_release(df, spec, search_options(args, spec))
+    result, out = found.summary, found.release
     result["seconds_total"] = round(time.perf_counter() - t0, 4)
     page = None
     if getattr(args, "html", None):
@@ -286,16 +93,6 @@ def run_search_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def search_arguments(argv: list[str]) -> argparse.Namespace:
-    """``argv`` (the words after ``deid search``) parsed by the ``deid search`` parser, defaults included;
-    a usage error raises :class:`common.cli.UsageError` (the workbench builds its searches this way)."""
-    from common.cli import OneLineParser
-
-    parser = OneLineParser(prog="deid")
-    register(parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser))
-    return parser.parse_args(["search", *argv])
-
-
 def cmd_search(args: argparse.Namespace) -> int:
     guard_outputs([args.input, args.spec, args.population], [args.out, args.apply_best, args.html, args.policy_out])
     return run_search_command(args)
@@ -305,7 +102,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     """``deid search``: find policies that meet a threshold with little information loss."""
     se = sub.add_parser("search", help="search for de-identification policies (OLA, BPS, Directed)")
     add_input_spec(se)
-    se.add_argument("--method", required=True, choices=SEARCH_METHODS,
+    se.add_argument("--method", required=True, choices=METHODS,
                     help="ola: optimal lattice anonymization (k-anonymity); bps, directed: risk-threshold "
                          "searches; partition, boxes: local recoding; lola: longitudinal OLA (needs [longitudinal])")
     se.add_argument("--population", help="CSV: QI columns at their most detailed level + count (bps, directed)")

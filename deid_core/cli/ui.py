@@ -16,13 +16,11 @@ def cmd_ui(args: argparse.Namespace) -> int:
                              "to serve beyond this computer")
     import uvicorn
 
-    from ..ui import SearchCommand, create_app
-    from .search import METHOD_OPTIONS, search_arguments, search_release
+    from ..ui import create_app
 
     # a token on loopback too: another local user or process must not read a tab's data or evict its table
     token = secrets.token_urlsafe(24)
-    app = create_app(SearchCommand(search_arguments, search_release,
-                                       {name: methods for name, (methods, _) in METHOD_OPTIONS.items()}), host=args.host, port=args.port, token=token, max_upload_mb=args.max_upload_mb,
+    app = create_app(host=args.host, port=args.port, token=token, max_upload_mb=args.max_upload_mb,
                      allow_remote=args.allow_remote)
     shown = f"[{args.host}]" if ":" in args.host else args.host
     address = f"http://{shown}:{args.port}/?token={token}"

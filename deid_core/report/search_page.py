@@ -48,7 +48,8 @@ def _setting(key: str, value: Any) -> Any:
     if key == "loss":
         return LOSSES.get(value, value)
     if key == "threshold_source":
-        return {"safe harbor": "the Safe Harbor policy's risk on these data"}.get(value, value)
+        return {"safe harbor": "the Safe Harbor policy's risk on these data",
+                "threshold": "the threshold given"}.get(value, value)
     if isinstance(value, str):
         return value.replace("instance disclosure max r_i", "the largest instance-disclosure risk rᵢ of a subset")
     return value

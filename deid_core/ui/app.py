@@ -206,7 +206,7 @@ async def search(request: Request, ws: Workspace) -> Response:
 
     def run() -> None:
         with busy(ws):
-            workflow.start_search(ws, fields, request.app.state.search)
+            workflow.start_search(ws, fields)
     await run_in_threadpool(run)
     return _json({"progress-body": views.progress_view(ws.job), "candidates-body": "", "node-body": views.node_view(ws)},
                  poll=True)
@@ -256,9 +256,9 @@ async def index(request: Request) -> Response:
     return response
 
 
-def create_app(search_command: workflow.SearchCommand, *, host: str = "127.0.0.1", port: int = 8000,
-               token: str | None = None, max_upload_mb: int = DEFAULT_MAX_UPLOAD_MB, allow_remote: bool = False) -> Guard:
-    """The workbench as an ASGI application running ``search_command`` (``deid search``'s parser and body). Without
+def create_app(*, host: str = "127.0.0.1", port: int = 8000, token: str | None = None,
+               max_upload_mb: int = DEFAULT_MAX_UPLOAD_MB, allow_remote: bool = False) -> Guard:
+    """The workbench as an ASGI application over the library's calls (:mod:`deid_core.ui.workflow`). Without
     ``allow_remote`` only requests whose Host header names this loopback address are served; with it every
     request needs ``token``."""
     workspaces = Workspaces()
@@ -285,7 +285,7 @@ def create_app(search_command: workflow.SearchCommand, *, host: str = "127.0.0.1
         Mount("/static", StaticFiles(directory=str(PACKAGE / "static")), name="static"),
     ], lifespan=lifespan)
     app.state.workspaces, app.state.max_upload = workspaces, max_upload_mb * 2**20
-    app.state.token, app.state.search = token, search_command
+    app.state.token = token
     hosts = None if allow_remote else {f"{name}:{port}" for name in LOOPBACK_NAMES} | {f"{host}:{port}"}
     guard = Guard(app, hosts, token)
     guard.workspaces = workspaces

@@ -4,21 +4,19 @@ policy and the ethics-board report of ``deid_core.report``) and write the export
 logic lives here; every number comes from :mod:`deid_core`."""
 from __future__ import annotations
 
-import argparse
 import threading
 import time
-from dataclasses import dataclass, field as dataclass_field
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import Mapping
 
 import pandas as pd
 
-from common.cli import UsageError
 from ..assess import assess
 from ..detect import check_release, scan
 from ..errors import DeidInputError
 from ..hierarchy import from_csv
 from ..io import read_table, require_records, write_table, write_text
+from ..release_search import METHOD_OPTIONS, SearchOptions, search_release
 from ..report import EXAMPLE_MIN_RECORDS, build_report, plots, reassess_release, render_html, search_plot
 from ..spec import Spec, load_spec
 from ..transform.policy import Policy
@@ -124,74 +122,76 @@ def assess_table(ws: Workspace) -> dict:
     return ws.assessment
 
 
-@dataclass(frozen=True)
-class SearchCommand:
-    """``deid search`` as the workbench runs it: its parser (``parse``: the words after ``deid search`` ->
-    options, defaults included) and its body without the file writing (``run``: options, spec, table ->
-    result dict and release). ``deid ui`` hands in :func:`deid_core.cli.search.search_arguments` and
-    :func:`deid_core.cli.search.search_release` (the command line sits above the workbench)."""
-
-    parse: Callable[[list[str]], argparse.Namespace]
-    run: Callable[[argparse.Namespace, Spec, pd.DataFrame], tuple[dict, pd.DataFrame | None]]
-    #: option -> the methods it applies to (``deid search`` refuses an option its method does not use)
-    applies: Mapping[str, tuple[str, ...]] = dataclass_field(default_factory=dict)
+#: The search form's fields that take numbers -> their type (the library checks their ranges).
+NUMBER_FIELDS = {"max_suppression": float, "top": int, "iterations": int, "seed": int}
 
 
-def search_argv(ws: Workspace, options: Mapping[str, str],
-                applies: Mapping[str, tuple[str, ...]] | None = None) -> list[str]:
-    """The ``deid search`` command line of the search form (the same parser checks it); a field the chosen
-    method does not use (``applies``) is left out, as the form greys it out."""
-    applies = applies or {}
+def search_options(ws: Workspace, options: Mapping[str, str]) -> SearchOptions:
+    """The search form's fields as the library's options; a field the chosen method does not use is left
+    out, as the form greys it out.  Values are read as numbers here and checked by the library, as the
+    flags of ``deid search`` are."""
     method = options.get("method", "ola")
     if method not in METHODS:
         raise DeidInputError(f"method must be one of {', '.join(METHODS)}")
-    argv = ["--input", str(ws.input_path), "--spec", str(ws.path("spec.toml")), "--method", method,
-            "--out", str(ws.path("result.json")), "--apply-best", str(ws.path("best.csv")),
-            "--policy-out", str(ws.path("best_policy.json"))]
-    criterion = options.get("criterion", "k")
+    chosen: dict = {"method": method, "apply_best": True, "reapplicable": True}
     value = (options.get("value") or "").strip()
     if value:
-        argv += ["--k" if criterion == "k" else "--threshold", value]
-    for option in ("max_suppression", "loss", "top", "iterations", "seed"):
-        text = (options.get(option) or "").strip()
-        if text and method in applies.get(option, (method,)):
-            argv += [f"--{option.replace('_', '-')}", text]
+        name = "k" if options.get("criterion", "k") == "k" else "threshold"
+        chosen[name] = _number(value, int if name == "k" else float, name)
+    for name, kind in NUMBER_FIELDS.items():
+        text = (options.get(name) or "").strip()
+        if text and method in METHOD_OPTIONS.get(name, ((method,), None))[0]:
+            chosen[name] = _number(text, kind, name)
+    loss = (options.get("loss") or "").strip()
+    if loss and method in METHOD_OPTIONS["loss"][0]:
+        chosen["loss"] = loss
     if method == "bps" and ws.population_path is not None:
-        argv += ["--population", str(ws.population_path)]
-    return argv
+        chosen["population"] = _population(ws, current_spec(ws))
+    return SearchOptions(**chosen).resolved()
 
 
-def command_line(argv: list[str], ws: Workspace) -> str:
-    """The shell command a user would type for the same search (workspace paths shown as file names)."""
-    folder = str(ws.folder) + "/"
-    words = [w.replace(folder, "") if w != str(ws.input_path) else ws.input_name for w in argv]
-    return "deid search " + " ".join(words).replace("best.csv", "release.csv").replace("best_policy.json", "policy.json")
+def _number(text: str, kind: type, name: str) -> int | float:
+    try:
+        return kind(text)
+    except ValueError:
+        raise DeidInputError(f"{name.replace('_', ' ')} must be {'a whole number' if kind is int else 'a number'}, "
+                             f"got {text!r}") from None
 
 
-def start_search(ws: Workspace, options: Mapping[str, str], command: SearchCommand) -> SearchJob:
-    """Parse the options as ``deid search`` does and run its search in a thread that reports its progress
+def command_line(ws: Workspace, options: SearchOptions) -> str:
+    """The shell command a user would type for the same search (the workspace's files by their names)."""
+    words = ["deid search --input", ws.input_name, "--spec spec.toml --method", options.method]
+    for name in ("k", "threshold", "max_suppression", "loss", "top", "iterations", "seed"):
+        value = getattr(options, name)
+        if value is not None and value != METHOD_OPTIONS.get(name, ((), None))[1]:
+            words += [f"--{name.replace('_', '-')}", f"{value:g}" if isinstance(value, float) else str(value)]
+    if options.population is not None:
+        words += ["--population", ws.population_name or "population.csv"]
+    return " ".join(words + ["--out result.json --apply-best release.csv --policy-out policy.json"])
+
+
+def start_search(ws: Workspace, options: Mapping[str, str]) -> SearchJob:
+    """Run the library's search (:func:`deid_core.release_search.search_release`, the one ``deid search``
+    runs) on the form's options in a thread that reports its progress
     (:data:`deid_core.algorithm.result.progress_sink`)."""
     from ..algorithm.result import progress_sink
 
     if ws.job is not None and not ws.job.finished:
         raise DeidInputError("a search is already running in this tab")
     spec = current_spec(ws)
-    argv = search_argv(ws, options, command.applies)
-    try:
-        args = command.parse(argv)
-    except UsageError as error:
-        raise DeidInputError(str(error).removeprefix("deid search: ")) from None
+    chosen = search_options(ws, options)
     table = read_table(ws.input_path, spec.missing_values)
-    job = SearchJob(method=args.method)
-    job.command, job.spec, job.table = command_line(argv, ws), spec, table
+    job = SearchJob(method=chosen.method)
+    job.command, job.spec, job.table = command_line(ws, chosen), spec, table
     ws.job, ws.node = job, None
 
     def run() -> None:
         progress_sink.set(job.progress)
         t0 = time.perf_counter()
         try:
-            job.result, job.release = command.run(args, spec, table)
-        except (DeidInputError, UsageError) as error:
+            found = search_release(table, spec, chosen)
+            job.result, job.release = found.summary, found.release
+        except DeidInputError as error:
             job.error = str(error)
         except MemoryError:
             job.error = "out of memory"

@@ -145,7 +145,7 @@ def test_assess_advises_a_person_column_only_for_a_person_id(linked, tmp_path, c
 def test_the_workbench_states_the_verdict_deid_apply_will_give(linked, tmp_path):
     """The candidates of a search open with the best candidate's release verdict, the figure of deid search's last
     line and of deid apply's page; information loss is written out, never as 8.009e+04."""
-    from deid_core.cli.search import search_arguments, search_release
+    from deid_core.release_search import SearchOptions, search_release
     from deid_core.ui import views
     from deid_core.ui.workspace import SearchJob, Workspace
 
@@ -153,9 +153,7 @@ def test_the_workbench_states_the_verdict_deid_apply_will_give(linked, tmp_path)
     spec.write_text(COLUMNS + '\n[release]\ntype = "non-public"\nthreshold = 0.05\n')
     s = load_spec(spec)
     df = read_table(linked, s.missing_values)
-    args = search_arguments(["--input", str(linked), "--spec", str(spec), "--method", "ola", "--max-suppression",
-                             "0.05", "--out", str(tmp_path / "r.json")])
-    result, _ = search_release(args, s, df)
+    result = search_release(df, s, SearchOptions(method="ola", max_suppression=0.05)).summary
     job = SearchJob(method="ola", finished=True, result=result, command="deid search …")
     html = views.candidates_view(Workspace(id="a" * 32, folder=tmp_path, job=job), plot="")
     text = _text(html)

@@ -12,14 +12,13 @@ from pathlib import Path
 import pytest
 
 from deid_core.algorithm.result import progress_sink
-from deid_core.cli.search import search_arguments, search_release
 from deid_core.errors import DeidInputError
 from deid_core.io import read_table
 from deid_core.transform.policy import Policy
 from deid_core.ui import views
 from deid_core.ui.app import create_app
-from deid_core.ui.workflow import (SearchCommand, export_path, load_table, pick_node, spec_status, start_search,
-                                   update_form, upload_hierarchy, upload_spec)
+from deid_core.ui.workflow import (export_path, load_table, pick_node, spec_status, start_search, update_form,
+                                   upload_hierarchy, upload_spec)
 from deid_core.ui.workspace import Workspaces
 
 QIS = ["sex", "age", "race", "marital-status", "education", "native-country", "workclass", "occupation"]
@@ -61,8 +60,7 @@ def finished(ws):
 def test_search_reports_progress_and_another_node_can_be_released(workspaces):
     folder = adult()
     ws = declared(workspaces, folder)
-    start_search(ws, {"method": "ola", "criterion": "k", "value": "5", "top": "5"},
-                 SearchCommand(search_arguments, search_release))
+    start_search(ws, {"method": "ola", "criterion": "k", "value": "5", "top": "5"})
     job = finished(ws)
     assert job.total == 2 * 5 * 2 * 3 * 4 * 3 * 3 * 3 and 0 < job.done <= job.total  # nodes of Adult's lattice
     assert progress_sink.get() is None  # set in the search's own thread only
@@ -145,7 +143,7 @@ class Page:
     HOST = [(b"host", b"127.0.0.1:8000")]
 
     def __init__(self, workspace: str = "e" * 32) -> None:
-        self.app = create_app(SearchCommand(search_arguments, search_release))
+        self.app = create_app()
         self.workspace = workspace
         self.bodies: list[str] = []
 
