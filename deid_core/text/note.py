@@ -128,9 +128,15 @@ class Note:
         out: list[re.Match] = []
         lo = hi = -1
         for start, end in anchors:
-            start, end = max(0, start - before), min(size, end + after)
+            start -= before
+            end += after
+            if start < 0:
+                start = 0
+            if end > size:
+                end = size
             if start <= hi:
-                hi = max(hi, end)
+                if end > hi:
+                    hi = end
                 continue
             if hi >= 0:
                 out += [m for m in pattern.finditer(source, lo, hi) if m.end() < hi or hi == size]

@@ -136,7 +136,8 @@ _FACILITY_LEAD = re.compile(r"(?:(?:the|at|to|from|in|on|by|via|per|and|patient|
 
 
 def _span(note: Note, m: re.Match, type_: str, source: str, priority: int, group: int = 0) -> Span:
-    return Span(m.start(group), m.end(group), type_, note.text[m.start(group):m.end(group)], source, priority)
+    start, end = m.span(group)
+    return Span(start, end, type_, note.text[start:end], source, priority)
 
 
 def _cores(note: Note, pattern: re.Pattern, *shapes: bytes) -> list[tuple[int, int]]:

@@ -30,7 +30,8 @@ def resolve(spans: Iterable[Span]) -> list[Span]:
             out += group if len(group) == 1 else _contest(group)
             group = []
         group.append(s)
-        reach = max(reach, s.end)
+        if s.end > reach:
+            reach = s.end
     if group:
         out += group if len(group) == 1 else _contest(group)
     return out
@@ -39,7 +40,11 @@ def resolve(spans: Iterable[Span]) -> list[Span]:
 def _contest(spans: list[Span]) -> list[Span]:
     """The winners among overlapping spans, sorted by start."""
     first = spans[0]
-    if all(s.start == first.start and s.end == first.end for s in spans):  # one range found by several rules
+    if len(spans) == 2:  # most often one range found by two rules: the more specific, else the first
+        second = spans[1]
+        if first.start == second.start and first.end == second.end:
+            return [first if first.priority >= second.priority else second]
+    elif all(s.start == first.start and s.end == first.end for s in spans):  # one range found by several rules
         best = max(s.priority for s in spans)
         return [next(s for s in spans if s.priority == best)]
     starts: list[int] = []  # the kept spans, disjoint, sorted by start
