@@ -365,7 +365,7 @@ def parse_accepted(items: Iterable[str] | None, report: str | None = "") -> dict
 
 def check_release(released: pd.DataFrame, fates: Mapping[str, str], *, safe_harbor: bool,
                   accepted: Mapping[str, str] | None = None, masked: Iterable[str] = (),
-                  sample_rows: int = SAMPLE_ROWS) -> dict:
+                  notes: Mapping[str, dict] | None = None, sample_rows: int = SAMPLE_ROWS) -> dict:
     """Refuse a release whose columns look like identifiers; return what was checked and accepted.
 
     ``fates`` gives each released column's role. Masked columns (pseudonymized, randomized, blanked)
@@ -373,6 +373,9 @@ def check_release(released: pd.DataFrame, fates: Mapping[str, str], *, safe_harb
     column is checked for every kind; otherwise a ``quasi`` column is not checked for the
     quasi-identifier kinds (:data:`QI_KINDS`: ZIP, age, date), which the measured risk governs.
     ``accepted`` ({column: reason}) lets named columns through; the reasons go into the report.
+    A ``text`` column (free-text notes) is released only de-identified: ``notes`` holds, per such column,
+    what its de-identification found (:mod:`deid_core.transform.notes`); one missing from it is refused, so
+    a path that did not treat its notes fails closed.
     Raises :class:`DeidInputError` (one line naming each column and kind) otherwise.
     """
     accepted = dict(accepted or {})
@@ -383,7 +386,13 @@ def check_release(released: pd.DataFrame, fates: Mapping[str, str], *, safe_harb
     leaked = [c for c in released.columns if fates.get(c) == "direct"]
     if leaked:
         raise DeidInputError(f"column(s) declared direct are in the release: {', '.join(map(repr, leaked))}")
-    masked = set(masked)
+    notes = dict(notes or {})
+    raw = [c for c in released.columns if fates.get(c) == "text" and c not in notes]
+    if raw:
+        raise DeidInputError(f"column(s) declared text are in the release without their notes de-identified: "
+                             f"{', '.join(map(repr, raw))} - release them through deid apply or deid search, or "
+                             "declare them \"direct\"")
+    masked = set(masked) | set(notes)
     columns = [c for c in released.columns if c not in masked]
     findings, scanned = scan(released, columns, sample_rows)
     kept = {}
@@ -400,7 +409,8 @@ def check_release(released: pd.DataFrame, fates: Mapping[str, str], *, safe_harb
         "rule": "safe-harbor: every released column, every kind" if safe_harbor else
                 "risk-based: quasi-identifiers not checked for ZIP/age/date (the measured risk governs them)",
         **scanned,
-        "columns_checked": columns, "masked_columns": sorted(masked & set(released.columns)),
+        "columns_checked": columns, "masked_columns": sorted((masked - set(notes)) & set(released.columns)),
+        **({"notes": notes} if notes else {}),
         "findings": {c: [{"kind": f.kind, "what": f.description, "share": f.share} for f in fs]
                      for c, fs in kept.items()},
         "accepted_columns": {c: {"reason": r, "detected": [f.kind for f in kept.get(c, [])]}

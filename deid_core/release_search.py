@@ -21,6 +21,7 @@ import pandas as pd
 
 from .errors import DeidInputError, ParameterError
 from .spec import Spec
+from .releasing import deidentify_text_columns, text_columns
 from .transform.policy import Policy
 
 if TYPE_CHECKING:
@@ -150,6 +151,9 @@ def search_release(frame: pd.DataFrame, spec: Spec, options: SearchOptions) -> S
     spec = spec.resolve(frame.columns) if fates is not None else spec
     if not spec.quasi:
         raise DeidInputError("spec declares no quasi-identifier to search over")
+    notes = {}
+    if fates is not None and options.apply_best:   # notes de-identified first, with every hint column still there
+        frame, notes = deidentify_text_columns(frame, fates, spec.text.to_dict())
     run = {"ola": _ola, "lola": _lola, "partition": _partition, "boxes": _boxes}.get(options.method, _subtree)
     summary, release = run(options, spec, frame)
     release = release if options.apply_best else None
@@ -161,10 +165,12 @@ def search_release(frame: pd.DataFrame, spec: Spec, options: SearchOptions) -> S
     if release is not None:  # every column has a fate; identifiers are refused before anything is written
         from .detect import check_release
         release = release.drop(columns=[c for c in spec.direct if c in release.columns])
-        summary["identifier_check"] = check_release(release, fates, safe_harbor=False, accepted=options.accepted)
+        summary["identifier_check"] = check_release(release, fates, safe_harbor=False, accepted=options.accepted,
+                                                    notes=notes)
         summary["accepted_columns"] = summary["identifier_check"]["accepted_columns"]
     if fates is not None and "best_policy" in summary:
-        summary["best_policy"] = Policy.from_dict(summary["best_policy"]).with_fates(fates, spec.rest, False).to_dict()
+        summary["best_policy"] = Policy.from_dict(summary["best_policy"]).with_fates(
+            fates, spec.rest, False, text=spec.text.to_dict()).to_dict()
     if summary.get("best_policy") and options.method != "lola":  # lola suppresses this data set's persons on top
         summary["release_verdict"] = best_release_verdict(spec, frame, Policy.from_dict(summary["best_policy"]))
     return SearchResult(summary, release)
@@ -177,6 +183,7 @@ def best_release_verdict(spec: Spec, frame: pd.DataFrame, policy: Policy) -> dic
     from .report import release_assessment
     from .risk import release_measure
 
+    frame = frame.drop(columns=text_columns(policy.columns, frame.columns))   # notes weigh in no risk
     a = release_assessment(frame, policy.apply(frame)[0], spec)
     return {"meets": a.attack["meets_threshold"], "overall_risk": a.attack["overall_risk"],
             "threshold": spec.release.threshold, "measure": release_measure(spec.release),

@@ -27,7 +27,8 @@ from typing import Any, Iterable, Mapping
 
 from .errors import DeidInputError
 # the spec's words live in a leaf module that the hierarchies and the table reader share (no cycle)
-from .vocabulary import BUILDERS, MISSING_CHOICES, RELEASE_TYPES, REST_FATES, ROLES, SUPPRESSED  # noqa: F401
+from .vocabulary import (BUILDERS, MISSING_CHOICES, RELEASE_TYPES, REST_FATES, ROLES, SUPPRESSED,  # noqa: F401
+                         TEXT_RELEASE_MODES)
 
 
 @dataclass(frozen=True)
@@ -136,7 +137,7 @@ def _check_section(raw: Mapping[str, Any], section: str, keys: Iterable[str]) ->
 
 
 #: The sections of a spec; any other is refused (a misspelt [relase] would silently use the defaults).
-SECTIONS = ("columns", "types", "hierarchies", "release", "risk", "data", "transform", "longitudinal")
+SECTIONS = ("columns", "types", "hierarchies", "release", "risk", "data", "transform", "longitudinal", "text")
 
 
 @dataclass(frozen=True)
@@ -173,6 +174,20 @@ class LongitudinalSpec:
 
 
 @dataclass(frozen=True)
+class TextSpec:
+    """``[text]``: how the ``text`` columns (free-text notes) are de-identified in every release (docs/text.md,
+    "Notes in a release"): ``mode`` (tag, redact, generalize) and ``hints``, hint key -> a column of the same
+    row whose value is searched in the note first (``name = "patient"``, ``mrn = "mrn"``; El Emam & Arbuckle,
+    ch. 8: the record's own identifiers are the surest guide to those in its notes)."""
+
+    mode: str = "tag"
+    hints: Mapping[str, str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return {"mode": self.mode, "hints": dict(self.hints)}
+
+
+@dataclass(frozen=True)
 class Spec:
     """Column roles, semantic types, hierarchies, release and risk options."""
 
@@ -189,6 +204,9 @@ class Spec:
     rest: str | None = None
     #: ``[longitudinal]`` (None: every row is its own person, the cross-sectional measures).
     longitudinal: LongitudinalSpec | None = None
+    #: ``[text]``: how notes columns are de-identified (the defaults when a column is ``text`` and the
+    #: section is absent).
+    text: TextSpec = field(default_factory=TextSpec)
 
     def role(self, role: str) -> list[str]:
         return [c for c, r in self.columns.items() if r == role]
@@ -365,12 +383,30 @@ def parse_spec(raw: Mapping[str, Any], base_dir: Path | None = None, refuse_file
     longitudinal = _longitudinal(raw.get("longitudinal"), columns)
     if longitudinal is not None:  # the person column is never released: direct, even when [columns] omits it
         columns.setdefault(longitudinal.person, "direct")
+    text = _text(raw, columns)
     return Spec(
         columns=dict(columns), types=dict(raw.get("types") or {}), hierarchies=hierarchies,
         release=release, missing=missing, gamma=gamma, missing_values=missing_values,
         levels=levels, record_suppression=bool(tr.get("record_suppression", False)), rest=rest,
-        longitudinal=longitudinal,
+        longitudinal=longitudinal, text=text,
     )
+
+
+def _text(raw: Mapping[str, Any], columns: Mapping[str, str]) -> TextSpec:
+    """``[text]``: the mode and the hint columns, each a declared column of the same table."""
+    section = _check_section(raw, "text", ("mode", "hints"))
+    mode = section.get("mode", "tag")
+    if mode not in TEXT_RELEASE_MODES:
+        raise DeidInputError(f"[text] mode must be one of {', '.join(TEXT_RELEASE_MODES)}, got {mode!r}")
+    hints = section.get("hints") or {}
+    if not isinstance(hints, Mapping) or not all(isinstance(c, str) for c in hints.values()):
+        raise DeidInputError("[text] hints must map a hint (name, mrn, dob, ...) to a column")
+    for key, column in hints.items():
+        if column not in columns:
+            raise DeidInputError(f"[text] hints: {key} = {column!r} is not declared in [columns]")
+    if section and "text" not in columns.values():
+        raise DeidInputError("[text] is set but no column is declared \"text\"")
+    return TextSpec(mode, dict(hints))
 
 
 def load_spec(path: str | Path) -> Spec:

@@ -54,6 +54,10 @@ def cmd_assess(args: argparse.Namespace) -> int:
     if args.complete_knowledge:
         longitudinal_of(spec, "assess --complete-knowledge")
     known = known_of(args, spec)
+    notes = {}
+    if releases:  # a release's notes are de-identified first, while every hint column is there
+        from ..releasing import deidentify_text_columns
+        df, notes = deidentify_text_columns(df, fates, spec.text.to_dict())
     a = assess(df, spec, pop, levels=parse_levels(args.levels), record_suppression=True if args.suppress else None,
                numeric=numeric)
     result = a.to_dict()
@@ -75,7 +79,7 @@ def cmd_assess(args: argparse.Namespace) -> int:
                                     attack=result.get("longitudinal"), operations=prior_reports(args.prior_report))
     if args.output:
         from ..detect import check_release
-        result["identifier_check"] = check_release(a.output, fates, safe_harbor=False, accepted=accepted)
+        result["identifier_check"] = check_release(a.output, fates, safe_harbor=False, accepted=accepted, notes=notes)
         result["accepted_columns"] = result["identifier_check"]["accepted_columns"]
     warning = destruction_check("assess", "records", int(a.summary.get("suppressed_records", 0)), len(df),
                                 args.force) if releases else None
@@ -90,7 +94,7 @@ def cmd_assess(args: argparse.Namespace) -> int:
     if args.output:
         write_table(a.output, args.output)
     if args.policy_out:
-        a.policy.with_fates(fates, spec.rest, False).save(args.policy_out)
+        a.policy.with_fates(fates, spec.rest, False, text=spec.text.to_dict()).save(args.policy_out)
     if args.per_record:
         write_table(a.per_record, args.per_record)
     for w in [*warnings, *([warning] if warning else [])]:
@@ -114,7 +118,10 @@ def cmd_safe_harbor(args: argparse.Namespace) -> int:
     df = read_table(args.input, spec.missing_values)
     require_records(df, repr(args.input))
     zp = read_table(args.zip_population, categorical=False) if args.zip_population else None
-    out, policy, info = safe_harbor(df, spec, zp, args.reference_year, accepted=accepted)
+    from ..releasing import deidentify_text_columns
+    spec.check_columns(df.columns)
+    df, notes = deidentify_text_columns(df, spec.fates(df.columns), spec.text.to_dict())
+    out, policy, info = safe_harbor(df, spec, zp, args.reference_year, accepted=accepted, notes=notes)
     write_table(out, args.out)
     if args.policy_out:
         policy.save(args.policy_out)
@@ -145,9 +152,10 @@ def cmd_apply(args: argparse.Namespace) -> int:
     df = read_table(args.input)
     require_records(df, repr(args.input))
     fates = policy.fates(list(df.columns))
-    out, ctx = policy.apply(df, key=key, reversal=bool(args.reversal_out))
+    from ..releasing import apply_policy
+    out, ctx = apply_policy(policy, df, key=key, reversal=bool(args.reversal_out))
     check = check_release(out, fates, safe_harbor=policy.is_safe_harbor(), accepted=accepted,
-                          masked=[c for c, f in fates.items() if f == "masked"])
+                          masked=[c for c, f in fates.items() if f == "masked"], notes=ctx.get("notes"))
     warning = destruction_check("apply", "records", int(ctx.get("suppressed_records", 0)), len(df), args.force)
     unchecked = [st["column"] for st in policy.steps if st["op"] == "fpe" and "key_check" not in st]
     if unchecked and not args.policy_out:

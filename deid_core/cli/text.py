@@ -138,7 +138,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--report", help="JSON: notes, PHI spans per type, values tagged for want of a surrogate")
     p.add_argument("--workers", type=int, default=1, metavar="N",
                    help="processes sharing a column of 1 MB of notes or more, in consecutive slices (the output is "
-                        "the same, in the same order); default 1")
+                        "the same, in the same order)")
     p.set_defaults(run=cmd_text)
 
     e = sub.add_parser("text-evaluate", help="score the free-text detector against standoff gold spans")

@@ -42,6 +42,9 @@ class Policy:
     columns: dict[str, str] = field(default_factory=dict)
     default: str | None = None
     safe_harbor: bool | None = None
+    #: How the ``text`` columns' notes are de-identified before the steps (``{"mode", "hints"}``, the spec's
+    #: ``[text]``; :func:`deid_core.releasing.apply_policy` does it; docs/text.md, "Notes in a release").
+    text: dict | None = None
 
     def to_dict(self, relative_to: str | Path | None = None) -> dict:
         """JSON form; with ``relative_to`` (the folder the policy is saved in) CSV hierarchy paths become
@@ -52,12 +55,18 @@ class Policy:
         out = {"format": "deid_core.policy", "version": self.version, "description": self.description, "steps": steps}
         if self.columns or self.default is not None:
             out.update(columns=dict(self.columns), default=self.default, safe_harbor=self.is_safe_harbor())
+        if self.text is not None:
+            out["text"] = dict(self.text)
         return out
 
-    def with_fates(self, fates: Mapping[str, str], default: str | None = None, safe_harbor: bool | None = None) -> "Policy":
-        """This policy recording each column's fate (from the spec it was made with)."""
+    def with_fates(self, fates: Mapping[str, str], default: str | None = None, safe_harbor: bool | None = None,
+                   text: Mapping[str, object] | None = None) -> "Policy":
+        """This policy recording each column's fate (from the spec it was made with) and, for ``text``
+        columns, how their notes are de-identified (the spec's ``[text]``)."""
+        text = dict(text) if text is not None else self.text
         return Policy(self.steps, self.description, self.version, dict(fates), default,
-                      self.safe_harbor if safe_harbor is None else safe_harbor)
+                      self.safe_harbor if safe_harbor is None else safe_harbor,
+                      text if "text" in fates.values() else None)
 
     def with_key_checks(self, checks: Mapping[str, str]) -> "Policy":
         """This policy with each ``fpe`` step recording the check value of the key that masked its column
@@ -65,7 +74,8 @@ class Policy:
         the column is decrypted or masked again (docs/masking.md)."""
         steps = [{**st, "key_check": checks[st["column"]]} if st.get("op") == "fpe" and st.get("column") in checks
                  else st for st in self.steps]
-        return Policy(steps, self.description, self.version, dict(self.columns), self.default, self.safe_harbor)
+        return Policy(steps, self.description, self.version, dict(self.columns), self.default, self.safe_harbor,
+                      self.text)
 
     def step_columns(self) -> dict[str, str]:
         """Columns the steps name -> fate they imply (``direct`` dropped, ``masked``, else ``quasi``)."""
@@ -124,9 +134,14 @@ class Policy:
         steps = [dict(s) for s in raw["steps"]]
         if base_dir is not None:
             steps = [_map_hierarchy(st, lambda h: h, Path(base_dir)) for st in steps]
+        text = raw.get("text")
+        if text is not None and (not isinstance(text, Mapping) or not str_map(text.get("hints") or {})
+                                 or not isinstance(text.get("mode", "tag"), str)):
+            raise DeidInputError("policy: 'text' must hold a mode and hints mapping a hint to a column")
         return cls(steps=steps, description=str(raw.get("description", "")),
                    version=int(raw.get("version", 1)), columns={str(k): str(v) for k, v in columns.items()},
-                   default=raw.get("default"), safe_harbor=raw.get("safe_harbor"))
+                   default=raw.get("default"), safe_harbor=raw.get("safe_harbor"),
+                   text=dict(text) if text is not None else None)
 
     @classmethod
     def load(cls, path: str | Path) -> "Policy":

@@ -187,13 +187,17 @@ def safe_harbor_policy(spec: Spec, columns: list[str], zip_population: pd.DataFr
             if typ == "birth_year":
                 steps.append({"op": "birth_year_cap", "column": col, "reference_year": ref})
             actions[col] = {"kind": 3, "action": "kept (year)" + ("; birth years implying age >= 90 aggregated" if typ == "birth_year" else "")}
+        elif role == "text":
+            actions[col] = {"kind": None, "action": f"notes de-identified ({spec.text.mode}: every identifier found "
+                                                    "in them replaced)"}
         elif role == "direct" or kind is not None:
             drop.append(col)
             actions[col] = {"kind": kind or 18, "action": "removed"}
         else:
             actions[col] = {"kind": None, "action": f"kept ({role})"}
     policy = Policy(([{"op": "drop", "columns": drop}] if drop else []) + steps,
-                    description=f"HIPAA Safe Harbor (reference year {ref})").with_fates(fates, spec.rest, True)
+                    description=f"HIPAA Safe Harbor (reference year {ref})").with_fates(fates, spec.rest, True,
+                                                                                        text=spec.text.to_dict())
     return policy, {"reference_year": ref, "restricted_zip3": restricted,
                     "zip_population_supplied": zip_population is not None, "columns": actions,
                     "column_fates": fates,
@@ -201,20 +205,21 @@ def safe_harbor_policy(spec: Spec, columns: list[str], zip_population: pd.DataFr
 
 
 def safe_harbor(df: pd.DataFrame, spec: Spec, zip_population: pd.DataFrame | None = None,
-                reference_year: int | None = None,
-                accepted: Mapping[str, str] | None = None) -> tuple[pd.DataFrame, Policy, dict]:
+                reference_year: int | None = None, accepted: Mapping[str, str] | None = None,
+                notes: Mapping[str, dict] | None = None) -> tuple[pd.DataFrame, Policy, dict]:
     """Apply Safe Harbor to ``df``: returns (output, policy, recognition report).
 
     The output is scanned for identifiers (:func:`deid_core.detect.check_release`, every column,
     every kind); ``accepted`` ({column: reason}) lets named columns through, and the reasons are
-    recorded in the report (``accepted_columns`` and the column's entry in ``columns``).
+    recorded in the report (``accepted_columns`` and the column's entry in ``columns``).  A ``text`` column
+    must come de-identified (:func:`deid_core.releasing.deidentify_text_columns`; ``notes``: what it found).
     """
     from ..detect import check_release
 
     require_records(df)
     policy, info = safe_harbor_policy(spec, list(df.columns), zip_population, reference_year)
     out, _ = policy.apply(df)
-    check = check_release(out, info["column_fates"], safe_harbor=True, accepted=accepted)
+    check = check_release(out, info["column_fates"], safe_harbor=True, accepted=accepted, notes=notes)
     for col, acc in check["accepted_columns"].items():
         info["columns"][col] = {**info["columns"][col], "accepted": acc["reason"]}
     info.update(identifier_check=check, accepted_columns=check["accepted_columns"])

@@ -109,7 +109,7 @@ STEPS: dict[str, dict[str, tuple[Check, bool]]] = {
                         "anchor": (ANCHOR, False), "width": (WIDTH, False), "seed": (SEED, False)},
 }
 #: The keys of the policy file itself.
-POLICY_KEYS = {"format", "version", "description", "steps", "columns", "default", "safe_harbor"}
+POLICY_KEYS = {"format", "version", "description", "steps", "columns", "default", "safe_harbor", "text"}
 
 
 def check_step(step: Any, number: int) -> None:

@@ -18,7 +18,8 @@ from .workspace import SearchJob, Workspace
 
 esc = html.escape
 ROLE_HELP = {"direct": "direct identifier: dropped", "quasi": "quasi-identifier: generalized",
-             "sensitive": "sensitive: released as is", "other": "other: released, checked for identifiers"}
+             "sensitive": "sensitive: released as is", "other": "other: released, checked for identifiers",
+             "text": "free-text notes: every identifier found in them tagged"}
 BUILDER_TEXT = {"": "none: (value, *)", "interval": "intervals (numbers)", "dates": "dates: week, month, year…",
                 "prefix": "prefix (ZIP-like codes)", "icd": "ICD-9/10 codes", "atc": "ATC drug codes",
                 "flat": "flat: (value, *)", "csv": "CSV upload (ARX layout)"}

@@ -17,6 +17,7 @@ from ..errors import DeidInputError
 from ..hierarchy import from_csv
 from ..io import read_table, require_records, write_table, write_text
 from ..release_search import METHOD_OPTIONS, SearchOptions, search_release
+from ..releasing import apply_policy
 from ..report import EXAMPLE_MIN_RECORDS, build_report, plots, reassess_release, render_html, search_plot
 from ..spec import Spec, load_spec
 from ..transform.policy import Policy
@@ -226,11 +227,12 @@ def _node_release(job: SearchJob, index: int) -> tuple[pd.DataFrame, Policy]:
     lg = spec.longitudinal
     policy = full_domain_release_policy(spec, list(node["levels"]), node["levels"], node["suppression_k"],
                                         person=lg.person if lg is not None else None)
-    release = policy.apply(table)[0]
-    release = release.drop(columns=[c for c in spec.direct if c in release.columns])
     fates = spec.fates(table.columns)
-    check_release(release, fates, safe_harbor=False)
-    return release, policy.with_fates(fates, spec.rest, False)
+    policy = policy.with_fates(fates, spec.rest, False, text=spec.text.to_dict())
+    release, ctx = apply_policy(policy, table)
+    release = release.drop(columns=[c for c in spec.direct if c in release.columns])
+    check_release(release, fates, safe_harbor=False, notes=ctx.get("notes"))
+    return release, policy
 
 
 def pick_node(ws: Workspace, index: int) -> dict:

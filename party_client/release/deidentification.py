@@ -11,6 +11,7 @@ import pandas as pd
 
 import deid_core
 from deid_core.detect import check_release
+from deid_core.releasing import deidentify_text_columns
 from deid_core.longitudinal.persons import level1_table
 from deid_core.spec import LongitudinalSpec
 from party_client.errors import PartyError
@@ -72,9 +73,9 @@ def _per_person(spec: deid_core.Spec, output: pd.DataFrame, joined: pd.DataFrame
 
 def _deidentify(joined: pd.DataFrame, spec: deid_core.Spec, method: str, policy_path: str | None,
                 threshold: float | None, max_suppression: float,
-                accepted: dict | None = None) -> tuple[pd.DataFrame, dict]:
+                accepted: dict | None = None, notes: dict | None = None) -> tuple[pd.DataFrame, dict]:
     if method == "safe-harbor":
-        output, policy, info = deid_core.safe_harbor(joined, spec, accepted=accepted)
+        output, policy, info = deid_core.safe_harbor(joined, spec, accepted=accepted, notes=notes)
         return output, {"method": method, "policy": policy.to_dict(), "recognized": info}
     if method == "policy":
         if not policy_path:
@@ -122,14 +123,16 @@ def deidentify(joined: pd.DataFrame, spec: deid_core.Spec, *, method: str, polic
         spec.check_columns(joined.columns)
         fates = spec.fates(joined.columns)
         spec = spec.resolve(joined.columns)
-        output, method_info = _deidentify(joined, spec, method, policy, threshold, max_suppression, accepted)
+        joined, notes = deidentify_text_columns(joined, fates, spec.text.to_dict())   # notes first: hints still there
+        output, method_info = _deidentify(joined, spec, method, policy, threshold, max_suppression, accepted, notes)
         output = output.drop(columns=[c for c in spec.direct if c in output.columns])
         applied = deid_core.Policy.from_dict(method_info["policy"])
         fates = {**fates, **{c: f for c, f in applied.step_columns().items() if f == "masked"}}
         check = check_release(output, fates, accepted=accepted, masked=[c for c, f in fates.items() if f == "masked"],
+                              notes=notes,
                               safe_harbor=method == "safe-harbor" or (method == "policy" and applied.is_safe_harbor()))
         method_info["policy"] = applied.with_fates({c: f for c, f in fates.items() if f != "masked"}, spec.rest,
-                                                   method == "safe-harbor").to_dict()
+                                                   method == "safe-harbor", text=spec.text.to_dict()).to_dict()
         assessed_spec, assessed = release_spec(spec, list(output.columns)), output
         person = _person_column(spec, joined, id_column)
         if person is not None:  # several rows per person: class sizes count persons, not rows
