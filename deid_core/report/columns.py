@@ -16,7 +16,12 @@ from ..transform import Policy
 from ..transform.ops import MASKING_OPS, step_touches
 
 ROLE_TEXT = {"direct": "direct identifier", "quasi": "quasi-identifier", "sensitive": "sensitive (analytic)",
-             "other": "other (not identifying)", "undeclared": "not declared in the spec"}
+             "other": "other (not identifying)", "undeclared": "not declared in the spec",
+             "text": "free-text notes"}
+#: What each ``[text] mode`` does to the identifiers found in a note, in words.
+TEXT_MODE_WORDS = {"tag": "replaced by a tag of its type (<LAST_NAME:1>)", "redact": "replaced by ***",
+                   "generalize": "generalized (dates to the year, ages over 89 to 90+, ZIP codes to 3 digits), "
+                                 "the rest tagged"}
 
 
 _LEVEL_NAMES = {"week": "week of the month", "month": "month", "quarter": "quarter", "year": "year",
@@ -153,6 +158,12 @@ def column_fates(source: pd.DataFrame, output: pd.DataFrame, spec: Spec, policy:
         if column not in output.columns:
             fate.update(fate="dropped", actions=actions or [describe_step({"op": "drop"}, column, values)],
                         text="Dropped: not in the release" + (" (a direct identifier)." if role == "direct" else "."))
+            fates.append(fate)
+            continue
+        if role == "text":  # never an example: a note as written holds the identifiers it was cleared of
+            mode = (policy.text or {}).get("mode", "tag")
+            fate.update(fate="masked", actions=[], text=f"Free-text notes, de-identified note by note before the "
+                        f"release: every identifier found in them {TEXT_MODE_WORDS.get(mode, mode)} (docs/text.md).")
             fates.append(fate)
             continue
         before, after = _as_text(source[column]), _as_text(output[column])

@@ -86,3 +86,16 @@ def test_a_path_that_did_not_treat_the_notes_fails_closed(registry):
     with pytest.raises(DeidInputError, match="declared text are in the release without their notes de-identified"):
         check_release(source.drop(columns=["patient", "mrn"]), {"note": "text", "age": "quasi", "zip": "quasi"},
                       safe_harbor=False)
+
+
+def test_the_release_page_says_what_happened_to_the_notes_and_shows_none(registry, tmp_path):
+    folder, source = registry
+    assert main(["assess", "--input", str(folder / "visits.csv"), "--spec", str(folder / "spec.toml"),
+                 "--out", str(tmp_path / "a.json"), "--output", str(tmp_path / "r.csv"),
+                 "--html", str(tmp_path / "page.html")]) == 0
+    page = (tmp_path / "page.html").read_text()
+    assert "Free-text notes, de-identified note by note" in page and "&lt;LAST_NAME:1&gt;" in page
+    assert not any(name in page for name in LAST) and "2/03/2019" not in page
+    fate = next(f for f in json.loads((tmp_path / "a.json").read_text())["report"]["steps"]["4_transformation"]
+                ["columns"] if f["column"] == "note")
+    assert fate["fate"] == "masked" and "example" not in fate
