@@ -1,9 +1,11 @@
 """Orchestration: measure a table, optionally transform it (full-domain levels +
 record suppression; with ``[longitudinal]`` suppression of whole persons), measure
-again, and compute information loss. Pure in-memory; the CLI does the I/O."""
+again, and compute information loss; and a release made elsewhere measured from scratch, beside the
+table it came from (what every page states; the report package only words the results). Pure
+in-memory; the CLI does the I/O."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -225,3 +227,36 @@ def assess_known(df: pd.DataFrame, spec: Spec, population: pd.DataFrame | None, 
     w = worst([{k: v for k, v in b.items() if k != "qis"} for b in blocks])
     return {**known.summary(), "high_risk_cut": cut, "worst": w, "threshold": attack_assessment(w, spec.release),
             "blocks": blocks}
+
+
+# -- a release measured from scratch (what every page states) -----------------------------------------
+def original_assessment(df: pd.DataFrame, spec: Spec, population: pd.DataFrame | None = None) -> Assessment:
+    """The table as it came in, measured without any transformation: the "before" of the plots."""
+    return assess(df, replace(spec, levels={}, record_suppression=False), population)
+
+
+def release_assessment(source: pd.DataFrame, output: pd.DataFrame, spec: Spec) -> Assessment:
+    """A release made elsewhere (``deid apply``, ``deid search``'s best policy, a workbench node) measured from
+    scratch under ``spec``: on its own columns with no hierarchy (what a recipient holds), its suppressed
+    records in no class, per person with ``[longitudinal]`` (the person column put back from ``source``, rows
+    in the same order). Its ``attack`` is the verdict every page states (:func:`deid_core.risk.release_verdict`)."""
+    rel = replace(spec, columns={c: r for c, r in spec.columns.items() if c in output.columns and r != "direct"},
+                  types={}, hierarchies={}, levels={}, record_suppression=False)
+    frame, lg = output, spec.longitudinal
+    if lg is not None:
+        if len(output) != len(source) or lg.person not in source.columns:
+            raise DeidInputError("the release does not keep the input's rows: cannot count persons")
+        frame = output.drop(columns=[lg.person], errors="ignore")
+        frame.insert(0, lg.person, source[lg.person].to_numpy())
+        rel = replace(rel, columns={lg.person: "direct", **rel.columns},
+                      longitudinal=replace(lg, level1=tuple(c for c in lg.level1 if c in output.columns),
+                                           level2=tuple(c for c in lg.level2 if c in output.columns)))
+    return assess(frame, rel)
+
+
+def reassess_release(source: pd.DataFrame, output: pd.DataFrame, spec: Spec,
+                     population: pd.DataFrame | None = None) -> tuple[Assessment, Assessment]:
+    """(the release, the original): :func:`release_assessment`, and the original measured under ``spec``
+    (against ``population`` when one is given)."""
+    before = assess(source, replace(spec, levels={}, record_suppression=False), population)
+    return release_assessment(source, output, spec), before

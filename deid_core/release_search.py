@@ -178,9 +178,9 @@ def search_release(frame: pd.DataFrame, spec: Spec, options: SearchOptions) -> S
 
 def best_release_verdict(spec: Spec, frame: pd.DataFrame, policy: Policy) -> dict:
     """The verdict ``deid apply --policy P --spec SPEC --html`` gives the best policy's release: the release
-    measured from scratch (:func:`deid_core.report.release_assessment`), judged by
+    measured from scratch (:func:`deid_core.assess.release_assessment`), judged by
     :func:`deid_core.risk.release_verdict` against ``[release] threshold`` whatever the search's criterion."""
-    from .report import release_assessment
+    from .assess import release_assessment
     from .risk import release_measure
 
     frame = frame.drop(columns=text_columns(policy.columns, frame.columns))   # notes weigh in no risk

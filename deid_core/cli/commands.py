@@ -31,9 +31,9 @@ def person_id_warnings(df, spec) -> list[str]:
 
 
 def cmd_assess(args: argparse.Namespace) -> int:
-    from ..assess import assess
+    from ..assess import assess, original_assessment
     from ..io import read_table, require_records, write_json, write_table, write_text
-    from ..report import build_report, original_assessment, plots, render_html
+    from ..report import build_report, plots, render_html
     from ..spec import load_spec
 
     guard_outputs([args.input, args.spec, args.population, *(args.prior_report or [])],
@@ -190,7 +190,8 @@ def cmd_apply(args: argparse.Namespace) -> int:
 def apply_page(args: argparse.Namespace, df, out, policy) -> tuple[str, dict]:
     """The five-step page of a ``deid apply`` release: input and release measured from scratch under --spec,
     and the release's verdict (its ``attack``: :func:`deid_core.risk.release_verdict`)."""
-    from ..report import build_report, plots, reassess_release, render_html
+    from ..assess import reassess_release
+    from ..report import build_report, plots, render_html
     from ..spec import load_spec
 
     spec = load_spec(args.spec)

@@ -4,16 +4,16 @@
 :mod:`.assessment_page` draws it, with ``preface`` sections a caller adds), ``deid search``
 (:mod:`.search_page`), ``deid utility`` (:mod:`.utility_page`) and the steps truncate, codes, subsample and
 geo (:mod:`.step_pages`); every page opens with :mod:`.verdict` and offers its policy through
-:mod:`.policy_table` (earlier steps from :mod:`.operations`)."""
+:mod:`.policy_table` (earlier steps from :mod:`.operations`).  It measures nothing: the figures it words come
+from :mod:`deid_core.assess`."""
 from __future__ import annotations
 
 from .assessment_page import assessment_document, render_html
 from .columns import (EXAMPLE_MIN_RECORDS, column_fates, describe_step, level_names, loss_per_column,
                       release_example, suppressed_records)
 from .document import Change, Document, Figure, Mark, Paragraph, Preformatted, Section, Strong, Table, Verdict
-from .figures import original_assessment, plots, search_plot
-from .five_steps import (LONGITUDINAL_SOURCES, SOURCES, build_report, longitudinal_section, reassess_release,
-                         release_assessment)
+from .figures import plots, search_plot
+from .five_steps import LONGITUDINAL_SOURCES, SOURCES, build_report, longitudinal_section
 from .render import CSS, fmt, pct, render
 from .policy_table import policy_steps_table, reapply_blocks
 from .search_page import render_search_html, search_document
@@ -21,10 +21,10 @@ from .step_pages import codes_document, geo_document, subsample_document, trunca
 from .verdict import recommended_range, threshold_note, verdict_section
 from .utility_page import render_utility_html, utility_document
 
-__all__ = ["codes_document", "geo_document", "policy_steps_table", "reapply_blocks", "reassess_release", "recommended_range", "release_assessment",
+__all__ = ["codes_document", "geo_document", "policy_steps_table", "reapply_blocks", "recommended_range",
            "subsample_document", "threshold_note", "truncate_document", "verdict_section",
            "CSS", "Change", "Document", "EXAMPLE_MIN_RECORDS", "Figure", "LONGITUDINAL_SOURCES", "Mark",
            "Paragraph", "Preformatted", "SOURCES", "Section", "Strong", "Table", "Verdict", "assessment_document",
            "build_report", "column_fates", "describe_step", "fmt", "level_names", "longitudinal_section",
-           "loss_per_column", "original_assessment", "pct", "plots", "release_example", "render", "render_html", "render_search_html",
+           "loss_per_column", "pct", "plots", "release_example", "render", "render_html", "render_search_html",
            "render_utility_html", "search_document", "search_plot", "suppressed_records", "utility_document"]

@@ -6,14 +6,12 @@ import base64
 import io
 from typing import Any, Sequence
 
-from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 
 from ..assess import Assessment
 from ..risk import attack_probabilities, release_conditional_threshold
-from ..spec import Spec
 from .render import fmt
 
 
@@ -48,13 +46,6 @@ def _plain_ticks(axis: Any) -> None:
 def tick_label(v: float) -> str:
     """A tick's label: a whole number with thousands separators from 1 up, else 4 significant digits."""
     return f"{v:,.0f}" if v >= 1 else f"{v:g}"
-
-
-def original_assessment(df: pd.DataFrame, spec: Spec, population: pd.DataFrame | None = None) -> Assessment:
-    """The table as it came in, measured without any transformation: the "before" of the plots."""
-    from ..assess import assess
-
-    return assess(df, replace(spec, levels={}, record_suppression=False), population)
 
 
 def plots(a: Assessment, before: Assessment | None = None) -> dict[str, str]:

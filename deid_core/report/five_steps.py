@@ -13,13 +13,12 @@ keys of its own to the dict (the JSON keeps them); the page is drawn by
 from __future__ import annotations
 
 import datetime as _dt
-from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
-from ..assess import Assessment, assess, information_loss
+from ..assess import Assessment, information_loss
 from ..errors import DeidInputError
 from ..risk import THRESHOLD_TABLE, attack_assessment, release_measure
 from ..spec import Spec
@@ -178,28 +177,3 @@ def build_report(a: Assessment, input_name: str = "", today: _dt.date | None = N
     return report
 
 
-def release_assessment(source: pd.DataFrame, output: pd.DataFrame, spec: Spec) -> Assessment:
-    """A release made elsewhere (``deid apply``, ``deid search``'s best policy, a workbench node) measured from
-    scratch under ``spec``: on its own columns with no hierarchy (what a recipient holds), its suppressed
-    records in no class, per person with ``[longitudinal]`` (the person column put back from ``source``, rows
-    in the same order). Its ``attack`` is the verdict every page states (:func:`deid_core.risk.release_verdict`)."""
-    rel = replace(spec, columns={c: r for c, r in spec.columns.items() if c in output.columns and r != "direct"},
-                  types={}, hierarchies={}, levels={}, record_suppression=False)
-    frame, lg = output, spec.longitudinal
-    if lg is not None:
-        if len(output) != len(source) or lg.person not in source.columns:
-            raise DeidInputError("the release does not keep the input's rows: cannot count persons")
-        frame = output.drop(columns=[lg.person], errors="ignore")
-        frame.insert(0, lg.person, source[lg.person].to_numpy())
-        rel = replace(rel, columns={lg.person: "direct", **rel.columns},
-                      longitudinal=replace(lg, level1=tuple(c for c in lg.level1 if c in output.columns),
-                                           level2=tuple(c for c in lg.level2 if c in output.columns)))
-    return assess(frame, rel)
-
-
-def reassess_release(source: pd.DataFrame, output: pd.DataFrame, spec: Spec,
-                     population: pd.DataFrame | None = None) -> tuple[Assessment, Assessment]:
-    """(the release, the original): :func:`release_assessment`, and the original measured under ``spec``
-    (against ``population`` when one is given)."""
-    before = assess(source, replace(spec, levels={}, record_suppression=False), population)
-    return release_assessment(source, output, spec), before

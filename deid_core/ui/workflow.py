@@ -11,14 +11,14 @@ from typing import Mapping
 
 import pandas as pd
 
-from ..assess import assess
+from ..assess import assess, reassess_release
 from ..detect import check_release, scan
 from ..errors import DeidInputError
 from ..hierarchy import from_csv
 from ..io import read_table, require_records, write_table, write_text
 from ..release_search import METHOD_OPTIONS, SearchOptions, search_release
 from ..releasing import apply_policy
-from ..report import EXAMPLE_MIN_RECORDS, build_report, plots, reassess_release, render_html, search_plot
+from ..report import EXAMPLE_MIN_RECORDS, build_report, plots, render_html, search_plot
 from ..spec import Spec, load_spec
 from ..transform.policy import Policy
 from .specform import SpecForm

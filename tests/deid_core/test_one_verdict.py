@@ -13,7 +13,7 @@ import pytest
 
 from deid_core.cli import main
 from deid_core.io import read_table
-from deid_core.report import release_assessment
+from deid_core.assess import release_assessment
 from deid_core.spec import load_spec
 from deid_core.transform import Policy
 
