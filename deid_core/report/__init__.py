@@ -4,8 +4,9 @@
 :mod:`.assessment_page` draws it, with ``preface`` sections a caller adds), ``deid search``
 (:mod:`.search_page`), ``deid utility`` (:mod:`.utility_page`) and the steps truncate, codes, subsample and
 geo (:mod:`.step_pages`); every page opens with :mod:`.verdict` and offers its policy through
-:mod:`.policy_table` (earlier steps from :mod:`.operations`).  It measures nothing: the figures it words come
-from :mod:`deid_core.assess`."""
+:mod:`.policy_table` (earlier steps from :mod:`.operations`).  A release's risk is measured in
+:mod:`deid_core.assess`; the report words it, and still counts itself what changed per column and the
+information loss of the kept columns."""
 from __future__ import annotations
 
 from .assessment_page import assessment_document, render_html
