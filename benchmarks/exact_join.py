@@ -1,6 +1,6 @@
 """Exact join / dedup benchmark: the three roles as separate processes on loopback.
 
-    python -m benchmarks.exact_join --n 10000 --m 10000 [--scheme paillier|ec|ristretto[,...]] [--overlap 0.5]
+    python -m benchmarks.exact_join --n 10000 --m 10000 [--scheme paillier|ristretto[,...]] [--overlap 0.5]
                                     [--key-bits 2048] [--mode join|dedup] [--json OUT.json]
 
 What runs:
@@ -10,12 +10,11 @@ What runs:
 2. ``keyholder serve --insecure`` on a free loopback port (temp data dir);
 3. ``party hold`` (started first, without ``--once``, polling; stopped after the last
    round) and, per
-   scheme named (``--scheme ristretto,ec,paillier``: one join each, in that order,
+   scheme named (``--scheme ristretto,paillier``: one join each, in that order,
    against the same holder), ``party join|dedup --report R.json`` as separate processes;
    the querier's command is timed from its start to its exit, as a user sees it;
 4. the floor, per join: raw arithmetic rates (benchmarks/floor.py: gmpy2 for
-   ``paillier``, libsodium's Ed25519 calls for ``ec``, its ristretto255 calls for
-   ``ristretto``) measured before and after that join (fastest of the two per
+   ``paillier``, libsodium's ristretto255 calls for ``ristretto``) measured before and after that join (fastest of the two per
    operation), times the join's own counts, divided by the core count;
 5. OpenMined PSI (ECDH, ``openmined-psi``) on the same identifiers, in process.
 
@@ -305,8 +304,7 @@ def check_output(out: Path, mode: str, shared: set[str]) -> dict:
     return result
 
 
-ELLIPTIC = ("ec", "ristretto")
-SCHEMES = ("paillier",) + ELLIPTIC
+SCHEMES = ("paillier", "ristretto")
 
 
 def _scheme_list(text: str) -> list[str]:
@@ -319,8 +317,8 @@ def _scheme_list(text: str) -> list[str]:
 
 def measure_rates(scheme: str, args: argparse.Namespace):
     """Raw rates of the scheme's operations on one core (benchmarks/floor.py)."""
-    if scheme in ELLIPTIC:
-        return floor_mod.measure_group(scheme, 10 * args.floor_samples)
+    if scheme == "ristretto":
+        return floor_mod.measure_group(10 * args.floor_samples)
     return floor_mod.measure(args.key_bits, args.floor_samples)
 
 
@@ -328,7 +326,7 @@ def run_join(scheme: str, index: int, args: argparse.Namespace, work: Path, part
              shared: set[str], kh: Child, holder: Child, children: list[Child]) -> dict:
     """One querier command against the running holder; the numbers of this join (floor from this join's rates)."""
     cores = os.cpu_count() or 1
-    elliptic = scheme in ELLIPTIC
+    elliptic = scheme == "ristretto"
     key_bits = 256 if elliptic else args.key_bits
     print(f"floor: timing raw {scheme} operations of each kind ...", file=sys.stderr, flush=True)
     rates_before = measure_rates(scheme, args)
@@ -382,7 +380,7 @@ def run_join(scheme: str, index: int, args: argparse.Namespace, work: Path, part
     slots = int(facts["table_slots"])
     if elliptic:
         rates = floor_mod.best_group(rates_before, rates_after)
-        bound = floor_mod.floor_seconds_ec(rates, comparisons, matched_rows, slots, rows, cores)
+        bound = floor_mod.floor_seconds_elgamal(rates, comparisons, matched_rows, slots, rows, cores)
     else:
         rates = floor_mod.best(rates_before, rates_after)
         bound = floor_mod.floor_seconds(rates, comparisons, comparisons + matched_rows, slots, cores)
@@ -537,7 +535,7 @@ def _print_join(results: dict, r: dict, line: str) -> None:
     f = r["floor"]
     u = r["rates_ms"]["used"]
     print(line)
-    if r["scheme"] in ELLIPTIC:
+    if r["scheme"] == "ristretto":
         print(f"floor rates (ms/call, one core): scalar mult {u['mult']:.4f}, fixed-base mult {u['base']:.4f}, "
               f"add/sub {u['add']:.4f}, point validation {u['valid']:.4f}")
     else:

@@ -8,6 +8,8 @@ per querier slot one fixed-base encryption.  For the encryption we time the prod
 ``common.schemes.paillier.Encryptor.encrypt`` (a 32-entry comb over a
 precomputed table: 31 multiplications mod n^2 plus ``(1 + m n)``), because raw
 ``gmpy2.powmod`` has no fixed-base mode; ``r^n mod n^2`` is printed for scale.
+
+ristretto (``GroupRates``, :func:`measure_group`): raw libsodium calls on ristretto255.
 """
 from __future__ import annotations
 
@@ -19,10 +21,6 @@ from dataclasses import dataclass, asdict
 import gmpy2
 from phe import paillier
 
-from nacl.bindings import (crypto_core_ed25519_add, crypto_core_ed25519_is_valid_point, crypto_core_ed25519_sub,
-                           crypto_scalarmult_ed25519_base_noclamp, crypto_scalarmult_ed25519_noclamp)
-
-from common.schemes.ec import random_scalar
 from common.schemes.paillier import Encryptor, PublicKey
 
 
@@ -87,68 +85,47 @@ def floor_seconds(rates: Rates, comparisons: int, zero_tests: int, slots: int, c
 
 
 @dataclass
-class EcRates:
-    """Seconds per libsodium call, single core: the floor of an elliptic-curve scheme (``group``).
-
-    ``ec`` (through PyNaCl): ``mult`` is libsodium's variable-base multiplication, which re-checks
-    its input point (subgroup membership costs about as much again); PyNaCl offers no unchecked
-    call, so that check is part of the floor, and ``valid`` is ``crypto_core_ed25519_is_valid_point``.
-    ``ristretto`` (through rbcl): the ristretto255 calls, ``valid`` being the decoding itself."""
+class GroupRates:
+    """Seconds per libsodium call on ristretto255 (through rbcl), single core: the floor of the
+    ``ristretto`` scheme; ``valid`` is the decoding itself."""
 
     samples: int
-    mult: float              # crypto_scalarmult_{ed25519_noclamp,ristretto255}(r, P)
-    base: float              # crypto_scalarmult_{ed25519_base_noclamp,ristretto255_base}(s)
-    add: float               # crypto_core_{ed25519,ristretto255}_add / _sub
-    valid: float             # crypto_core_{ed25519,ristretto255}_is_valid_point
-    group: str = "ec"
+    mult: float              # crypto_scalarmult_ristretto255(r, P)
+    base: float              # crypto_scalarmult_ristretto255_base(s)
+    add: float               # crypto_core_ristretto255_add / _sub
+    valid: float             # crypto_core_ristretto255_is_valid_point
 
     def as_dict(self) -> dict:
         return {k: (round(v * 1e3, 4) if isinstance(v, float) else v) for k, v in asdict(self).items()}
 
 
-def _group_calls(group: str) -> tuple:
-    """``(random scalar, mult, base mult, add, sub, is valid)`` of scheme ``group``'s libsodium binding."""
-    if group == "ristretto":
-        import rbcl
+def measure_group(samples: int = 2000, clock=time.perf_counter) -> GroupRates:
+    """Time ``samples`` libsodium calls of each kind on ristretto255 on one core (``clock``: wall time by
+    default; ``time.thread_time`` counts only this thread's CPU)."""
+    import rbcl
 
-        from common.schemes.ristretto import random_scalars
-        return (lambda: random_scalars(1)[0], rbcl.crypto_scalarmult_ristretto255,
-                rbcl.crypto_scalarmult_ristretto255_base, rbcl.crypto_core_ristretto255_add,
-                rbcl.crypto_core_ristretto255_sub, rbcl.crypto_core_ristretto255_is_valid_point)
-    return (random_scalar, crypto_scalarmult_ed25519_noclamp, crypto_scalarmult_ed25519_base_noclamp,
-            crypto_core_ed25519_add, crypto_core_ed25519_sub, crypto_core_ed25519_is_valid_point)
-
-
-def measure_group(group: str = "ec", samples: int = 2000, clock=time.perf_counter) -> EcRates:
-    """Time ``samples`` libsodium calls of each kind of scheme ``group`` (``ec``, ``ristretto``) on one core
-    (``clock``: wall time by default; ``time.thread_time`` counts only this thread's CPU)."""
-    random, mult_call, base_call, add_call, sub_call, valid_call = _group_calls(group)
-    scalars = [random() for _ in range(samples)]
-    points = [base_call(s) for s in scalars]
+    from common.schemes.ristretto import random_scalars
+    scalars = random_scalars(samples)
+    points = [rbcl.crypto_scalarmult_ristretto255_base(s) for s in scalars]
     pairs = list(zip(points, points[1:] + points[:1]))
-    mult = _per_op(mult_call, list(zip(scalars, points)), clock)
-    base = _per_op(base_call, [(s,) for s in scalars], clock)
-    add = (_per_op(add_call, pairs, clock) + _per_op(sub_call, pairs, clock)) / 2
-    valid = _per_op(valid_call, [(p,) for p in points], clock)
-    return EcRates(samples, mult, base, add, valid, group)
+    mult = _per_op(rbcl.crypto_scalarmult_ristretto255, list(zip(scalars, points)), clock)
+    base = _per_op(rbcl.crypto_scalarmult_ristretto255_base, [(s,) for s in scalars], clock)
+    add = (_per_op(rbcl.crypto_core_ristretto255_add, pairs, clock)
+           + _per_op(rbcl.crypto_core_ristretto255_sub, pairs, clock)) / 2
+    valid = _per_op(rbcl.crypto_core_ristretto255_is_valid_point, [(p,) for p in points], clock)
+    return GroupRates(samples, mult, base, add, valid)
 
 
-def measure_ec(samples: int = 2000) -> EcRates:
-    """:func:`measure_group` for ``ec``."""
-    return measure_group("ec", samples)
+def best_group(*rates: GroupRates) -> GroupRates:
+    """Per call, the fastest of several measurements."""
+    return GroupRates(sum(r.samples for r in rates),
+                      *(min(getattr(r, f) for r in rates) for f in ("mult", "base", "add", "valid")))
 
 
-def best_group(*rates: EcRates) -> EcRates:
-    """Per call, the fastest of several measurements of one group."""
-    return EcRates(sum(r.samples for r in rates),
-                   *(min(getattr(r, f) for r in rates) for f in ("mult", "base", "add", "valid")),
-                   group=rates[0].group)
-
-
-def floor_seconds_ec(rates: EcRates, comparisons: int, matches: int, slots: int, holder_terms: int,
-                     cores: int | None = None) -> dict:
-    """The floor of an elliptic-curve scheme (``ec`` or ``ristretto``, by ``rates``) for a run with
-    these counts (docs/protocol.md, "Comparison schemes"):
+def floor_seconds_elgamal(rates: GroupRates, comparisons: int, matches: int, slots: int, holder_terms: int,
+                          cores: int | None = None) -> dict:
+    """The floor of the ``ristretto`` scheme for a run with these counts (docs/protocol.md, "Comparison
+    schemes"):
 
     - querier, per slot: ``k·G`` and ``X·G`` (fixed base), ``k·P`` and one addition;
     - holder, per slot: both points validated on receipt; per holder row and term: ``Y·G``;
@@ -164,27 +141,20 @@ def floor_seconds_ec(rates: EcRates, comparisons: int, matches: int, slots: int,
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m benchmarks.floor [--samples 20000]``: per-call libsodium costs of ``ec`` and ``ristretto``,
-    measured alternately in this run (the fastest of three rounds per call), side by side, in CPU time of
-    the measuring thread (on a shared machine, wall time would count other processes' turns)."""
+    """``python -m benchmarks.floor [--samples 20000]``: per-call libsodium costs on ristretto255 (the
+    fastest of three rounds per call), in CPU time of the measuring thread (on a shared machine, wall
+    time would count other processes' turns)."""
     import argparse
     parser = argparse.ArgumentParser(prog="python -m benchmarks.floor", description=main.__doc__)
     parser.add_argument("--samples", type=int, default=20000, help="calls per kind and round")
     args = parser.parse_args(argv)
-    groups = ("ec", "ristretto")
-    rounds = {group: [] for group in groups}
-    for _ in range(3):
-        for group in groups:
-            rounds[group].append(measure_group(group, args.samples, time.thread_time))
-    rates = {group: best_group(*rounds[group]) for group in groups}
-    print(f"{'µs of CPU per call, one core':38s} {'ec':>8s} {'ristretto':>10s} {'ec / ristretto':>15s}")
+    rates = best_group(*(measure_group(args.samples, time.thread_time) for _ in range(3)))
+    print(f"{'µs of CPU per call, one core':38s} {'ristretto':>10s}")
     for field, what in (("mult", "variable-base scalar multiplication"), ("base", "fixed-base multiplication"),
                         ("add", "addition / subtraction"), ("valid", "validation of a received point")):
-        ec, rist = getattr(rates["ec"], field) * 1e6, getattr(rates["ristretto"], field) * 1e6
-        print(f"{what:38s} {ec:8.1f} {rist:10.1f} {ec / rist:15.2f}")
+        print(f"{what:38s} {getattr(rates, field) * 1e6:10.1f}")
     print(f"load average {os.getloadavg()[0]:.2f}")
     return 0
-
 
 if __name__ == "__main__":
     raise SystemExit(main())

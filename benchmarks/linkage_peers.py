@@ -2,7 +2,7 @@
 anonlink + clkhash (each in its own environment) on FEBRL 1-4 and the generated sets, scored alike.
 
     python -m benchmarks.linkage_peers [--dataset febrl1 febrl2 febrl3 febrl4 corrupted slipped census] [--n 5000]
-        [--system splink anonlink person person-typo] [--scheme ristretto|ec]
+        [--system splink anonlink person person-typo] [--scheme ristretto]
         [--reference] [--peers /work/peers] [--json OUT]
 
 Each dataset is loaded as ``benchmarks.fuzzy_quality`` loads it (FEBRL 1-3 split at random into two
@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dataset", nargs="+", choices=DATASETS, default=list(DATASETS[1:4]) + ["febrl4", "corrupted"])
     parser.add_argument("--n", type=int, default=5000, help="records per side (FEBRL 1-3: at most half the file)")
     parser.add_argument("--system", nargs="+", choices=SYSTEMS, default=list(SYSTEMS))
-    parser.add_argument("--scheme", choices=("ristretto", "ec"), default="ristretto")
+    parser.add_argument("--scheme", choices=("ristretto",), default="ristretto")
     parser.add_argument("--reference", action="store_true",
                         help="score our presets' plaintext reference instead of the secure run (diagnosis)")
     parser.add_argument("--peers", default="/work/peers", help="folder of the peers' environments")

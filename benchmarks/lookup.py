@@ -1,10 +1,10 @@
 """Single-record lookup latency against a large holder, and a lookup desk under load.
 
     python -m benchmarks.lookup [--rows 1000000] [--lookups 10] [--population 10000000]
-                                [--max-risk 0.05] [--scheme paillier|ec] [--key-bits 2048]
+                                [--max-risk 0.05] [--scheme paillier|ristretto] [--key-bits 2048]
                                 [--no-release] [--json OUT]
     python -m benchmarks.lookup --desk [--rows 1000000] [--parties 64] [--rate 20] [--seconds 60]
-                                [--clerks 8] [--workers 4] [--scheme ec] [--hostile [--churn-bits 4096]]
+                                [--clerks 8] [--workers 4] [--scheme ristretto] [--hostile [--churn-bits 4096]]
                                 [--json OUT]
 
 ``--desk``: the holder is a real ``party hold`` process; the queriers are real parties run from
@@ -70,9 +70,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lookups", type=int, default=10, help="timed lookups after the first")
     parser.add_argument("--population", type=int, default=10_000_000)
     parser.add_argument("--max-risk", type=float, default=0.05)
-    parser.add_argument("--scheme", choices=("paillier", "ec", "ristretto"), default="paillier")
+    parser.add_argument("--scheme", choices=("paillier", "ristretto"), default="paillier")
     parser.add_argument("--key-bits", type=int, default=2048,
-                        help="Paillier key size (ignored with --scheme ec|ristretto)")
+                        help="Paillier key size (ignored with --scheme ristretto)")
     parser.add_argument("--no-release", action="store_true", help="the holder releases no column")
     parser.add_argument("--profile", action="store_true",
                         help="cProfile the holder's round processing over the lookups after the first; with "

@@ -21,7 +21,7 @@ ZeroTest = Callable[[Scheme, bytes, bytes, bytes], "list[bool]"]
 log = logging.getLogger("keyholder")
 MIN_PIECE = 64          # comparisons per task at least (a task's overhead is ~1-2 ms)...
 MIN_PIECE_BYTES = 32768  # ...and at least this many bytes of them: 64 Paillier-2048 comparisons (~150 ms of
-                         # work), 512 of ec (~40 ms), so a scheduler's few ms per task stay small for either scheme
+                         # work), 512 of ristretto (~26 ms), so a scheduler's few ms per task stay small for either scheme
 
 
 def local_zero_test(scheme: Scheme, public: bytes, private: bytes, comparisons: bytes) -> list[bool]:

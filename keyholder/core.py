@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
-from common.schemes import InvalidCiphertext, KeyPair, Scheme, all_schemes, get_scheme
+from common.schemes import InvalidCiphertext, KeyPair, RetiredScheme, Scheme, all_schemes, get_scheme
 from keyholder.cluster import ZeroTest, local_zero_test
 from keyholder.errors import ServiceError
 from keyholder.keygen import KeyFactory
@@ -276,8 +276,12 @@ class KeyHolder:
 
     @staticmethod
     def scheme_of(session: Session) -> Scheme:
-        """The scheme of a stored session (the store keeps its name)."""
-        return get_scheme(session.scheme)
+        """The scheme of a stored session (the store keeps its name); FAILED_PRECONDITION, saying what to
+        do, for a session opened under a scheme since retired (:data:`common.schemes.RETIRED`)."""
+        try:
+            return get_scheme(session.scheme)
+        except RetiredScheme as retired:
+            raise ServiceError("FAILED_PRECONDITION", retired.of_session(session.id)) from None
 
     def plan_session(self, querier: str, mode: int, holder: str, key_bits: int, ttl_seconds: float,
                      query_ciphertexts: int = 0, scheme: Scheme | None = None) -> SessionPlan:
@@ -444,6 +448,7 @@ class KeyHolder:
             raise ServiceError("PERMISSION_DENIED", "only the session's querier sends queries")
         if recipient != session.holder:
             raise ServiceError("INVALID_ARGUMENT", "the recipient must be the session's holder")
+        self.scheme_of(session)              # a session of a retired scheme takes no query
         self.check_rounds(session_id)
         limits = self.limits
         bounds = [(session.max_query_bytes or self.query_limit(0, 0),

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field as dataclass_field, replace as with_cha
 from pathlib import Path
 from typing import Iterator
 
-from common.schemes import Scheme, get_scheme
+from common.schemes import DEFAULT_SCHEME, RETIRED, get_scheme
 from deid_core.risk.buckets import combined_bucket_risk, hashed_bucket_risk, max_buckets
 from party_client.crypto.encoding import new_session_secret
 from party_client.errors import ParameterError, PartyError
@@ -143,21 +143,26 @@ class LookupSession:
     buckets: int
     key_bits: int                      # as asked (0: the scheme's default)
     expires_at: float
-    scheme: Scheme = dataclass_field(default_factory=get_scheme)     # kept in its file by name
+    scheme: str = DEFAULT_SCHEME       # the comparison scheme's name (common.schemes)
     holder: str = ""
     created: float = dataclass_field(default_factory=time.time)
-    retired: bool = False              # replaced: closed at K once no lookup uses it any more
+    retired: bool = False              # replaced, or of a retired scheme: closed at K once no lookup uses it
 
     def to_json(self) -> dict:
         return {"session_id": self.session_id, "secret": self.secret.hex(), "buckets": self.buckets,
-                "key_bits": self.key_bits, "expires_at": self.expires_at, "scheme": self.scheme.name,
+                "key_bits": self.key_bits, "expires_at": self.expires_at, "scheme": self.scheme,
                 "holder": self.holder, "created": self.created, "retired": self.retired}
 
     @classmethod
     def from_json(cls, saved: dict) -> "LookupSession":
+        """The saved session; ``ValueError`` for an unknown scheme.  One of a scheme no longer offered
+        (:data:`common.schemes.RETIRED`) is retired: never reused, closed at K once unused."""
+        scheme = saved.get("scheme") or DEFAULT_SCHEME
+        if scheme not in RETIRED:
+            get_scheme(scheme)
         return cls(saved["session_id"], bytes.fromhex(saved["secret"]), saved["buckets"], saved["key_bits"],
-                   saved["expires_at"], get_scheme(saved.get("scheme")), saved.get("holder", ""),
-                   saved.get("created", 0.0), saved.get("retired", False))
+                   saved["expires_at"], scheme, saved.get("holder", ""), saved.get("created", 0.0),
+                   saved.get("retired", False) or scheme in RETIRED)
 
 
 @dataclass
@@ -206,7 +211,7 @@ def read_registry(path: Path) -> dict:
             if not isinstance(registry.setdefault(key, {}), dict):
                 raise ValueError(f"'{key}' is not an object")
         for saved in registry["sessions"].values():
-            LookupSession.from_json(saved)
+            saved["retired"] = LookupSession.from_json(saved).retired
     except (ValueError, TypeError, KeyError, AttributeError) as error:
         raise DamagedRegistry(path, str(error).split("\n")[0], sorted(set(SESSION_ID.findall(text)))) from None
     return registry
@@ -285,7 +290,7 @@ class LookupState:
                     registry["sessions"][kept.session_id]["retired"] = True
                 session = querier.open_session("lookup", holder, options, ttl=session_ttl, keys=keys)
                 kept = LookupSession(session.session_id, new_session_secret(), plan.buckets, options.key_bits,
-                                     session.expires_at, options.scheme, holder)
+                                     session.expires_at, options.scheme.name, holder)
                 registry["sessions"][kept.session_id] = kept.to_json()
                 registry["current"][holder] = kept.session_id
             token = secrets.token_hex(8)
@@ -296,7 +301,7 @@ class LookupState:
     def _fits(kept: LookupSession, plan: BucketPlan, options: QueryOptions) -> bool:
         # the plan is made from the holder's current announcement: a session sized for another table
         # (finer buckets than a shrunken table allows) is retired, not reused
-        return (kept.buckets == plan.buckets and kept.key_bits == options.key_bits and kept.scheme is options.scheme
+        return (kept.buckets == plan.buckets and kept.key_bits == options.key_bits and kept.scheme == options.scheme.name
                 and kept.expires_at - time.time() >= REUSE_MARGIN_SECONDS)
 
     def release(self, lease: Lease) -> list[str]:

@@ -41,7 +41,7 @@ class KeyPair:
 class Scheme(ABC):
     """One comparison scheme: key generation and zero test (K), encryption (Q), blinded comparison (H)."""
 
-    #: the scheme's name on the wire, on command lines and in files (``paillier``, ``ec``)
+    #: the scheme's name on the wire, on command lines and in files (``paillier``, ``ristretto``)
     name: str = ""
     #: what a report calls it
     title: str = ""

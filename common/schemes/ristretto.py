@@ -10,14 +10,34 @@ curve but outside the subgroup" case to check, and a decoded element needs no ot
 group operation is a call into libsodium through the ``rbcl`` bindings (libsodium
 documentation, "Ristretto"); this module holds no curve arithmetic of its own.
 
-The protocol and its soundness argument are those of the ``ec`` scheme
-(:mod:`common.schemes.ec`; docs/protocol.md, "The blinded comparison") with Ed25519's
-subgroup replaced by ristretto255: K publishes ``P = x·G``; Q sends ``E(X) = (k·G, X·G + k·P)``
-with the 64-byte keyed encoding reduced mod ``ℓ`` as ``X``; H answers
-``(r·c1, r·(c2 − Y·G))`` with a fresh uniform ``r`` per comparison; K tests ``c2 = x·c1``.  Both
-groups have order ``ℓ`` and the same best known attack (Pollard's rho, about ``2^126`` steps),
-so the security level is unchanged; what changes is the cost: no subgroup re-check inside each
-multiplication and validation by decoding alone.
+The scheme (ElGamal, "A public key cryptosystem and a signature scheme based on discrete
+logarithms", *IEEE Transactions on Information Theory* 31(4), 1985, with the message in the
+exponent), mapped onto docs/protocol.md, "The blinded comparison", with ``G`` the ristretto255
+generator (its encoding: RFC 9496, appendix A.1):
+
+- **K** draws ``x`` uniform in ``[1, ℓ)`` and publishes ``P = x·G``.
+- **Encoding to plaintext**: the 64-byte keyed encoding, read as a little-endian integer, is
+  reduced mod ``ℓ``; as ``2^512 ≫ ℓ`` the scalar ``X`` is uniform up to a statistical distance
+  below ``2^-259``.
+- **Q** encrypts ``E(X) = (k·G, X·G + k·P)`` with a fresh uniform ``k``; padding (``None``)
+  encrypts a fresh uniform scalar.  A ciphertext is 64 bytes.
+- **H**, holding ``Y``, sends ``c = r·(E(X) − (0, Y·G)) = (r·c1, r·(c2 − Y·G))`` with a fresh
+  uniform ``r`` in ``[1, ℓ)`` per comparison, which is an encryption of ``r·(X − Y)`` under the
+  randomness ``r·k``.
+- **K** tests zero without taking a discrete logarithm: ``c`` encrypts 0 iff ``c2 = x·c1``.
+
+Why it is sound.  Under the decisional Diffie–Hellman assumption in this group, ``(k·G, k·P)``
+is indistinguishable from a pair of independent uniform elements, so Q's ``k`` hides ``X`` from
+H and from K's view of the traffic.  For a non-match, ``X − Y ≠ 0`` and ``r`` is uniform and
+independent, so ``r·(X − Y)`` is uniform in ``[1, ℓ)`` and ``r·k`` is uniform too: the comparison
+``(rk·G, r(X − Y)·G + rk·P)`` is a fresh encryption of a uniform non-zero plaintext, and K (even
+with Q's ``k`` and ``X``) learns only "non-zero".  A match is ``(rk·G, rk·P)``, which K recognises
+and which carries nothing else.  The group has prime order, so no element lies in a small
+subgroup that a crafted point could push a blinded comparison into.  The best known attack is
+Pollard's rho at about ``2^126`` operations, as for the prime-order subgroup of the curve beneath
+(Bernstein, Duif, Lange, Schwabe & Yang, "High-speed high-security signatures", *Journal of
+Cryptographic Engineering* 2(2), 2012, section 1), i.e. roughly 128-bit security, comparable to
+3072-bit Paillier.
 
 Validation.  A received point must decode (libsodium's ``crypto_core_ristretto255_is_valid_point``;
 the multiplication decodes its input the same way) and have bit 255 clear: RFC 9496, section
@@ -26,7 +46,8 @@ ignores bit 255 while decoding, so a point and the same bytes with that bit set 
 accepted.  The check is done here, on whole batches at once.  The identity (32 zero bytes, RFC
 9496, section 4.3.2) is refused where ElGamal needs a non-identity (the public key, ``c1``, a
 query's ``c2``) and accepted as the second half of a comparison, where a crafted ``c2 = Y·G``
-produces it and it stands for a non-zero plaintext, exactly as in the ``ec`` scheme.
+produces it and it stands for a non-zero plaintext (``x·c1`` is never the identity), so K
+accepts it as "non-zero".
 
 libsodium refuses a zero scalar and a product equal to the identity (libsodium documentation,
 "Ristretto", "Scalar multiplication"); hence ``0·G`` and ``r·identity`` are the identity by
@@ -36,7 +57,7 @@ Speed.  ``rbcl`` binds one element per call (ctypes, which releases the GIL, so 
 use every core); the batch functions below draw every random scalar of a batch from one
 ``os.urandom`` call, run each libsodium function over the whole batch with ``map`` and check
 canonical form and identities with numpy, so Python adds a few per cent to the libsodium time
-(measured in docs/protocol.md, "The ristretto scheme").
+(measured in docs/protocol.md, "Comparison schemes").
 """
 from __future__ import annotations
 
@@ -46,9 +67,18 @@ from typing import Sequence
 
 import numpy as np
 
-from common.schemes.base import InvalidCiphertext
-from common.schemes.elgamal import CIPHERTEXT_BYTES, ORDER, POINT_BYTES, ZERO_SCALAR as _ZERO_SCALAR, \
-    ElGamalScheme, check_encoding, split as _split
+from common.schemes.base import InvalidCiphertext, KeyPair, Scheme
+
+
+ORDER = 2**252 + 27742317777372353535851937790883648493
+"""``ℓ``, the prime order of the group (RFC 9496, section 4.1)."""
+
+POINT_BYTES = 32
+SCALAR_BYTES = 32
+CIPHERTEXT_BYTES = 2 * POINT_BYTES
+ENCODING_BYTES = 64
+KEY_BITS = 256
+_ZERO_SCALAR = bytes(SCALAR_BYTES)
 
 
 def _load_libsodium():
@@ -77,6 +107,20 @@ _base = _rbcl.crypto_scalarmult_ristretto255_base
 FIELD_PRIME = 2**255 - 19
 IDENTITY = bytes(POINT_BYTES)
 """The encoding of the neutral element (RFC 9496, section 4.3.2: ``s = 0``)."""
+
+
+def _split(block: bytes, what: str) -> int:
+    """How many ciphertexts (or comparisons) a block holds; :class:`InvalidCiphertext` if it is ragged."""
+    if len(block) % CIPHERTEXT_BYTES:
+        raise InvalidCiphertext(f"{what} block of {len(block)} bytes is not a multiple of {CIPHERTEXT_BYTES}")
+    return len(block) // CIPHERTEXT_BYTES
+
+
+def check_encoding(encoding: bytes) -> bytes:
+    """The keyed encoding as bytes, ``ValueError`` unless it has :data:`ENCODING_BYTES` bytes."""
+    if len(encoding) != ENCODING_BYTES:
+        raise ValueError(f"an encoding must be {ENCODING_BYTES} bytes, got {len(encoding)}")
+    return bytes(encoding)
 
 
 def scalar_from_encoding(encoding: bytes) -> bytes:
@@ -155,17 +199,49 @@ def _first_failure(block: bytes, count: int, what: str, first: int, identity_ok_
     return None
 
 
-class RistrettoScheme(ElGamalScheme):
+class RistrettoScheme(Scheme):
     """Exponential ElGamal on ristretto255 (see the module docstring)."""
 
     name = "ristretto"
     title = "exponential ElGamal on ristretto255"
+    fixed_key_bits = KEY_BITS
 
-    def random_scalar(self) -> bytes:
-        return random_scalars(1)[0]
+    # -- keys ------------------------------------------------------------------------------------
+    def generate_key(self, bits: int = KEY_BITS) -> KeyPair:
+        """A fresh ``(P = x·G, x)``; ``bits`` has no meaning here (the group is fixed) beyond being positive."""
+        if not isinstance(bits, int) or bits <= 0:
+            raise ValueError(f"key size must be a positive number of bits, got {bits!r}")
+        x = random_scalars(1)[0]
+        return KeyPair(public=base_mult(x), private=x)
 
-    base_mult = staticmethod(base_mult)
-    point_check = staticmethod(point_check)
+    def check_key(self, public: bytes, private: bytes) -> None:
+        if base_mult(self.private_scalar(private)) != self.public_point(public):
+            raise ValueError(f"the {self.name} private key does not belong to the public key")
+
+    def public_point(self, public: bytes) -> bytes:
+        """The public key ``P`` as bytes, ``ValueError`` naming the check unless it is a non-identity element."""
+        failed = point_check(bytes(public))
+        if failed:
+            raise ValueError(f"not a {self.name} public key: {failed}")
+        return bytes(public)
+
+    def private_scalar(self, private: bytes) -> bytes:
+        """The private key ``x`` as bytes, ``ValueError`` unless it is a scalar in ``[1, ℓ)``."""
+        if len(private) != SCALAR_BYTES:
+            raise ValueError(f"a {self.name} private key is {SCALAR_BYTES} bytes, got {len(private)}")
+        if not 0 < int.from_bytes(private, "little") < ORDER:
+            raise ValueError(f"a {self.name} private key must be a scalar in [1, ℓ)")
+        return bytes(private)
+
+    # -- sizes -----------------------------------------------------------------------------------
+    def key_bits(self, public: bytes) -> int:
+        return KEY_BITS
+
+    def ciphertext_width(self, public: bytes) -> int:
+        return CIPHERTEXT_BYTES
+
+    def encoding_bytes(self, public: bytes) -> int:
+        return ENCODING_BYTES
 
     # -- key holder ------------------------------------------------------------------------------
     def zero_test(self, public: bytes, private: bytes, comparisons: bytes) -> list[bool]:

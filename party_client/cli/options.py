@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from common.cli import UsageError
-from common.schemes import DEFAULT_SCHEME, SCHEME_NAMES
+from common.schemes import DEFAULT_SCHEME, RETIRED, SCHEME_NAMES, RetiredScheme
 from party_client.transport import FIRST_CONTACT_SECONDS, RETRY_WINDOW_SECONDS
 
 
@@ -49,9 +49,15 @@ def key_source(args: argparse.Namespace) -> None:
 
 def scheme_options(sub: argparse.ArgumentParser) -> None:
     """``--scheme`` and ``--key-bits`` of every querying command."""
-    sub.add_argument("--scheme", choices=SCHEME_NAMES, default=DEFAULT_SCHEME,
-                     help="comparison scheme: paillier, ristretto (exponential ElGamal on "
-                          "ristretto255, the fastest) or ec (the same on Ed25519); docs/protocol.md, "
-                          "\"Comparison schemes\"")
+    sub.add_argument("--scheme", type=_offered_scheme, choices=SCHEME_NAMES, default=DEFAULT_SCHEME,
+                     help="comparison scheme: paillier or ristretto (exponential ElGamal on ristretto255, "
+                          "the fast one); docs/protocol.md, \"Comparison schemes\"")
     sub.add_argument("--key-bits", type=int, default=None,
-                     help="Paillier modulus: 2048 (when not given) or 3072; ec, ristretto: 256 (their only size)")
+                     help="Paillier modulus: 2048 (when not given) or 3072; ristretto: 256 (its only size)")
+
+
+def _offered_scheme(name: str) -> str:
+    """A ``--scheme`` name; a retired one is refused saying what replaces it (``choices`` refuses the rest)."""
+    if name in RETIRED:
+        raise argparse.ArgumentTypeError(str(RetiredScheme(name)))
+    return name

@@ -27,13 +27,13 @@ from party_client.matching.level_rules import LevelRules, block_codes
 DRY_RUN_SECRET = hashlib.sha256(b"securelink-deid dry-run bins").digest()
 
 # A run's wall time over its arithmetic floor with the three roles on idle cores: FEBRL 4 with the preset
-# took 1.09-1.15x the CPU of its calls over 2 cores (ec 153.3 and 170.0 s, ristretto 82.4 and 86.3 s in two
-# versions of the preset; benchmarks/README.md, "Linkage peers again, with slip and frequent"); the
-# estimate takes the upper end.
+# took 1.09-1.15x the CPU of its calls over 2 cores in four runs of two versions of the preset under two
+# exponential-ElGamal groups (ristretto: 82.4 and 86.3 s; benchmarks/README.md, "Linkage peers again, with
+# slip and frequent"); the estimate takes the upper end.
 OVERHEAD = 1.15
 SAMPLE = {"paillier": 24}   # items per timed call (about 0.3 s per scheme)...
 DEFAULT_SAMPLE = 256        # ...for the others
-SCHEMES = ("ec", "ristretto", "paillier")
+SCHEMES = ("ristretto", "paillier")          # the fast one first
 
 
 @lru_cache(maxsize=None)

@@ -23,7 +23,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from common.schemes import Scheme, all_schemes
+from common.schemes import RETIRED, RetiredScheme, Scheme, all_schemes
 from common.schemes.pool import release_gil, worker_pool
 from party_client.crypto.cuckoo import padded_floor
 from party_client.crypto.encoding import SECRET_BYTES
@@ -316,6 +316,8 @@ class Holder:
         session = item.session
         if self.options.allowed_queriers is not None and item.querier not in self.options.allowed_queriers:
             return self._abort(item, f"querier '{item.querier}' is not on the holder's allow-list")
+        if session.scheme in RETIRED:
+            return self._abort(item, RetiredScheme(session.scheme).of_session(session.session_id))
         scheme = known_scheme(session)
         if scheme not in self.options.schemes:
             return self._abort(item, f"the holder does not serve the {scheme or session.scheme} scheme "

@@ -17,7 +17,7 @@ from party_client.transport import ConnectionProblem
 from proto import linkage_pb2 as pb
 
 STOP_POLL_SECONDS = 0.25    # a round waiting for a batch checks whether the holder is stopping this often
-VALIDATION_PIECE_BYTES = 1 << 20    # a query's bytes per validation task on the cluster (ec: 16,384 ciphertexts)
+VALIDATION_PIECE_BYTES = 1 << 20    # a query's bytes per validation task on the cluster (ristretto: 16,384 ciphertexts)
 
 
 def cluster_validation(cluster: Any, scheme: Scheme, public: bytes) -> tuple[Callable[[bytes, int], Any], int]:

@@ -15,10 +15,11 @@ from typing import Callable, Iterable, Iterator
 
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PublicKey
 
-from common.schemes import Scheme, get_scheme
+from common.schemes import RetiredScheme, Scheme, get_scheme
 from common.schemes.base import VALIDATION_PIECE, PieceValidation
 from common.schemes.pool import worker_pool
 from party_client.crypto.seal import SessionCipher
+from party_client.errors import PartyError
 from party_client.protocol.engines.interface import CIPHERTEXTS_PER_RECORD, PreparedQuery, ReceivedQuery
 from party_client.transport import Connection, KeyHolderRefusal
 from proto import linkage_pb2 as pb
@@ -29,8 +30,14 @@ MODE_NAMES = {value: name for name, value in MODES.items()}
 
 def session_scheme(session: pb.SessionInfo | pb.QueryHeader) -> Scheme:
     """The comparison scheme a session (or a query's header) names (:func:`common.schemes.get_scheme`:
-    an empty field is the default); ``ValueError`` for a name this party does not know."""
-    return get_scheme(session.scheme)
+    an empty field is the default); ``ValueError`` for a name this party does not know, and
+    :class:`~party_client.errors.PartyError` saying what to do for a session of a retired scheme."""
+    try:
+        return get_scheme(session.scheme)
+    except RetiredScheme as retired:
+        if isinstance(session, pb.SessionInfo):
+            raise PartyError(retired.of_session(session.session_id)) from None
+        raise
 
 
 def known_scheme(session: pb.SessionInfo | pb.QueryHeader) -> Scheme | None:

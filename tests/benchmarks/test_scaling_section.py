@@ -25,7 +25,7 @@ def test_the_docs_section_is_what_the_benchmark_renders(results):
 def test_the_results_cover_every_stage_and_the_simulation_adds_up(results):
     measured = {(row["scheme"], row["stage"]) for row in results["scaling"]}
     assert measured == {(s, stage) for s in results["simulated"] for stage in dask_scaling.STAGES}
-    assert {"paillier", "ec"} <= set(results["simulated"])
+    assert {"paillier", "ristretto"} <= set(results["simulated"])
     for row in results["scaling"]:
         assert row["ratio"] == pytest.approx(row["one"] / row["two"])
     for name, simulated in results["simulated"].items():

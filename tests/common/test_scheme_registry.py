@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from common.schemes import DEFAULT_SCHEME, SCHEME_NAMES, Scheme, all_schemes, get_scheme, parse_scheme_list
+from common.schemes import DEFAULT_SCHEME, RETIRED, SCHEME_NAMES, RetiredScheme, Scheme, all_schemes, get_scheme, \
+    parse_scheme_list
 
 
 def test_every_registered_scheme_carries_its_name_and_a_title():
@@ -23,10 +24,20 @@ def test_the_one_resolver_gives_the_default_for_an_empty_name_and_refuses_unknow
 
 
 def test_a_scheme_list_flag_gives_scheme_objects():
-    assert parse_scheme_list(" ec , paillier,ec") == (get_scheme("ec"), get_scheme("paillier"))
-    for bad in ("", " , ", "ec,rsa"):
+    assert parse_scheme_list(" ristretto , paillier,ristretto") == (get_scheme("ristretto"), get_scheme("paillier"))
+    for bad in ("", " , ", "ristretto,rsa", "paillier,ec"):
         with pytest.raises(ValueError):
             parse_scheme_list(bad)
+
+
+def test_a_retired_name_is_refused_saying_what_replaces_it():
+    """``ec`` was retired (docs/protocol.md, "Comparison schemes"): refused by name, not as unknown, and a
+    session of it is refused in one line saying how to go on."""
+    assert "ec" not in SCHEME_NAMES and RETIRED == {"ec": "ristretto"}
+    with pytest.raises(RetiredScheme, match="^the comparison scheme 'ec' is no longer offered: use ristretto$") as caught:
+        get_scheme("ec")
+    assert caught.value.of_session("abc") == ("session abc uses the comparison scheme 'ec', no longer offered: close "
+                                              "it (party sessions close abc) and link again with --scheme ristretto")
 
 
 @pytest.mark.parametrize("name", SCHEME_NAMES)

@@ -84,7 +84,7 @@ def test_a_third_partys_bad_tokens_do_not_stall_a_join(fresh_keyholder, tmp_path
         thread = serve_in_thread(serving, holder, ["diagnosis"], stop)
         try:
             started = time.monotonic()
-            result = Party(adir, progress=False).join(bname, querier, "hcn", scheme="ec", timeout=120)
+            result = Party(adir, progress=False).join(bname, querier, "hcn", scheme="ristretto", timeout=120)
             took = time.monotonic() - started
         finally:
             stop.set()
@@ -120,7 +120,7 @@ def test_twelve_parties_at_once_with_a_hostile_one(fresh_keyholder, tmp_path, ca
         ok = []
         for attempt in range(2):
             rows = querier.iloc[[4 + 2 * index + attempt, 60 + index]]       # a likely match and another row
-            found = party.lookup(hname, rows, "hcn", population=50_000, scheme="ec", timeout=120)
+            found = party.lookup(hname, rows, "hcn", population=50_000, scheme="ristretto", timeout=120)
             ok.append(found.frame["matched"].tolist() == [bool(flags[v]) for v in rows["hcn"]])
         return ok
 
@@ -128,7 +128,7 @@ def test_twelve_parties_at_once_with_a_hostile_one(fresh_keyholder, tmp_path, ca
         thread = serve_in_thread(Party(hdir, progress=False), holder, ["diagnosis"], stop)
         try:
             with ThreadPoolExecutor(len(clerks) + 1) as pool:
-                join = pool.submit(lambda: Party(jdir, progress=False).join(hname, querier, "hcn", scheme="ec",
+                join = pool.submit(lambda: Party(jdir, progress=False).join(hname, querier, "hcn", scheme="ristretto",
                                                                              timeout=120))
                 lookups = [pool.submit(clerk, index) for index in range(len(clerks))]
                 answers = [future.result(timeout=120) for future in lookups]

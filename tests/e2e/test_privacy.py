@@ -22,7 +22,8 @@ from party_client.crypto.encoding import encode_to, lookup_words
 from party_client.matching.normalize import normalize_identifiers
 from proto import linkage_pb2 as pb
 from proto import linkage_pb2_grpc as pb_grpc
-from schemecases import BAD_POINTS, ELLIPTIC, NOT_DECODABLE, ORDER_4, group_module
+from common.schemes.ristretto import IDENTITY
+from schemecases import BAD_POINTS, NOT_DECODABLE
 
 @pytest.mark.parametrize("scheme", SCHEMES)
 def test_keyholder_store_spool_and_log_hold_no_identifiers(fresh_keyholder, tmp_path, scheme):
@@ -267,25 +268,25 @@ def test_nothing_is_pickled_across_processes():
     assert offenders == []
 
 
-# -- checks of the elliptic-curve schemes (docs/protocol.md, "Comparison schemes"): every received point is
-# validated, the failed check named; the bad encodings of each group are in tests/schemecases.py
-def _bad_comparisons(scheme: str, good: bytes) -> dict[str, bytes]:
+# -- checks of the ristretto scheme (docs/protocol.md, "Comparison schemes"): every received point is
+# validated, the failed check named; the bad encodings are in tests/schemecases.py
+def _bad_comparisons(good: bytes) -> dict[str, bytes]:
     """Two comparisons with one bad point each, by the check that must refuse it (a bad point
     as either half; the identity only as the first, as a second half it is legitimate)."""
     cases = {}
-    for point, check in BAD_POINTS[scheme]:
+    for point, check in BAD_POINTS:
         cases.setdefault(f"first point: {check}", point + good[32:])
-        if point != group_module(scheme).IDENTITY:
+        if point != IDENTITY:
             cases.setdefault(f"second point: {check}", good[:32] + point + good[64:])
     return cases
 
 
 @pytest.mark.parametrize("route", ["SubmitComparisons", "FinishRound"])
-@pytest.mark.parametrize("scheme", ELLIPTIC)
-def test_key_holder_refuses_bad_points_naming_the_check(keyholder, tmp_path, scheme, route):
+def test_key_holder_refuses_bad_points_naming_the_check(keyholder, tmp_path, route):
     """A comparison batch with a bad point is refused with INVALID_ARGUMENT naming the check, whether
     it comes alone or as the last batch a FinishRound carries, and the refusal changes nothing: the
     holder's correct batch is accepted afterwards (and a last batch of another round is refused)."""
+    scheme = "ristretto"
     (qdir, _), (hdir, hname) = make_party(keyholder, tmp_path), make_party(keyholder, tmp_path)
     session_id, round_no, session = _pending_round(keyholder, qdir, hname, scheme)
     h, hmeta = stub_for(keyholder, hdir)
@@ -296,7 +297,7 @@ def test_key_holder_refuses_bad_points_naming_the_check(keyholder, tmp_path, sch
         return h.FinishRound(pb.FinishRoundRequest(session_id=session_id, round=round_no, batches=1,
                                                    last_batch=batch), metadata=hmeta)
     good = blinded_comparisons(scheme, session.public_key, [False, True])
-    for check, ciphertexts in _bad_comparisons(scheme, good).items():
+    for check, ciphertexts in _bad_comparisons(good).items():
         batch = pb.ComparisonBatch(session_id=session_id, round=round_no, seq=0, ciphertexts=ciphertexts,
                                    row_comparisons=[1, 1], attachments=[b"x" * 9, b"y" * 9])
         with pytest.raises(grpc.RpcError) as caught:
@@ -346,12 +347,10 @@ def corrupt_slot(monkeypatch, slot: int, bad: bytes) -> None:
     monkeypatch.setattr(encryption.SlotEncryption, "_fill", corrupted)
 
 
-@pytest.mark.parametrize("scheme,bad,check", [("ec", ORDER_4, "small-order point"),
-                                               ("ristretto", NOT_DECODABLE, "not the encoding of a group element")],
-                         ids=ELLIPTIC)
-def test_holder_refuses_a_query_with_a_bad_point(keyholder, tmp_path, monkeypatch, scheme, bad, check):
+def test_holder_refuses_a_query_with_a_bad_point(keyholder, tmp_path, monkeypatch):
     """A query whose ciphertext holds a bad point: the holder aborts the round, naming the check."""
     from party_client.errors import PartyError
+    scheme, bad, check = "ristretto", NOT_DECODABLE, "not the encoding of a group element"
     corrupt_slot(monkeypatch, 0, bad)
     querier, hname, stop, thread, served = _join_with_holder(keyholder, tmp_path)
     try:
@@ -364,15 +363,12 @@ def test_holder_refuses_a_query_with_a_bad_point(keyholder, tmp_path, monkeypatc
     assert check in served[0]["refused"]
 
 
-@pytest.mark.parametrize("scheme,bad,check", [("ec", ORDER_4, "small-order point"),
-                                               ("ristretto", NOT_DECODABLE, "not the encoding of a group element")],
-                         ids=ELLIPTIC)
-def test_holder_refuses_a_streamed_query_with_a_bad_point_in_a_late_piece(keyholder, tmp_path, monkeypatch, scheme,
-                                                                          bad, check):
+def test_holder_refuses_a_streamed_query_with_a_bad_point_in_a_late_piece(keyholder, tmp_path, monkeypatch):
     """A query large enough to be streamed (docs/protocol.md, "Streaming the query"), validated piece by
     piece as it comes in: a bad point in its third piece aborts the round, naming the check and the item."""
     from party_client.errors import PartyError
     from party_client.protocol.querier import STREAM_MIN_SLOTS
+    scheme, bad, check = "ristretto", NOT_DECODABLE, "not the encoding of a group element"
     late = 4500                                     # of the 4,916 slots of 2,000 keys: the third piece of 2,048
     corrupt_slot(monkeypatch, late, bad)
     querier, hname, stop, thread, served = _join_with_holder(keyholder, tmp_path)
@@ -388,14 +384,14 @@ def test_holder_refuses_a_streamed_query_with_a_bad_point_in_a_late_piece(keyhol
 
 def test_holder_refuses_a_scheme_it_does_not_serve_or_a_header_of_another_scheme(keyholder, tmp_path,
                                                                                   monkeypatch):
-    """``party hold --schemes paillier`` refuses an ec round; a query header naming another scheme than
+    """``party hold --schemes paillier`` refuses a ristretto round; a query header naming another scheme than
     the session's is refused too; both with the reason."""
     import party_client.protocol.querier as querier_module
     from party_client.errors import PartyError
     querier, hname, stop, thread, served = _join_with_holder(keyholder, tmp_path, schemes="paillier")
     try:
-        with pytest.raises(PartyError, match="does not serve the ec scheme"):
-            querier.dedup(hname, pd.DataFrame({"id": ["000001"]}), "id", scheme="ec", timeout=60)
+        with pytest.raises(PartyError, match="does not serve the ristretto scheme"):
+            querier.dedup(hname, pd.DataFrame({"id": ["000001"]}), "id", scheme="ristretto", timeout=60)
     finally:
         stop.set()
         thread.join(timeout=30)
@@ -410,8 +406,8 @@ def test_holder_refuses_a_scheme_it_does_not_serve_or_a_header_of_another_scheme
     monkeypatch.setattr(querier_module, "query_records", relabelled)
     querier, hname, stop, thread, served = _join_with_holder(keyholder, tmp_path)
     try:
-        with pytest.raises(PartyError, match=r"comparison scheme \(paillier\) is not the session's \(ec\)"):
-            querier.dedup(hname, pd.DataFrame({"id": ["000001"]}), "id", scheme="ec", timeout=60)
+        with pytest.raises(PartyError, match=r"comparison scheme \(paillier\) is not the session's \(ristretto\)"):
+            querier.dedup(hname, pd.DataFrame({"id": ["000001"]}), "id", scheme="ristretto", timeout=60)
     finally:
         stop.set()
         thread.join(timeout=30)

@@ -89,14 +89,14 @@ def test_link_release_safe_harbor_then_saved_policy(keyholder, tmp_path):
         nxt = people(3, 50)
         nxt.to_csv(tmp_path / "hospital2.csv", index=False)
         command[command.index(str(tmp_path / "hospital.csv"))] = str(tmp_path / "hospital2.csv")
-        ec_command = [c for c in command if c not in ("--key-bits", str(TEST_KEY_BITS))] + ["--scheme", "ec"]
-        run_party(*ec_command, "--method", "policy", "--policy", str(tmp_path / "policy.json"), "--out",
+        ristretto_command = [c for c in command if c not in ("--key-bits", str(TEST_KEY_BITS))] + ["--scheme", "ristretto"]
+        run_party(*ristretto_command, "--method", "policy", "--policy", str(tmp_path / "policy.json"), "--out",
                   str(tmp_path / "release2.csv"))                  # and the elliptic-curve scheme this time
         again = pd.read_csv(tmp_path / "release2.csv", dtype=str, keep_default_na=False)
         assert set(again.columns) == set(release.columns) and len(again) == 50
         linkage = json.loads((tmp_path / "reports" / "release_report.json").read_text())["linkage"]
-        assert (linkage["scheme"], linkage["key_bits"]) == ("ec", 256)
-        assert "exponential ElGamal on Ed25519, 256-bit keys" in (tmp_path / "reports" / "release_report.html").read_text()
+        assert (linkage["scheme"], linkage["key_bits"]) == ("ristretto", 256)
+        assert "exponential ElGamal on ristretto255, 256-bit keys" in (tmp_path / "reports" / "release_report.html").read_text()
         assert set(again["zip"]) <= {"021", "100", "941", "000"}
 
         bad_spec = SPEC.replace('hcn = "direct"', 'hcn = "other"')
@@ -123,7 +123,7 @@ def test_three_registries_dedup(keyholder, tmp_path):
     stop = threading.Event()
     threads = [serve(d, pd.DataFrame({"hcn": holdings[n]}), "hcn", [], stop) for d, n in zip(dirs, names)]
     try:
-        for me, directory, scheme in zip(names, dirs, ["paillier", "ec", "ec"]):
+        for me, directory, scheme in zip(names, dirs, ["paillier", "ristretto", "ristretto"]):
             own = pd.DataFrame({"hcn": holdings[me]})
             own.to_csv(tmp_path / f"{me}.csv", index=False)
             others = [n for n in names if n != me]

@@ -47,7 +47,7 @@ def open_count(server, name: str) -> int:
     return count
 
 
-@pytest.mark.parametrize("scheme,key_bits", [("paillier", 2048), ("ec", 0)])
+@pytest.mark.parametrize("scheme,key_bits", [("paillier", 2048), ("ristretto", 0)])
 def test_the_open_session_cap_holds_under_64_concurrent_opens(fresh_keyholder, scheme, key_bits):
     """Before, the cap was checked before the key existed: 64 concurrent opens all passed the check."""
     server = fresh_keyholder(extra=("--max-open-sessions", str(CAP), "--keygen-queue", "64",
@@ -68,7 +68,7 @@ def test_the_open_session_cap_holds_under_64_concurrent_opens(fresh_keyholder, s
     assert open_count(server, "q") == CAP
 
 
-@pytest.mark.parametrize("scheme,key_bits", [("paillier", TEST_KEY_BITS), ("ec", 0)])
+@pytest.mark.parametrize("scheme,key_bits", [("paillier", TEST_KEY_BITS), ("ristretto", 0)])
 def test_the_cap_holds_over_500_calls_on_8_threads(fresh_keyholder, scheme, key_bits):
     """A cap below the thread count: before, the first eight calls all passed the check."""
     server = fresh_keyholder(extra=("--max-open-sessions", "5"))
@@ -109,8 +109,8 @@ def test_key_generation_is_queued_per_party_and_others_stay_fast(fresh_keyholder
         while not any(code == grpc.StatusCode.RESOURCE_EXHAUSTED for code, _ in answers):
             assert time.monotonic() < deadline, answers
             time.sleep(0.1)                      # the churner's budget is spent and its queue full
-        latencies = {"ec": [], "paillier": []}
-        for scheme, bits in [("ec", 0), ("paillier", TEST_KEY_BITS)] * 4:
+        latencies = {"ristretto": [], "paillier": []}
+        for scheme, bits in [("ristretto", 0), ("paillier", TEST_KEY_BITS)] * 4:
             started = time.monotonic()
             assert open_status(stub, other, scheme, bits)[0] == grpc.StatusCode.OK
             latencies[scheme].append(time.monotonic() - started)
@@ -122,7 +122,7 @@ def test_key_generation_is_queued_per_party_and_others_stay_fast(fresh_keyholder
     assert {code for code, _ in seen} <= {grpc.StatusCode.OK, grpc.StatusCode.RESOURCE_EXHAUSTED}
     # the churner's queued keys wait for its budget (0.5 s a minute); the other party's never do
     print("other party's OpenSession, median s:", {k: round(statistics.median(v), 3) for k, v in latencies.items()})
-    assert statistics.median(latencies["ec"]) < 1.0
+    assert statistics.median(latencies["ristretto"]) < 1.0
     assert statistics.median(latencies["paillier"]) < 5.0
 
 
@@ -136,7 +136,7 @@ def test_streams_are_capped_per_party_and_in_total_and_a_refused_client_waits(fr
     (adir, a), (bdir, b), (_, h) = make_parties(server, tmp_path, 3, cli=False)
     release = threading.Event()
     (a_stub, a_meta), (b_stub, b_meta) = stub_for(server, adir), stub_for(server, bdir)
-    request = pb.OpenSessionRequest(mode=pb.JOIN, holder=h, scheme="ec")
+    request = pb.OpenSessionRequest(mode=pb.JOIN, holder=h, scheme="ristretto")
     a_session, b_session = (stub.OpenSession(request, metadata=meta, timeout=30)
                             for stub, meta in ((a_stub, a_meta), (b_stub, b_meta)))
 

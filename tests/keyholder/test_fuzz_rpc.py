@@ -168,20 +168,19 @@ def test_every_rpc_answers_adversarial_fields(service):
 
 
 def test_an_unknown_scheme_or_a_key_size_it_does_not_have_is_refused(service):
-    """OpenSession names the scheme: an unknown one, or an ec key size other than 0/256, is INVALID_ARGUMENT."""
+    """OpenSession names the scheme: an unknown or retired one, or a ristretto key size other than 0/256, is
+    INVALID_ARGUMENT."""
     for scheme, bits, expected in (("rsa", 0, "unknown comparison scheme 'rsa'"), ("EC", 0, "unknown"),
-                                   ("ec", TEST_KEY_BITS, "with the ec scheme"),
+                                   ("ec", 0, "the comparison scheme 'ec' is no longer offered: use ristretto"),
                                    ("ristretto", TEST_KEY_BITS, "with the ristretto scheme"), ("\x00", 0, "unknown")):
         with pytest.raises(grpc.RpcError) as caught:
             service.stub.OpenSession(pb.OpenSessionRequest(mode=pb.JOIN, holder="fh", key_bits=bits, scheme=scheme),
                                      metadata=service.meta("fq"), timeout=5)
         assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT and expected in caught.value.details()
-    for curve in ("ec", "ristretto"):
-        session = service.stub.OpenSession(pb.OpenSessionRequest(mode=pb.JOIN, holder="fh", scheme=curve),
-                                           metadata=service.meta("fq"), timeout=5)
-        assert (session.scheme, session.key_bits, len(session.public_key)) == (curve, 256, 32)
-        service.stub.CloseSession(pb.SessionRef(session_id=session.session_id), metadata=service.meta("fq"),
-                                  timeout=5)
+    session = service.stub.OpenSession(pb.OpenSessionRequest(mode=pb.JOIN, holder="fh", scheme="ristretto"),
+                                       metadata=service.meta("fq"), timeout=5)
+    assert (session.scheme, session.key_bits, len(session.public_key)) == ("ristretto", 256, 32)
+    service.stub.CloseSession(pb.SessionRef(session_id=session.session_id), metadata=service.meta("fq"), timeout=5)
 
 
 def test_nan_and_infinite_waits_are_refused_at_once(service):

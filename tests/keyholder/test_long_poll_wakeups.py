@@ -32,10 +32,10 @@ def test_long_polls_wake_on_their_own_change(fresh_keyholder):
     stub = pb_grpc.KeyHolderStub(grpc.insecure_channel(server.address))
     (querier, querier_key), (holder, holder_key) = register(stub, "q"), register(stub, "h")
     (other, _), (other_holder, _) = register(stub, "other"), register(stub, "other-holder")
-    session = stub.OpenSession(pb.OpenSessionRequest(mode=pb.LOOKUP, holder="h", scheme="ec"), metadata=querier,
+    session = stub.OpenSession(pb.OpenSessionRequest(mode=pb.LOOKUP, holder="h", scheme="ristretto"), metadata=querier,
                                timeout=30)
     assert session.holder_x25519_public_key == holder_key
-    elsewhere = stub.OpenSession(pb.OpenSessionRequest(mode=pb.LOOKUP, holder="other-holder", scheme="ec"),
+    elsewhere = stub.OpenSession(pb.OpenSessionRequest(mode=pb.LOOKUP, holder="other-holder", scheme="ristretto"),
                                  metadata=other, timeout=30)
     with ThreadPoolExecutor(max_workers=2) as pool:
         started = time.monotonic()

@@ -13,11 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from common.schemes import SCHEME_NAMES, get_scheme
+from common.schemes import SCHEME_NAMES, RetiredScheme, get_scheme
 from keyholder import validation
 from keyholder.errors import ServiceError
 from keyholder.limits import Limits
 from keyholder.core import KeyHolder
+from keyholder.store import STORE_FILE
 from keyholder.pair_rule import PairRule
 from keyholder.states import ABORTED, CLOSED, DONE, EXPIRED, OPEN, PENDING
 from linkhelpers import blinded_comparisons
@@ -49,7 +50,7 @@ def refused(code: str, call, *args, **kwargs) -> str:
 
 
 def bits(scheme: str) -> int:
-    """The key size a test asks for: small Paillier keys, the ec group's one size."""
+    """The key size a test asks for: small Paillier keys, the ristretto group's one size."""
     return BITS if scheme == "paillier" else 256
 
 
@@ -257,17 +258,17 @@ def test_a_refused_batch_does_not_fix_the_attachment_length(holder: KeyHolder, s
                               [b"five!"])
 
 
-@pytest.mark.parametrize("curve", ["ec", "ristretto"])
-def test_each_scheme_has_its_key_size_query_size_and_offer(tmp_path: Path, curve: str) -> None:
-    """Sessions of a curve scheme are recorded at 256 bits and sized by the 64-byte ciphertext; a key
+def test_each_scheme_has_its_key_size_query_size_and_offer(tmp_path: Path) -> None:
+    """Sessions of the ristretto scheme are recorded at 256 bits and sized by the 64-byte ciphertext; a key
     holder refuses a scheme it does not offer, or one it does not know, naming it."""
+    curve = "ristretto"
     core = KeyHolder(tmp_path / "k", b"passphrase", LIMITS)
     for name in ("querier", "holder"):
         core.register(name, secrets.token_bytes(32), None, None)
     try:
-        ec = core.open_session("querier", JOIN, "holder", 0, 0, query_ciphertexts=1000, scheme=get_scheme(curve))
-        assert (ec.scheme, ec.key_bits, len(ec.public_key)) == (curve, 256, 32)
-        assert ec.max_query_bytes == int(1000 * 64 * LIMITS.query_margin + LIMITS.query_overhead)
+        fixed = core.open_session("querier", JOIN, "holder", 0, 0, query_ciphertexts=1000, scheme=get_scheme(curve))
+        assert (fixed.scheme, fixed.key_bits, len(fixed.public_key)) == (curve, 256, 32)
+        assert fixed.max_query_bytes == int(1000 * 64 * LIMITS.query_margin + LIMITS.query_overhead)
         default = core.open_session("querier", JOIN, "holder", BITS, 0)
         assert core.store.get_session(default.id).scheme == "paillier"
         assert "'rsa'" in refused("INVALID_ARGUMENT", validation.scheme, "rsa")   # the name of a request
@@ -278,7 +279,7 @@ def test_each_scheme_has_its_key_size_query_size_and_offer(tmp_path: Path, curve
         message = refused("FAILED_PRECONDITION", only.open_session, "querier", JOIN, "holder", BITS, 0,
                           scheme=get_scheme("paillier"))
         assert "paillier" in message and f"offers: {curve}" in message
-        assert only.store.get_session(ec.id).scheme == curve
+        assert only.store.get_session(fixed.id).scheme == curve
     finally:
         only.close()
 
@@ -303,5 +304,38 @@ def test_a_store_from_before_schemes_is_migrated(tmp_path: Path) -> None:
         batch = comparisons(again.session("holder", session.id), [True])
         again.submit_batch("holder", session.id, 1, 0, batch, [1], [b"a"])
         assert again.store.get_round(session.id, 1).comparisons == 1
+    finally:
+        again.close()
+
+
+def retire_scheme_of(data_dir: Path, session_id: str, name: str = "ec") -> None:
+    """Rewrite a stored session's scheme, as a key holder of an earlier version stored it (K stopped)."""
+    import sqlite3
+    with sqlite3.connect(data_dir / STORE_FILE) as db:
+        assert db.execute("UPDATE sessions SET scheme = ? WHERE id = ?", (name, session_id)).rowcount == 1
+    db.close()
+
+
+def test_a_session_of_a_retired_scheme_is_refused_in_one_line_and_can_be_closed(tmp_path: Path) -> None:
+    """A session stored under ``ec`` (docs/protocol.md, "Comparison schemes") takes no query and no batch,
+    each refused with FAILED_PRECONDITION saying how to go on; it is still listed and closed."""
+    core = KeyHolder(tmp_path / "k", b"passphrase", LIMITS)
+    for name in ("querier", "holder"):
+        core.register(name, secrets.token_bytes(32), None, None)
+    session, _ = open_with_query(core, scheme="ristretto")
+    other = core.open_session("querier", JOIN, "holder", 0, 0, scheme=get_scheme("ristretto"))
+    batch = comparisons(session, [True])
+    core.close()
+    retire_scheme_of(tmp_path / "k", session.id)
+    retire_scheme_of(tmp_path / "k", other.id)
+    again = KeyHolder(tmp_path / "k", b"passphrase", LIMITS)
+    try:
+        expected = RetiredScheme("ec").of_session(session.id)
+        assert refused("FAILED_PRECONDITION", again.submit_batch, "holder", session.id, 1, 0, batch, [1],
+                       [b"a"]) == expected
+        assert refused("FAILED_PRECONDITION", again.put_message, "querier", other.id, "query", "holder",
+                       [b"x"]) == RetiredScheme("ec").of_session(other.id)
+        assert again.session("querier", session.id).scheme == "ec"
+        assert again.close_session("querier", session.id).status == CLOSED
     finally:
         again.close()

@@ -105,7 +105,7 @@ def test_max_comparisons_refuses_in_one_line_before_any_session(tmp_path):
     dry = run_party("join", "--dir", str(tmp_path / "no-party"), "--keyholder", "127.0.0.1:1", "--insecure",
                     "--holder", "h", "--input", str(tmp_path / "q.csv"), "--out", str(tmp_path / "o.csv"),
                     "--preset", "person", "--map", QUERIER_MAP, "--dry-run")
-    assert "were free; costs per call timed here just now): ec about" in dry.stdout and "first+last" in dry.stdout
+    assert "were free; costs per call timed here just now): ristretto about" in dry.stdout and "first+last" in dry.stdout
     assert " per record) and " in dry.stdout and not (tmp_path / "o.csv").exists()
 
 

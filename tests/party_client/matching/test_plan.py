@@ -38,7 +38,7 @@ def test_the_estimate_is_what_the_holder_compares_on_febrl4(monkeypatch):
     # the time comes from each scheme's calls timed on this machine: ristretto's are the cheapest and
     # Paillier's comparisons cost tens of times an elliptic-curve one
     seconds = estimate["seconds"]
-    assert 0 < seconds["ristretto"] < seconds["ec"] < seconds["paillier"] / 10
+    assert set(seconds) == {"ristretto", "paillier"} and 0 < seconds["ristretto"] < seconds["paillier"] / 10
     assert f"this machine's {estimate['cores']} cores at load {estimate['load']:g}" in text
     assert estimate["free_cores"] <= estimate["cores"]
 

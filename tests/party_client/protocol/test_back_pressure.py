@@ -57,7 +57,7 @@ def test_a_round_refused_on_the_way_is_served_again(fresh_keyholder, tmp_path, c
                               daemon=True)
     thread.start()
     try:
-        result = Party(qdir, progress=False).join(hname, querier, "hcn", scheme="ec", timeout=120)
+        result = Party(qdir, progress=False).join(hname, querier, "hcn", scheme="ristretto", timeout=120)
     finally:
         stop.set()
         thread.join(timeout=30)

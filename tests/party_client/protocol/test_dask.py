@@ -1,7 +1,7 @@
 """The holder's comparisons (``party hold --dask``) and the key holder's zero tests (``keyholder serve
 --dask``) on a real Dask cluster on loopback: one scheduler and two single-threaded workers (one
 where a test kills the scheduler).  The join equals the plaintext join, with TLS inside the
-cluster too; fuzzy, blocked and ``ec`` rounds give on the cluster what they give locally; a worker
+cluster too; fuzzy, blocked and ``ristretto`` rounds give on the cluster what they give locally; a worker
 killed mid-round loses nothing; a scheduler lost mid-round stops the holder with one line and exit
 1, and the round is then finished by a holder without Dask; a scheduler lost mid-session leaves K
 zero-testing locally, without waiting; Ctrl-C stops the holder and K within seconds whatever state
@@ -377,12 +377,12 @@ def test_rules_rounds_on_the_cluster_equal_the_local_ones(shared, blocked):
     assert {"compare_units", "zero_test"} <= cluster_tasks
 
 
-def test_ec_join_on_the_cluster_equals_the_local_one(shared):
-    """``--scheme ec``: the holder's ec comparisons and K's ec zero tests on the cluster, same result."""
+def test_ristretto_join_on_the_cluster_equals_the_local_one(shared):
+    """``--scheme ristretto``: the holder's comparisons and K's zero tests on the cluster, same result."""
     querier, holder = tables(36, n=40, m=120, overlap=25)
     (local, _), (on_cluster, cluster_tasks) = _locally_and_on_cluster(
         shared, querier, holder, dict(id_column="health_no", release_columns=RELEASE),
-        dict(id_column="hcn", key_bits=key_bits_for("ec"), scheme="ec"))
-    assert on_cluster.report["scheme"].name == "ec"
+        dict(id_column="hcn", key_bits=key_bits_for("ristretto"), scheme="ristretto"))
+    assert on_cluster.report["scheme"].name == "ristretto"
     assert canonical(on_cluster.frame) == canonical(local.frame) == canonical(plaintext_join(querier, holder, RELEASE))
     assert {"compare_units", "zero_test"} <= cluster_tasks

@@ -77,12 +77,12 @@ def test_concurrent_lookups_of_one_party_share_one_session(fresh_keyholder, tmp_
     try:
         processes = [subprocess.Popen(party_cmd("lookup", "--dir", str(qdir), *server.flags(), "--holder", hname,
                                                 "--input", str(tmp_path / f"one{index}.csv"), "--id-column", "hcn",
-                                                "--out", str(tmp_path / f"one{index}.out.csv"), "--scheme", "ec",
+                                                "--out", str(tmp_path / f"one{index}.out.csv"), "--scheme", "ristretto",
                                                 "--population", str(POPULATION), "--quiet"),
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for index in clis]
         party = Party(qdir, progress=False)
         with ThreadPoolExecutor(len(picks) - len(clis)) as pool:
-            found = list(pool.map(lambda frame: party.lookup(hname, frame, "hcn", POPULATION, scheme="ec",
+            found = list(pool.map(lambda frame: party.lookup(hname, frame, "hcn", POPULATION, scheme="ristretto",
                                                              timeout=120), picks[len(clis):]))
         for process in processes:
             _, stderr = process.communicate(timeout=180)
@@ -104,7 +104,7 @@ def test_concurrent_lookups_of_one_party_share_one_session(fresh_keyholder, tmp_
 
         # Another bucket count (another risk threshold) needs another session: the old one is retired
         # and, unused, closed at K at once; the list shows the new one only.
-        other = party.lookup(hname, picks[2], "hcn", POPULATION, max_risk=0.1, scheme="ec", timeout=120)
+        other = party.lookup(hname, picks[2], "hcn", POPULATION, max_risk=0.1, scheme="ristretto", timeout=120)
         assert other.report["buckets"] != found[0].report["buckets"]
         assert other.report["session_id"] not in sessions
         actions = _audit(server)
@@ -152,7 +152,7 @@ def test_many_parties_lookups_are_served_at_once(fresh_keyholder, tmp_path):
     def lookup(index: int) -> tuple[float, bool]:
         frame = querier.iloc[[4 + index]]
         started = time.perf_counter()
-        result = Party(queriers[index][0], progress=False).lookup(hname, frame, "hcn", POPULATION, scheme="ec",
+        result = Party(queriers[index][0], progress=False).lookup(hname, frame, "hcn", POPULATION, scheme="ristretto",
                                                                   timeout=120)
         return time.perf_counter() - started, result.frame["matched"].tolist() == [expected[frame["hcn"].iloc[0]]]
     try:

@@ -114,7 +114,7 @@ def test_the_holder_cannot_tell_which_of_its_rows_a_lookup_asks_about(fresh_keyh
     querier = Party(qdir, progress=False)
     with Serving(hdir, pd.DataFrame({"hcn": ids})):
         reports = [querier.lookup(hname, pd.DataFrame({"hcn": [ids[row] for row in rows]}), "hcn", POPULATION,
-                                  max_risk=MAX_RISK, scheme="ec", timeout=120)
+                                  max_risk=MAX_RISK, scheme="ristretto", timeout=120)
                    for rows in np.split(queried, 4)]
     assert all(result.frame["matched"].all() for result in reports)
     assert len(compared) == len(queried)
@@ -150,7 +150,7 @@ def test_lookup_sessions_follow_the_holders_announced_table(fresh_keyholder, tmp
     asked = pd.DataFrame({"hcn": _ids(2)})
 
     def lookup():
-        return querier.lookup(hname, asked, "hcn", 1_000_000, scheme="ec", timeout=60)
+        return querier.lookup(hname, asked, "hcn", 1_000_000, scheme="ristretto", timeout=60)
     with ThreadPoolExecutor(1) as pool:
         waiting = pool.submit(lookup)
         time.sleep(1.5)
@@ -177,7 +177,7 @@ def test_the_lookup_cli_refuses_buckets_too_fine_for_the_holder_and_a_holder_tha
     def lookup(*flags: str):
         return run_party("lookup", "--dir", str(qdir), *server.flags(), "--holder", hname, "--input",
                          str(tmp_path / "q.csv"), "--id-column", "hcn", "--out", str(tmp_path / "out.csv"),
-                         "--scheme", "ec", "--population", "10000000", *flags, check=False)
+                         "--scheme", "ristretto", "--population", "10000000", *flags, check=False)
     never = lookup("--timeout", "3")
     line = refusal_line(never.stderr)
     assert never.returncode == 2 and "Traceback" not in never.stderr, never.stderr

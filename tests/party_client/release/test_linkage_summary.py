@@ -9,7 +9,7 @@ from deid_core.report import Section, Table, render
 from deid_core.report.document import Document
 from party_client.release.linkage import LinkageSummary, linkage_prose, linkage_section
 
-JOIN_REPORT = {"mode": "join", "querier": "hospital", "holder": "registry", "session_id": "s1", "scheme": "ec",
+JOIN_REPORT = {"mode": "join", "querier": "hospital", "holder": "registry", "session_id": "s1", "scheme": "ristretto",
                "key_bits": 256, "records": 50, "matched_records": 7, "output_rows": 50,
                "release_columns": ["diagnosis"], "blank_identifiers": 1, "tables": 2,
                "seconds": {"encode": 0.1, "total": 0.5}, "note": "not part of a release summary",
@@ -28,7 +28,7 @@ def test_summary_from_a_join_report_keeps_the_release_keys_in_order():
 def test_prose_and_section_say_what_each_party_learned():
     link = replace(LinkageSummary.from_join(JOIN_REPORT, matching="rules"), linked_seconds=1.25)
     prose = linkage_prose(link)
-    assert prose["table"]["scheme"] == "exponential ElGamal on Ed25519, 256-bit keys"
+    assert prose["table"]["scheme"] == "exponential ElGamal on ristretto255, 256-bit keys"
     assert prose["table"]["time"] == "encode 0.1 s; total 0.5 s; link and release 1.25 s"
     assert "which of its 50 records matched (7)" in prose["learned"]["querier (hospital)"]["learned"]
     unnamed = LinkageSummary.from_join(dict(JOIN_REPORT, scheme=""), matching="rules")
