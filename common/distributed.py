@@ -15,7 +15,6 @@ See Rocklin, "Dask: Parallel Computation with Blocked algorithms and Task Schedu
 """
 from __future__ import annotations
 
-import ipaddress
 import logging
 import threading
 import time
@@ -23,6 +22,8 @@ import uuid
 from concurrent.futures import CancelledError, TimeoutError as FutureTimeout
 from typing import Any, Callable
 from urllib.parse import urlsplit
+
+from common.net import is_loopback
 
 log = logging.getLogger("securelink.dask")
 
@@ -55,16 +56,6 @@ def _distributed():
     except ImportError:
         raise DaskUnavailable(INSTALL_HINT) from None
     return distributed
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` names this machine only (``localhost``, 127.0.0.0/8, ::1)."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def check_scheduler_address(address: str, allow_plaintext: bool) -> str:

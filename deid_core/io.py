@@ -32,14 +32,13 @@ import gzip
 import json
 import logging
 import lzma
-import os
-import tempfile
 import zipfile
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
 import pandas as pd
 
+from common.atomic import atomic_path
 from .errors import DeidInputError
 from .vocabulary import SEPARATORS, SUPPRESSED, detect_separator  # noqa: F401  (detect_separator: re-exported)
 
@@ -283,24 +282,9 @@ def _parquet_text(col, na: list[str]):
 
 
 def _atomic(path: str | Path, write: Callable[[str], None]) -> None:
-    """Write via a temp file in the target folder, then ``os.replace`` it."""
-    path = Path(path)
-    folder = path.resolve().parent
-    if not folder.is_dir():
-        raise DeidInputError(f"cannot write {str(path)!r}: folder does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
-    os.close(fd)
-    try:
+    """``write`` a temporary file in the target folder, then rename it over ``path`` (:func:`common.atomic.atomic_path`)."""
+    with atomic_path(path, lambda _: DeidInputError(f"cannot write {str(path)!r}: folder does not exist")) as tmp:
         write(tmp)
-        with open(tmp, "rb") as fh:
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
 
 
 def _is_text(s: pd.Series) -> bool:

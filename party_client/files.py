@@ -11,14 +11,11 @@ a failed run never leaves a partial file; inputs are only ever read.
 """
 from __future__ import annotations
 
-import os
-import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pandas as pd
 
+from common.atomic import atomic_path
 from deid_core.errors import DeidInputError
 from deid_core.io import PARQUET_SUFFIXES, read_text_table, write_frame
 from party_client.errors import PartyError
@@ -72,21 +69,10 @@ def check_output(path: str | Path, *inputs: str | Path, suffixes: tuple[str, ...
             raise PartyError("the output file would overwrite the input file")
 
 
-@contextmanager
-def _atomic(path: str | Path) -> Iterator[str]:
-    """A temporary file in the target's folder, renamed to ``path`` when the block succeeds."""
-    path = Path(path)
-    folder = path.parent if str(path.parent) else Path(".")
-    if not folder.is_dir():
-        raise PartyError(f"output folder {folder} does not exist")
-    fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=folder)
-    os.close(fd)
-    try:
-        yield temporary
-        os.replace(temporary, path)
-    finally:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
+def _atomic(path: str | Path):
+    """A temporary file in the target's folder, renamed to ``path`` when the block succeeds
+    (:func:`common.atomic.atomic_path`)."""
+    return atomic_path(path, lambda folder: PartyError(f"output folder {folder} does not exist"))
 
 
 def write_table(frame: pd.DataFrame, path: str | Path) -> None:

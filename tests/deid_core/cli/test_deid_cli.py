@@ -124,7 +124,7 @@ def test_bad_input_exits_2_with_one_line(tmp_path, capsys, name, spec_text, pop_
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and message in err and "Traceback" not in err
     assert not out.exists() and sha(data) == before
-    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith((".tmp", ".partial"))]
 
 
 def test_unreadable_file_and_usage_errors_subprocess(tmp_path):
