@@ -55,17 +55,19 @@ def random_tables(seed: int, n: int = 14) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 def level_rules() -> LevelRules:
-    fields = [LevelField("first", "text", (Level("exact"), Level("swapped", "last"), Level("typo", 4),
-                                           Level("soundex")), "first"),
+    fields = [LevelField("first", "text", (Level("share", 100), Level("exact"), Level("swapped", "last"),
+                                           Level("typo", 4), Level("soundex")), "first"),
               LevelField("last", "text", (Level("frequent", 3), Level("exact"), Level("typo", 4), Level("initial")),
                          "last"),
-              LevelField("dob", "date", (Level("exact"), Level("day_month_swap"), Level("year"), Level("days", 2)),
+              LevelField("dob", "date", (Level("exact"), Level("day_month_swap"), Level("year"), Level("partial"),
+                                         Level("days", 2)),
                          "dob", date_format="%Y%m%d"),
               LevelField("postcode", "text", (Level("exact"), Level("transposed", 4), Level("slip", 4)), "postcode",
                          normalize="identifier")]
-    weights = {"first": {"exact": 5.0, "swapped:last": 4.5, "typo:4": 3.0, "soundex": 1.5, "else": -3.0},
+    weights = {"first": {"share:100": 3.5, "exact": 5.0, "swapped:last": 4.5, "typo:4": 3.0, "soundex": 1.5,
+                         "else": -3.0},
                "last": {"frequent:3": 4.0, "exact": 6.0, "typo:4": 3.5, "initial": 0.5, "else": -4.0},
-               "dob": {"exact": 7.0, "day_month_swap": 3.0, "year": 2.5, "days:2": 1.0, "else": -5.0},
+               "dob": {"exact": 7.0, "day_month_swap": 3.0, "year": 2.5, "partial": 1.5, "days:2": 1.0, "else": -5.0},
                "postcode": {"exact": 3.0, "transposed:4": 1.5, "slip:4": 1.0, "else": -2.0}}
     model = LevelModel(fields, weights, threshold=6.0)
     return LevelRules(model, [BlockingPass(("dob:month",)), BlockingPass(("last:initial",))])
@@ -73,7 +75,7 @@ def level_rules() -> LevelRules:
 
 @pytest.mark.parametrize("scheme", SCHEMES)
 def test_secure_levels_equal_the_plaintext_model_on_random_tables(keyholder, tmp_path, scheme):
-    # seeds whose pairs reach every level, slip and frequent included
+    # seeds whose pairs reach every level, slip, frequent, share and partial included
     querier, holder = random_tables(seed={"ristretto": 20, "paillier": 15}[scheme])
     rules = level_rules()
     (qdir, _), (hdir, hname) = make_party(keyholder, tmp_path), make_party(keyholder, tmp_path)
