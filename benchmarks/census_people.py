@@ -3,6 +3,8 @@ names, twins and namesakes, ISO dates on one side.
 
     python -m benchmarks.census_people [--persons 4000] [--others 1000] [--seed 11] --out FOLDER
 
+writes ``a.csv`` and ``b.csv`` to FOLDER.
+
 Written independently of FEBRL's generator, benchmarks/corrupted_people.py and
 benchmarks/slipped_people.py (other names, other frequencies, other errors and missingness), and never
 used to choose a prior, weight, level or threshold.  Registry A holds ``persons`` people plus ``others``
@@ -27,14 +29,12 @@ given name and sex), 10 % a namesake (same given name and surname, their own dat
 """
 from __future__ import annotations
 
-import argparse
 import sys
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from benchmarks.corrupted_people import COLUMNS, registries, transpose_digits
+from benchmarks.corrupted_people import COLUMNS, generator_main, registries, transpose_digits
 
 RATES = {"nickname": 0.30, "first_slip": 0.08, "married": 0.06, "double": 0.04, "double_dropped": 0.5,
          "last_slip": 0.08, "dob_missing": 0.06, "dob_swapped": 0.03, "dob_year": 0.03, "dob_other": 0.01,
@@ -173,19 +173,7 @@ def generate(persons: int = 4000, others: int = 1000, seed: int = 11) -> tuple[p
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--persons", type=int, default=4000)
-    parser.add_argument("--others", type=int, default=1000)
-    parser.add_argument("--seed", type=int, default=11)
-    parser.add_argument("--out", required=True)
-    args = parser.parse_args(argv)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    a, b = generate(args.persons, args.others, args.seed)
-    a.to_csv(out / "registry_a.csv", index=False)
-    b.to_csv(out / "registry_b.csv", index=False)
-    print(f"wrote {len(a):,} + {len(b):,} records to {out}", file=sys.stderr)
-    return 0
+    return generator_main(argv, __doc__, generate, seed=11)
 
 
 if __name__ == "__main__":

@@ -153,11 +153,13 @@ def true_links(a: pd.DataFrame, b: pd.DataFrame) -> set[tuple[int, int]]:
     return {(person_a[rec.split("-")[1]], j) for j, rec in enumerate(b["rec_id"]) if rec.endswith("-dup-0")}
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def generator_main(argv: list[str] | None, doc: str, generate, seed: int) -> int:
+    """The command line every generator of this folder shares: ``--persons --others --seed --out FOLDER``,
+    writing ``a.csv`` and ``b.csv`` and saying how many true links they hold."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--persons", type=int, default=4000, help="people in both registries")
     parser.add_argument("--others", type=int, default=1000, help="people in one registry only, per registry")
-    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--seed", type=int, default=seed)
     parser.add_argument("--out", required=True, help="folder for a.csv and b.csv")
     args = parser.parse_args(argv)
     a, b = generate(args.persons, args.others, args.seed)
@@ -167,6 +169,10 @@ def main(argv: list[str] | None = None) -> int:
     b.to_csv(out / "b.csv", index=False)
     print(f"{len(a)} + {len(b)} records, {len(true_links(a, b))} true links in {out}")
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return generator_main(argv, __doc__, generate, seed=1)
 
 
 if __name__ == "__main__":

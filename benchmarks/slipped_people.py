@@ -2,6 +2,8 @@
 
     python -m benchmarks.slipped_people [--persons 4000] [--others 1000] [--seed 3] --out FOLDER
 
+writes ``a.csv`` and ``b.csv`` to FOLDER.
+
 Built to differ from the sets the preset's priors were chosen on (FEBRL's generator and
 benchmarks/corrupted_people.py), and never used to choose a prior, weight or threshold: a check of
 how the preset generalizes.  Registry A holds ``persons`` people plus ``others`` of its own; registry B
@@ -23,14 +25,12 @@ Errors in B's copies (each independently, seeded):
 """
 from __future__ import annotations
 
-import argparse
 import sys
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from benchmarks.corrupted_people import edit, registries
+from benchmarks.corrupted_people import edit, generator_main, registries
 
 RATES = {"name_edit": 0.20, "transliterated": 0.10, "dob_one_part": 0.12, "dob_swapped": 0.03,
          "dob_missing": 0.04, "moved": 0.15, "relatives": 0.10}
@@ -118,19 +118,7 @@ def generate(persons: int = 4000, others: int = 1000, seed: int = 3) -> tuple[pd
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--persons", type=int, default=4000)
-    parser.add_argument("--others", type=int, default=1000)
-    parser.add_argument("--seed", type=int, default=3)
-    parser.add_argument("--out", required=True)
-    args = parser.parse_args(argv)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    a, b = generate(args.persons, args.others, args.seed)
-    a.to_csv(out / "registry_a.csv", index=False)
-    b.to_csv(out / "registry_b.csv", index=False)
-    print(f"wrote {len(a):,} + {len(b):,} records to {out}", file=sys.stderr)
-    return 0
+    return generator_main(argv, __doc__, generate, seed=3)
 
 
 if __name__ == "__main__":
