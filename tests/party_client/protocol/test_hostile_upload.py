@@ -22,29 +22,43 @@ IDLE = 2.0
 STREAMS = 2
 
 
-def test_a_stalled_upload_is_aborted_and_the_holder_serves_others(fresh_keyholder, tmp_path):
-    server = fresh_keyholder(extra=("--upload-idle-timeout", str(IDLE), "--max-streams", str(STREAMS)))
-    (hostile, hostile_name), (honest, _), (hdir, hname) = (make_party(server, tmp_path) for _ in range(3))
-    querier, holder = tables(31, n=20, m=40, overlap=8)
+def one_lane_holder(server, hdir, tmp_path, seed: int):
+    """A polling ``--concurrency 1`` holder of 40 rows, and an honest querier's 20 rows (8 of them shared)."""
+    querier, holder = tables(seed, n=20, m=40, overlap=8)
     holder.to_csv(tmp_path / "h.csv", index=False)
     hold = subprocess.Popen(party_cmd("hold", "--dir", str(hdir), *server.flags(), "--input", str(tmp_path / "h.csv"),
                                       "--id-column", "health_no", "--poll-seconds", "1", "--concurrency", "1",
                                       "--quiet"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return hold, querier
+
+
+def hostile_session(server, hostile, hname):
+    """The hostile party's raw stub, its metadata and a join session it opened with the holder."""
     stub, metadata = stub_for(server, hostile)
     session = stub.OpenSession(pb.OpenSessionRequest(mode=pb.JOIN, holder=hname, key_bits=TEST_KEY_BITS),
                                metadata=metadata, timeout=60)
-    release = threading.Event()
+    return stub, metadata, session
 
-    def stalled(stream: bool = True):               # a query's header, then nothing, for a minute
-        yield pb.MessageChunk(header=pb.MessageHeader(session_id=session.session_id, kind="query", recipient=hname,
-                                                      stream=stream), data=b"\x00" * 64)
-        release.wait(60)
+
+def stalled(session, hname: str, release: threading.Event, seconds: float, stream: bool = True):
+    """A query's header and first bytes, then nothing until ``release`` (at most ``seconds``)."""
+    yield pb.MessageChunk(header=pb.MessageHeader(session_id=session.session_id, kind="query", recipient=hname,
+                                                  stream=stream), data=b"\x00" * 64)
+    release.wait(seconds)
+
+
+def test_a_stalled_upload_is_aborted_and_the_holder_serves_others(fresh_keyholder, tmp_path):
+    server = fresh_keyholder(extra=("--upload-idle-timeout", str(IDLE), "--max-streams", str(STREAMS)))
+    (hostile, hostile_name), (honest, _), (hdir, hname) = (make_party(server, tmp_path) for _ in range(3))
+    hold, querier = one_lane_holder(server, hdir, tmp_path, 31)
+    stub, metadata, session = hostile_session(server, hostile, hname)
+    release = threading.Event()
     outcome: dict = {}
 
     def upload():
         started = time.monotonic()
         try:
-            stub.PutMessage(stalled(), metadata=metadata, timeout=90)
+            stub.PutMessage(stalled(session, hname, release, 60), metadata=metadata, timeout=90)
             outcome["code"] = grpc.StatusCode.OK
         except grpc.RpcError as error:
             outcome["code"], outcome["details"] = error.code(), error.details()
@@ -52,11 +66,12 @@ def test_a_stalled_upload_is_aborted_and_the_holder_serves_others(fresh_keyholde
     attacker = threading.Thread(target=upload, daemon=True)
     try:
         attacker.start()
-        silent = [stub.PutMessage.future(stalled(stream=False), metadata=metadata, timeout=90)
+        silent = [stub.PutMessage.future(stalled(session, hname, release, 60, stream=False), metadata=metadata,
+                                          timeout=90)
                   for _ in range(STREAMS - 1)]      # the rest of its streams: started, then silent
         time.sleep(1.0)                             # the holder has taken the stalled query into its one lane
         with pytest.raises(grpc.RpcError) as over:
-            stub.PutMessage(stalled(), metadata=metadata, timeout=10)
+            stub.PutMessage(stalled(session, hname, release, 60), metadata=metadata, timeout=10)
         assert over.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
         assert over.value.details() == (f"{STREAMS} streams of '{hostile_name}' are already open "
                                         "(keyholder serve --max-streams): retry in 1 s")
@@ -83,20 +98,9 @@ def test_an_unfinished_upload_holds_no_lane_of_a_one_lane_holder(fresh_keyholder
     at the same holder finishes in its normal time while the upload is still open."""
     server = fresh_keyholder()
     (hostile, _), (honest, _), (hdir, hname) = make_parties(server, tmp_path, 3, cli=False)
-    querier, holder = tables(32, n=20, m=40, overlap=8)
-    holder.to_csv(tmp_path / "h.csv", index=False)
-    hold = subprocess.Popen(party_cmd("hold", "--dir", str(hdir), *server.flags(), "--input", str(tmp_path / "h.csv"),
-                                      "--id-column", "health_no", "--poll-seconds", "1", "--concurrency", "1",
-                                      "--quiet"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    stub, metadata = stub_for(server, hostile)
-    session = stub.OpenSession(pb.OpenSessionRequest(mode=pb.JOIN, holder=hname, key_bits=TEST_KEY_BITS),
-                               metadata=metadata, timeout=60)
+    hold, querier = one_lane_holder(server, hdir, tmp_path, 32)
+    stub, metadata, session = hostile_session(server, hostile, hname)
     release = threading.Event()
-
-    def stalled():                                  # a streamed query's first bytes, then nothing
-        yield pb.MessageChunk(header=pb.MessageHeader(session_id=session.session_id, kind="query", recipient=hname,
-                                                      stream=True), data=b"\x00" * 64)
-        release.wait(90)
     party = Party(honest, progress=False)
 
     def join() -> float:
@@ -106,7 +110,7 @@ def test_an_unfinished_upload_holds_no_lane_of_a_one_lane_holder(fresh_keyholder
         return time.monotonic() - started
     try:
         quiet = join()
-        upload = stub.PutMessage.future(stalled(), metadata=metadata, timeout=120)
+        upload = stub.PutMessage.future(stalled(session, hname, release, 90), metadata=metadata, timeout=120)
         time.sleep(1.5)                             # the holder has found the query coming in and reads it
         beside = join()
         print(f"honest join alone {quiet:.1f} s, beside an unfinished upload {beside:.1f} s "
