@@ -5,7 +5,8 @@
 writes ``a.csv`` and ``b.csv`` to FOLDER.
 
 Built to differ from the sets the preset's priors were chosen on (FEBRL's generator and
-benchmarks/corrupted_people.py), and never used to choose a prior, weight or threshold: a check of
+benchmarks/corrupted_people.py), and never used to fit a prior, weight or threshold (its false links were
+read once to see why a level failed: benchmarks/README.md, "Three generators and FEBRL"): a check of
 how the preset generalizes.  Registry A holds ``persons`` people plus ``others`` of its own; registry B
 one copy of each of A's ``persons`` plus ``others`` strangers.  Names are Faker's ``de_DE`` first names
 and surnames drawn with Zipf weights (exponent 1.1 over the list in a seeded random order), so a few

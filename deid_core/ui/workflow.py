@@ -127,7 +127,7 @@ def assess_table(ws: Workspace) -> dict:
 NUMBER_FIELDS = {"max_suppression": float, "top": int, "iterations": int, "seed": int}
 
 
-def search_options(ws: Workspace, options: Mapping[str, str]) -> SearchOptions:
+def search_options(ws: Workspace, options: Mapping[str, str], spec: Spec) -> SearchOptions:
     """The search form's fields as the library's options; a field the chosen method does not use is left
     out, as the form greys it out.  Values are read as numbers here and checked by the library, as the
     flags of ``deid search`` are."""
@@ -147,7 +147,7 @@ def search_options(ws: Workspace, options: Mapping[str, str]) -> SearchOptions:
     if loss and method in METHOD_OPTIONS["loss"][0]:
         chosen["loss"] = loss
     if method == "bps" and ws.population_path is not None:
-        chosen["population"] = _population(ws, current_spec(ws))
+        chosen["population"] = _population(ws, spec)
     return SearchOptions(**chosen).resolved()
 
 
@@ -180,7 +180,7 @@ def start_search(ws: Workspace, options: Mapping[str, str]) -> SearchJob:
     if ws.job is not None and not ws.job.finished:
         raise DeidInputError("a search is already running in this tab")
     spec = current_spec(ws)
-    chosen = search_options(ws, options)
+    chosen = search_options(ws, options, spec)
     table = read_table(ws.input_path, spec.missing_values)
     job = SearchJob(method=chosen.method)
     job.command, job.spec, job.table = command_line(ws, chosen), spec, table
