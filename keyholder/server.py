@@ -280,8 +280,9 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
     # -- relay ----------------------------------------------------------------
     async def PutMessage(self, request_iterator, context):
         """The first chunk's header is checked before the caller is authenticated, as every request is;
-        the party's stream slot (:attr:`streams`) is taken before the upload opens its spool file."""
-        upload = None
+        the party's stream slot (:attr:`streams`) is taken before the upload opens its spool file.  Only a
+        stream whose final chunk is marked ``last`` is kept (docs/protocol.md, "Streaming the query")."""
+        opening: asyncio.Future[Upload] | None = None
         with contextlib.ExitStack() as slot:
             try:
                 chunks = request_iterator.__aiter__()
@@ -303,13 +304,21 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
                         started.abort()
                         raise
                     return started
-                upload = await self._thread(begin)
+                opening = asyncio.ensure_future(self._thread(begin))
+                upload = await asyncio.shield(opening)      # opened even if this call is cancelled meanwhile
+                last = first.last
                 while (chunk := await self._next_chunk(chunks)) is not None:
                     if chunk.HasField("header"):
                         raise ServiceError("INVALID_ARGUMENT", "only the first chunk carries a header")
+                    if last:
+                        raise ServiceError("INVALID_ARGUMENT", "a chunk came after the one marked last")
                     await self._thread(upload.write, chunk.data)
+                    last = chunk.last
+                if not last:      # a client that died mid-stream can look like a clean end of stream
+                    raise ServiceError("ABORTED", "the upload ended without its last chunk (the querier broke "
+                                                  "off mid-upload); nothing was kept")
                 message = await self._thread(upload.commit)
-                upload = None
+                opening = None
                 return message_info(message)
             except ServiceError as error:
                 failure = error
@@ -319,8 +328,8 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
                 failure = ServiceError("RESOURCE_EXHAUSTED", f"the message stream failed: {type(error).__name__}")
                 log.warning("PutMessage stream failed: %s", type(error).__name__)
             finally:
-                if upload is not None:               # refused or cancelled: a holder following it is told
-                    await self._thread(upload.abort)
+                if opening is not None:              # refused or cancelled: a holder following it is told
+                    opening.add_done_callback(abort_opened)
         await refuse(context, failure)
 
     async def _next_chunk(self, chunks) -> pb.MessageChunk | None:
@@ -465,6 +474,14 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
 
 
 READ_AHEAD = 2     # pieces of a streamed answer read with the call's checks (a lookup's whole answer)
+
+
+def abort_opened(opening: asyncio.Future[Upload]) -> None:
+    """Abort the upload ``opening`` opened, on the pool and not awaited: an awaited clean-up would be
+    dropped unrun when gRPC cancels the call (a cancelled ``run_in_executor`` cancels its queued work),
+    leaving the holder following an upload that never ends."""
+    if not opening.cancelled() and opening.exception() is None:
+        asyncio.get_running_loop().run_in_executor(None, opening.result().abort)
 
 
 def read_ahead(pieces: Iterator[T]) -> list[T]:

@@ -141,14 +141,16 @@ class SessionRef(_message.Message):
     def __init__(self, session_id: _Optional[str] = ...) -> None: ...
 
 class MessageChunk(_message.Message):
-    __slots__ = ("header", "data", "round")
+    __slots__ = ("header", "data", "round", "last")
     HEADER_FIELD_NUMBER: _ClassVar[int]
     DATA_FIELD_NUMBER: _ClassVar[int]
     ROUND_FIELD_NUMBER: _ClassVar[int]
+    LAST_FIELD_NUMBER: _ClassVar[int]
     header: MessageHeader
     data: bytes
     round: int
-    def __init__(self, header: _Optional[_Union[MessageHeader, _Mapping]] = ..., data: _Optional[bytes] = ..., round: _Optional[int] = ...) -> None: ...
+    last: bool
+    def __init__(self, header: _Optional[_Union[MessageHeader, _Mapping]] = ..., data: _Optional[bytes] = ..., round: _Optional[int] = ..., last: _Optional[bool] = ...) -> None: ...
 
 class MessageHeader(_message.Message):
     __slots__ = ("session_id", "kind", "recipient", "stream")

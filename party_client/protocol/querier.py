@@ -181,9 +181,8 @@ class Querier:
                     chunk, frames, size = pb.MessageChunk(), [], 0
             if streamed:
                 encrypted[0] = time.perf_counter()
-            chunk.data = b"".join(frames)
-            if chunk.data or chunk.HasField("header"):
-                yield chunk
+            chunk.data, chunk.last = b"".join(frames), True      # K keeps only a stream marked complete
+            yield chunk
 
         def settled() -> pb.MessageInfo | None:
             """After a lost reply: did K keep the query (the session has one more round)?"""

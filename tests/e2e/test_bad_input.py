@@ -165,14 +165,14 @@ def test_service_errors_carry_status_and_message(fresh_keyholder, tmp_path):
     session = q.OpenSession(pb.OpenSessionRequest(mode=pb.JOIN, holder=hname, key_bits=TEST_KEY_BITS),
                             metadata=qmeta)
     header = pb.MessageHeader(session_id=session.session_id, kind="query", recipient=hname)
-    big = [pb.MessageChunk(header=header)] + [pb.MessageChunk(data=b"x" * (1 << 19)) for _ in range(3)]
+    big = [pb.MessageChunk(header=header)] + [pb.MessageChunk(data=b"x" * (1 << 19), last=i == 2) for i in range(3)]
     code, details = status(lambda: q.PutMessage(iter(big), metadata=qmeta))
     assert code == grpc.StatusCode.RESOURCE_EXHAUSTED and "larger than" in details
     assert not list((server.data_dir / "spool").rglob("*.partial"))
     code, _ = status(lambda: h.PutMessage(iter([pb.MessageChunk(header=pb.MessageHeader(
-        session_id=session.session_id, kind="query", recipient=hname), data=b"x")]), metadata=hmeta))
+        session_id=session.session_id, kind="query", recipient=hname), data=b"x", last=True)]), metadata=hmeta))
     assert code == grpc.StatusCode.PERMISSION_DENIED                         # wrong role
-    message = q.PutMessage(iter([pb.MessageChunk(header=header, data=b"sealed")]), metadata=qmeta)
+    message = q.PutMessage(iter([pb.MessageChunk(header=header, data=b"sealed", last=True)]), metadata=qmeta)
     width = 2 * TEST_KEY_BITS // 8
     n = int.from_bytes(session.public_key, "big")
     for bad in (0, n * n, n * n + 1):

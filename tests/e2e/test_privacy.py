@@ -84,7 +84,7 @@ def _pending_round(server, qdir: Path, hname: str, scheme: str = "paillier") -> 
                                                      scheme=scheme), metadata=meta)
     assert session.scheme == scheme
     chunks = [pb.MessageChunk(header=pb.MessageHeader(session_id=session.session_id, kind="query",
-                                                      recipient=hname), data=b"sealed bytes K cannot open")]
+                                                      recipient=hname), data=b"sealed bytes K cannot open", last=True)]
     message = stub.PutMessage(iter(chunks), metadata=meta)
     return session.session_id, message.round, session
 

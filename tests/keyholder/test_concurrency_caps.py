@@ -142,7 +142,7 @@ def test_streams_are_capped_per_party_and_in_total_and_a_refused_client_waits(fr
 
     def chunk(session: pb.SessionInfo) -> pb.MessageChunk:
         return pb.MessageChunk(header=pb.MessageHeader(session_id=session.session_id, kind="query", recipient=h),
-                               data=b"sealed")
+                               data=b"sealed", last=True)
 
     def stalled(session: pb.SessionInfo):          # an upload that starts, then waits to be released
         yield chunk(session)

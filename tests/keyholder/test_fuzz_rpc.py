@@ -36,7 +36,7 @@ class Service:
                                         metadata=self.meta("fq"), timeout=30)
         self.session_id = session.session_id
         header = pb.MessageHeader(session_id=self.session_id, kind="query", recipient="fh")
-        message = self.stub.PutMessage(iter([pb.MessageChunk(header=header, data=b"sealed")]),
+        message = self.stub.PutMessage(iter([pb.MessageChunk(header=header, data=b"sealed", last=True)]),
                                        metadata=self.meta("fq"), timeout=10)
         self.message_id = message.message_id
 
@@ -92,9 +92,9 @@ def requests(service: Service):
                      | st.just([pb.Conjunction(groups=[0])] * 20_000))
     header = st.builds(pb.MessageHeader, session_id=session_ids, kind=st.sampled_from(["query", "", "x"]) | names,
                        recipient=names)
-    chunks = st.lists(st.builds(pb.MessageChunk, data=blobs), max_size=3)
+    chunks = st.lists(st.builds(pb.MessageChunk, data=blobs, last=st.booleans()), max_size=3)
     put = st.tuples(st.booleans(), header, blobs, chunks).map(
-        lambda t: ([pb.MessageChunk(header=t[1], data=t[2])] if t[0] else []) + t[3])
+        lambda t: ([pb.MessageChunk(header=t[1], data=t[2], last=t[0] and not t[3])] if t[0] else []) + t[3])
     return st.one_of(
         st.tuples(st.just("Register"), st.builds(pb.RegisterRequest, name=names, x25519_public_key=blobs)),
         st.tuples(st.just("GetParty"), st.builds(pb.GetPartyRequest, name=names)),

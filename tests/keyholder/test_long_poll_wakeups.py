@@ -24,7 +24,7 @@ def register(stub, name: str) -> tuple[list[tuple[str, str]], bytes]:
 
 def query(stub, meta, session_id: str, holder: str):
     header = pb.MessageHeader(session_id=session_id, kind="query", recipient=holder)
-    return stub.PutMessage(iter([pb.MessageChunk(header=header, data=b"sealed query")]), metadata=meta, timeout=30)
+    return stub.PutMessage(iter([pb.MessageChunk(header=header, data=b"sealed query", last=True)]), metadata=meta, timeout=30)
 
 
 def test_long_polls_wake_on_their_own_change(fresh_keyholder):

@@ -33,7 +33,8 @@ def refused(call) -> tuple[grpc.StatusCode, str]:
 
 def put(stub, meta, session_id: str, holder: str, size: int, chunk: int = 1 << 19):
     header = pb.MessageHeader(session_id=session_id, kind="query", recipient=holder)
-    chunks = [pb.MessageChunk(header=header)] + [pb.MessageChunk(data=b"x" * min(chunk, size - i))
+    chunks = [pb.MessageChunk(header=header)] + [pb.MessageChunk(data=b"x" * min(chunk, size - i),
+                                                                 last=i + chunk >= size)
                                                  for i in range(0, size, chunk)]
     return stub.PutMessage(iter(chunks), metadata=meta, timeout=30)
 

@@ -21,7 +21,7 @@ from proto import linkage_pb2 as pb
 
 def _query(session_id: str, holder: str) -> list[pb.MessageChunk]:
     return [pb.MessageChunk(header=pb.MessageHeader(session_id=session_id, kind="query", recipient=holder),
-                            data=b"sealed bytes K cannot open")]
+                            data=b"sealed bytes K cannot open", last=True)]
 
 
 def _one_line(result: subprocess.CompletedProcess, expected: str) -> None:

@@ -224,7 +224,7 @@ def test_a_relayed_message_resumes_where_the_stream_stopped(fresh_keyholder, tmp
                                                                    key_bits=TEST_KEY_BITS))
         header = pb.MessageChunk(header=pb.MessageHeader(session_id=session.session_id, kind="query",
                                                          recipient=hname))
-        info = querier.upload("PutMessage", lambda: iter([header] + [pb.MessageChunk(data=payload[i:i + 65536])
+        info = querier.upload("PutMessage", lambda: iter([header] + [pb.MessageChunk(data=payload[i:i + 65536], last=i + 65536 >= len(payload))
                                                                     for i in range(0, len(payload), 65536)]))
     with Connection(PartyDir.load(hdir), server.address, insecure=True, retry_window=30) as holder:
         calls = []
