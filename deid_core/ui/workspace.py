@@ -79,11 +79,13 @@ class Workspace:
 
 
 class Workspaces:
-    """All workspaces of one server, under one temp folder; the least recently used is dropped past ``limit``."""
+    """All workspaces of one server, under one temp folder.  Past ``limit`` a new tab takes the place of the
+    least recently used *idle* one (no request for ``idle_seconds``, no search running); when every
+    workspace is in use the new tab is refused, so no tab can push out another's table."""
 
-    def __init__(self, limit: int = 16) -> None:
+    def __init__(self, limit: int = 16, idle_seconds: float = 1800.0) -> None:
         self.root = Path(tempfile.mkdtemp(prefix="deid-ui-"))
-        self.limit = limit
+        self.limit, self.idle_seconds = limit, idle_seconds
         self._all: OrderedDict[str, Workspace] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -93,21 +95,26 @@ class Workspaces:
         with self._lock:
             ws = self._all.get(workspace_id)
             if ws is None:
+                self._make_room()
                 folder = self.root / workspace_id
                 folder.mkdir()
                 ws = self._all[workspace_id] = Workspace(workspace_id, folder)
-                self._evict()
             self._all.move_to_end(workspace_id)
             ws.used = time.monotonic()
             return ws
 
-    def _evict(self) -> None:
-        while len(self._all) > self.limit:
-            old_id, old = next(iter(self._all.items()))
-            if old.job is not None and not old.job.finished:
-                break
-            del self._all[old_id]
-            shutil.rmtree(old.folder, ignore_errors=True)
+    def _make_room(self) -> None:
+        """Drop idle workspaces, least recently used first, until one more fits; refuse if none is idle."""
+        now = time.monotonic()
+        for old_id, old in list(self._all.items()):
+            if len(self._all) < self.limit:
+                return
+            if now - old.used >= self.idle_seconds and (old.job is None or old.job.finished):
+                del self._all[old_id]
+                shutil.rmtree(old.folder, ignore_errors=True)
+        if len(self._all) >= self.limit:
+            raise DeidInputError(f"the workbench already serves {self.limit} tabs in use (each used in the "
+                                 f"last {self.idle_seconds / 60:g} min): use an open tab, or wait")
 
     def close(self) -> None:
         """Forget every workspace and remove the temp folder."""

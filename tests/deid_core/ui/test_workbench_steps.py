@@ -9,6 +9,7 @@ import os
 import time
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from deid_core.algorithm.result import progress_sink
@@ -75,14 +76,32 @@ def test_search_reports_progress_and_another_node_can_be_released(workspaces):
 
 
 def test_workspaces_are_apart_and_capped():
-    spaces = Workspaces(limit=2)
+    spaces = Workspaces(limit=2, idle_seconds=0)
     try:
         a, b = spaces.get("a" * 32), spaces.get("b" * 32)
         assert a is not b and a.folder != b.folder and spaces.get("a" * 32) is a
         spaces.get("c" * 32)
-        assert len(spaces) == 2 and not b.folder.exists()  # the least recently used went, with its files
+        assert len(spaces) == 2 and not b.folder.exists()  # the least recently used idle one went, with its files
         with pytest.raises(ValueError, match="workspace id"):
             spaces.get("../etc")
+    finally:
+        spaces.close()
+
+
+def test_new_tabs_never_push_out_a_tab_in_use():
+    """Sixteen new workspace ids used to evict an open tab's table (the least recently used went, idle or
+    not).  Now only a workspace idle for ``idle_seconds`` makes room; past the cap a new tab is refused."""
+    spaces = Workspaces(limit=16, idle_seconds=60)
+    try:
+        tab = spaces.get("a" * 32)
+        tab.table = pd.DataFrame({"zip": ["02139"]})
+        made = [spaces.get(f"{i:032x}") for i in range(1, 16)]             # another client's tabs
+        with pytest.raises(DeidInputError, match="16 tabs in use"):
+            spaces.get("f" * 32)
+        assert spaces.get("a" * 32) is tab and tab.table is not None and tab.folder.exists()
+        for ws in made:                                                     # those tabs left an hour ago
+            ws.used -= 3600
+        assert spaces.get("f" * 32) is not tab and spaces.get("a" * 32) is tab and len(spaces) == 16
     finally:
         spaces.close()
 
