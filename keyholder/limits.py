@@ -42,6 +42,10 @@ class Limits:
     max_streams_total: int = stream_budget()   # ... of all parties: below the process's file-descriptor limit
     # comparison batches
     max_batch_comparisons: int = 1 << 16
+    # zero tests (keyholder.lanes): batches zero-tested at once in all, per party, and waiting per party
+    max_zero_tests: int = max(2, os.cpu_count() or 2)
+    max_zero_tests_party: int = max(1, (os.cpu_count() or 2) // 2)
+    max_zero_tests_queued: int = 64
     max_attachment_bytes: int = 64 << 10
     max_rule_terms: int = 256
     max_rule_groups: int = 256
@@ -84,6 +88,13 @@ def add_limit_options(parser: argparse.ArgumentParser) -> None:
     add("--max-streams-total", type=int, default=d.max_streams_total,
         help="concurrent streamed calls of all parties; unless set, half the file descriptors the process "
              "may open (ulimit -n) beyond 256 kept for connections and the store, at most 4096")
+    add("--max-zero-tests", type=int, default=d.max_zero_tests,
+        help="comparison batches zero-tested at once, all parties together (the cores, at least 2, unless set; "
+             "more with --dask); freed lanes go to the waiting parties in turn")
+    add("--max-zero-tests-party", type=int, default=d.max_zero_tests_party,
+        help="comparison batches of one party zero-tested at once (half the cores, at least 1, unless set)")
+    add("--max-zero-tests-queued", type=int, default=d.max_zero_tests_queued,
+        help="comparison batches of one party waiting for a lane; more: 'retry in N s'")
     add("--max-attachment-bytes", type=int, default=d.max_attachment_bytes,
         help="largest sealed row attachment")
     add("--max-rule-terms", type=int, default=d.max_rule_terms,
@@ -114,6 +125,8 @@ def limits_from_args(args: argparse.Namespace) -> Limits:
                   max_spool_session_bytes=args.max_spool_session_mb * MIB, max_spool_bytes=args.max_spool_mb * MIB,
                   max_open_sessions=args.max_open_sessions, max_rounds=args.max_rounds, max_waits=args.max_waits,
                   max_streams=args.max_streams, max_streams_total=args.max_streams_total,
+                  max_zero_tests=args.max_zero_tests, max_zero_tests_party=args.max_zero_tests_party,
+                  max_zero_tests_queued=args.max_zero_tests_queued,
                   max_attachment_bytes=args.max_attachment_bytes, max_rule_terms=args.max_rule_terms,
                   max_rule_groups=args.max_rule_terms, token_lifetime=args.token_days * DAY,
                   max_auth_failures=args.max_auth_failures, keygen_workers=args.keygen_workers,

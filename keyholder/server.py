@@ -30,6 +30,7 @@ from keyholder.errors import ServiceError
 from keyholder.statuses import DecodeGuard, refuse
 from keyholder.core import KeyHolder
 from keyholder.pair_rule import PairRule, WeightedRule
+from keyholder.lanes import FairLanes
 from keyholder.slots import Slot, Slots
 from keyholder.states import PENDING
 from keyholder.store import Message, Round, Session
@@ -146,6 +147,10 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
         self.waits = Slots("long-polls", core.limits.max_waits, held="waiting")
         self.streams = Slots("streams", core.limits.max_streams, core.limits.max_streams_total,
                              flags=("keyholder serve --max-streams", "keyholder serve --max-streams-total"))
+        self.zero_tests = FairLanes(core.limits.max_zero_tests, core.limits.max_zero_tests_party,
+                                    core.limits.max_zero_tests_queued,
+                                    flags=("keyholder serve --max-zero-tests-party",
+                                           "keyholder serve --max-zero-tests-queued"))
         core.add_listener(changes.notify)
 
     # -- plumbing -------------------------------------------------------------
@@ -426,9 +431,19 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
                                       list(batch.row_comparisons), list(batch.attachments), rule,
                                       batch.round_comparisons)
 
+    async def _in_lane(self, context, method: str, request, work: Callable[[str], T]) -> T:
+        """Like :meth:`_run`, with ``work`` (a zero test) run in one of the party's fair lanes
+        (:class:`keyholder.lanes.FairLanes`): authenticated first, then waiting for its turn on no thread."""
+        try:
+            party = await self._thread(self.core.authenticate, *self._screened(context, method, request))
+            async with self.zero_tests.turn(party):
+                return await self._thread(work, party)
+        except Exception as error:
+            await self._fail(context, error)
+
     async def SubmitComparisons(self, request, context):
-        count, duplicate = await self._run(context, "SubmitComparisons", request,
-                                           lambda party: self._submit(party, request))
+        count, duplicate = await self._in_lane(context, "SubmitComparisons", request,
+                                               lambda party: self._submit(party, request))
         return pb.BatchAck(seq=request.seq, comparisons=count, duplicate=duplicate)
 
     async def FinishRound(self, request, context):
@@ -437,7 +452,8 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
                 self._submit(party, request.last_batch)
             return self.core.finish_round(party, request.session_id, request.round, request.batches,
                                           request.holder_note)
-        return round_info(await self._run(context, "FinishRound", request, finish), for_querier=False)
+        run = self._in_lane if request.HasField("last_batch") else self._run
+        return round_info(await run(context, "FinishRound", request, finish), for_querier=False)
 
     async def AbortRound(self, request, context):
         return round_info(await self._run(context, "AbortRound", request, lambda party: self.core.abort_round(
