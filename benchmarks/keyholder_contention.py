@@ -1,7 +1,7 @@
 """One hostile party on a shared key holder: does it slow the others?
 
     python -m benchmarks.keyholder_contention [--n 10000] [--m 10000] [--scheme ristretto] [--churn-bits 4096]
-                                              [--samples 20] [--json OUT.json]
+                                              [--stalled 32] [--flood] [--pairs 1] [--json OUT.json]
 
 What runs (all roles as separate processes on loopback, one ``keyholder serve --insecure``):
 
@@ -9,7 +9,9 @@ What runs (all roles as separate processes on loopback, one ``keyholder serve --
 2. the same join while a third party, from the same address, sends calls with a wrong token (about
    50 a second, so the failed-authentication throttle is engaged throughout) and churns sessions
    with ``--churn-bits`` Paillier keys (open, close, again, four at a time: its key queue and budget
-   are what hold it back);
+   are what hold it back), and holds ``--stalled`` query uploads to the same holder begun and never
+   finished; with ``--flood`` it also submits comparison batches to K as the holder of an accomplice's
+   query, 16 at a time (K's fair lanes hold it to its share);
 3. the quiet join again (drift of a shared machine: the ratio uses the mean of both quiet runs).
 
 Meanwhile a fourth party opens and closes ``ristretto`` and 2048-bit Paillier sessions one at a time, and
@@ -69,8 +71,11 @@ class Background(threading.Thread):
         return dict(self.counts)
 
 
-def hostile(stub, meta, holder: str, churn_bits: int) -> list[Background]:
-    """Bad tokens at ~50/s and four churning session loops of ``churn_bits`` Paillier keys."""
+def hostile(stub, meta, holder: str, churn_bits: int, stalled: int = 32, flood: list | None = None) -> list[Background]:
+    """Bad tokens at ~50/s, four churning session loops of ``churn_bits`` Paillier keys, and ``stalled``
+    query uploads to ``holder`` begun and never finished (header only; K aborts each after its upload idle
+    timeout and the loop begins it again).  ``flood`` (an accomplice's metadata and its own holder
+    metadata, see :func:`zero_test_flood`) adds 16 loops submitting comparison batches to K."""
     wrong = [("authorization", "Bearer not-a-token")]
 
     def bad_token():
@@ -84,9 +89,44 @@ def hostile(stub, meta, holder: str, churn_bits: int) -> list[Background]:
                                    metadata=meta, timeout=120)
         stub.CloseSession(pb.SessionRef(session_id=session.session_id), metadata=meta, timeout=30)
     loops = [Background(bad_token)] + [Background(churn, pause_when_refused=0.2) for _ in range(4)]
+    if stalled:
+        session = stub.OpenSession(pb.OpenSessionRequest(mode=pb.JOIN, holder=holder, scheme="ristretto"),
+                                   metadata=meta, timeout=120)
+        header = pb.MessageHeader(session_id=session.session_id, kind="query", recipient=holder, stream=True)
+
+        def stall(halt: threading.Event):
+            yield pb.MessageChunk(header=header)
+            halt.wait()                                  # never the rest: ends without its last chunk
+
+        for _ in range(stalled):
+            loop = Background(lambda: None, pause_when_refused=1.0)
+            loop.step = lambda loop=loop: stub.PutMessage(stall(loop.halt_event), metadata=meta, timeout=3600) and None
+            loops.append(loop)
+    if flood is not None:
+        loops += zero_test_flood(stub, *flood)
     for loop in loops:
         loop.start()
     return loops
+
+
+def zero_test_flood(stub, accomplice, meta, accomplice_name: str, name: str) -> list[Background]:
+    """The hostile party as a holder: its accomplice sends it a query, and 16 loops submit batches of
+    65,536 ristretto comparisons to that round for K to zero-test (keyholder/lanes.py keeps them to the
+    party's share of K's lanes)."""
+    session = stub.OpenSession(pb.OpenSessionRequest(mode=pb.JOIN, holder=name, scheme="ristretto"),
+                               metadata=accomplice, timeout=120)
+    header = pb.MessageHeader(session_id=session.session_id, kind="query", recipient=name)
+    stub.PutMessage(iter([pb.MessageChunk(header=header, data=b"q", last=True)]), metadata=accomplice, timeout=60)
+    from common.schemes import get_scheme
+    count = 1 << 16
+    ciphertexts = get_scheme("ristretto").encrypt(session.public_key, [os.urandom(64)]) * count
+    seqs = iter(range(1 << 24))
+
+    def submit():
+        stub.SubmitComparisons(pb.ComparisonBatch(session_id=session.session_id, round=1, seq=next(seqs),
+                                                  ciphertexts=ciphertexts, row_comparisons=[64] * (count // 64),
+                                                  attachments=[b"a"] * (count // 64)), metadata=meta, timeout=600)
+    return [Background(submit, pause_when_refused=0.2) for _ in range(16)]
 
 
 def open_latencies(stub, meta, holder: str, stop: threading.Event, into: dict[str, list[float]]) -> None:
@@ -125,6 +165,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--churn-bits", type=int, default=4096, help="the hostile party's Paillier key size")
     parser.add_argument("--pairs", type=int, default=1,
                         help="hostile runs, each followed by a quiet one (medians over a noisy machine)")
+    parser.add_argument("--stalled", type=int, default=32,
+                        help="query uploads the hostile party begins to the holder and never finishes")
+    parser.add_argument("--flood", action="store_true",
+                        help="the hostile party also floods K with comparison batches, as a holder (CPU-bound: "
+                             "on a small machine it competes for the cores with the join)")
     parser.add_argument("--json", help="write the numbers here")
     args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="bench-contention-"))
@@ -133,9 +178,10 @@ def main(argv: list[str] | None = None) -> int:
     kh, address = start_keyholder(work, ["--insecure"])
     children = [kh]
     results: dict = {"n": args.n, "m": args.m, "scheme": args.scheme, "churn_bits": args.churn_bits,
+                     "stalled_uploads": args.stalled, "zero_test_flood": args.flood,
                      "cores": os.cpu_count(), "runs": []}
     try:
-        for name in ("querier", "holder", "carol", "dave"):
+        for name in ("querier", "holder", "carol", "dave", "erin"):
             run(PARTY + ["init", "--dir", str(work / name), "--name", name])
             run(PARTY + ["register", "--dir", str(work / name), "--keyholder", address, "--insecure"])
         holder = Child("holder", PARTY + ["hold", "--dir", str(work / "holder"), "--input", str(h_csv),
@@ -149,7 +195,9 @@ def main(argv: list[str] | None = None) -> int:
             stop = threading.Event()
             sampler = threading.Thread(target=open_latencies, args=(stub, token_of(work / "dave"), "holder", stop,
                                                                      latencies), daemon=True)
-            loops = hostile(carol, token_of(work / "carol"), "holder", args.churn_bits) if phase == "hostile" else []
+            flood = [token_of(work / "erin"), token_of(work / "carol"), "erin", "carol"] if args.flood else None
+            loops = hostile(carol, token_of(work / "carol"), "holder", args.churn_bits, args.stalled,
+                            flood) if phase == "hostile" else []
             time.sleep(3 if loops else 0)                  # the throttle engaged, the key queue busy
             load = os.getloadavg()[0]
             cpu_before = (cpu_seconds(kh.proc.pid), worker_cpu(kh.proc.pid), time.process_time(),

@@ -14,7 +14,8 @@ pass per session).  Then a burst: ``--parties`` parties each look one record up 
 (each opens its own lookup session: the holder builds one index per party).  Then a steady desk
 load: ``--rate`` lookups per second for ``--seconds`` from ``--clerks`` parties (a party's
 lookups share its session).  ``--hostile``: meanwhile a third party sends calls with a wrong token
-(about 50 a second) and churns ``--churn-bits`` Paillier sessions four at a time
+(about 50 a second), churns ``--churn-bits`` Paillier sessions four at a time and holds 32 query uploads to
+the holder begun and never finished
 (``benchmarks.keyholder_contention``'s hostile party).  Every answer is checked; p50/p95 are end-to-end ``Party.lookup``
 times; the load average is printed with them (the machine may be shared).
 
@@ -90,6 +91,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hostile", action="store_true",
                         help="--desk: a third party sends wrong tokens and churns sessions during burst and steady load")
     parser.add_argument("--churn-bits", type=int, default=4096, help="--hostile: the churned sessions' Paillier key size")
+    parser.add_argument("--stalled", type=int, default=32,
+                        help="--hostile: query uploads begun to the holder and never finished")
     args = parser.parse_args(argv)
     if args.desk:
         return desk(args)
@@ -404,10 +407,10 @@ def desk(args) -> int:
             carol = Party.init(work / "carol", "carol", progress=False)
             carol.register(address, insecure=True)
             loops = hostile(pb_grpc.KeyHolderStub(grpc.insecure_channel(address)), token_of(carol.dir.path), "holder",
-                            args.churn_bits)
-            results["hostile"] = {"churn_bits": args.churn_bits}
-            print(f"hostile: a third party sends wrong tokens (~50/s) and churns {args.churn_bits}-bit sessions "
-                  "throughout", flush=True)
+                            args.churn_bits, args.stalled)
+            results["hostile"] = {"churn_bits": args.churn_bits, "stalled_uploads": args.stalled}
+            print(f"hostile: a third party sends wrong tokens (~50/s), churns {args.churn_bits}-bit sessions and "
+                  f"holds {args.stalled} unfinished uploads to the holder throughout", flush=True)
         context = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(max_workers=args.workers, mp_context=context) as pool:
             list(pool.map(time.sleep, [0.0] * args.workers))                  # the workers' imports, untimed

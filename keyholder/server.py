@@ -413,10 +413,19 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
                 self.core.announce_matching(party, request.matching.spec, list(request.matching.fields))
             return party
         party = await self._run(context, "ListWork", request, announced)
+        known = set(request.known_message_ids)
+
+        def listed() -> list:
+            return [(*item, self.core.party_key(item[0].querier)) for item in self.core.list_work(party)]
+
+        def news() -> list | None:                 # the list, once it holds work the holder does not know
+            items = listed()
+            return items if any(item[1].message_id not in known for item in items) else None
         try:
             items = await self._long_poll(context, party, party, min(request.wait_seconds, self.limits.max_wait),
-                                          lambda: [(*item, self.core.party_key(item[0].querier))
-                                                   for item in self.core.list_work(party)])
+                                          news if known else listed)
+            if items is None and known:            # nothing new: the whole list all the same
+                items = await self._thread(listed)
         except ServiceError as error:
             return await refuse(context, error)
         return pb.WorkList(items=[

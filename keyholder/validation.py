@@ -27,6 +27,7 @@ MAX_TABLE_ROWS = 1 << 40                              # a holder's announced key
 MAX_SPEC_CHARS = 200                                  # a holder's announced matching: its keys' digest...
 MAX_ANNOUNCED_FIELDS = 64                             # ...and its field names
 MAX_NAME_CHARS = 64
+MAX_KNOWN_IDS = 4096                                  # a holder's known work items in one ListWork
 
 
 def invalid(message: str) -> ServiceError:
@@ -116,6 +117,10 @@ def message_header(r, limits: Limits) -> None:
 
 def _list_work(r, limits: Limits) -> None:
     wait_seconds(r.wait_seconds, limits)
+    if len(r.known_message_ids) > MAX_KNOWN_IDS:
+        raise invalid(f"known_message_ids may hold at most {MAX_KNOWN_IDS} ids")
+    for known in r.known_message_ids:
+        session_id(known, "known_message_ids")
     if r.table_rows > MAX_TABLE_ROWS:
         raise invalid(f"table_rows must be at most {MAX_TABLE_ROWS} (0: no announcement)")
     if r.HasField("matching"):

@@ -189,14 +189,16 @@ class MessageRef(_message.Message):
     def __init__(self, message_id: _Optional[str] = ...) -> None: ...
 
 class ListWorkRequest(_message.Message):
-    __slots__ = ("wait_seconds", "table_rows", "matching")
+    __slots__ = ("wait_seconds", "table_rows", "matching", "known_message_ids")
     WAIT_SECONDS_FIELD_NUMBER: _ClassVar[int]
     TABLE_ROWS_FIELD_NUMBER: _ClassVar[int]
     MATCHING_FIELD_NUMBER: _ClassVar[int]
+    KNOWN_MESSAGE_IDS_FIELD_NUMBER: _ClassVar[int]
     wait_seconds: float
     table_rows: int
     matching: MatchingAnnouncement
-    def __init__(self, wait_seconds: _Optional[float] = ..., table_rows: _Optional[int] = ..., matching: _Optional[_Union[MatchingAnnouncement, _Mapping]] = ...) -> None: ...
+    known_message_ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, wait_seconds: _Optional[float] = ..., table_rows: _Optional[int] = ..., matching: _Optional[_Union[MatchingAnnouncement, _Mapping]] = ..., known_message_ids: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class WorkItem(_message.Message):
     __slots__ = ("session", "round", "message_id", "querier", "received_seqs", "querier_x25519_public_key")

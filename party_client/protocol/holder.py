@@ -19,7 +19,7 @@ import time
 from contextlib import nullcontext
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field as dataclass_field
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 import numpy as np
 
@@ -44,7 +44,7 @@ from party_client.transport import Connection, ConnectionProblem, KeyHolderRefus
 from proto import linkage_pb2 as pb
 
 log = logging.getLogger("party")
-BUSY_POLL_SECONDS = 0.2     # a busy holder checks for new rounds this often
+BUSY_POLL_SECONDS = 0.2     # a holder with work waiting for a lane looks for a freed one this often
 LOOKUP_LANE = 32            # lookup rounds served at once (each a few rows: mostly waiting on the network)
 READERS = 16                # queries still coming in read at once (each mostly waiting on its querier) ...
 READERS_PER_QUERIER = 2     # ... and of one querier: one that stalls its uploads holds at most these
@@ -101,14 +101,16 @@ class Holder:
         # among enough of these rows (docs/protocol.md, "Lookup"); a lower bound, told up to its step
         self.table_rows = padded_floor(len(data.rows))
 
-    def pending(self, wait_seconds: float = 0.0) -> list[pb.WorkItem]:
-        """The rounds waiting for us (long-polling up to ``wait_seconds``), announcing our table size and
-        what we link on (:mod:`party_client.matching.agreement`)."""
+    def pending(self, wait_seconds: float = 0.0, known: Iterable[str] = ()) -> list[pb.WorkItem]:
+        """The rounds waiting for us (long-polling up to ``wait_seconds`` while every one listed is among the
+        ``known`` message ids), announcing our table size and what we link on
+        (:mod:`party_client.matching.agreement`)."""
         matching = pb.MatchingAnnouncement(spec=self.data.keys.spec, fields=self.options.matching_fields) \
             if self.options.matching_fields else None
         return list(self.connection.call("ListWork", pb.ListWorkRequest(wait_seconds=wait_seconds,
                                                                          table_rows=self.table_rows,
-                                                                         matching=matching),
+                                                                         matching=matching,
+                                                                         known_message_ids=sorted(known)),
                                          timeout=wait_seconds + 60).items)
 
     def serve(self, once: bool, poll_seconds: float = 20.0,
@@ -236,27 +238,46 @@ class Holder:
                         ready.append(received)
             return started
 
+        known: set[str] = set()                      # the last listing's messages: served, read or left waiting
+        backlog = False
         try:
             while not stop():
                 reap()
-                busy = bool(running)
-                # K lists the rounds in flight as pending, so a long-poll would return at once: poll briefly.
-                items = self.pending(0.0 if once or busy else poll_seconds)
+                # K lists the rounds in flight as pending: a busy holder names what it knows, so its
+                # long-poll returns at once only for new work (a stalled upload's reader, always busy,
+                # once made it poll every 0.2 s, and every lookup waited for the next poll)
+                if once:
+                    wait_for = 0.0
+                elif ready or backlog:               # work waits for a lane: look again soon
+                    wait_for = min(poll_seconds, BUSY_POLL_SECONDS)
+                else:                                # new work, or a round due again, ends the long-poll
+                    wait_for = poll_seconds
+                with lock:
+                    due = [when for when, _ in again.values() if when > time.monotonic()]
+                if due:
+                    wait_for = min(wait_for, max(0.0, min(due) - time.monotonic()))
+                if start_ready():
+                    wait_for = 0.0
+                items = self.pending(wait_for, known if wait_for else ())
+                known = {item.message_id for item in items}
                 now = time.monotonic()
                 with lock:
                     new = sorted((i for i in items if work_key(i) not in taken
                                   and again.get(work_key(i), (0.0, 0))[0] <= now),
                                  key=lambda i: i.session.mode != pb.LOOKUP)
                 started = start_ready()
+                backlog = False                      # work left waiting only for a lane to free
                 for item in new:
                     lane = self._lane(item)
                     if not item.round:              # still coming in: read by a reader, not in the lane
                         if not room("read", item.querier):
+                            backlog |= not room("read")   # all readers busy (not this querier's own cap)
                             continue                 # left pending: taken at a later poll
                         job, lane = read_one, "read"
                     elif room(lane):
                         job = serve_one
                     else:
+                        backlog = True
                         continue
                     with lock:
                         taken.add(work_key(item))
@@ -267,10 +288,10 @@ class Holder:
                                 if key not in taken and key in again and again[key][0] > now]
                 if once and not started and not running and not deferred and not ready:
                     break
-                if running and (started == 0 or len(new) > started or ready):
-                    finished.wait(BUSY_POLL_SECONDS if not once else None)
+                if once and running and (started == 0 or len(new) > started or ready):
+                    finished.wait()
                     finished.clear()
-                elif deferred and not started:       # only rounds waiting to be served again: no busy polling
+                elif once and deferred and not started:   # only rounds waiting to be served again
                     finished.wait(max(0.05, min(deferred) - time.monotonic()))
                     finished.clear()
             while running or ready:                  # stopped: let the rounds in flight end
