@@ -328,13 +328,14 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
             except ServiceError as error:
                 failure = error
             except asyncio.CancelledError:
+                if opening is not None:              # cancelled: aborted once opened, without awaiting it
+                    opening.add_done_callback(abort_opened)
                 raise
             except Exception as error:  # the stream broke (e.g. a chunk over the gRPC size limit)
                 failure = ServiceError("RESOURCE_EXHAUSTED", f"the message stream failed: {type(error).__name__}")
                 log.warning("PutMessage stream failed: %s", type(error).__name__)
-            finally:
-                if opening is not None:              # refused or cancelled: a holder following it is told
-                    opening.add_done_callback(abort_opened)
+            if opening is not None and opening.done() and opening.exception() is None:
+                await asyncio.shield(self._thread(opening.result().abort))   # gone before the refusal is sent
         await refuse(context, failure)
 
     async def _next_chunk(self, chunks) -> pb.MessageChunk | None:
