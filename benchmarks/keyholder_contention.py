@@ -24,6 +24,7 @@ Every join output is checked against the plaintext intersection.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import statistics
@@ -98,9 +99,12 @@ def hostile(stub, meta, holder: str, churn_bits: int, stalled: int = 32, flood: 
             yield pb.MessageChunk(header=header)
             halt.wait()                                  # never the rest: ends without its last chunk
 
+        def upload(halt: threading.Event) -> None:
+            stub.PutMessage(stall(halt), metadata=meta, timeout=3600)
+
         for _ in range(stalled):
-            loop = Background(lambda: None, pause_when_refused=1.0)
-            loop.step = lambda loop=loop: stub.PutMessage(stall(loop.halt_event), metadata=meta, timeout=3600) and None
+            loop = Background(None, pause_when_refused=1.0)
+            loop.step = functools.partial(upload, loop.halt_event)
             loops.append(loop)
     if flood is not None:
         loops += zero_test_flood(stub, *flood)

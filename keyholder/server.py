@@ -180,10 +180,16 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
         self.core.screen(token)                   # a token that keeps failing: refused on the event loop
         return token, cert_name, peer
 
-    async def _run(self, context, method: str | None, request, work: Callable[[str], T]) -> T:
-        """Check ``request``, authenticate, run ``work(party)`` on the pool; refusals become statuses."""
+    async def _run(self, context, method: str | None, request, work: Callable[[str], T],
+                   lanes: FairLanes | None = None) -> T:
+        """Check ``request``, authenticate, run ``work(party)`` on the pool; refusals become statuses.  With
+        ``lanes`` (a zero test) the party is authenticated first and ``work`` waits for its turn on no thread."""
         try:
             token, cert_name, peer = self._screened(context, method, request)
+            if lanes is not None:
+                party = await self._thread(self.core.authenticate, token, cert_name, peer)
+                async with lanes.turn(party):
+                    return await self._thread(work, party)
 
             def job() -> T:
                 return work(self.core.authenticate(token, cert_name, peer))
@@ -441,19 +447,9 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
                                       list(batch.row_comparisons), list(batch.attachments), rule,
                                       batch.round_comparisons)
 
-    async def _in_lane(self, context, method: str, request, work: Callable[[str], T]) -> T:
-        """Like :meth:`_run`, with ``work`` (a zero test) run in one of the party's fair lanes
-        (:class:`keyholder.lanes.FairLanes`): authenticated first, then waiting for its turn on no thread."""
-        try:
-            party = await self._thread(self.core.authenticate, *self._screened(context, method, request))
-            async with self.zero_tests.turn(party):
-                return await self._thread(work, party)
-        except Exception as error:
-            await self._fail(context, error)
-
     async def SubmitComparisons(self, request, context):
-        count, duplicate = await self._in_lane(context, "SubmitComparisons", request,
-                                               lambda party: self._submit(party, request))
+        count, duplicate = await self._run(context, "SubmitComparisons", request,
+                                           lambda party: self._submit(party, request), self.zero_tests)
         return pb.BatchAck(seq=request.seq, comparisons=count, duplicate=duplicate)
 
     async def FinishRound(self, request, context):
@@ -462,8 +458,8 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
                 self._submit(party, request.last_batch)
             return self.core.finish_round(party, request.session_id, request.round, request.batches,
                                           request.holder_note)
-        run = self._in_lane if request.HasField("last_batch") else self._run
-        return round_info(await run(context, "FinishRound", request, finish), for_querier=False)
+        lanes = self.zero_tests if request.HasField("last_batch") else None
+        return round_info(await self._run(context, "FinishRound", request, finish, lanes), for_querier=False)
 
     async def AbortRound(self, request, context):
         return round_info(await self._run(context, "AbortRound", request, lambda party: self.core.abort_round(

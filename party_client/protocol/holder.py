@@ -45,6 +45,7 @@ from proto import linkage_pb2 as pb
 
 log = logging.getLogger("party")
 BUSY_POLL_SECONDS = 0.2     # a holder with work waiting for a lane looks for a freed one this often
+BUSY_WAIT_SECONDS = 1.0     # a holder serving rounds long-polls at most this long (new work ends it at once)
 LOOKUP_LANE = 32            # lookup rounds served at once (each a few rows: mostly waiting on the network)
 READERS = 16                # queries still coming in read at once (each mostly waiting on its querier) ...
 READERS_PER_QUERIER = 2     # ... and of one querier: one that stalls its uploads holds at most these
@@ -239,7 +240,7 @@ class Holder:
             return started
 
         known: set[str] = set()                      # the last listing's messages: served, read or left waiting
-        backlog = False
+        backlog, deferred = False, []
         try:
             while not stop():
                 reap()
@@ -250,14 +251,12 @@ class Holder:
                     wait_for = 0.0
                 elif ready or backlog:               # work waits for a lane: look again soon
                     wait_for = min(poll_seconds, BUSY_POLL_SECONDS)
-                else:                                # new work, or a round due again, ends the long-poll
+                elif running:                        # a round refused meanwhile is served again within it
+                    wait_for = min(poll_seconds, BUSY_WAIT_SECONDS)
+                else:                                # only new work ends the long-poll
                     wait_for = poll_seconds
-                with lock:
-                    due = [when for when, _ in again.values() if when > time.monotonic()]
-                if due:
-                    wait_for = min(wait_for, max(0.0, min(due) - time.monotonic()))
-                if start_ready():
-                    wait_for = 0.0
+                if deferred:                         # or a round due to be served again
+                    wait_for = min(wait_for, max(0.0, min(deferred) - time.monotonic()))
                 items = self.pending(wait_for, known if wait_for else ())
                 known = {item.message_id for item in items}
                 now = time.monotonic()

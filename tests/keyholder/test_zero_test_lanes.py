@@ -101,5 +101,6 @@ def test_a_flooding_holder_waits_for_its_own_batches_and_others_go_on(fresh_keyh
     assert refused and all(e.code() == grpc.StatusCode.RESOURCE_EXHAUSTED and "retry in" in e.details()
                            for e in refused)
     assert len(refused) <= 2                          # the ones beyond one running and 8 waiting
+    assert all("'evilh'" in e.details() and "hon" not in e.details() for e in refused)   # its own name only
     assert answered < 0.5
     assert beside < 2 * alone + 0.5                   # its own lane: not behind the hostile queue
