@@ -49,7 +49,13 @@ _RELATION_BY_WORD = _by_first_word(_RELATIONS)
 _CREDENTIAL = re.compile(r"(?:RN|MD|NP|LPN|CNA|PhD|MSW|RD|PT|OT|DO|PA)\b")
 _COMMA_CREDENTIALS = frozenset(("DO", "PA"))
 _BEFORE_CREDENTIAL = re.compile(rf"((?:{_NAME})(?:[ \t]+(?:{_NAME})){{0,2}})$")
-_COMMA = re.compile(r"\b([A-Za-z][A-Za-z'’-]*[A-Za-z]),[ \t]*([A-Za-z][A-Za-z'’-]*[A-Za-z])(?:[ \t]+([A-Z])\.?(?!\w))?")
+# Where such a name can begin at the earliest: the characters of name words with at most two runs of spaces
+# between them, matched on the reversed note from the lead (a search anchored at its end tries every start of its
+# window; from there it tries a few). A newline may stand last: ``$`` matches before it.
+_BEFORE_CREDENTIAL_REACH = re.compile(r"\n?[A-Za-z'’.-]*(?:[ \t]+[A-Za-z'’.-]*){0,2}")
+# "Lastname, Firstname" from its comma (the word before it is read back: :func:`_comma_pairs`).
+_AFTER_COMMA = re.compile(r",[ \t]*([A-Za-z][A-Za-z'’-]*[A-Za-z])(?:[ \t]+([A-Z])\.?(?!\w))?")
+_WORD_CHAR = re.compile(r"\w").match
 _LABEL = re.compile(r"(?i:name|patient|pt)\s*:\s*$")
 _WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*[A-Za-z]|[A-Z]\.?")
 _GAP = re.compile(r"[ \t]+(?:[A-Z]\.?[ \t]+)?$")  # what may separate two words of one name (a middle initial)
@@ -116,24 +122,34 @@ def _type_of(word: str, position: int, size: int, surname_first: bool) -> str:
 
 def _cued(note: Note) -> list[Span]:
     """The name words after a title ("Dr. villegas": any word but a stop word) or a relation ("wife Maria")."""
-    out = []
+    out: list[Span] = []
     text = note.text
     low = note.low
     title_cues = (_TITLE.match(text, s) for s, _ in note.hits(T_TITLE))
     relation_cues = ((p := _RELATION_BY_WORD.get(low[s:e])) and p.match(text, s) for s, e in note.hits(T_RELATION))
     for cues, title in ((title_cues, True), (relation_cues, False)):
         for m in filter(None, cues):
-            words = _cue_words(m.group(1), title)
             offset = m.start(1)
-            for i, (_, end, word) in enumerate(words):  # an eponym before its term ends the name
-                if _eponym(text, offset + end, word):
-                    words = words[:i]
+            spans, eponyms = _cue_template(m.group(1), title)
+            for i, end, word in eponyms:  # an eponym before its term ends the name
+                if _EPONYM_TAIL.match(text, offset + end):
+                    words = _cue_words(m.group(1), title)[:i]
+                    out += _name_words(offset, words, title, "cue")
                     break
-            out += _name_words(offset, words, title, "cue")
+            else:
+                out += [Span(offset + s, offset + e, type_, word, "cue", CUE) for s, e, type_, word in spans]
     return out
 
 
-@lru_cache(maxsize=65536)
+@lru_cache(maxsize=16384)
+def _cue_template(phrase: str, title: bool) -> tuple[tuple[tuple[int, int, str, str], ...], tuple[tuple[int, int, str], ...]]:
+    """The spans ``(start, end, type, word)`` of a cue's name words in ``phrase`` (as :func:`_name_words` types
+    them), and ``(index, end, word)`` of its listed eponyms, where the text after may end the name."""
+    words = _cue_words(phrase, title)
+    spans = tuple((s.start, s.end, s.type, s.text) for s in _name_words(0, words, title, "cue"))
+    return spans, tuple((i, end, word) for i, (_, end, word) in enumerate(words) if _flags(word) & EPONYM)
+
+
 def _cue_words(phrase: str, title: bool) -> tuple[tuple[int, int, str], ...]:
     """``(start, end, word)`` of the words of ``phrase`` (what follows a cue) that make a name, by their kind
     alone: a function of the phrase, so computed once per distinct phrase."""
@@ -162,8 +178,11 @@ def _credentialed(note: Note) -> list[Span]:
     """The name before a credential: up to three name words (an English word ends it), the last a surname."""
     out = []
     text = note.text
+    reverse = None
     for lead in _credential_leads(text):
-        m = _BEFORE_CREDENTIAL.search(text, max(0, lead - 60), lead)
+        if reverse is None:
+            reverse = text[::-1]
+        m = _name_before(text, reverse, lead)
         if not m:
             continue
         words = list(_WORD.finditer(m.group(1)))
@@ -174,6 +193,13 @@ def _credentialed(note: Note) -> list[Span]:
             kept.insert(0, (w.start(), w.end(), w.group()))
         out += _name_words(m.start(1), kept, True, "credential")
     return out
+
+
+def _name_before(text: str, reverse: str, lead: int) -> re.Match | None:
+    """:data:`_BEFORE_CREDENTIAL` in the 60 characters before ``lead``, searched only from where a name can begin
+    (``reverse`` is ``text`` reversed)."""
+    reach = _BEFORE_CREDENTIAL_REACH.match(reverse, len(text) - lead).end() - (len(text) - lead)
+    return _BEFORE_CREDENTIAL.search(text, max(0, lead - 60, lead - reach), lead)
 
 
 def _credential_leads(text: str):
@@ -189,22 +215,50 @@ def _credential_leads(text: str):
 
 
 def _last_first(note: Note) -> list[Span]:
-    """"Villegas, Yosef": two name words around a comma, at least one listed or after a "Name:" label."""
+    """"Villegas, Yosef": two name words around a comma, at least one listed or after a "Name:" label (with a
+    middle initial after)."""
     out = []
     text = note.text
-    for m in note.around(_COMMA, ((c, c + 1) for c in _commas(text)), 40, 40, False):
-        last, first = m.group(1), m.group(2)
+    for start, comma, m in _comma_pairs(text):
+        last, first = text[start:comma], m.group(1)
         kl, kf = kind(last), kind(first)
         if not (_more(last) and _more(first)) or ENGLISH in (kl, kf):
             continue
         listed = (kl == LISTED) + (kf == LISTED)
         capital = last[0].isupper() and first[0].isupper()
-        if listed == 2 or capital and (listed or _LABEL.search(text, max(0, m.start() - 12), m.start())):
-            out.append(Span(m.start(1), m.end(1), "LAST_NAME", last, "last-first", CUE))
-            out.append(Span(m.start(2), m.end(2), "FIRST_NAME", first, "last-first", CUE))
-            if m.group(3):
-                out.append(Span(m.start(3), m.end(3), "MIDDLE_NAME", m.group(3), "last-first", CUE))
+        if listed == 2 or capital and (listed or _LABEL.search(text, max(0, start - 12), start)):
+            out.append(Span(start, comma, "LAST_NAME", last, "last-first", CUE))
+            out.append(Span(m.start(1), m.end(1), "FIRST_NAME", first, "last-first", CUE))
+            if m.group(2):
+                out.append(Span(m.start(2), m.end(2), "MIDDLE_NAME", m.group(2), "last-first", CUE))
     return out
+
+
+def _comma_pairs(text: str):
+    """``(start, comma, match)`` for each word, comma and word after it (and a middle initial) that a scan of the
+    whole note by ``\\b(word),[ \\t]*(word)( initial)?`` finds, leftmost first and none overlapping the one before: found from each comma (a
+    pattern beginning with a word boundary is tried at every character), the word before read back."""
+    last_end = 0
+    for comma in _commas(text):
+        start = _word_ending_at(text, comma, last_end)
+        if start >= 0 and (m := _AFTER_COMMA.match(text, comma)):
+            last_end = m.end()
+            yield start, comma, m
+
+
+def _word_ending_at(text: str, end: int, lo: int) -> int:
+    """Where the first name word of a "Last, First" (``\\b[A-Za-z][A-Za-z'’-]*[A-Za-z]``) ending at ``end`` begins, at
+    ``lo`` or after, as a scan from the left finds it (-1 for none): the first letter of the run of name
+    characters before ``end`` that follows no word character, read back with string methods."""
+    if end - lo < 2 or not _ASCII_LETTER(text[end - 1]):
+        return -1
+    start = end - 1
+    while start > lo and text[start - 1] in _NAME_CHARS:
+        start -= 1
+    for at in range(start, end - 1):
+        if _ASCII_LETTER(text[at]) and not (at and _WORD_CHAR(text[at - 1])):
+            return at
+    return -1
 
 
 def _commas(text: str):

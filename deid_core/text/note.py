@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import cached_property, lru_cache
+from functools import cached_property
 from typing import Iterable, Iterator
 
-from .lists import CITY, COUNTRY, FIRST, LAST, STATE, TRIGGER_FLAGS, find_words, fold
+from .lists import CITY, COUNTRY, FIRST, LAST, STATE, TRIGGER_FLAGS, automaton, fold
 
 _SHAPE = bytes.maketrans(b"0123456789" + bytes(range(65, 91)) + bytes(range(97, 123)) + b"\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f",
                          b"0" * 10 + b"A" * 26 + b"a" * 26 + b" " * 9)
@@ -22,11 +22,13 @@ def lower(text: str) -> str:
     return low if len(low) == len(text) else "".join(c.lower()[0] for c in text)
 
 
-@lru_cache(maxsize=None)
 def _routes(flags: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """The classes of :data:`GATHERED` and the trigger classes of a word with ``flags`` (few distinct values)."""
     bits = flags & TRIGGER_FLAGS
     return tuple(m for m in GATHERED if flags & m), tuple(1 << i for i in range(bits.bit_length()) if bits >> i & 1)
+
+
+_ROUTES: dict[int, tuple[tuple[int, ...], tuple[int, ...]]] = {}  # flags -> _routes(flags), filled as met
 
 
 @dataclass
@@ -37,24 +39,35 @@ class Note:
     def low(self) -> str:
         return lower(self.text)
 
-    @cached_property
+    @property
     def words(self) -> list[tuple[int, int, int]]:
-        """``(start, end, flags)`` of every list and trigger word (:func:`deid_core.text.lists.find_words`)."""
-        return find_words(fold(self.text))
+        """``(start, end, flags)`` of every list and trigger word (offsets into the note)."""
+        return self._classes[2]
 
     @cached_property
-    def _classes(self) -> tuple[dict[int, list[tuple[int, int]]], dict[int, list[tuple[int, int, int]]]]:
-        """In one pass over the words: the trigger words by class, and the words of each class of
-        :data:`GATHERED` (the names for the name rules, the places for the place rules)."""
+    def _classes(self) -> tuple[dict[int, list[tuple[int, int]]], dict[int, list[tuple[int, int, int]]],
+                                list[tuple[int, int, int]]]:
+        """In the automaton's one pass over the folded note: the trigger words by class, the words of each class
+        of :data:`GATHERED` (the names for the name rules, the places for the place rules), and every word."""
+        words: list[tuple[int, int, int]] = []
         triggers: dict[int, list[tuple[int, int]]] = {}
         gathered: dict[int, list[tuple[int, int, int]]] = {mask: [] for mask in GATHERED}
-        for word in self.words:
-            masks, bits = _routes(word[2])
-            for mask in masks:
+        routes = _ROUTES
+        for last, (length, _, flags) in automaton().iter(fold(self.text)):
+            end = last - 1  # ``last`` is the trailing space's index in the folded text, one past the leading one
+            word = (end - length, end, flags)
+            words.append(word)
+            route = routes.get(flags)
+            if route is None:
+                route = routes[flags] = _routes(flags)
+            for mask in route[0]:
                 gathered[mask].append(word)
-            for bit in bits:
-                triggers.setdefault(bit, []).append(word[:2])
-        return triggers, gathered
+            for bit in route[1]:
+                if bit in triggers:
+                    triggers[bit].append((word[0], end))
+                else:
+                    triggers[bit] = [(word[0], end)]
+        return triggers, gathered, words
 
     def hits(self, flag: int) -> list[tuple[int, int]]:
         """Where the words of class ``flag`` are (in order of start)."""

@@ -39,10 +39,15 @@ def _after_digits(sep: str, no: str, rest: str) -> re.Pattern:
     return re.compile(rf"{s}(?:(?<=(?<!{no})\d\d{s})|(?<=(?<!{no})\d{s})){rest}")
 
 
-_NUMERIC_DATES = [(p, back) for sep in "-/." for p, back in (
+_NUMERIC_BY_SEPARATOR = {sep: [
     (re.compile(rf"\{sep}(?<=(?<![\w/.-])[12][09]\d\d\{sep})\d\d?[-/.]\d\d?(?![\d/])"), 4),            # 2019-03-14
     (_after_digits(sep, r"[\w/.-]", rf"\d\d?\{sep}(?:\d{{4}}|\d{{2}})(?![\d/])"), 0),                   # 3-14-19
-)] + [(_after_digits("/", r"[\w/.-]", r"(?:19|20)\d\d(?![\d/])"), 0)]                                   # 03/2019
+] for sep in "-/."}
+_NUMERIC_BY_SEPARATOR["/"].append((_after_digits("/", r"[\w/.-]", r"(?:19|20)\d\d(?![\d/])"), 0))         # 03/2019
+_NUMERIC_DATES = [pattern for patterns in _NUMERIC_BY_SEPARATOR.values() for pattern in patterns]
+#: A numeric date has a digit on each side of its first separator: in an ASCII note's shape (:meth:`Note.shape`),
+#: ``0-0``, ``0/0`` or ``0.0``; a note without it is not searched for those dates.
+_DIGIT_SEPARATOR_DIGIT = {sep: f"0{sep}0".encode() for sep in "-/."}
 _NAMED_DATES = re.compile("|".join((  # one alternation: at a start, the first form that matches
     rf"\b{_MONTH}\.?\s+{_DAY}(?:,?\s+{_YEAR})?(?![\w'])",                                  # March 14, 2019
     rf"\b(?:the\s+)?{_DAY}(?:\s+of)?\s+{_MONTH}\b\.?(?:,?\s+{_YEAR}(?![\w']))?",           # 14 March 2019
@@ -61,7 +66,8 @@ _MONTH_ALONE = re.compile(r"\b(?:in|on|since|during|until|till|from|by|early|lat
                           r"((?i:january|february|april|june|july|august|september|october|november|december|"
                           r"jan|feb|apr|jun|jul|aug|sept?|oct|nov|dec)\.?|May|March)\b(?!\s+[A-Z][a-z])")
 
-_AGE_NUMBER = re.compile(r"9\d|1[01]\d")
+# A number from 90 to 119 standing alone (no digit next to it), as every form of _AGE has it.
+_AGE_NUMBER = re.compile(r"9\d(?!\d)(?<!\d..)|1[01]\d(?!\d)(?<!\d...)")
 _AGE = re.compile("|".join((  # on the lower-cased note, around a number from 90 to 119
     r"\b(9\d|1[01]\d)(?=\s*-?\s*(?:years?|yrs?|y/?o|yo|y\.o\.)\b)",
     r"\b(?:aged?|age:)\s*(9\d|1[01]\d)\b",
@@ -166,10 +172,14 @@ def _all(note: Note, pattern: re.Pattern, type_: str, source: str, priority: int
 def dates(note: Note) -> list[Span]:
     """Every written form of a date but a bare year: numeric (checked against the calendar), ISO, month names,
     ordinals, "2/03" (not after a score's name)."""
-    out = [s for p, back in _NUMERIC_DATES for s in _from_separator(note, p, back, "DATE", "date") if parse(s.text)]
-    for s in _from_separator(note, _SHORT_DATE, 0, "DATE", "date"):
-        if parse(s.text) and not _NOT_A_DATE_BEFORE.search(note.low, max(0, s.start - 12), s.start):
-            out.append(s)
+    shape = note.shape
+    seps = [sep for sep, core in _DIGIT_SEPARATOR_DIGIT.items() if shape is None or core in shape]
+    out = [s for sep in seps for p, back in _NUMERIC_BY_SEPARATOR[sep]
+           for s in _from_separator(note, p, back, "DATE", "date") if parse(s.text)]
+    if "/" in seps:
+        for s in _from_separator(note, _SHORT_DATE, 0, "DATE", "date"):
+            if parse(s.text) and not _NOT_A_DATE_BEFORE.search(note.low, max(0, s.start - 12), s.start):
+                out.append(s)
     months = list(note.hits(T_MONTH))
     if months:
         out += [_span(note, m, "DATE", "date", PATTERN) for m in note.around(_NAMED_DATES, months, 30, 16)]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 
 MONTH_NAMES = ("january", "february", "march", "april", "may", "june", "july", "august", "september",
@@ -77,8 +78,10 @@ def _suffix(day: int) -> str:
     return "th" if 11 <= day % 100 <= 13 else {1: "st", 2: "nd", 3: "rd"}.get(day % 10, "th")
 
 
+@lru_cache(maxsize=16384)
 def parse(text: str) -> WrittenDate | None:
-    """The parts of a date as the recognizers find it, or None when it is not a valid calendar date."""
+    """The parts of a date as the recognizers find it, or None when it is not a valid calendar date (a function of
+    the text, kept for the dates met again: a ``WrittenDate`` is immutable)."""
     year = month = day = None
     parts: list[tuple[int, int, str]] = []
     numbers: list[tuple[int, int, str]] = []

@@ -1,6 +1,7 @@
 """The fast paths of detection find what the plain forms they replace found: the numeric patterns searched from
 their separator (deid_core.text.recognizers), credentials found by their letters, streets searched around their
-suffix, relation cues split by their first word (deid_core.text.names). The plain forms are kept here as the
+suffix, relation cues split by their first word, "Last, First" from its comma, the name before a credential
+searched from where it can begin (deid_core.text.names), ages around a number standing alone. The plain forms are kept here as the
 reference and both run on random strings built to hit the edge cases."""
 from __future__ import annotations
 
@@ -136,3 +137,38 @@ def test_resolution_by_groups_of_overlapping_spans_is_the_ranking_over_all():
         spans = [Span(a, a + rng.randint(-1, 8), rng.choice("XYZ"), "t", rng.choice("ab"), rng.choice([10, 20, 30]))
                  for a in (rng.randint(0, 30) for _ in range(rng.randint(0, 12)))]
         assert resolve(spans) == ranked_over_all(spans), spans
+
+
+def test_last_first_from_the_comma_is_the_scan_of_the_whole_note():
+    from deid_core.text.names import _comma_pairs
+
+    whole = re.compile(r"\b([A-Za-z][A-Za-z'’-]*[A-Za-z]),[ \t]*([A-Za-z][A-Za-z'’-]*[A-Za-z])(?:[ \t]+([A-Z])\.?(?!\w))?")
+    alphabet = ["Doe", "jane", ",", ", ", " ", "A", "B.", "x", "-", "'", "’", "3", "_", "é", "\t", "Smith", "o'neil", "Q"]
+    for text in _strings(20000, alphabet, 12):
+        want = [(m.start(1), m.end(1), m.span(2), m.span(3) if m.group(3) else None) for m in whole.finditer(text)]
+        got = [(start, comma, m.span(1), m.span(2) if m.group(2) else None) for start, comma, m in _comma_pairs(text)]
+        assert got == want, text
+
+
+def test_the_name_before_a_credential_is_searched_from_where_it_can_begin():
+    from deid_core.text.names import _BEFORE_CREDENTIAL, _name_before
+
+    alphabet = ["Robin", "summers", " ", "  ", "\t", ",", "J.", "A", "x", "-", "'", "’", "3", ".", "é", ", RN", " MD",
+                ", DO", "Smith", "Mary-Jo", "o'neil", "\n", "\r"]
+    for text in _strings(15000, alphabet, 13):
+        for lead in _credential_leads(text):
+            want = _BEFORE_CREDENTIAL.search(text, max(0, lead - 60), lead)
+            got = _name_before(text, text[::-1], lead)
+            assert (got and got.span(1)) == (want and want.span(1)), (text, lead)
+
+
+def test_every_age_stands_on_a_number_alone():
+    from deid_core.text.recognizers import _AGE, _AGE_NUMBER
+
+    alphabet = ["9", "1", "0", "5", "95", "101", "119", "120", "89", " ", "-", "yo", " years", "y/o", "m", "F", "aged ",
+                "age: ", "x", "/", "é", "٩"]
+    for text in _strings(20000, alphabet, 14):
+        low = text.lower()
+        cores = {m.span() for m in _AGE_NUMBER.finditer(low)}
+        for m in _AGE.finditer(low):
+            assert m.span(m.lastindex) in cores, text
