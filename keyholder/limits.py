@@ -9,7 +9,7 @@ import argparse
 import os
 from dataclasses import dataclass
 
-from keyholder.slots import stream_budget
+from keyholder.slots import connection_budget, stream_budget
 
 MIB = 1 << 20
 DAY = 24 * 3600.0
@@ -40,6 +40,11 @@ class Limits:
     max_streams: int = 128                 # concurrent streamed calls (PutMessage, GetMessage, FetchResults) per
     #                                        party: a holder reads 16 queries coming in, 32 lookups, a round per core
     max_streams_total: int = stream_budget()   # ... of all parties: below the process's file-descriptor limit
+    # connections (keyholder.connections): in use per party, accepted in all, closed when idle
+    max_connections_party: int = 64
+    max_connections: int = connection_budget()
+    connection_idle: float = 30.0          # a connection with no call this long is closed, s
+    handshake_timeout: float = 10.0        # a connection that has not finished its (TLS) handshake by then, s
     # comparison batches
     max_batch_comparisons: int = 1 << 16
     # zero tests (keyholder.lanes): batches zero-tested at once in all, per party, and waiting per party
@@ -88,6 +93,17 @@ def add_limit_options(parser: argparse.ArgumentParser) -> None:
     add("--max-streams-total", type=int, default=d.max_streams_total,
         help="concurrent streamed calls of all parties; unless set, half the file descriptors the process "
              "may open (ulimit -n) beyond 256 kept for connections and the store, at most 4096")
+    add("--max-connections-party", type=int, default=d.max_connections_party,
+        help="connections one party uses at once (a call on one more: 'retry in N s'); a connection is in "
+             "use while it carries a call and for --connection-idle-timeout after")
+    add("--max-connections", type=int, default=d.max_connections,
+        help="connections the key holder accepts at once, all parties and unauthenticated ones together "
+             "(more are closed at once); unless set, half the file descriptors the process may open beyond 256, "
+             "at most 4096")
+    add("--connection-idle-timeout", type=float, default=d.connection_idle, metavar="SECONDS",
+        help="close a connection that carries no call for this long (clients reconnect when they next call), s")
+    add("--handshake-timeout", type=float, default=d.handshake_timeout, metavar="SECONDS",
+        help="close a connection whose TLS handshake has not finished this long after it opened, s")
     add("--max-zero-tests", type=int, default=d.max_zero_tests,
         help="comparison batches zero-tested at once, all parties together (the cores, at least 2, unless set; "
              "more with --dask); freed lanes go to the waiting parties in turn")
@@ -125,6 +141,8 @@ def limits_from_args(args: argparse.Namespace) -> Limits:
                   max_spool_session_bytes=args.max_spool_session_mb * MIB, max_spool_bytes=args.max_spool_mb * MIB,
                   max_open_sessions=args.max_open_sessions, max_rounds=args.max_rounds, max_waits=args.max_waits,
                   max_streams=args.max_streams, max_streams_total=args.max_streams_total,
+                  max_connections_party=args.max_connections_party, max_connections=args.max_connections,
+                  connection_idle=args.connection_idle_timeout, handshake_timeout=args.handshake_timeout,
                   max_zero_tests=args.max_zero_tests, max_zero_tests_party=args.max_zero_tests_party,
                   max_zero_tests_queued=args.max_zero_tests_queued,
                   max_attachment_bytes=args.max_attachment_bytes, max_rule_terms=args.max_rule_terms,

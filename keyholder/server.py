@@ -28,7 +28,9 @@ from keyholder import validation
 from common.net import is_loopback
 from keyholder.errors import ServiceError
 from keyholder.statuses import DecodeGuard, refuse
+from keyholder.connections import Call, Connections
 from keyholder.core import KeyHolder
+from keyholder.limits import Limits
 from keyholder.pair_rule import PairRule, WeightedRule
 from keyholder.lanes import FairLanes
 from keyholder.slots import Slot, Slots
@@ -45,6 +47,14 @@ MAX_MESSAGE_BYTES = 64 << 20              # one gRPC message (a chunk or a batch
 RECHECK_SECONDS = 5.0                     # a long-poll looks again at least this often
 GRPC_OPTIONS = [("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
                 ("grpc.max_send_message_length", MAX_MESSAGE_BYTES)]
+
+
+def server_options(limits: Limits) -> list[tuple[str, int]]:
+    """gRPC's own caps on connections: how many it accepts at once (more are closed on arrival), and when
+    it closes one that is idle or still shaking hands (:mod:`keyholder.connections`)."""
+    return [*GRPC_OPTIONS, ("grpc.max_allowed_incoming_connections", limits.max_connections),
+            ("grpc.max_connection_idle_ms", int(limits.connection_idle * 1000)),
+            ("grpc.server_handshake_timeout_ms", int(limits.handshake_timeout * 1000))]
 
 
 def session_info(session: Session, holder_key: bytes = b"") -> pb.SessionInfo:
@@ -129,6 +139,15 @@ class Changes:
                 event.set()
 
 
+@dataclass(frozen=True)
+class Caller:
+    """What a call says of its caller before it is authenticated, and its use of its connection."""
+    token: str | None
+    cert_name: str | None
+    peer: str | None          # its address without the port (the failed-authentication throttle's key)
+    call: Call
+
+
 def peer_address(context) -> str | None:
     """The caller's address without its port ("ipv4:127.0.0.1:5123" -> "ipv4:127.0.0.1")."""
     peer = context.peer() or ""
@@ -147,6 +166,8 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
         self.waits = Slots("long-polls", core.limits.max_waits, held="waiting")
         self.streams = Slots("streams", core.limits.max_streams, core.limits.max_streams_total,
                              flags=("keyholder serve --max-streams", "keyholder serve --max-streams-total"))
+        self.connections = Connections(core.limits.max_connections_party, core.limits.connection_idle,
+                                       flag="keyholder serve --max-connections-party")
         self.zero_tests = FairLanes(core.limits.max_zero_tests, core.limits.max_zero_tests_party,
                                     core.limits.max_zero_tests_queued,
                                     flags=("keyholder serve --max-zero-tests-party",
@@ -154,8 +175,9 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
         core.add_listener(changes.notify)
 
     # -- plumbing -------------------------------------------------------------
-    def _credentials(self, context) -> tuple[str | None, str | None, str | None]:
-        """(token, certificate name, peer address) of the call."""
+    def _credentials(self, context) -> Caller:
+        """Who the call says it is (token, certificate name, peer address), and its use of its
+        connection, given back when the call ends (:mod:`keyholder.connections`)."""
         cert_name = None
         if self.mtls:
             names = context.auth_context().get("x509_common_name") or []
@@ -166,33 +188,42 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
         for key, value in context.invocation_metadata() or ():
             if key == "authorization" and isinstance(value, str) and value.startswith("Bearer "):
                 token = value[len("Bearer "):]
-        return token, cert_name, peer_address(context)
+        call = self.connections.call(context.peer() or "")
+        context.add_done_callback(lambda _: call.end())
+        return Caller(token, cert_name, peer_address(context), call)
+
+    def _authenticate(self, caller: Caller) -> str:
+        """The caller's party (:meth:`KeyHolder.authenticate`), its connection counted against the
+        party's cap (:class:`Connections`); blocking: run on the pool."""
+        party = self.core.authenticate(caller.token, caller.cert_name, caller.peer)
+        caller.call.enter(party)
+        return party
 
     @staticmethod
     async def _thread(function: Callable[..., T], *args) -> T:
         return await asyncio.get_running_loop().run_in_executor(None, function, *args)
 
-    def _screened(self, context, method: str | None, request) -> tuple[str | None, str | None, str | None]:
-        """Check ``request`` (``method`` None: nothing to check); the call's credentials."""
+    def _screened(self, context, method: str | None, request) -> Caller:
+        """Check ``request`` (``method`` None: nothing to check); the caller."""
         if method is not None:
             validation.check(method, request, self.limits)
-        token, cert_name, peer = self._credentials(context)
-        self.core.screen(token)                   # a token that keeps failing: refused on the event loop
-        return token, cert_name, peer
+        caller = self._credentials(context)
+        self.core.screen(caller.token)            # a token that keeps failing: refused on the event loop
+        return caller
 
     async def _run(self, context, method: str | None, request, work: Callable[[str], T],
                    lanes: FairLanes | None = None) -> T:
         """Check ``request``, authenticate, run ``work(party)`` on the pool; refusals become statuses.  With
         ``lanes`` (a zero test) the party is authenticated first and ``work`` waits for its turn on no thread."""
         try:
-            token, cert_name, peer = self._screened(context, method, request)
+            caller = self._screened(context, method, request)
             if lanes is not None:
-                party = await self._thread(self.core.authenticate, token, cert_name, peer)
+                party = await self._thread(self._authenticate, caller)
                 async with lanes.turn(party):
                     return await self._thread(work, party)
 
             def job() -> T:
-                return work(self.core.authenticate(token, cert_name, peer))
+                return work(self._authenticate(caller))
             return await self._thread(job)
         except Exception as error:
             await self._fail(context, error)
@@ -202,7 +233,7 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
         before anything is opened, then ``opened(party)`` on the pool.  Returns the slot (the caller
         gives it back when its stream ends) and what ``opened`` gave."""
         try:
-            party = await self._thread(self.core.authenticate, *self._screened(context, method, request))
+            party = await self._thread(self._authenticate, self._screened(context, method, request))
             slot = self.streams.hold(party)
             try:
                 return slot, await self._thread(opened, party)
@@ -247,9 +278,9 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
     async def Register(self, request, context):
         try:
             validation.check("Register", request, self.limits)
-            token, cert_name, peer = self._credentials(context)
-            issued, fingerprint = await self._thread(
-                self.core.register, request.name, request.x25519_public_key, cert_name, token, peer)
+            caller = self._credentials(context)
+            issued, fingerprint = await self._thread(self.core.register, request.name, request.x25519_public_key,
+                                                     caller.cert_name, caller.token, caller.peer)
         except ServiceError as error:
             return await refuse(context, error)
         return pb.RegisterReply(name=request.name, token=issued, fingerprint=fingerprint)
@@ -302,7 +333,7 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
                     raise ServiceError("INVALID_ARGUMENT", "the first chunk must carry the header")
                 header = first.header
                 validation.message_header(header, self.limits)
-                party = await self._thread(self.core.authenticate, *self._screened(context, None, None))
+                party = await self._thread(self._authenticate, self._screened(context, None, None))
                 slot.enter_context(self.streams.hold(party))
 
                 def begin() -> Upload:
@@ -567,7 +598,7 @@ class RunningServer:
         return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout)
 
     async def _start(self, listen: str, credentials: grpc.ServerCredentials | None) -> int:
-        server = grpc.aio.server(options=GRPC_OPTIONS, interceptors=[DecodeGuard()])
+        server = grpc.aio.server(options=server_options(self.core.limits), interceptors=[DecodeGuard()])
         pb_grpc.add_KeyHolderServicer_to_server(
             KeyHolderServicer(self.core, mtls=credentials is not None, changes=Changes(self.loop)), server)
         health_servicer = health.aio.HealthServicer()

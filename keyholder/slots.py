@@ -13,19 +13,31 @@ import threading
 from keyholder.errors import ServiceError
 
 RETRY_SECONDS = 1             # what a refused caller is told to wait; its own backoff lengthens it
-FDS_KEPT = 256                # descriptors kept for connections, the store, key workers' pipes and the log
+FDS_KEPT = 256                # descriptors kept for the store, key workers' pipes, the listener and the log
 MAX_STREAMS_TOTAL = 4096
 
 
-def stream_budget(limit: int | None = None) -> int:
-    """Streams all parties may hold open at once, below the process's file-descriptor limit
-    (``RLIMIT_NOFILE``, soft): a stream may hold a spool file and come on a connection of its own, so
-    half of what is left after :data:`FDS_KEPT`, at least 16, at most :data:`MAX_STREAMS_TOTAL`."""
+def _descriptors(limit: int | None) -> int:
+    """File descriptors the process may open beyond :data:`FDS_KEPT` (``limit``: ``RLIMIT_NOFILE``, soft,
+    unless given)."""
     if limit is None:
         limit, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
     if limit == resource.RLIM_INFINITY:
         limit = 2 * MAX_STREAMS_TOTAL + FDS_KEPT
-    return max(16, min(MAX_STREAMS_TOTAL, (limit - FDS_KEPT) // 2))
+    return max(0, limit - FDS_KEPT)
+
+
+def stream_budget(limit: int | None = None) -> int:
+    """Streams all parties may hold open at once, below the process's file-descriptor limit: a stream
+    may hold a spool file, so half of the descriptors beyond :data:`FDS_KEPT`, at least 16, at most
+    :data:`MAX_STREAMS_TOTAL`."""
+    return max(16, min(MAX_STREAMS_TOTAL, _descriptors(limit) // 2))
+
+
+def connection_budget(limit: int | None = None) -> int:
+    """Connections the server accepts at once: the other half of the descriptors beyond
+    :data:`FDS_KEPT` (each connection is a socket), at least 16, at most :data:`MAX_STREAMS_TOTAL`."""
+    return max(16, min(MAX_STREAMS_TOTAL, _descriptors(limit) - _descriptors(limit) // 2))
 
 
 class Slots:

@@ -15,7 +15,7 @@ is restarted unless ``settled`` shows that it went through.
 
 Back-pressure is not a refusal: RESOURCE_EXHAUSTED carrying ``retry-after`` trailing metadata (or a
 message ending "retry in N s") -- the failed-authentication throttle, a full key-generation queue, the
-long-poll and stream caps -- is retried after the time the key holder names (with jitter, never sooner than the
+long-poll, stream and connection caps -- is retried after the time the key holder names (with jitter, never sooner than the
 backoff) for up to the retry window from the first such answer, saying what it waits for.
 """
 from __future__ import annotations
@@ -23,6 +23,8 @@ from __future__ import annotations
 import os
 import random
 import re
+import socket
+import ssl
 import threading
 import time
 from dataclasses import dataclass
@@ -158,6 +160,27 @@ def looks_like_tls(detail: str, reached: bool) -> bool:
     """A TLS handshake failure: named as such, or (never reached) the server closing at once."""
     lowered = detail.lower()
     return any(m in lowered for m in TLS_MARKERS) or (not reached and "socket closed" in lowered)
+
+
+def speaks_tls(address: str, timeout: float = 3.0) -> bool | None:
+    """Whether the server at ``address`` answers a TLS handshake in TLS (True: it completes, or refuses
+    with a TLS alert such as "certificate required"), answers in something else (False: a plaintext
+    server), or says nothing before closing (None: e.g. a key holder at its connection cap closing new
+    connections on arrival, which a plaintext client cannot tell from a TLS server refusing plaintext).
+    Only the handshake is tried: no certificate is checked and nothing is sent after it."""
+    host, _, port = address.rpartition(":")
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout) as raw:
+            with context.wrap_socket(raw):
+                return True
+    except (ssl.SSLEOFError, ssl.SSLZeroReturnError, ConnectionError, TimeoutError):
+        return None
+    except ssl.SSLError as error:
+        return "ALERT" in (error.reason or "")
+    except OSError:
+        return None
 
 
 class Connection:
@@ -312,7 +335,7 @@ class Connection:
         last = self.contact.last()
         if looks_like_tls(detail, last is not None):
             self._tls_strikes += 1
-            if self._tls_strikes >= TLS_STRIKES:
+            if self._tls_strikes >= TLS_STRIKES and self._tls_mismatch(detail):
                 raise TlsProblem(self._tls_message(detail))
         else:
             self._tls_strikes = 0
@@ -357,6 +380,16 @@ class Connection:
                     f"({detail}): is it running? TLS or --insecure?")
         return (f"key holder at {self.address} unreachable for {human_seconds(now - last)} since the last "
                 f"contact (retry window {human_seconds(self.policy.window)}, --retry-window): {detail}")
+
+    def _tls_mismatch(self, detail: str) -> bool:
+        """A TLS problem for sure: gRPC names TLS, or (the server closed at once) the server's answer to a
+        TLS handshake (:func:`speaks_tls`) shows it speaks TLS to this plaintext client, or, to this TLS
+        client, speaks plaintext or TLS that refused our certificate.  A server that closes without a word
+        is busy (at its connection cap), not misconfigured, and is retried."""
+        if any(m in detail.lower() for m in TLS_MARKERS):
+            return True
+        answer = speaks_tls(self.address)
+        return answer is True if self.insecure else answer is not None
 
     def _tls_message(self, detail: str) -> str:
         if self.insecure:

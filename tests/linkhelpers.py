@@ -8,6 +8,7 @@ Tests use 1024-bit session keys (the server is started with
 from __future__ import annotations
 
 import os
+import resource
 import socket
 import subprocess
 import sys
@@ -94,6 +95,7 @@ class KeyHolderProcess:
     process: subprocess.Popen
     passphrase: str
     extra: tuple[str, ...] = ()
+    nofile: int | None = None        # the process's file-descriptor limit (``ulimit -n``), if lowered
 
     @property
     def insecure(self) -> bool:
@@ -113,8 +115,13 @@ class KeyHolderProcess:
                 "--min-key-bits", str(TEST_KEY_BITS), *self.extra]
         args += ["--insecure"] if self.insecure else ["--tls-dir", str(self.tls_dir)]
         log = open(self.log_path, "a")
+        limit = self.nofile
+
+        def lowered() -> None:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
         self.process = subprocess.Popen(keyholder_cmd(*args), stdout=log, stderr=subprocess.STDOUT,
-                                        env={**os.environ, "KEYHOLDER_PASSPHRASE": self.passphrase})
+                                        env={**os.environ, "KEYHOLDER_PASSPHRASE": self.passphrase},
+                                        preexec_fn=lowered if limit else None)
         self.wait_healthy()
 
     def wait_healthy(self, timeout: float = 30.0) -> None:
@@ -142,7 +149,7 @@ class KeyHolderProcess:
             self.process.wait(timeout=20)
 
 
-def start_keyholder(folder: Path, tls: bool, extra: tuple[str, ...] = ()) -> KeyHolderProcess:
+def start_keyholder(folder: Path, tls: bool, extra: tuple[str, ...] = (), nofile: int | None = None) -> KeyHolderProcess:
     folder.mkdir(parents=True, exist_ok=True)
     tls_dir = None
     if tls:
@@ -150,7 +157,7 @@ def start_keyholder(folder: Path, tls: bool, extra: tuple[str, ...] = ()) -> Key
         subprocess.run(keyholder_cmd("pki", "init", "--tls-dir", str(tls_dir)), check=True, capture_output=True)
     port = free_port()
     server = KeyHolderProcess(f"127.0.0.1:{port}", port, folder / "data", folder / "keyholder.log", tls_dir,
-                              None, passphrase=os.urandom(12).hex(), extra=extra)
+                              None, passphrase=os.urandom(12).hex(), extra=extra, nofile=nofile)
     server.start()
     return server
 

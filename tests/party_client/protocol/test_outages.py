@@ -3,7 +3,9 @@ real ``party`` CLI: retries count from the last contact, a key holder never reac
 handshake fails fast with a one-line hint, waits are announced, and a re-run resumes a round."""
 from __future__ import annotations
 
+import socket
 import subprocess
+import threading
 import time
 
 import pandas as pd
@@ -12,7 +14,7 @@ import pytest
 from linkhelpers import REPRESENTATIVE, TEST_KEY_BITS, free_port, keyholder_cmd, make_party, party_cmd, run_party, \
     scheme_flags
 from party_client.identity import PartyDir
-from party_client.transport import FIRST_CONTACT_SECONDS, RETRY_WINDOW_SECONDS, Contact, RetryPolicy
+from party_client.transport import FIRST_CONTACT_SECONDS, RETRY_WINDOW_SECONDS, Contact, RetryPolicy, speaks_tls
 from party_client.waiting import Notice, human_seconds
 from linkhelpers import canonical, plaintext_join, relayed, tables
 
@@ -101,6 +103,40 @@ def test_client_certificate_from_another_ca_fails_fast_naming_tls(keyholder, tmp
     result = run_party("register", "--dir", str(tmp_path / "p"), "--keyholder", keyholder.address, check=False)
     assert result.returncode == 2 and time.monotonic() - started < 5, result.stderr
     assert "TLS" in result.stderr and "ca.pem" in result.stderr
+
+
+def test_a_server_closing_at_once_is_busy_not_tls_and_the_handshake_probe_tells_them_apart(keyholder, fresh_keyholder):
+    """A key holder at its connection cap closes new connections on arrival, which a plaintext client sees
+    as "Socket closed", as it does a TLS key holder refusing plaintext.  Calling that a TLS problem made an
+    honest party give up beside a party holding 2,000 connections; the client now asks the server itself
+    (a TLS handshake, nothing checked) before it names TLS."""
+    closing = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def close_on_arrival():
+        while not stop.is_set():
+            try:
+                closing.accept()[0].close()
+            except OSError:
+                return
+    threading.Thread(target=close_on_arrival, daemon=True).start()
+    try:
+        assert speaks_tls(keyholder.address) is True
+        assert speaks_tls(fresh_keyholder().address) is False
+        assert speaks_tls(f"127.0.0.1:{closing.getsockname()[1]}") is None
+        assert speaks_tls(f"127.0.0.1:{free_port()}") is None
+    finally:
+        stop.set()
+        closing.close()
+
+
+def test_tls_client_against_plaintext_key_holder_fails_fast_naming_tls(keyholder, fresh_keyholder, tmp_path):
+    plain = fresh_keyholder()
+    client = make_party(keyholder, tmp_path)[0]
+    started = time.monotonic()
+    result = run_party("register", "--dir", str(client), "--keyholder", plain.address, check=False)
+    assert result.returncode == 2 and time.monotonic() - started < 10, result.stderr
+    assert "TLS" in result.stderr and "serves TLS" in result.stderr
 
 
 def test_key_holder_never_reached_fails_with_its_address(tmp_path):
