@@ -1,13 +1,14 @@
 """This project's ``--preset person`` and ``person-typo`` (secure, real processes) next to splink and
 anonlink + clkhash (each in its own environment) on FEBRL 1-4 and the generated sets, scored alike.
 
-    python -m benchmarks.linkage_peers [--dataset febrl1 febrl2 febrl3 febrl4 corrupted slipped census] [--n 5000]
+    python -m benchmarks.linkage_peers [--dataset febrl1 febrl2 febrl3 febrl4 corrupted slipped census kin] [--n 5000]
         [--system splink anonlink person person-typo] [--scheme ristretto]
         [--reference] [--peers /work/peers] [--json OUT]
 
 Each dataset is loaded as ``benchmarks.fuzzy_quality`` loads it (FEBRL 1-3 split at random into two
 registries, scored per querier record: "which of my records does the other registry hold"; FEBRL 4
-and the corrupted set scored per pair) and written once as text CSV; every system reads the same two
+and the generated sets scored per pair; ``kin``, benchmarks/kin_people.py, the held-out set) and written
+once as text CSV; every system reads the same two
 files.  The peers run as subprocesses of their own environments' python
 (``PEERS/<name>/venv/bin/python benchmarks/peers/<name>_link.py``, installed as benchmarks/README.md
 says) and write matched pairs; this process scores them against the same truth with
@@ -42,9 +43,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from benchmarks.corrupted_people import COLUMNS
+from benchmarks.corrupted_people import COLUMNS, true_links
 from benchmarks.fuzzy_quality import (DATASET_MAPS, DATASETS, PRESET_MAP, dataset_mode, load_dataset, output_pairs, per_record, preset_reference,
                                       preset_rules, run_schemes)
+
+#: Generated sets only this benchmark links (join mode, ``n`` rows a side): ``kin`` is held out, never used
+#: to choose a prior, level, weight or threshold (benchmarks/README.md, "Name levels").
+HELD_OUT = {"kin": "kin_people"}
+HELD_OUT_MAPS = {"kin": "first=given_name,last=surname,sex=sex,dob=date_of_birth,postcode=postcode,city=suburb"}
+ALL_DATASETS = DATASETS + tuple(HELD_OUT)
 
 PEERS = {"splink": ("match_probability", 0.99, [0.01, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95,
                                                 0.99, 0.999, 0.9999]),
@@ -111,13 +118,23 @@ def ours(preset: str, a: pd.DataFrame, b: pd.DataFrame, truth: set, mode: str, a
             "left_out": [p["left_out"] for p in report["passes"]]}
 
 
+def load_any(name: str, n: int) -> tuple[pd.DataFrame, pd.DataFrame, set]:
+    """A dataset as ``fuzzy_quality.load_dataset`` loads it, or a held-out generator's two registries
+    (its default seed; ``n`` rows each, four fifths of them linked)."""
+    if name not in HELD_OUT:
+        return load_dataset(name, n)
+    from importlib import import_module
+    a, b = import_module(f"benchmarks.{HELD_OUT[name]}").generate(persons=n * 4 // 5, others=n - n * 4 // 5)
+    return a, b, true_links(a, b)
+
+
 def load_average() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()]
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--dataset", nargs="+", choices=DATASETS, default=list(DATASETS[1:4]) + ["febrl4", "corrupted"])
+    parser.add_argument("--dataset", nargs="+", choices=ALL_DATASETS, default=list(DATASETS[1:4]) + ["febrl4", "corrupted"])
     parser.add_argument("--n", type=int, default=5000, help="records per side (FEBRL 1-3: at most half the file)")
     parser.add_argument("--system", nargs="+", choices=SYSTEMS, default=list(SYSTEMS))
     parser.add_argument("--scheme", choices=("ristretto",), default="ristretto")
@@ -129,8 +146,8 @@ def main(argv: list[str] | None = None) -> int:
     args.key_bits = 2048                                     # what fuzzy_quality.run_secure reads
     results = {"load_average_start": load_average(), "scheme": args.scheme, "datasets": {}}
     for dataset in args.dataset:
-        a, b, truth = load_dataset(dataset, args.n)
-        mode = dataset_mode(dataset)
+        a, b, truth = load_any(dataset, args.n)
+        mode = "join" if dataset in HELD_OUT else dataset_mode(dataset)
         truth = per_record(truth, mode)
         entry = {"records": [len(a), len(b)], "mode": mode, "true": len(truth), "systems": {}}
         with tempfile.TemporaryDirectory(prefix="linkage-peers-") as tmp:
@@ -140,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
             # the peers' documented models read FEBRL's columns and one date form: their files carry those
             # columns only, and B's dates in A's form (YYYYMMDD)
             a[list(COLUMNS)].to_csv(folder / "peer_a.csv", index=False)
-            b.assign(date_of_birth=b["date_of_birth"].str.replace("-", ""))[list(COLUMNS)].to_csv(
+            b.assign(date_of_birth=b["date_of_birth"].str.replace(r"[-/]", "", regex=True))[list(COLUMNS)].to_csv(
                 folder / "peer_b.csv", index=False)
             for system in args.system:
                 if system in PEERS:
@@ -149,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
                                                 "seconds": round(seconds, 1)}
                 else:
                     entry["systems"][system] = ours(system, a, b, truth, mode, args,
-                                                    DATASET_MAPS.get(dataset, PRESET_MAP))
+                                                    {**DATASET_MAPS, **HELD_OUT_MAPS}.get(dataset, PRESET_MAP))
                 entry["systems"][system]["load_average"] = load_average()
                 print(dataset, system, json.dumps(entry["systems"][system]), file=sys.stderr, flush=True)
         results["datasets"][dataset] = entry

@@ -23,6 +23,7 @@ from party_client.errors import PartyError
 from party_client.matching.dates import AUTO, read_dates
 from party_client.matching.levels import (ELSE_LEVEL, MISSING_LEVEL, GroupKeys, Level, date_keys, group_agreement,
                                           marked_values, missing_keys, number_keys, text_keys)
+from party_client.matching.name_forms import name_parts
 from party_client.matching.normalize import normalize_identifiers, normalize_names
 
 SCALE = 1000                 # weights in thousandths of a bit
@@ -80,6 +81,11 @@ def field_codes(field: LevelField, frame: pd.DataFrame) -> pd.Series:
     return normalize_names(column) if field.normalize == "name" else normalize_identifiers(column)
 
 
+def part_code(field: str, index: int) -> str:
+    """The codes' name for a field's written names' part ``index`` (no field name contains ':')."""
+    return f"{field}:part.{index}"
+
+
 def level_groups(field: LevelField, codes: dict[str, pd.Series]) -> list[GroupKeys]:
     """The field's groups, one per level then ``missing``, as keys of one table (both sides' keys)."""
     own = codes[field.name]
@@ -87,6 +93,8 @@ def level_groups(field: LevelField, codes: dict[str, pd.Series]) -> list[GroupKe
     for level in field.levels:
         if field.value_type == "text":
             other = codes.get(level.parameter) if level.kind == "swapped" else None
+            if level.kind == "compound":
+                other = [codes[part_code(field.name, k)] for k in range(int(level.parameter))]
             if level.kind == "swapped" and other is None:
                 raise PartyError(f"field '{field.name}': level {level.name} names no field of the model")
             groups.append(text_keys(level, own, other))
@@ -139,7 +147,15 @@ class LevelModel:
                              f"(the all-else weight is {sum(otherwise) / SCALE:.2f}); raise it")
 
     def codes(self, frame: pd.DataFrame) -> dict[str, pd.Series]:
-        return {f.name: field_codes(f, frame) for f in self.fields}
+        """Per field its codes; a field with a ``compound`` level also its written names' parts
+        (:func:`part_code` names them)."""
+        codes = {f.name: field_codes(f, frame) for f in self.fields}
+        for f in self.fields:
+            count = max((int(level.parameter) for level in f.levels if level.kind == "compound"), default=0)
+            if count:
+                parts = name_parts(frame[f.column].reset_index(drop=True), count)
+                codes.update({part_code(f.name, k): part for k, part in enumerate(parts)})
+        return codes
 
     def groups(self, codes: dict[str, pd.Series]) -> dict[str, list[GroupKeys]]:
         return {f.name: level_groups(f, codes) for f in self.fields}

@@ -24,16 +24,18 @@ import numpy as np
 import pandas as pd
 
 from party_client.errors import PartyError
+from party_client.matching.name_forms import form_keys, umlaut_folded
 
 MARK = "~"                          # prefixes every typo key, so a deletion leaving "" is still a key
 SEPARATOR = "\x1f"                  # joins two parts of one key; normalized codes never contain it
 PHONETIC = {"soundex": jellyfish.soundex, "nysiis": jellyfish.nysiis, "metaphone": jellyfish.metaphone}
 TEXT_LEVELS = ("exact", "share", "frequent", "typo", "soundex", "nysiis", "metaphone", "initial", "prefix", "swapped",
-               "transposed", "slip")
+               "transposed", "slip", "translit", "nickname", "compound")
 DATE_LEVELS = ("exact", "day_month_swap", "year", "partial", "days")
 NUMBER_LEVELS = ("exact", "within")
 DEFAULT_TYPO_LENGTH = 8
 DEFAULT_TRANSPOSED_LENGTH = 10
+MAX_FORMS = 6                       # nickname:N and compound:N compare N x N keys per pair
 MISSING_LEVEL = "missing"
 ANCHOR = "anchor"                   # the missing level's constant querier slot, one for all fields
 MISSING_MARKER = SEPARATOR + "missing"   # a querier's missing value in its value slot; never a normalized value
@@ -44,7 +46,8 @@ ELSE_LEVEL = "else"
 class Level:
     """One comparison level: ``kind`` (``exact``, ``typo``, ...) and its parameter where it has one
     (``typo``/``transposed``/``slip``: characters considered; ``prefix``: characters; ``days``/``within``: the
-    tolerance; ``swapped``: the other field's name)."""
+    tolerance; ``swapped``: the other field's name; ``nickname``: forms per name; ``compound``: parts per
+    name)."""
 
     kind: str
     parameter: int | str | None = None
@@ -64,7 +67,7 @@ class Level:
                 raise PartyError("level 'swapped' needs the other field's name, e.g. swapped:last")
             return cls(kind, parameter)
         defaults = {"typo": DEFAULT_TYPO_LENGTH, "transposed": DEFAULT_TRANSPOSED_LENGTH, "frequent": 50, "share": 5,
-                    "slip": DEFAULT_TRANSPOSED_LENGTH, "prefix": 3,
+                    "slip": DEFAULT_TRANSPOSED_LENGTH, "prefix": 3, "nickname": 3, "compound": 2,
                     "days": 30, "within": 1}
         if kind not in defaults:
             if parameter:
@@ -74,8 +77,10 @@ class Level:
             number = int(parameter) if parameter else defaults[kind]
         except ValueError:
             raise PartyError(f"level '{text}': the parameter must be an integer") from None
-        if number < 1 or (kind in ("typo", "transposed", "slip") and number < 2):
+        if number < 1 or (kind in ("typo", "transposed", "slip", "nickname") and number < 2):
             raise PartyError(f"level '{text}': the parameter is too small")
+        if kind in ("nickname", "compound") and number > MAX_FORMS:
+            raise PartyError(f"level '{text}': at most {MAX_FORMS} (it costs the square in comparisons)")
         if kind == "share" and number > 1000:
             raise PartyError(f"level '{text}': the share is in thousandths of the values, at most 1000")
         return cls(kind, number)
@@ -96,6 +101,9 @@ class Level:
             "swapped": f"swapped with {p}",
             "transposed": f"two adjacent characters swapped (first {p})",
             "slip": f"one character replaced or two adjacent swapped (first {p})",
+            "translit": "the same after reading ae, oe, ue as a, o, u (Mueller, Müller)",
+            "nickname": f"one is a nickname of the other, or both of one name (first {p} forms each)",
+            "compound": f"a part of a double or prefixed name in common (first {p} parts each)",
             "day_month_swap": "day and month swapped", "year": "year one apart, same day and month",
             "partial": "two of year, month and day the same (one of them wrong)",
             "days": f"at most {p} days apart", "within": f"at most {p} apart",
@@ -114,6 +122,8 @@ class Level:
             return 2
         if self.kind == "partial":
             return 3
+        if self.kind in ("nickname", "compound"):
+            return int(self.parameter) ** 2
         if self.kind in ("days", "within"):
             return 2 * int(self.parameter) + (1 if self.kind == "within" else 0)
         return 1
@@ -170,9 +180,10 @@ def _one(querier: pd.Series, holder: pd.Series, source: str) -> GroupKeys:
 
 
 # -- keys per level ----------------------------------------------------------------------------------
-def text_keys(level: Level, codes: pd.Series, other: pd.Series | None = None) -> GroupKeys:
+def text_keys(level: Level, codes: pd.Series, other: pd.Series | list[pd.Series] | None = None) -> GroupKeys:
     """Keys of a text level (codes normalized; '' missing).  Querier and holder keys are computed from
-    the same codes here: each party calls this on its own table and keeps its own side."""
+    the same codes here: each party calls this on its own table and keeps its own side.  ``other``: the
+    other field's codes (``swapped``), or the name parts (``compound``, :func:`name_forms.name_parts`)."""
     codes = _text(codes)
     present = codes != ""
     kind = level.kind
@@ -205,7 +216,25 @@ def text_keys(level: Level, codes: pd.Series, other: pd.Series | None = None) ->
         return slip_keys(codes, int(level.parameter))
     if kind == "typo":
         return typo_keys(codes, int(level.parameter))
+    if kind == "translit":
+        folded = umlaut_folded(codes).where(present, "")
+        return _one(folded, folded, "translit")
+    if kind == "nickname":
+        return any_common(form_keys(codes, int(level.parameter)), ("value",) + tuple(
+            f"form.{k}" for k in range(1, int(level.parameter))))
+    if kind == "compound":
+        if other is None:
+            raise PartyError(f"level {level.name} needs the field's written names")
+        parts = [_text(p) for p in other][:int(level.parameter)]
+        return any_common(parts, tuple(f"part.{k}" for k in range(len(parts))))
     raise PartyError(f"level {level.name} is not a text level")
+
+
+def any_common(keys: list[pd.Series], sources: tuple[str, ...]) -> GroupKeys:
+    """Set intersection by equality tests: the querier sends its ``n`` keys per record as ``n`` slots,
+    the holder compares each of its ``n`` keys with each slot (n x n comparisons); the level agrees when
+    the two records have a (non-empty) key in common, whichever its position on either side."""
+    return GroupKeys(list(keys), [(slot, key) for key in keys for slot in range(len(keys))], sources)
 
 
 def typo_keys(codes: pd.Series, limit: int) -> GroupKeys:
