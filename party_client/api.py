@@ -336,6 +336,7 @@ class Party(Registrant):
             raise PartyError("no identifier to look up (all blank)")
         state = LookupState(self.dir)
         try:
+            state.check_ledger()          # before anything is asked: a lookup it could not record is not run
             with self.connect() as connection:
                 session, outcome, plan = run_lookup(Querier(connection, self.dir), state, holder, sizing, keys,
                                                     options, session_ttl)

@@ -27,6 +27,17 @@ from party_client.crypto.seal import public_bytes
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
+def unusable(path: Path, error: Exception, remedy: str) -> PartyError:
+    """One line for a party file that cannot be used: not readable (permissions) or damaged, and what to do."""
+    if isinstance(error, PermissionError):
+        return PartyError(f"{path} cannot be read (permission denied): check its owner and permissions")
+    if isinstance(error, OSError):
+        reason = (error.strerror or type(error).__name__).lower()
+    else:
+        reason = str(error).split("\n")[0][:80] or type(error).__name__
+    return PartyError(f"{path} is damaged ({reason}): {remedy}")
+
+
 def write_secret(path: Path, data: bytes) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "wb") as out:
@@ -52,7 +63,15 @@ class PartyDir:
     @property
     def token(self) -> str | None:
         token_file = self.path / "token"
-        return token_file.read_text().strip() if token_file.exists() else None
+        if not token_file.exists():
+            return None
+        try:
+            token = token_file.read_bytes().decode("ascii").strip()
+        except (OSError, UnicodeDecodeError) as error:
+            raise unusable(token_file, error, "run `party register` for a new token") from None
+        if not token.isprintable() or not token:
+            raise PartyError(f"{token_file} is damaged (not a token): run `party register` for a new token")
+        return token
 
     def save_token(self, token: str) -> None:
         write_secret(self.path / "token", token.encode())
@@ -63,7 +82,18 @@ class PartyDir:
 
     @property
     def local_secret(self) -> bytes:
-        return (self.path / "local.key").read_bytes()
+        """The party's own secret (32 bytes): it keys the lookup ledger and a holder's row shuffles, so a
+        lost one is never replaced unasked (the ledger would forget every past lookup)."""
+        path = self.path / "local.key"
+        remedy = ("restore it from a backup of the party directory; without it past lookups no longer count "
+                  "toward an identifier's risk")
+        try:
+            secret = path.read_bytes()
+        except OSError as error:
+            raise unusable(path, error, remedy) from None
+        if len(secret) != 32:
+            raise unusable(path, ValueError(f"{len(secret)} bytes, not 32"), remedy)
+        return secret
 
     @property
     def tls_dir(self) -> Path:
@@ -93,11 +123,20 @@ class PartyDir:
     @classmethod
     def load(cls, path: Path) -> "PartyDir":
         path = Path(path)
+        if not (path / "party.json").exists() and not (path / "identity.key").exists():
+            raise PartyError(f"{path} is not a party directory: run `party init` first")
+        for name in ("party.json", "identity.key"):
+            if not (path / name).exists():
+                raise PartyError(f"{path / name} is missing: restore it from a backup of the party directory "
+                                 "(or `party init` a new party in another --dir and register it)")
         try:
-            config = json.loads((path / "party.json").read_text())
-            key = X25519PrivateKey.from_private_bytes((path / "identity.key").read_bytes())
-        except FileNotFoundError:
-            raise PartyError(f"{path} is not a party directory: run `party init` first") from None
-        except (ValueError, KeyError):
-            raise PartyError(f"{path}/party.json or identity.key is damaged") from None
+            config = json.loads((path / "party.json").read_bytes().decode("utf-8"))
+            if not isinstance(config, dict) or not isinstance(config.get("name"), str):
+                raise ValueError("no party name")
+            damaged = path / "identity.key"
+            key = X25519PrivateKey.from_private_bytes(damaged.read_bytes())
+        except (OSError, ValueError) as error:      # UnicodeDecodeError and JSONDecodeError are ValueErrors
+            where = "identity.key" if "damaged" in locals() else "party.json"
+            raise unusable(path / where, error, "restore it from a backup of the party directory (or `party init` "
+                                                "a new party in another --dir and register it)") from None
         return cls(path, config["name"], key, config.get("keyholder"), bool(config.get("insecure")))

@@ -15,6 +15,7 @@ what it revealed.
 """
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import hmac
@@ -41,6 +42,10 @@ from party_client.protocol.querier import HolderTimeout, Querier, QueryOutcome
 from party_client.transport import KeyHolderRefusal
 from party_client.waiting import human_seconds
 from proto import linkage_pb2 as pb
+
+LOCK_WAIT_SECONDS = 900.0       # a lookup opening a session holds the lock through K's retry window (600 s)
+LOCK_NOTICE_SECONDS = 2.0
+LOCK_POLL_SECONDS = 0.02
 
 REUSE_MARGIN_SECONDS = 60.0       # a lookup session is used until this close to the end of its key's life
 ANNOUNCE_POLL_SECONDS = 1.0       # how often a lookup asks whether a holder that never served has announced itself
@@ -217,6 +222,15 @@ def read_registry(path: Path) -> dict:
     return registry
 
 
+def _damaged_ledger(path: Path, error: sqlite3.Error) -> PartyError:
+    if "readonly" in str(error) or "unable to open" in str(error):
+        return PartyError(f"{path} cannot be written ({error}): check its owner and permissions and those of "
+                          f"{path.parent}")
+    return PartyError(f"{path} is damaged ({error}): it records the identifiers this party has looked up, for their "
+                      "combined risk; restore it from a backup of the party directory, or move it aside to start a new "
+                      "ledger (past lookups then no longer count)")
+
+
 class LookupState:
     """The querier's lookup sessions (secrets kept 0600) and the keyed-tag ledger.
 
@@ -232,12 +246,44 @@ class LookupState:
         self.party = party
         self.folder = party.path / "lookups"
         self.folder.mkdir(exist_ok=True)
-        self._db = sqlite3.connect(str(self.folder / "ledger.sqlite3"), timeout=30.0)
-        self._db.execute("CREATE TABLE IF NOT EXISTS looked_up (tag TEXT NOT NULL, session_id TEXT NOT NULL, "
-                         "buckets INTEGER NOT NULL, at REAL NOT NULL, PRIMARY KEY (tag, session_id))")
+        self._ledger: sqlite3.Connection | None = None
 
     def close(self) -> None:
-        self._db.close()
+        if self._ledger is not None:
+            self._ledger.close()
+
+    @property
+    def _db(self) -> sqlite3.Connection:
+        """The ledger of past lookups (opened when first needed): a damaged one is named, never replaced,
+        since a new ledger would forget every identifier looked up before (its combined risk)."""
+        if self._ledger is None:
+            path = self.folder / "ledger.sqlite3"
+            try:
+                if path.exists() and (not path.is_file() or path.stat().st_size == 0):
+                    raise sqlite3.DatabaseError("not a ledger file" if not path.is_file() else "empty")
+                ledger = sqlite3.connect(str(path), timeout=30.0)
+                try:
+                    ledger.execute("CREATE TABLE IF NOT EXISTS looked_up (tag TEXT NOT NULL, session_id TEXT NOT NULL, "
+                                   "buckets INTEGER NOT NULL, at REAL NOT NULL, PRIMARY KEY (tag, session_id))")
+                except BaseException:
+                    ledger.close()
+                    raise
+            except sqlite3.Error as error:
+                raise _damaged_ledger(path, error) from None
+            self._ledger = ledger
+        return self._ledger
+
+    def check_ledger(self) -> None:
+        """Refuse, naming the ledger, unless this process can write it (a write rolled back)."""
+        ledger = self._db
+        try:
+            ledger.execute("BEGIN IMMEDIATE")
+            try:
+                ledger.execute("INSERT INTO looked_up VALUES ('', '', 0, 0)")
+            finally:
+                ledger.rollback()
+        except sqlite3.Error as error:
+            raise _damaged_ledger(self.folder / "ledger.sqlite3", error) from None
 
     # -- the registry of lookup sessions --------------------------------------
     @contextmanager
@@ -248,10 +294,33 @@ class LookupState:
         releases it.  (A ``sessions.lock`` file of earlier versions is ignored.)"""
         descriptor = os.open(self.folder, os.O_RDONLY)
         try:
-            fcntl.flock(descriptor, fcntl.LOCK_EX)
+            started = time.monotonic()
+            said = False
+            while True:          # flock(2) has no timeout: a hung holder of the lock must not hang us
+                try:
+                    fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    waited = time.monotonic() - started
+                    if waited >= LOCK_WAIT_SECONDS:
+                        raise PartyError(f"{self._lock_owner()} has held the lookup lock of {self.folder} for "
+                                         f"{human_seconds(waited)}: let it finish or stop it, then run this "
+                                         "again") from None
+                    if waited >= LOCK_NOTICE_SECONDS and not said:
+                        log.warning("waiting for the lookup lock of %s, held by %s", self.folder, self._lock_owner())
+                        said = True
+                    time.sleep(LOCK_POLL_SECONDS)
+            with contextlib.suppress(OSError):     # for the notice above only; the lock is the flock
+                (self.folder / "lock.owner").write_text(f"{os.getpid()}\n")
             yield
         finally:
             os.close(descriptor)
+
+    def _lock_owner(self) -> str:
+        try:
+            return f"party command pid {int((self.folder / 'lock.owner').read_text())}"
+        except (OSError, ValueError):
+            return "another party command"
 
     @contextmanager
     def _locked(self) -> Iterator[dict]:

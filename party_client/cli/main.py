@@ -53,6 +53,10 @@ EXPECTED = [Expected(KeyHolderUnavailable, 1),
                 if error.in_round else "")),
             Expected(ParameterError, 2, lambda error: f"error: {error.flagged()}"),
             Expected((UsageError, PartyError, DaskUnavailable), 2),
+            Expected(OSError, 2, lambda error: f"error: cannot use {error.filename or 'a file'}: "
+                                               f"{(error.strerror or type(error).__name__).lower()}"
+                                               + (" (check its owner and permissions)"
+                                                  if isinstance(error, PermissionError) else "")),
             Expected(KeyboardInterrupt, INTERRUPTED, lambda error: "; ".join(["interrupted", *filter(None, [str(error)])]))]
 
 
