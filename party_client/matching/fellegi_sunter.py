@@ -81,6 +81,11 @@ def field_codes(field: LevelField, frame: pd.DataFrame) -> pd.Series:
     return normalize_names(column) if field.normalize == "name" else normalize_identifiers(column)
 
 
+def _part_count(field: LevelField) -> int:
+    """How many parts of its written names a field's ``compound`` levels compare (0: none)."""
+    return max((int(level.parameter) for level in field.levels if level.kind == "compound"), default=0)
+
+
 def part_code(field: str, index: int) -> str:
     """The codes' name for a field's written names' part ``index`` (no field name contains ':')."""
     return f"{field}:part.{index}"
@@ -151,11 +156,16 @@ class LevelModel:
         (:func:`part_code` names them)."""
         codes = {f.name: field_codes(f, frame) for f in self.fields}
         for f in self.fields:
-            count = max((int(level.parameter) for level in f.levels if level.kind == "compound"), default=0)
-            if count:
-                parts = name_parts(frame[f.column].reset_index(drop=True), count)
+            if _part_count(f):
+                parts = name_parts(frame[f.column].reset_index(drop=True), _part_count(f))
                 codes.update({part_code(f.name, k): part for k, part in enumerate(parts)})
         return codes
+
+    def blank_codes(self) -> dict[str, pd.Series]:
+        """The codes of one record with every value missing (the shapes of the keys do not depend on values)."""
+        blank = pd.Series([""], dtype=object)
+        return {f.name: blank for f in self.fields} | {part_code(f.name, k): blank for f in self.fields
+                                                        for k in range(_part_count(f))}
 
     def groups(self, codes: dict[str, pd.Series]) -> dict[str, list[GroupKeys]]:
         return {f.name: level_groups(f, codes) for f in self.fields}

@@ -79,7 +79,7 @@ class LevelRules:
     def _shapes(self) -> list[tuple[str, int, tuple[str, ...]]]:
         """(label, comparisons, querier key domains) per group, from a one-record table (shapes do not
         depend on values)."""
-        groups = self.model.groups({f.name: pd.Series([""], dtype=object) for f in self.model.fields})
+        groups = self.model.groups(self.model.blank_codes())
         return [(f"{f.name}.{outcome}", keys.comparisons, _domains(f.name, keys))
                 for f in self.model.fields for outcome, keys in zip(f.outcomes, groups[f.name])]
 

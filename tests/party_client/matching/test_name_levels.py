@@ -122,6 +122,7 @@ def test_a_model_with_the_name_levels_decides_pairs_and_survives_the_rules_file(
     rules = LevelRules(LevelModel([last, first], weights, 10.0), [BlockingPass(("first:initial",))])
     again = load_level_rules(rules_document(rules), "test")
     assert again.spec == rules.spec
+    assert again.layout().comparisons == (1 + 1 + 4 + 1) + (1 + 9 + 1)     # levels and missing, per field
     a = pd.DataFrame({"surname": ["Müller-Lüdenscheidt", "Mueller", "Weber", ""],
                       "given": ["Robert", "Peggy", "Anna", "Bill"]})
     b = pd.DataFrame({"surname": ["Lüdenscheidt", "Müller", "Weber", "Smith"],
@@ -130,3 +131,35 @@ def test_a_model_with_the_name_levels_decides_pairs_and_survives_the_rules_file(
     levels = pair_levels(model, model.groups(again.codes(a)), model.groups(again.codes(b)), np.arange(4), np.arange(4))
     # last: exact 0, translit 1, compound 2, missing 3, else 4; first: exact 0, nickname 1, missing 2, else 3
     assert levels.tolist() == [[2, 1], [1, 1], [0, 3], [3, 1]]
+
+
+def test_secure_name_levels_equal_the_plaintext_model(keyholder, tmp_path):
+    """Under encryption (ristretto) the blocked engine decides the name levels' N x N comparisons exactly
+    as the plaintext reference: the same pairs, with the same weights."""
+    from linkhelpers import key_bits_for, make_party, serve_and_join
+    last = LevelField("last", "text", (Level("exact"), Level("translit"), Level("compound", 2)), "surname")
+    first = LevelField("first", "text", (Level("exact"), Level("nickname", 3)), "given")
+    town = LevelField("town", "text", (Level("exact"),), "town")           # one block: every pair compared
+    weights = {"last": {"exact": 6.0, "translit": 5.0, "compound:2": 4.0, "else": -4.0},
+               "first": {"exact": 5.0, "nickname:3": 3.0, "else": -3.0}, "town": {"exact": 0.5, "else": -1.0}}
+    rules = LevelRules(LevelModel([last, first, town], weights, 7.5), [BlockingPass(("town",))])
+    querier = pd.DataFrame({"rec_id": [f"q{i}" for i in range(8)],
+                            "surname": ["Müller-Lüdenscheidt", "Mueller", "van der Berg", "Weber", "García López",
+                                        "Lüdenscheidt", "Berg", ""],
+                            "given": ["Robert", "Peggy", "Anna", "Bill", "Liz", "Hans", "Tina", "Bob"], "town": "x"})
+    holder = pd.DataFrame({"rec_id": [f"h{i}" for i in range(8)],
+                           "surname": ["Lüdenscheidt", "Müller", "Berg", "Weber", "García", "Müller", "Bergmann",
+                                       "Lopez"],
+                           "given": ["Bob", "Margaret", "Anna", "Will", "Elizabeth", "Hans", "Chris", "Robert"],
+                           "town": "x"})
+    (qdir, _), (hdir, hname) = make_party(keyholder, tmp_path), make_party(keyholder, tmp_path)
+    result = serve_and_join(qdir, hdir, hname, querier, holder,
+                            holder=dict(rules=rules, release_columns=["rec_id"]),
+                            join=dict(rules=rules, key_bits=key_bits_for("ristretto"), scheme="ristretto"))
+    left_out = [p["left_out_records"] for p in result.report["passes"]]
+    expected = rules.plaintext_matches(querier, holder, rules.candidate_pairs(querier, holder, left_out=left_out))
+    expected_ids = set(zip(querier["rec_id"][expected.entry], holder["rec_id"][expected.row]))
+    assert {("q0", "h0"), ("q1", "h1"), ("q2", "h2"), ("q3", "h3"), ("q4", "h4")} <= expected_ids
+    assert ("q7", "h7") not in expected_ids and ("q6", "h6") not in expected_ids
+    matched = result.frame[result.frame["matched"]]
+    assert set(zip(matched["rec_id"], matched["rec_id_holder"])) == expected_ids
