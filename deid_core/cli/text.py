@@ -1,8 +1,9 @@
 """``deid text`` (de-identify a notes column of a CSV or Parquet table: redact, tag, surrogate, generalize) and
 ``deid text-evaluate`` (score the detector against standoff gold spans) (docs/text.md).
 
-Every other column is written unchanged, as read (as text: ``007`` keeps its zeros); the output is written
-atomically, so bad input leaves no partial file.
+Every other column is written unchanged, as read (as text: ``007`` keeps its zeros); the table is streamed in
+chunks of rows (:mod:`deid_core.text.table`) and the output moved into place only at the end, so memory stays
+flat in the number of notes and bad input leaves no partial file.
 """
 from __future__ import annotations
 
@@ -52,33 +53,22 @@ def refuse_binary(path: str) -> None:
 
 
 def cmd_text(args: argparse.Namespace) -> int:
-    from ..io import read_table, require_records, write_json, write_table
-    from ..text.column import deidentify_notes
+    from ..io import write_json
+    from ..text.table import deidentify_table
     from ..text.transforms import Surrogates
 
     guard_outputs([args.input, args.key_file], [args.out, args.report])
     hint_columns = parse_hints(args.hints)
     key = owner_key(args.key_file, required=args.mode == "surrogate")
-    refuse_binary(args.input)
-    t0 = time.perf_counter()
-    df = read_table(args.input, categorical=False)
-    require_records(df, repr(args.input))
-    wanted = [args.column, *hint_columns.values(), *([args.patient] if args.patient else [])]
-    missing = [c for c in wanted if c not in df.columns]
-    if missing:
-        raise DeidInputError(f"column {missing[0]!r} is not in {args.input!r} (columns: {', '.join(df.columns)})")
-    hints = [dict(zip(hint_columns, row)) for row in zip(*(df[c].tolist() for c in hint_columns.values()))] \
-        if hint_columns else None
-    patient_column = args.patient or hint_columns.get("mrn")
-    patients = None if patient_column is None else ["" if not isinstance(v, str) else v
-                                                    for v in df[patient_column].tolist()]
     if args.workers < 1:
         raise DeidInputError(f"--workers must be 1 or more, got {args.workers}")
-    result = deidentify_notes(df[args.column].tolist(), args.mode, hints=hints, patients=patients,
-                              surrogates=Surrogates(key) if args.mode == "surrogate" else None, workers=args.workers)
+    refuse_binary(args.input)
+    t0 = time.perf_counter()
+    patient_column = args.patient or hint_columns.get("mrn")
+    result = deidentify_table(args.input, args.column, args.out, args.mode, hint_columns=hint_columns,
+                              patient_column=patient_column, workers=args.workers,
+                              surrogates=Surrogates(key) if args.mode == "surrogate" else None)
     seconds = time.perf_counter() - t0
-    df[args.column] = result.notes
-    write_table(df, args.out)
     report = {"input": str(args.input), "column": args.column, "mode": args.mode, "hints": hint_columns,
               "date_shift_key": patient_column or "row number", **result.summary(), "seconds": round(seconds, 3),
               "workers": args.workers}
