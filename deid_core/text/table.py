@@ -12,9 +12,9 @@ its row number in the whole table), so the output and the counts are the same wh
 from __future__ import annotations
 
 import csv
+import lzma
 import tempfile
 import zipfile
-import lzma
 from pathlib import Path
 from typing import Iterator, Mapping
 
@@ -44,7 +44,7 @@ def deidentify_table(source: str | Path, column: str, out: str | Path, mode: str
     hint_columns = dict(hint_columns or {})
     wanted = [column, *hint_columns.values(), *([patient_column] if patient_column else [])]
     total, rows = ColumnResult([]), 0
-    writer = _parquet_writer if is_parquet(out) else _csv_writer
+    writer = _ParquetSink if is_parquet(out) else _CsvSink
     with atomic_path(out, lambda _: DeidInputError(f"cannot write {str(out)!r}: folder does not exist")) as tmp:
         with writer(tmp) as write:
             for df in _chunks(Path(source), chunk_rows):
@@ -120,7 +120,7 @@ def _parquet_chunks(path: Path, rows: int, na: list[str]) -> Iterator[pd.DataFra
         raise DeidInputError(f"cannot read {str(path)!r}: {lines[0] if lines else type(exc).__name__}") from None
 
 
-class _csv_writer:
+class _CsvSink:
     """Chunks held in an Arrow stream (exact text, missing kept missing) while the layout that every value
     needs is gathered (``deid_core.io._csv_layout``: ``\\r\\n`` line ends if a value holds a carriage return,
     every cell quoted if a one-column table has a blank value), then written in it."""
@@ -164,7 +164,7 @@ class _csv_writer:
             self.spool.close()
 
 
-class _parquet_writer:
+class _ParquetSink:
     """Each chunk one row group, every column an Arrow ``string`` column (as ``deid_core.io.write_frame``)."""
 
     def __init__(self, target: str) -> None:
