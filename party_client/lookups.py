@@ -43,6 +43,8 @@ from party_client.transport import KeyHolderRefusal
 from party_client.waiting import human_seconds
 from proto import linkage_pb2 as pb
 
+LEDGER_TABLE = ("CREATE TABLE IF NOT EXISTS looked_up (tag TEXT NOT NULL, session_id TEXT NOT NULL, "
+                "buckets INTEGER NOT NULL, at REAL NOT NULL, PRIMARY KEY (tag, session_id))")
 LOCK_WAIT_SECONDS = 900.0       # a lookup opening a session holds the lock through K's retry window (600 s)
 LOCK_NOTICE_SECONDS = 2.0
 LOCK_POLL_SECONDS = 0.02
@@ -259,12 +261,13 @@ class LookupState:
         if self._ledger is None:
             path = self.folder / "ledger.sqlite3"
             try:
-                if path.exists() and (not path.is_file() or path.stat().st_size == 0):
+                if not path.exists():
+                    self._create_ledger(path)
+                if not path.is_file() or path.stat().st_size == 0:     # a ledger is never empty (see below)
                     raise sqlite3.DatabaseError("not a ledger file" if not path.is_file() else "empty")
                 ledger = sqlite3.connect(str(path), timeout=30.0)
                 try:
-                    ledger.execute("CREATE TABLE IF NOT EXISTS looked_up (tag TEXT NOT NULL, session_id TEXT NOT NULL, "
-                                   "buckets INTEGER NOT NULL, at REAL NOT NULL, PRIMARY KEY (tag, session_id))")
+                    ledger.execute(LEDGER_TABLE)      # ledgers made before they were made whole
                 except BaseException:
                     ledger.close()
                     raise
@@ -272,6 +275,24 @@ class LookupState:
                 raise _damaged_ledger(path, error) from None
             self._ledger = ledger
         return self._ledger
+
+    @staticmethod
+    def _create_ledger(path: Path) -> None:
+        """A new ledger put in place whole (made aside, then linked to its name unless another lookup's
+        was first), so a ledger file is never seen empty and an empty one is damage."""
+        aside = path.with_name(f".ledger.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+        try:
+            made = sqlite3.connect(str(aside))
+            try:
+                made.execute(LEDGER_TABLE)
+                made.commit()
+            finally:
+                made.close()
+            os.chmod(aside, 0o600)
+            with contextlib.suppress(FileExistsError):
+                os.link(aside, path)
+        finally:
+            aside.unlink(missing_ok=True)
 
     def check_ledger(self) -> None:
         """Refuse, naming the ledger, unless this process can write it (a write rolled back)."""
