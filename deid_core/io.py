@@ -186,16 +186,9 @@ def require_records(df: pd.DataFrame, name: str = "the input table") -> None:
         raise DeidInputError(f"{name} has no records (only a header line): nothing to assess or release")
 
 
-def _read_csv(path: Path, na: list[str], categorical: bool) -> pd.DataFrame:
-    """``dtype=str`` with no default NA tokens: pandas infers nothing.
-
-    Categorical: each chunk of rows is dictionary-encoded by Arrow as it is parsed (int32 indices
-    and the chunk's distinct strings), and Arrow unifies the dictionaries when the columns become
-    pandas categoricals; only one chunk of strings is ever held. Categories are in order of first
-    appearance, whatever the chunking.
-    """
-    import pyarrow as pa
-
+def csv_read_options(path: Path, na: list[str]) -> dict[str, Any]:
+    """``pandas.read_csv`` options that read ``path`` exactly as text: its separator (from the header),
+    ``dtype=str`` with no default NA tokens, ``na`` the only missing markers, and its compression."""
     compression = _compression(path)
     header = _first_line(path, compression)
     if not header:
@@ -207,8 +200,22 @@ def _read_csv(path: Path, na: list[str], categorical: bool) -> pd.DataFrame:
     if spaced:
         _notice(path, f"fields are separated by {sep + ' '!r}: the spaces after each separator are not part of "
                       "the values")
-    options = dict(sep=sep, dtype=str, keep_default_na=False, na_values=na, skipinitialspace=spaced,
-                   encoding="utf-8-sig", quoting=csv.QUOTE_MINIMAL, compression=compression)
+    return dict(sep=sep, dtype=str, keep_default_na=False, na_values=na, skipinitialspace=spaced,
+                encoding="utf-8-sig", quoting=csv.QUOTE_MINIMAL, compression=compression)
+
+
+def _read_csv(path: Path, na: list[str], categorical: bool) -> pd.DataFrame:
+    """``dtype=str`` with no default NA tokens: pandas infers nothing.
+
+    Categorical: each chunk of rows is dictionary-encoded by Arrow as it is parsed (int32 indices
+    and the chunk's distinct strings), and Arrow unifies the dictionaries when the columns become
+    pandas categoricals; only one chunk of strings is ever held. Categories are in order of first
+    appearance, whatever the chunking.
+    """
+    import pyarrow as pa
+
+    options = csv_read_options(path, na)
+    compression = options["compression"]
     try:
         if not categorical:
             return pd.read_csv(path, **options)

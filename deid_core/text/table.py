@@ -22,9 +22,8 @@ import pandas as pd
 
 from common.atomic import atomic_path
 from ..errors import DeidInputError
-from ..io import (_compression, _csv_layout, _first_line, _not_utf8, _notice, _parquet_text, _trimmed_header,
-                  is_parquet, require_records)
-from ..vocabulary import SUPPRESSED, detect_separator
+from ..io import _csv_layout, _not_utf8, _parquet_text, _trimmed_header, csv_read_options, is_parquet, require_records
+from ..vocabulary import SUPPRESSED
 from .column import ColumnResult, deidentify_notes
 from .transforms import Surrogates
 
@@ -82,22 +81,12 @@ def _chunks(path: Path, rows: int) -> Iterator[pd.DataFrame]:
 
 def _csv_chunks(path: Path, rows: int, na: list[str]) -> Iterator[pd.DataFrame]:
     """The options of ``deid_core.io._read_csv`` (``dtype=str``, no default NA tokens), ``rows`` at a time."""
-    compression = _compression(path)
-    header = _first_line(path, compression)
-    if not header:
-        raise DeidInputError(f"cannot read {str(path)!r}: empty file")
-    sep = detect_separator(header)
-    spaced = len(header.split(sep)) > 1 and all(name.startswith(" ") for name in header.split(sep)[1:])
-    if spaced:
-        _notice(path, f"fields are separated by {sep + ' '!r}: the spaces after each separator are not part of "
-                      "the values")
+    options = csv_read_options(path, na)
     try:
-        with pd.read_csv(path, chunksize=rows, sep=sep, dtype=str, keep_default_na=False, na_values=na,
-                         skipinitialspace=spaced, encoding="utf-8-sig", quoting=csv.QUOTE_MINIMAL,
-                         compression=compression) as reader:
+        with pd.read_csv(path, chunksize=rows, **options) as reader:
             yield from reader
     except UnicodeDecodeError:
-        raise _not_utf8(path, compression) from None
+        raise _not_utf8(path, options["compression"]) from None
     except (pd.errors.ParserError, ValueError, OSError, EOFError, zipfile.BadZipFile, lzma.LZMAError) as exc:
         lines = str(exc).strip().splitlines()
         raise DeidInputError(f"cannot read {str(path)!r}: {lines[-1] if lines else type(exc).__name__}") from None
