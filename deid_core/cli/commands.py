@@ -76,7 +76,8 @@ def cmd_assess(args: argparse.Namespace) -> int:
         from ..assess import assess_known
         result["known"] = assess_known(df, spec, pop, a, known, progress=True)
     result["report"] = build_report(a, input_name=str(args.input), source=df, reapply=reapply,
-                                    attack=result.get("longitudinal"), operations=prior_reports(args.prior_report))
+                                    attack=result.get("longitudinal"), operations=prior_reports(args.prior_report),
+                                    notes=notes)
     if args.output:
         from ..detect import check_release
         result["identifier_check"] = check_release(a.output, fates, safe_harbor=False, accepted=accepted, notes=notes)
@@ -163,7 +164,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
             f"the fpe step(s) of {', '.join(map(repr, unchecked))} record no key check: deid reverse needs the "
             "policy that --policy-out writes (it refuses a wrong key)")
     sealed = sealed_reversal(args, ctx, key)
-    html, verdict = apply_page(args, df, out, policy) if args.html else (None, None)
+    html, verdict = apply_page(args, df, out, policy, ctx.get("notes")) if args.html else (None, None)
     write_table(out, args.out)
     if sealed is not None:
         write_bytes(sealed, args.reversal_out)
@@ -187,7 +188,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
     return 0
 
 
-def apply_page(args: argparse.Namespace, df, out, policy) -> tuple[str, dict]:
+def apply_page(args: argparse.Namespace, df, out, policy, notes=None) -> tuple[str, dict]:
     """The five-step page of a ``deid apply`` release: input and release measured from scratch under --spec,
     and the release's verdict (its ``attack``: :func:`deid_core.risk.release_verdict`)."""
     from ..assess import reassess_release
@@ -199,7 +200,7 @@ def apply_page(args: argparse.Namespace, df, out, policy) -> tuple[str, dict]:
     after, before = reassess_release(df, out, spec)
     report = build_report(after, input_name=str(args.input), source=df, before=before, policy=policy,
                           reapply={"command": f"deid apply --input NEXT.csv --policy {args.policy} --out RELEASE.csv",
-                                   "policy_file": str(args.policy)})
+                                   "policy_file": str(args.policy)}, notes=notes)
     report["title"] = "Release by a saved policy: de-identification report"
     return render_html(report, plots(after, before)), after.attack
 

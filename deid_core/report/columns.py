@@ -141,7 +141,24 @@ def release_example(before: pd.Series, after: pd.Series, held: pd.Series) -> dic
             "withheld": True}
 
 
-def column_fates(source: pd.DataFrame, output: pd.DataFrame, spec: Spec, policy: Policy) -> list[dict]:
+def notes_found_text(found: Mapping[str, Any] | None) -> str:
+    """What a notes column's de-identification found, per identifier type, as a sentence for the page
+    (``found``: its ``notes`` counts, :meth:`deid_core.text.column.ColumnResult.summary`); "" without."""
+    if not found:
+        return ""
+    documents, with_phi = int(found.get("documents", 0)), int(found.get("documents_with_phi", 0))
+    counts = sorted(((int(n), kind) for kind, n in (found.get("found") or {}).items() if int(n)), reverse=True)
+    kinds = ", ".join(f"{kind.lower().replace('_', ' ')} {n:,}" for n, kind in counts)
+    text = (f" Of {documents:,} notes, {with_phi:,} held an identifier"
+            + (f"; found, by type: {kinds}." if kinds else "; none was found."))
+    tagged = sum(int(n) for n in (found.get("tagged_without_surrogate") or {}).values())
+    if tagged:
+        text += f" {tagged:,} could be given no surrogate and were tagged instead."
+    return text
+
+
+def column_fates(source: pd.DataFrame, output: pd.DataFrame, spec: Spec, policy: Policy,
+                 notes: Mapping[str, Mapping[str, Any]] | None = None) -> list[dict]:
     """Per input column: its role and exactly what happened to it in the release.
 
     ``output`` has the rows of ``source`` in the same order. Examples (a value
@@ -163,7 +180,10 @@ def column_fates(source: pd.DataFrame, output: pd.DataFrame, spec: Spec, policy:
         if role == "text":  # never an example: a note as written holds the identifiers it was cleared of
             mode = (policy.text or {}).get("mode", "tag")
             fate.update(fate="masked", actions=[], text=f"Free-text notes, de-identified note by note before the "
-                        f"release: every identifier found in them {TEXT_MODE_WORDS.get(mode, mode)} (docs/text.md).")
+                        f"release: every identifier found in them {TEXT_MODE_WORDS.get(mode, mode)} (docs/text.md)."
+                        + notes_found_text((notes or {}).get(column)))
+            if (notes or {}).get(column):
+                fate["notes"] = notes[column]
             fates.append(fate)
             continue
         before, after = _as_text(source[column]), _as_text(output[column])

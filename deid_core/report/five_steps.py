@@ -92,7 +92,8 @@ def longitudinal_section(a: Assessment, attack: Mapping[str, Any] | None = None,
 def build_report(a: Assessment, input_name: str = "", today: _dt.date | None = None, *,
                  source: pd.DataFrame | None = None, before: Assessment | None = None,
                  policy: Policy | None = None, reapply: Mapping[str, str] | None = None,
-                 attack: Mapping[str, Any] | None = None, operations: Sequence[Mapping[str, Any]] = ()) -> dict:
+                 attack: Mapping[str, Any] | None = None, operations: Sequence[Mapping[str, Any]] = (),
+                 notes: Mapping[str, Mapping[str, Any]] | None = None) -> dict:
     """The five-step report as a JSON-ready dict (the ``report`` key of the assess JSON).
 
     ``a`` assesses the released table. ``source`` is the table before
@@ -101,6 +102,7 @@ def build_report(a: Assessment, input_name: str = "", today: _dt.date | None = N
     policy that made the release (default ``a.policy``); ``reapply`` says how
     to re-apply it (``command`` and ``policy_file``). With ``[longitudinal]`` the report gains a
     ``longitudinal`` part (:func:`longitudinal_section`; ``attack`` and ``operations`` go into it).
+    ``notes``: per ``text`` column, what its de-identification found (said per type in its fate).
     """
     today = today or _dt.date.today()
     spec = (before or a).spec
@@ -109,7 +111,7 @@ def build_report(a: Assessment, input_name: str = "", today: _dt.date | None = N
     risk_before = before.summary if before is not None else a.before
     attack_before = before.attack if before is not None else attack_assessment(a.before, rel)
     qis = spec.quasi
-    fates = column_fates(source, a.output, spec, policy) if source is not None else []
+    fates = column_fates(source, a.output, spec, policy, notes) if source is not None else []
     for op in operations:  # a column changed before this assessment says so first
         for f in fates:
             if f["column"] == operation_column(op):

@@ -211,7 +211,7 @@ def risk_loss_plot(result: dict) -> str:
         return search_plot(result)
 
 
-def _node_release(job: SearchJob, index: int) -> tuple[pd.DataFrame, Policy]:
+def _node_release(job: SearchJob, index: int) -> tuple[pd.DataFrame, Policy, dict | None]:
     """The release and policy of candidate ``index``: the best one exactly as ``deid search --apply-best``
     writes it; another OLA node through the same release policy, re-assessed and checked for identifiers."""
     from ..algorithm.full_domain import full_domain_release_policy
@@ -232,7 +232,7 @@ def _node_release(job: SearchJob, index: int) -> tuple[pd.DataFrame, Policy]:
     release, ctx = apply_policy(policy, table)
     release = release.drop(columns=[c for c in spec.direct if c in release.columns])
     check_release(release, fates, safe_harbor=False, notes=ctx.get("notes"))
-    return release, policy
+    return release, policy, ctx.get("notes")
 
 
 def pick_node(ws: Workspace, index: int) -> dict:
@@ -244,12 +244,12 @@ def pick_node(ws: Workspace, index: int) -> dict:
     policies = job.result.get("policies") or []
     if not 0 <= index < len(policies):
         raise DeidInputError("no such candidate: run the search again")
-    release, policy = _node_release(job, index)
+    release, policy, notes = _node_release(job, index)
     spec, table = job.spec, job.table
     after, before = reassess_release(table, release, spec, _population(ws, spec))
     report = build_report(after, input_name=ws.input_name, source=table, before=before, policy=policy,
                           reapply={"command": "deid apply --input NEXT.csv --policy policy.json --out RELEASE.csv",
-                                   "policy_file": "policy.json"})
+                                   "policy_file": "policy.json"}, notes=notes)
     with PLOT_LOCK:
         images = plots(after, before)
     write_table(release, ws.path("release.csv"))

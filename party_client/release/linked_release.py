@@ -67,7 +67,8 @@ def write(joined: pd.DataFrame, release: DeidentifiedRelease, link_summary: Link
     report = deid_core.build_report(release.assessment, input_name=name, source=joined, before=before,
                                     policy=applied_policy(spec, release.method_info),
                                     reapply={"command": _reapply_command(link_summary, id_column, rules, policy_file),
-                                             "policy_file": str(policy_file)})
+                                             "policy_file": str(policy_file)},
+                                    notes=release.identifier_check.get("notes"))
     report["title"] = TITLE
     prose = linkage_prose(link_summary)
     report["linkage"] = {**link_summary.to_dict(), **prose}
