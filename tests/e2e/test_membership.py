@@ -21,7 +21,7 @@ from party_client.protocol.engines import blocked as blocked_engine
 MAPPING = {"first": "given", "last": "surname", "dob": "dob", "id": "hcn"}
 
 
-def holder_and_queriers(seed: int = 11, rows: int = 160, queried: int = 100):
+def holder_and_queriers(seed: int = 11, rows: int = 100, queried: int = 60):
     """A holder's table, a querier holding ``queried`` of its people (members), and a querier of as many
     people it does not hold."""
     people = synthetic_people(rows + queried, seed=seed).reset_index(drop=True)
@@ -68,8 +68,8 @@ def membership_precision(view: dict, holder: pd.DataFrame, members: pd.DataFrame
 
 def test_the_holders_view_of_a_blocked_join_is_the_same_whoever_the_querier_holds(keyholder, tmp_path,
                                                                                  monkeypatch):
-    """Under one session secret and the same public sizes, a querier holding 100 of the holder's people
-    and a querier holding 100 others give the holder the same view, byte for byte where it is not
+    """Under one session secret and the same public sizes, a querier holding 60 of the holder's people
+    and a querier holding 60 others give the holder the same view, byte for byte where it is not
     ciphertext: no block, the same pairs compared at the same query positions.  (The querier's bins hide
     which hold its records; docs/protocol.md, "Blocking passes as padded bins".)"""
     import party_client.matching.blocking as blocking
