@@ -1,5 +1,6 @@
-"""A second held-out two-registry person set: US names at their census frequencies, nicknames, married
-names, twins and namesakes, ISO dates on one side.
+"""A two-registry person set: US names at their census frequencies, nicknames, married names, twins and
+namesakes, ISO dates on one side.  It was held out until the ``compound`` surname level was weighed and
+adopted on it; benchmarks/kin_people.py is the held-out set now.
 
     python -m benchmarks.census_people [--persons 4000] [--others 1000] [--seed 11] --out FOLDER
 

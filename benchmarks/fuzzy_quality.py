@@ -91,8 +91,8 @@ def rules_toml(document: dict) -> str:
 
 DATASETS = ("febrl4", "febrl1", "febrl2", "febrl3", "corrupted", "slipped", "census")
 #: The sets this project generates, by the module writing them: ``corrupted`` was used while the preset's
-#: priors were chosen; ``slipped`` was read once to see why a level failed (no weight fitted to it); ``census`` is
-#: held out (never used to choose anything).
+#: priors were chosen; ``slipped`` was read once to see why a level failed (no weight fitted to it); ``census``
+#: chose the ``compound`` level's u and its adoption.  The held-out set is ``kin`` (benchmarks/linkage_peers.py).
 GENERATED = {"corrupted": "corrupted_people", "slipped": "slipped_people", "census": "census_people"}
 
 
