@@ -8,7 +8,6 @@ Tests use 1024-bit session keys (the server is started with
 from __future__ import annotations
 
 import os
-import resource
 import socket
 import subprocess
 import sys
@@ -115,20 +114,18 @@ class KeyHolderProcess:
                 "--min-key-bits", str(TEST_KEY_BITS), *self.extra]
         args += ["--insecure"] if self.insecure else ["--tls-dir", str(self.tls_dir)]
         log = open(self.log_path, "a")
-        limit = self.nofile
-
-        def lowered() -> None:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
-        self.process = subprocess.Popen(keyholder_cmd(*args), stdout=log, stderr=subprocess.STDOUT,
-                                        env={**os.environ, "KEYHOLDER_PASSPHRASE": self.passphrase},
-                                        preexec_fn=lowered if limit else None)
+        command = keyholder_cmd(*args)
+        if self.nofile:        # the shell lowers the limit and becomes the key holder (no preexec_fn: threads)
+            command = ["sh", "-c", f'ulimit -n {int(self.nofile)} && exec "$@"', "sh", *command]
+        self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
+                                        env={**os.environ, "KEYHOLDER_PASSPHRASE": self.passphrase})
         self.wait_healthy()
 
     def wait_healthy(self, timeout: float = 30.0) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise RuntimeError(f"keyholder exited: {self.log_path.read_text()}")
+                raise RuntimeError(f"keyholder exited ({self.process.returncode}): {self.log_path.read_text()}")
             if self.log_path.exists() and "listening on" in self.log_path.read_text():
                 if self.insecure:
                     stub = health_pb2_grpc.HealthStub(grpc.insecure_channel(self.address))

@@ -212,15 +212,17 @@ def risk_loss_plot(result: dict) -> str:
 
 
 def _node_release(job: SearchJob, index: int) -> tuple[pd.DataFrame, Policy, dict | None]:
-    """The release and policy of candidate ``index``: the best one exactly as ``deid search --apply-best``
-    writes it; another OLA node through the same release policy, re-assessed and checked for identifiers."""
+    """The release, policy and notes counts (``text`` columns) of candidate ``index``: the best one exactly as
+    ``deid search --apply-best`` writes it; another OLA node through the same release policy, re-assessed and
+    checked for identifiers."""
     from ..algorithm.full_domain import full_domain_release_policy
 
     spec, table, result = job.spec, job.table, job.result
     if index == 0:
         if job.release is None or not result.get("best_policy"):
             raise DeidInputError("the search found no policy to apply")
-        return job.release, Policy.from_dict(result["best_policy"])
+        notes = (result.get("identifier_check") or {}).get("notes")
+        return job.release, Policy.from_dict(result["best_policy"]), notes
     if job.method != "ola":
         raise DeidInputError(f"only the best {job.method.upper()} policy can be released from the workbench")
     node = result["policies"][index]
