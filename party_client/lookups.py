@@ -265,6 +265,10 @@ class LookupState:
                     self._create_ledger(path)
                 if not path.is_file() or path.stat().st_size == 0:     # a ledger is never empty (see below)
                     raise sqlite3.DatabaseError("not a ledger file" if not path.is_file() else "empty")
+                mode = path.stat().st_mode
+                if mode & 0o077:          # a ledger of earlier versions was made readable by the group and others
+                    with contextlib.suppress(OSError):
+                        os.chmod(path, mode & 0o700)
                 ledger = sqlite3.connect(str(path), timeout=30.0)
                 try:
                     ledger.execute(LEDGER_TABLE)      # ledgers made before they were made whole

@@ -148,3 +148,18 @@ def test_a_state_file_the_user_may_not_read_or_write_is_named_in_one_line(desk, 
         assert done.returncode in (0, 2), (key, done.stderr)
         assert done.returncode == 0 or snapshot(qdir) == before          # refused: nothing changed
         print(f"{name} {oct(mode)} {key}: {done.returncode} {done.stderr.strip()}")
+
+
+def test_the_lookup_ledger_is_readable_by_its_owner_only(desk, tmp_path):
+    """The ledger holds a keyed tag of every identifier the party looked up, and when: before, sqlite made it
+    with the umask's mode (0644 here), readable by every local user."""
+    server, original, _, lookup = desk
+    qdir = tmp_path / "q"
+    shutil.copytree(original, qdir)
+    ledger = qdir / "lookups" / "ledger.sqlite3"
+    ledger.chmod(0o644)                                  # as earlier versions left it
+    assert run_in_process([a.format(dir=qdir) for a in lookup])[0] == 0
+    assert ledger.stat().st_mode & 0o777 == 0o600
+    ledger.unlink()
+    assert run_in_process([a.format(dir=qdir) for a in lookup])[0] == 0
+    assert ledger.stat().st_mode & 0o777 == 0o600
