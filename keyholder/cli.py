@@ -25,7 +25,7 @@ from common.distributed import Cluster, ClusterLost, DaskUnavailable, add_timeou
 from keyholder.cluster import cluster_zero_test
 from common.schemes import SCHEME_NAMES, parse_scheme_list
 from keyholder import pki
-from keyholder.server import TlsFiles, check_listen, start
+from keyholder.serving import TlsFiles, check_listen, start
 from keyholder.limits import add_limit_options, limits_from_args
 from keyholder.core import KeyHolder
 

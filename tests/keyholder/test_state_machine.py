@@ -3,7 +3,7 @@
 docs/protocol.md: K opens a session with a fresh key, relays the querier's query to the holder,
 zero-tests the holder's comparison batches, hands matching rows' attachments to the querier only,
 and destroys the key when the session ends.  Every refusal is a ``ServiceError`` with a gRPC
-status name (the servicer in keyholder/server.py only converts it).
+status name (the servicer in keyholder/servicer.py only converts it).
 """
 from __future__ import annotations
 

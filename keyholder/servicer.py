@@ -1,142 +1,39 @@
-"""gRPC front of the key holder: a thin ``grpc.aio`` servicer over :class:`KeyHolder`.
+"""The key holder's gRPC servicer: a thin ``grpc.aio`` servicer over :class:`KeyHolder`.
 
 Each call is checked field by field (:mod:`keyholder.validation`), authenticates
 the party (bearer token, and under mTLS the client certificate's common name),
-runs a plain method of the core on a thread pool, and turns a
+runs a plain method of the core on the thread pool (:mod:`keyholder.pool`), and turns a
 :class:`ServiceError` into the gRPC status with its one-line message.  Long-polls
-are async waits that hold no thread, at most ``Limits.max_waits`` per party;
-streamed calls at most ``Limits.max_streams`` per party and ``max_streams_total``
-in all (:mod:`keyholder.slots`).  The gRPC health and reflection services are on.
+are async waits that hold no thread (:mod:`keyholder.long_polls`); streamed calls at most
+``Limits.max_streams`` per party and ``max_streams_total`` in all (:mod:`keyholder.slots`).
+Serving it is :mod:`keyholder.serving`'s.
 """
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
-import threading
-import time
-from concurrent import futures
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Callable, Iterator, TypeVar
 
-import grpc
-from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
-
 from keyholder import validation
-from common.net import is_loopback
-from keyholder.errors import ServiceError
-from keyholder.statuses import DecodeGuard, refuse
 from keyholder.connections import Call, Connections
 from keyholder.core import KeyHolder
-from keyholder.limits import Limits
-from keyholder.pair_rule import PairRule, WeightedRule
+from keyholder.errors import ServiceError
 from keyholder.lanes import FairLanes
+from keyholder.long_polls import Changes, LongPolls
+from keyholder.pool import on_pool
+from keyholder.proto_convert import message_info, pair_rule, round_info, session_info
 from keyholder.slots import Slot, Slots
 from keyholder.states import PENDING
-from keyholder.store import Message, Round, Session
+from keyholder.statuses import refuse
+from keyholder.store import Round, Session
 from keyholder.uploads import Follower, Upload
 from proto import linkage_pb2 as pb
 from proto import linkage_pb2_grpc as pb_grpc
 
 log = logging.getLogger("keyholder")
 T = TypeVar("T")
-SERVICE_NAME = pb.DESCRIPTOR.services_by_name["KeyHolder"].full_name
-MAX_MESSAGE_BYTES = 64 << 20              # one gRPC message (a chunk or a batch), not a whole query
-RECHECK_SECONDS = 5.0                     # a long-poll looks again at least this often
-GRPC_OPTIONS = [("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
-                ("grpc.max_send_message_length", MAX_MESSAGE_BYTES)]
-
-
-def server_options(limits: Limits) -> list[tuple[str, int]]:
-    """gRPC's own caps on connections: how many it accepts at once (more are closed on arrival), and when
-    it closes one that is idle or still shaking hands (:mod:`keyholder.connections`)."""
-    return [*GRPC_OPTIONS, ("grpc.max_allowed_incoming_connections", limits.max_connections),
-            ("grpc.max_connection_idle_ms", int(limits.connection_idle * 1000)),
-            ("grpc.server_handshake_timeout_ms", int(limits.handshake_timeout * 1000))]
-
-
-def session_info(session: Session, holder_key: bytes = b"") -> pb.SessionInfo:
-    """A session as the parties see it; ``holder_key`` the holder's X25519 key (for the querier to seal
-    its query without a ``GetParty`` call)."""
-    return pb.SessionInfo(session_id=session.id, mode=session.mode, querier=session.querier,
-                          holder=session.holder, key_bits=session.key_bits, public_key=session.public_key,
-                          status=session.status, created_at=session.created_at,
-                          expires_at=session.expires_at, rounds=session.rounds,
-                          max_query_bytes=session.max_query_bytes, scheme=session.scheme,
-                          holder_x25519_public_key=holder_key)
-
-
-def message_info(message: Message) -> pb.MessageInfo:
-    return pb.MessageInfo(message_id=message.id, session_id=message.session_id, kind=message.kind,
-                          sender=message.sender, recipient=message.recipient, size=message.size,
-                          round=message.round or 0)
-
-
-def round_info(found: Round, for_querier: bool, progress: tuple[bool, int] = (False, 0)) -> pb.RoundInfo:
-    """Round status: matches, the note and (pending) the progress in 10 % steps for the querier, the
-    comparison count for the holder."""
-    info = pb.RoundInfo(session_id=found.session_id, round=found.round, status=found.status,
-                        reason=found.reason or "")
-    if for_querier:  # the comparison count would tell the querier the holder's row count
-        info.matched_rows = found.matched_rows
-        info.holder_note = found.holder_note or b""
-        info.comparing, info.progress_percent = progress
-    else:
-        info.comparisons = found.comparisons
-    return info
-
-
-def pair_rule(rule: pb.PairRule) -> PairRule:
-    weighted = None
-    if rule.HasField("weighted"):
-        w = rule.weighted
-        weighted = WeightedRule(tuple(w.group_fields), tuple(w.group_weights), tuple(w.field_else), w.threshold)
-    return PairRule(tuple(rule.group_sizes), tuple(tuple(term.groups) for term in rule.terms), weighted)
-
-
-class Changes:
-    """Wakes the async long-polls when the core reports a change (from any thread), only those waiting
-    on what changed: a session's rounds (``WaitRound``) or a holder's work list (``ListWork``).
-
-    A waiter takes :meth:`event` for its key (inside :meth:`watch`) before it looks at the state, so a
-    change between its look and its wait still wakes it.  A change naming no key wakes every waiter.
-    """
-
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.loop = loop
-        self._events: dict[str, asyncio.Event] = {}
-        self._watchers: dict[str, int] = {}
-
-    @contextlib.contextmanager
-    def watch(self, key: str):
-        """Count a waiter on ``key`` (on the event loop); the key's event goes with its last waiter."""
-        self._watchers[key] = self._watchers.get(key, 0) + 1
-        try:
-            yield
-        finally:
-            left = self._watchers.pop(key) - 1
-            if left:
-                self._watchers[key] = left
-            else:
-                self._events.pop(key, None)
-
-    def event(self, key: str) -> asyncio.Event:
-        """The event set at the next change of ``key`` (take it before looking)."""
-        event = self._events.get(key)
-        if event is None:
-            event = self._events[key] = asyncio.Event()
-        return event
-
-    def notify(self, keys: tuple[str, ...] = ()) -> None:
-        self.loop.call_soon_threadsafe(self._fire, keys)
-
-    def _fire(self, keys: tuple[str, ...]) -> None:
-        for key in keys or list(self._events):
-            event = self._events.pop(key, None)
-            if event is not None:
-                event.set()
 
 
 @dataclass(frozen=True)
@@ -162,8 +59,7 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
         self.core = core
         self.mtls = mtls
         self.limits = core.limits
-        self.changes = changes
-        self.waits = Slots("long-polls", core.limits.max_waits, held="waiting")
+        self.polls = LongPolls(changes, core.limits, lambda: core.stopping)
         self.streams = Slots("streams", core.limits.max_streams, core.limits.max_streams_total,
                              flags=("keyholder serve --max-streams", "keyholder serve --max-streams-total"))
         self.connections = Connections(core.limits.max_connections_party, core.limits.connection_idle,
@@ -199,10 +95,6 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
         caller.call.enter(party)
         return party
 
-    @staticmethod
-    async def _thread(function: Callable[..., T], *args) -> T:
-        return await asyncio.get_running_loop().run_in_executor(None, function, *args)
-
     def _screened(self, context, method: str | None, request) -> Caller:
         """Check ``request`` (``method`` None: nothing to check); the caller."""
         if method is not None:
@@ -218,13 +110,13 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
         try:
             caller = self._screened(context, method, request)
             if lanes is not None:
-                party = await self._thread(self._authenticate, caller)
+                party = await on_pool(self._authenticate, caller)
                 async with lanes.turn(party):
-                    return await self._thread(work, party)
+                    return await on_pool(work, party)
 
             def job() -> T:
                 return work(self._authenticate(caller))
-            return await self._thread(job)
+            return await on_pool(job)
         except Exception as error:
             await self._fail(context, error)
 
@@ -233,10 +125,10 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
         before anything is opened, then ``opened(party)`` on the pool.  Returns the slot (the caller
         gives it back when its stream ends) and what ``opened`` gave."""
         try:
-            party = await self._thread(self._authenticate, self._screened(context, method, request))
+            party = await on_pool(self._authenticate, self._screened(context, method, request))
             slot = self.streams.hold(party)
             try:
-                return slot, await self._thread(opened, party)
+                return slot, await on_pool(opened, party)
             except BaseException:
                 slot.release()
                 raise
@@ -251,35 +143,12 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
             error = ServiceError("INTERNAL", "internal error in the key holder (see its log)")
         await refuse(context, error)
 
-    async def _long_poll(self, context, party: str, key: str, wait: float, ready: Callable[[], T | None],
-                         looked: asyncio.Event | None = None) -> T | None:
-        """Check ``ready`` on the pool until it gives something or ``wait`` seconds pass; no thread waits.
-        It looks again when ``key`` changes (:class:`Changes`).  ``looked``: the caller has just looked,
-        after taking this event of ``key``, so the first look is skipped."""
-        deadline = time.monotonic() + wait
-        with self.waits.hold(party), self.changes.watch(key):
-            event = looked
-            while True:
-                if event is None:
-                    event = self.changes.event(key)
-                    value = await self._thread(ready)
-                    if value:
-                        return value
-                remaining = deadline - time.monotonic()
-                if remaining <= 0 or self.core.stopping:
-                    return None
-                try:
-                    await asyncio.wait_for(event.wait(), min(remaining, RECHECK_SECONDS))
-                except asyncio.TimeoutError:
-                    pass
-                event = None
-
     # -- parties --------------------------------------------------------------
     async def Register(self, request, context):
         try:
             validation.check("Register", request, self.limits)
             caller = self._credentials(context)
-            issued, fingerprint = await self._thread(self.core.register, request.name, request.x25519_public_key,
+            issued, fingerprint = await on_pool(self.core.register, request.name, request.x25519_public_key,
                                                      caller.cert_name, caller.token, caller.peer)
         except ServiceError as error:
             return await refuse(context, error)
@@ -301,7 +170,7 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
             request.query_ciphertexts, validation.scheme(request.scheme)))
         try:
             key = await asyncio.wrap_future(self.core.keys.submit(plan.querier, plan.scheme, plan.key_bits))
-            session, holder_key = await self._thread(
+            session, holder_key = await on_pool(
                 lambda: (self.core.create_session(plan, key), self.core.party_key(plan.holder)))
         except Exception as error:
             return await self._fail(context, error)
@@ -333,7 +202,7 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
                     raise ServiceError("INVALID_ARGUMENT", "the first chunk must carry the header")
                 header = first.header
                 validation.message_header(header, self.limits)
-                party = await self._thread(self._authenticate, self._screened(context, None, None))
+                party = await on_pool(self._authenticate, self._screened(context, None, None))
                 slot.enter_context(self.streams.hold(party))
 
                 def begin() -> Upload:
@@ -346,7 +215,7 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
                         started.abort()
                         raise
                     return started
-                opening = asyncio.ensure_future(self._thread(begin))
+                opening = asyncio.ensure_future(on_pool(begin))
                 upload = await asyncio.shield(opening)      # opened even if this call is cancelled meanwhile
                 last = first.last
                 while (chunk := await self._next_chunk(chunks)) is not None:
@@ -354,12 +223,12 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
                         raise ServiceError("INVALID_ARGUMENT", "only the first chunk carries a header")
                     if last:
                         raise ServiceError("INVALID_ARGUMENT", "a chunk came after the one marked last")
-                    await self._thread(upload.write, chunk.data)
+                    await on_pool(upload.write, chunk.data)
                     last = chunk.last
                 if not last:      # a client that died mid-stream can look like a clean end of stream
                     raise ServiceError("ABORTED", "the upload ended without its last chunk (the querier broke "
                                                   "off mid-upload); nothing was kept")
-                message = await self._thread(upload.commit)
+                message = await on_pool(upload.commit)
                 opening = None
                 return message_info(message)
             except ServiceError as error:
@@ -372,7 +241,7 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
                 failure = ServiceError("RESOURCE_EXHAUSTED", f"the message stream failed: {type(error).__name__}")
                 log.warning("PutMessage stream failed: %s", type(error).__name__)
             if opening is not None and opening.done() and opening.exception() is None:
-                await asyncio.shield(self._thread(opening.result().abort))   # gone before the refusal is sent
+                await asyncio.shield(on_pool(opening.result().abort))   # gone before the refusal is sent
         await refuse(context, failure)
 
     async def _next_chunk(self, chunks) -> pb.MessageChunk | None:
@@ -407,7 +276,7 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
                 yield pb.MessageChunk(header=header, data=data, round=message.round or 0) if first \
                     else pb.MessageChunk(data=data)
                 first = False
-            while len(ready) == READ_AHEAD and (data := await self._thread(next, chunks, None)) is not None:
+            while len(ready) == READ_AHEAD and (data := await on_pool(next, chunks, None)) is not None:
                 yield pb.MessageChunk(data=data)
 
     async def _follow(self, context, upload: Upload, follower: Follower):
@@ -416,26 +285,13 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
         header = pb.MessageHeader(session_id=upload.session.id, kind="query", recipient=upload.recipient)
         first = True
         try:
-            with self.changes.watch(upload.key):
-                while True:
-                    event = self.changes.event(upload.key)
-                    try:
-                        data = await self._thread(follower.read)
-                    except ServiceError as error:
-                        await refuse(context, error)
-                        return
-                    if data:
-                        yield pb.MessageChunk(header=header, data=data) if first else pb.MessageChunk(data=data)
-                        first = False
-                    elif data is None:
-                        yield pb.MessageChunk(round=upload.round)
-                        return
-                    elif self.core.stopping:
-                        await refuse(context, ServiceError("UNAVAILABLE", "the key holder is stopping"))
-                        return
-                    else:
-                        with contextlib.suppress(asyncio.TimeoutError):
-                            await asyncio.wait_for(event.wait(), RECHECK_SECONDS)
+            async with contextlib.aclosing(self.polls.follow(upload.key, follower.read)) as pieces:
+                async for data in pieces:
+                    yield pb.MessageChunk(header=header, data=data) if first else pb.MessageChunk(data=data)
+                    first = False
+            yield pb.MessageChunk(round=upload.round)
+        except ServiceError as error:
+            await refuse(context, error)
         finally:
             follower.close()
 
@@ -460,10 +316,10 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
             items = listed()
             return items if any(item[1].message_id not in known for item in items) else None
         try:
-            items = await self._long_poll(context, party, party, min(request.wait_seconds, self.limits.max_wait),
+            items = await self.polls.wait(party, party, min(request.wait_seconds, self.limits.max_wait),
                                           news if known else listed)
             if items is None and known:            # nothing new: the whole list all the same
-                items = await self._thread(listed)
+                items = await on_pool(listed)
         except ServiceError as error:
             return await refuse(context, error)
         return pb.WorkList(items=[
@@ -500,14 +356,14 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
         def current(party: str) -> Round:
             return self.core.round_for_querier(party, request.session_id, request.round)
         key = request.session_id
-        with self.changes.watch(key):
-            looked = self.changes.event(key)          # before the first look: a change after it wakes the wait
+        with self.polls.changes.watch(key):
+            looked = self.polls.changes.event(key)    # before the first look: a change after it wakes the wait
             party, found = await self._run(context, "WaitRound", request, lambda party: (party, current(party)))
             if found.status == PENDING:
                 try:
-                    found = await self._long_poll(context, party, key, min(request.wait_seconds, self.limits.max_wait),
+                    found = await self.polls.wait(party, key, min(request.wait_seconds, self.limits.max_wait),
                                                   lambda: finished(current(party)), looked) \
-                        or await self._thread(current, party)
+                        or await on_pool(current, party)
                 except ServiceError as error:
                     return await refuse(context, error)
         return round_info(found, for_querier=True, progress=self.core.progress(found))
@@ -521,7 +377,7 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
             for page in ready:
                 yield pb.ResultBatch(matches=[pb.Match(match_indices=indices, attachment=blob)
                                               for indices, blob in page])
-            while len(ready) == READ_AHEAD and (page := await self._thread(next, pages, None)) is not None:
+            while len(ready) == READ_AHEAD and (page := await on_pool(next, pages, None)) is not None:
                 yield pb.ResultBatch(matches=[pb.Match(match_indices=indices, attachment=blob)
                                               for indices, blob in page])
 
@@ -545,143 +401,3 @@ def read_ahead(pieces: Iterator[T]) -> list[T]:
 
 def finished(found: Round) -> Round | None:
     return found if found.status != PENDING else None
-
-
-@dataclass(frozen=True)
-class TlsFiles:
-    """Server side of mTLS: our certificate and key, and the CA that signs party certificates."""
-
-    ca: Path
-    cert: Path
-    key: Path
-
-    @classmethod
-    def in_dir(cls, folder: Path) -> "TlsFiles":
-        files = cls(folder / "ca.pem", folder / "server.pem", folder / "server.key")
-        missing = [p.name for p in (files.ca, files.cert, files.key) if not p.is_file()]
-        if missing:
-            raise FileNotFoundError(f"{folder} lacks {', '.join(missing)} "
-                                    "(create them with `keyholder pki init`)")
-        return files
-
-
-def split_address(listen: str) -> tuple[str, int]:
-    host, sep, port = listen.rpartition(":")
-    if not sep or not port.isdigit() or not host:
-        raise ValueError(f"--listen must be HOST:PORT, got '{listen}'")
-    return host, int(port)
-
-
-class RunningServer:
-    """A started key holder: the ``grpc.aio`` server on an event loop in a background thread, its core,
-    and the sweep that ends expired and idle sessions.  ``stop`` and ``wait`` are synchronous."""
-
-    def __init__(self, core: KeyHolder, workers: int) -> None:
-        self.core, self.port = core, 0
-        self.loop = asyncio.new_event_loop()
-        self.pool = futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="core")
-        self.loop.set_default_executor(self.pool)
-        self._thread = threading.Thread(target=self.loop.run_forever, name="grpc-aio", daemon=True)
-        self._thread.start()
-        self._server: grpc.aio.Server | None = None
-        self._sweeper: asyncio.Task | None = None
-        self._stopped = threading.Event()
-        self._lock = threading.Lock()
-        self._stopping = False
-
-    @property
-    def server(self) -> "RunningServer":
-        """Itself: ``running.server.stop(grace)`` keeps working for callers of the synchronous server."""
-        return self
-
-    def _call(self, coroutine, timeout: float | None = None):
-        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout)
-
-    async def _start(self, listen: str, credentials: grpc.ServerCredentials | None) -> int:
-        server = grpc.aio.server(options=server_options(self.core.limits), interceptors=[DecodeGuard()])
-        pb_grpc.add_KeyHolderServicer_to_server(
-            KeyHolderServicer(self.core, mtls=credentials is not None, changes=Changes(self.loop)), server)
-        health_servicer = health.aio.HealthServicer()
-        health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-        reflection.enable_server_reflection(
-            (SERVICE_NAME, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
-             reflection.SERVICE_NAME), server)
-        port = (server.add_insecure_port(listen) if credentials is None
-                else server.add_secure_port(listen, credentials))
-        if port == 0:
-            raise OSError(f"cannot listen on {listen}")
-        await server.start()
-        for name in ("", SERVICE_NAME):
-            await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
-        self._server = server
-        self._sweeper = asyncio.create_task(self._sweep())
-        return port
-
-    async def _sweep(self) -> None:
-        every = max(0.2, min(15.0, self.core.limits.idle_timeout / 4))
-        while True:
-            await asyncio.sleep(every)
-            try:
-                await asyncio.get_running_loop().run_in_executor(None, self.core.expire_due)
-            except Exception:
-                log.exception("expiry sweep failed")
-
-    async def _shutdown(self, grace: float) -> None:
-        if self._sweeper is not None:
-            self._sweeper.cancel()
-        if self._server is not None:
-            await self._server.stop(grace)
-
-    def stop(self, grace: float = 1.0, close_store: bool = True) -> None:
-        """Stop serving (in-flight calls get ``grace`` seconds), then close the store unless the caller
-        closes it itself after the last call's thread has finished.  Idempotent."""
-        with self._lock:
-            if self._stopping:
-                return
-            self._stopping = True
-        try:
-            self._call(self._shutdown(grace), timeout=grace + 5.0)
-        except Exception:
-            log.exception("shutdown")
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self._thread.join(timeout=5.0)
-        self.pool.shutdown(wait=False, cancel_futures=True)
-        if close_store:
-            self.core.close()
-        self._stopped.set()
-
-    def wait(self) -> None:
-        """Block until :meth:`stop` (signal handlers still run meanwhile)."""
-        while not self._stopped.wait(0.5):
-            pass
-
-
-def check_listen(listen: str, tls: TlsFiles | None, insecure: bool) -> str:
-    """The one transport rule: mTLS, or plaintext (``insecure``) on a loopback address only.
-    Returns the host; raises ValueError with a one-line reason."""
-    host, _ = split_address(listen)
-    if insecure and tls is not None:
-        raise ValueError("choose one of --insecure and --tls-dir")
-    if insecure and not is_loopback(host):
-        raise ValueError(f"--insecure serves plaintext and is refused on the non-loopback address {host}")
-    if not insecure and tls is None:
-        raise ValueError("choose --tls-dir DIR (mTLS) or --insecure (loopback only)")
-    return host
-
-
-def start(core: KeyHolder, listen: str, tls: TlsFiles | None, insecure: bool,
-          workers: int = 32) -> RunningServer:
-    """Bind and start the key holder; plaintext only with ``insecure`` on loopback."""
-    host = check_listen(listen, tls, insecure)
-    credentials = None if insecure else grpc.ssl_server_credentials(
-        [(tls.key.read_bytes(), tls.cert.read_bytes())], root_certificates=tls.ca.read_bytes(),
-        require_client_auth=True)
-    running = RunningServer(core, workers)
-    try:
-        running.port = running._call(running._start(listen, credentials), timeout=30)
-    except BaseException:
-        running.loop.call_soon_threadsafe(running.loop.stop)
-        running._thread.join(timeout=5.0)
-        raise
-    log.info("key holder listening on %s:%d (%s)", host, running.port, "plaintext" if insecure else "mTLS")
-    return running
