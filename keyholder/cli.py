@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import functools
-import inspect
 import json
 import logging
 import os
@@ -16,16 +14,14 @@ import signal
 import sys
 import threading
 import time
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
 
 from common.cli import Expected, OneLineParser, UsageError, exit_now, run
 from common.distributed import Cluster, ClusterLost, DaskUnavailable, add_timeout_option
 from keyholder.cluster import cluster_zero_test
 from common.schemes import SCHEME_NAMES, parse_scheme_list
 from keyholder import pki
-from keyholder.serving import TlsFiles, check_listen, start
+from keyholder.serving import RunningServer, TlsFiles, check_listen, start
 from keyholder.limits import add_limit_options, limits_from_args
 from keyholder.core import KeyHolder
 
@@ -57,54 +53,7 @@ def read_passphrase(data_dir: Path, passphrase_file: str | None) -> bytes:
     return generated.read_bytes().strip()
 
 
-class CallsInFlight:
-    """The key holder core as the gRPC servicer sees it, counting the calls under way (and result
-    streams being read) so that a stopping server closes the store only after the last one."""
-
-    def __init__(self, core: KeyHolder) -> None:
-        self._core = core
-        self._idle = threading.Condition()
-        self._active = 0
-
-    @contextmanager
-    def _counted(self) -> Iterator[None]:
-        with self._idle:
-            self._active += 1
-        try:
-            yield
-        finally:
-            with self._idle:
-                self._active -= 1
-                self._idle.notify_all()
-
-    def _stream(self, items: Iterator[Any]) -> Iterator[Any]:
-        with self._counted():
-            yield from items
-
-    def __getattr__(self, name: str) -> Any:
-        value = getattr(self._core, name)
-        if not callable(value) or name in ("close", "shutdown"):
-            return value
-
-        @functools.wraps(value)
-        def counted(*args: Any, **kwargs: Any) -> Any:
-            with self._counted():
-                result = value(*args, **kwargs)
-            return self._stream(result) if inspect.isgenerator(result) else result
-        if inspect.ismethod(value) and value.__self__ is self._core:
-            setattr(self, name, counted)          # the core's own methods: wrapped once, not per call
-        return counted
-
-    def wait_idle(self, timeout: float) -> int:
-        """Wait until no call is under way (at most ``timeout`` s); returns the calls still running."""
-        deadline = time.monotonic() + timeout
-        with self._idle:
-            while self._active and (remaining := deadline - time.monotonic()) > 0:
-                self._idle.wait(remaining)
-            return self._active
-
-
-def serve_until_signal(running, core: KeyHolder, calls: CallsInFlight, cluster: Cluster | None = None) -> int:
+def serve_until_signal(running: RunningServer, core: KeyHolder, cluster: Cluster | None = None) -> int:
     """Serve until SIGTERM or SIGINT, then stop within :data:`STOP_SECONDS`: long-polls are woken,
     new calls refused, calls under way get a grace period, and the store is closed after the last
     one.  Everything a finished call stored is committed; a call cut short is retried by its client
@@ -126,7 +75,7 @@ def serve_until_signal(running, core: KeyHolder, calls: CallsInFlight, cluster: 
     running.stop(STOP_SECONDS - 1.0, close_store=False)  # refuse new calls; cancel the rest after the grace
     if cluster is not None:
         cluster.close()
-    left = calls.wait_idle(STOP_SECONDS - (time.monotonic() - started))
+    left = running.wait_idle(STOP_SECONDS - (time.monotonic() - started))
     if left:
         log.warning("stopped; %d call(s) still running were abandoned (their clients retry; nothing they "
                     "stored is lost)", left)
@@ -159,15 +108,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
         core.zero_test = cluster_zero_test(cluster, args.dask_min_comparisons)
     if any(scheme.costly_keys for scheme in schemes):
         core.keys.warm()
-    calls = CallsInFlight(core)
     try:
-        running = start(calls, args.listen, tls, args.insecure)
+        running = start(core, args.listen, tls, args.insecure)
     except (ValueError, OSError) as error:
         core.close()
         raise UsageError(str(error)) from None
     if args.port_file:
         Path(args.port_file).write_text(str(running.port))
-    return serve_until_signal(running, core, calls, cluster)
+    return serve_until_signal(running, core, cluster)
 
 
 def _cluster(args: argparse.Namespace) -> Cluster:

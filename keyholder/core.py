@@ -9,6 +9,7 @@ only, and results go to the session's querier only.
 """
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 import os
@@ -19,7 +20,7 @@ import uuid
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
+from typing import AsyncIterable, Callable, Iterator
 
 from common.schemes import InvalidCiphertext, KeyPair, RetiredScheme, Scheme, all_schemes, get_scheme
 from keyholder.cluster import ZeroTest, local_zero_test
@@ -27,6 +28,7 @@ from keyholder.errors import ServiceError
 from keyholder.keygen import KeyFactory
 from keyholder.limits import Limits
 from keyholder.pair_rule import PairRule
+from keyholder.pool import on_pool
 from keyholder.states import ABORTED, CLOSED, DONE, EXPIRED, MODES, OPEN, PENDING
 from keyholder.store import STORE_FILE, Message, Round, Session, Store
 from keyholder.throttle import FailureThrottle, failure_keys
@@ -337,13 +339,15 @@ class KeyHolder:
                  plan.key_bits)
         return session
 
-    def open_session(self, querier: str, mode: int, holder: str, key_bits: int,
-                     ttl_seconds: float, query_ciphertexts: int = 0, scheme: Scheme | None = None) -> Session:
-        """A new session with a fresh key pair, waiting for the key (the gRPC servicer awaits
-        :meth:`plan_session`, :attr:`keys` and :meth:`create_session` without holding a thread)."""
-        plan = self.plan_session(querier, mode, holder, key_bits, ttl_seconds, query_ciphertexts, scheme)
+    async def open_session(self, plan: SessionPlan) -> tuple[Session, bytes]:
+        """Open a planned session (:meth:`plan_session`): its key pair is awaited from the fair key factory
+        (:attr:`keys`) holding no thread, then stored on the pool (:mod:`keyholder.pool`).  Returns the
+        session and its holder's X25519 key (for the querier to seal its query without a ``GetParty``
+        call).  The plan's slot under the querier's cap is given back however this ends: a cancelled
+        call gives slot and queue place back."""
         try:
-            return self.create_session(plan, self.keys.submit(querier, plan.scheme, plan.key_bits).result())
+            key = await asyncio.wrap_future(self.keys.submit(plan.querier, plan.scheme, plan.key_bits))
+            return await on_pool(lambda: (self.create_session(plan, key), self.party_key(plan.holder)))
         finally:
             self.release(plan)
 
@@ -465,17 +469,45 @@ class KeyHolder:
             self.changed(session.holder)         # listed to the holder at once
         return upload
 
-    def put_message(self, sender: str, session_id: str, kind: str, recipient: str,
-                    chunks: Iterable[bytes]) -> Message:
-        """Spool a whole query (the synchronous form of :meth:`begin_message`)."""
-        upload = self.begin_message(sender, session_id, kind, recipient)
+    async def put_message(self, sender: str, session_id: str, kind: str, recipient: str, streamed: bool,
+                          first: bytes, rest: AsyncIterable[bytes]) -> Message:
+        """Spool a query as it arrives and keep it: :meth:`begin_message` with ``first`` (the data of the
+        chunk that carried the header), then each piece of ``rest``, each written on the pool; the message
+        is committed (its round opened) when ``rest`` ends, which raises to refuse the stream.
+
+        The upload is opened even if the call is cancelled meanwhile, and is then aborted once open, on
+        the pool and not awaited: an awaited clean-up would be dropped unrun when the call is cancelled (a
+        cancelled ``run_in_executor`` cancels its queued work), leaving the holder following an upload
+        that never ends.  Any other failure aborts the upload before it is raised, so that it is gone
+        before the querier hears the refusal."""
+        def begin() -> Upload:
+            started = self.begin_message(sender, session_id, kind, recipient, streamed)
+            try:
+                if first:
+                    started.write(first)
+            except BaseException:
+                started.abort()
+                raise
+            return started
+        opening = asyncio.ensure_future(on_pool(begin))
         try:
-            for data in chunks:
-                upload.write(data)
-        except BaseException:
-            upload.abort()
+            upload = await asyncio.shield(opening)      # opened even if this call is cancelled meanwhile
+            async for data in rest:
+                await on_pool(upload.write, data)
+            return await on_pool(upload.commit)
+        except asyncio.CancelledError:
+            opening.add_done_callback(self._abort_opened)
             raise
-        return upload.commit()
+        except Exception:
+            if opening.done() and not opening.cancelled() and opening.exception() is None:
+                await asyncio.shield(on_pool(opening.result().abort))   # gone before the refusal is sent
+            raise
+
+    @staticmethod
+    def _abort_opened(opening: asyncio.Future[Upload]) -> None:
+        """Abort the upload ``opening`` opened (a cancelled :meth:`put_message`), on the pool, not awaited."""
+        if not opening.cancelled() and opening.exception() is None:
+            asyncio.get_running_loop().run_in_executor(None, opening.result().abort)
 
     def _message_for(self, party: str, message_id: str) -> Message:
         message = self.store.get_message(message_id)

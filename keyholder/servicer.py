@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import logging
 from dataclasses import dataclass
-from typing import Callable, Iterator, TypeVar
+from typing import AsyncIterator, Callable, Iterator, TypeVar
 
 from keyholder import validation
 from keyholder.connections import Call, Connections
@@ -169,13 +169,9 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
             party, request.mode, request.holder, request.key_bits, request.ttl_seconds,
             request.query_ciphertexts, validation.scheme(request.scheme)))
         try:
-            key = await asyncio.wrap_future(self.core.keys.submit(plan.querier, plan.scheme, plan.key_bits))
-            session, holder_key = await on_pool(
-                lambda: (self.core.create_session(plan, key), self.core.party_key(plan.holder)))
+            session, holder_key = await self.core.open_session(plan)
         except Exception as error:
             return await self._fail(context, error)
-        finally:
-            self.core.release(plan)
         return session_info(session, holder_key)
 
     async def GetSession(self, request, context):
@@ -191,9 +187,9 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
     # -- relay ----------------------------------------------------------------
     async def PutMessage(self, request_iterator, context):
         """The first chunk's header is checked before the caller is authenticated, as every request is;
-        the party's stream slot (:attr:`streams`) is taken before the upload opens its spool file.  Only a
-        stream whose final chunk is marked ``last`` is kept (docs/protocol.md, "Streaming the query")."""
-        opening: asyncio.Future[Upload] | None = None
+        the party's stream slot (:attr:`streams`) is taken before the upload opens its spool file; the
+        core spools and keeps the query (:meth:`KeyHolder.put_message`).  Only a stream whose final chunk
+        is marked ``last`` is kept (docs/protocol.md, "Streaming the query")."""
         with contextlib.ExitStack() as slot:
             try:
                 chunks = request_iterator.__aiter__()
@@ -204,45 +200,31 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
                 validation.message_header(header, self.limits)
                 party = await on_pool(self._authenticate, self._screened(context, None, None))
                 slot.enter_context(self.streams.hold(party))
-
-                def begin() -> Upload:
-                    started = self.core.begin_message(party, header.session_id, header.kind, header.recipient,
-                                                      header.stream)
-                    try:
-                        if first.data:
-                            started.write(first.data)
-                    except BaseException:
-                        started.abort()
-                        raise
-                    return started
-                opening = asyncio.ensure_future(on_pool(begin))
-                upload = await asyncio.shield(opening)      # opened even if this call is cancelled meanwhile
-                last = first.last
-                while (chunk := await self._next_chunk(chunks)) is not None:
-                    if chunk.HasField("header"):
-                        raise ServiceError("INVALID_ARGUMENT", "only the first chunk carries a header")
-                    if last:
-                        raise ServiceError("INVALID_ARGUMENT", "a chunk came after the one marked last")
-                    await on_pool(upload.write, chunk.data)
-                    last = chunk.last
-                if not last:      # a client that died mid-stream can look like a clean end of stream
-                    raise ServiceError("ABORTED", "the upload ended without its last chunk (the querier broke "
-                                                  "off mid-upload); nothing was kept")
-                message = await on_pool(upload.commit)
-                opening = None
+                async with contextlib.aclosing(self._rest(chunks, first.last)) as rest:
+                    message = await self.core.put_message(party, header.session_id, header.kind, header.recipient,
+                                                          header.stream, first.data, rest)
                 return message_info(message)
             except ServiceError as error:
                 failure = error
-            except asyncio.CancelledError:
-                if opening is not None:              # cancelled: aborted once opened, without awaiting it
-                    opening.add_done_callback(abort_opened)
-                raise
             except Exception as error:  # the stream broke (e.g. a chunk over the gRPC size limit)
                 failure = ServiceError("RESOURCE_EXHAUSTED", f"the message stream failed: {type(error).__name__}")
                 log.warning("PutMessage stream failed: %s", type(error).__name__)
-            if opening is not None and opening.done() and opening.exception() is None:
-                await asyncio.shield(on_pool(opening.result().abort))   # gone before the refusal is sent
         await refuse(context, failure)
+
+    async def _rest(self, chunks, last: bool) -> AsyncIterator[bytes]:
+        """The data of the chunks after the first (``last``: the first was marked last), read in the
+        call's own task; a chunk with a header or after the one marked ``last`` is refused, and so is a
+        stream that ends without it: a client that died mid-stream can look like a clean end of stream."""
+        while (chunk := await self._next_chunk(chunks)) is not None:
+            if chunk.HasField("header"):
+                raise ServiceError("INVALID_ARGUMENT", "only the first chunk carries a header")
+            if last:
+                raise ServiceError("INVALID_ARGUMENT", "a chunk came after the one marked last")
+            yield chunk.data
+            last = chunk.last
+        if not last:
+            raise ServiceError("ABORTED", "the upload ended without its last chunk (the querier broke "
+                                          "off mid-upload); nothing was kept")
 
     async def _next_chunk(self, chunks) -> pb.MessageChunk | None:
         """The upload's next chunk (None at its end); a querier that sends nothing for the upload idle
@@ -383,14 +365,6 @@ class KeyHolderServicer(pb_grpc.KeyHolderServicer):
 
 
 READ_AHEAD = 2     # pieces of a streamed answer read with the call's checks (a lookup's whole answer)
-
-
-def abort_opened(opening: asyncio.Future[Upload]) -> None:
-    """Abort the upload ``opening`` opened, on the pool and not awaited: an awaited clean-up would be
-    dropped unrun when gRPC cancels the call (a cancelled ``run_in_executor`` cancels its queued work),
-    leaving the holder following an upload that never ends."""
-    if not opening.cancelled() and opening.exception() is None:
-        asyncio.get_running_loop().run_in_executor(None, opening.result().abort)
 
 
 def read_ahead(pieces: Iterator[T]) -> list[T]:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from concurrent import futures
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from common.net import is_loopback
 from keyholder.core import KeyHolder
 from keyholder.limits import Limits
 from keyholder.long_polls import Changes
+from keyholder.pool import Pool, on_pool
 from keyholder.servicer import KeyHolderServicer
 from keyholder.statuses import DecodeGuard
 from proto import linkage_pb2 as pb
@@ -83,7 +83,7 @@ class RunningServer:
     def __init__(self, core: KeyHolder, workers: int) -> None:
         self.core, self.port = core, 0
         self.loop = asyncio.new_event_loop()
-        self.pool = futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="core")
+        self.pool = Pool(workers)          # the core's work; a stopping server waits for it (wait_idle)
         self.loop.set_default_executor(self.pool)
         self._thread = threading.Thread(target=self.loop.run_forever, name="grpc-aio", daemon=True)
         self._thread.start()
@@ -126,7 +126,7 @@ class RunningServer:
         while True:
             await asyncio.sleep(every)
             try:
-                await asyncio.get_running_loop().run_in_executor(None, self.core.expire_due)
+                await on_pool(self.core.expire_due)
             except Exception:
                 log.exception("expiry sweep failed")
 
@@ -138,7 +138,7 @@ class RunningServer:
 
     def stop(self, grace: float = 1.0, close_store: bool = True) -> None:
         """Stop serving (in-flight calls get ``grace`` seconds), then close the store unless the caller
-        closes it itself after the last call's thread has finished.  Idempotent."""
+        closes it itself after the last call's work has finished (:meth:`wait_idle`).  Idempotent."""
         with self._lock:
             if self._stopping:
                 return
@@ -153,6 +153,11 @@ class RunningServer:
         if close_store:
             self.core.close()
         self._stopped.set()
+
+    def wait_idle(self, timeout: float) -> int:
+        """After :meth:`stop`: wait until the core's work under way has finished (at most ``timeout`` s);
+        returns the pieces still running."""
+        return self.pool.wait_idle(timeout)
 
     def wait(self) -> None:
         """Block until :meth:`stop` (signal handlers still run meanwhile)."""

@@ -1,4 +1,5 @@
-"""The key holder's session state machine, driven in process (no server): ``keyholder.core.KeyHolder``.
+"""The key holder's session state machine, driven in process (no server): ``keyholder.core.KeyHolder``,
+opening sessions and spooling queries by the awaitable calls the servicer makes (``core_calls``).
 
 docs/protocol.md: K opens a session with a fresh key, relays the querier's query to the holder,
 zero-tests the holder's comparison batches, hands matching rows' attachments to the querier only,
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from common.schemes import SCHEME_NAMES, RetiredScheme, get_scheme
+from core_calls import open_session, put_message
 from keyholder import validation
 from keyholder.errors import ServiceError
 from keyholder.limits import Limits
@@ -55,21 +57,21 @@ def bits(scheme: str) -> int:
 
 
 def open_with_query(core: KeyHolder, query: bytes = b"sealed query", scheme: str = "paillier") -> tuple[object, object]:
-    session = core.open_session("querier", JOIN, "holder", bits(scheme), 0, scheme=get_scheme(scheme))
-    message = core.put_message("querier", session.id, "query", "holder", [query[:5], query[5:]])
+    session = open_session(core, "querier", JOIN, "holder", bits(scheme), 0, scheme=get_scheme(scheme))
+    message = put_message(core, "querier", session.id, "query", "holder", [query[:5], query[5:]])
     return session, message
 
 
 @pytest.mark.parametrize("scheme", SCHEME_NAMES)
 def test_a_session_from_open_to_close(holder: KeyHolder, scheme: str) -> None:
-    session = holder.open_session("querier", JOIN, "holder", bits(scheme), 0, scheme=get_scheme(scheme))
+    session = open_session(holder, "querier", JOIN, "holder", bits(scheme), 0, scheme=get_scheme(scheme))
     assert (session.status, session.key_bits, session.querier, session.holder, session.scheme) == \
         (OPEN, bits(scheme), "querier", "holder", scheme)
     assert holder.store.get_session(session.id).wrapped_key                 # the private key, wrapped at rest
     assert f"scheme={scheme}" in [row for row in holder.store.audit_rows() if row[2] == "open_session"][-1][6]
     assert holder.list_work("holder") == []
 
-    message = holder.put_message("querier", session.id, "query", "holder", [b"sealed ", b"query"])
+    message = put_message(holder, "querier", session.id, "query", "holder", [b"sealed ", b"query"])
     assert (message.round, message.size, message.recipient) == (1, 12, "holder")
     [(work_session, work_round, seqs)] = holder.list_work("holder")
     assert (work_session.id, work_round.round, work_round.status, work_round.message_id, seqs) == \
@@ -108,7 +110,7 @@ def test_a_session_from_open_to_close(holder: KeyHolder, scheme: str) -> None:
     assert "closed" in refused("FAILED_PRECONDITION", holder.fetch_results, "querier", session.id, 1)
     assert "closed" in refused("FAILED_PRECONDITION", holder.submit_batch, "holder", session.id, 1, 2,
                                batch1, [2, 2, 2], attachments[1])
-    refused("FAILED_PRECONDITION", holder.put_message, "querier", session.id, "query", "holder", [b"x"])
+    refused("FAILED_PRECONDITION", put_message, holder, "querier", session.id, "query", "holder", [b"x"])
     refused("FAILED_PRECONDITION", holder.close_session, "querier", session.id)
 
 
@@ -123,24 +125,24 @@ def test_only_the_right_party_may_act(holder: KeyHolder) -> None:
                        (holder.submit_batch, ("stranger", session.id, 1, 0, batch, [1], [b"a"]))):
         refused("NOT_FOUND", call, *args)
     refused("PERMISSION_DENIED", holder.close_session, "holder", session.id)
-    refused("PERMISSION_DENIED", holder.put_message, "holder", session.id, "query", "querier", [b"x"])
+    refused("PERMISSION_DENIED", put_message, holder, "holder", session.id, "query", "querier", [b"x"])
     refused("PERMISSION_DENIED", holder.get_message, "querier", message.id)       # only the recipient
     refused("PERMISSION_DENIED", holder.submit_batch, "querier", session.id, 1, 0, batch, [1], [b"a"])
     refused("PERMISSION_DENIED", holder.finish_round, "querier", session.id, 1, 0, b"")
     refused("PERMISSION_DENIED", holder.abort_round, "querier", session.id, 1, "no")
     refused("PERMISSION_DENIED", holder.fetch_results, "holder", session.id, 1)    # results: querier only
     refused("PERMISSION_DENIED", holder.round_for_querier, "holder", session.id, 1)
-    refused("INVALID_ARGUMENT", holder.put_message, "querier", session.id, "query", "stranger", [b"x"])
-    refused("INVALID_ARGUMENT", holder.put_message, "querier", session.id, "result", "holder", [b"x"])
-    refused("INVALID_ARGUMENT", holder.open_session, "querier", JOIN, "querier", BITS, 0)
-    refused("NOT_FOUND", holder.open_session, "querier", JOIN, "nobody", BITS, 0)
+    refused("INVALID_ARGUMENT", put_message, holder, "querier", session.id, "query", "stranger", [b"x"])
+    refused("INVALID_ARGUMENT", put_message, holder, "querier", session.id, "result", "holder", [b"x"])
+    refused("INVALID_ARGUMENT", open_session, holder, "querier", JOIN, "querier", BITS, 0)
+    refused("NOT_FOUND", open_session, holder, "querier", JOIN, "nobody", BITS, 0)
 
 
 def test_rounds_follow_their_order(holder: KeyHolder) -> None:
-    session = holder.open_session("querier", JOIN, "holder", BITS, 0)
+    session = open_session(holder, "querier", JOIN, "holder", BITS, 0)
     refused("NOT_FOUND", holder.submit_batch, "holder", session.id, 1, 0, comparisons(session, [True]), [1], [b"a"])
     refused("NOT_FOUND", holder.round_for_querier, "querier", session.id, 1)
-    holder.put_message("querier", session.id, "query", "holder", [b"query"])
+    put_message(holder, "querier", session.id, "query", "holder", [b"query"])
     refused("NOT_FOUND", holder.finish_round, "holder", session.id, 2, 0, b"")
     # an announced count beyond what arrived, and a count short of what arrived, are both refused
     holder.submit_batch("holder", session.id, 1, 1, comparisons(session, [False]), [1], [b"a"])
@@ -191,27 +193,27 @@ def test_a_pair_rule_forwards_rows_whose_terms_hold(holder: KeyHolder) -> None:
 
 def test_quotas_on_sessions_rounds_and_query_size(holder: KeyHolder) -> None:
     first, _ = open_with_query(holder)
-    holder.put_message("querier", first.id, "query", "holder", [b"second round"])
-    assert "2 rounds" in refused("RESOURCE_EXHAUSTED", holder.put_message, "querier", first.id, "query",
+    put_message(holder, "querier", first.id, "query", "holder", [b"second round"])
+    assert "2 rounds" in refused("RESOURCE_EXHAUSTED", put_message, holder, "querier", first.id, "query",
                                  "holder", [b"third round"])
-    declared = holder.open_session("querier", JOIN, "holder", BITS, 0, query_ciphertexts=1)
+    declared = open_session(holder, "querier", JOIN, "holder", BITS, 0, query_ciphertexts=1)
     limit = declared.max_query_bytes
     assert limit == int(1 * (2 * BITS // 8) * LIMITS.query_margin + LIMITS.query_overhead)
-    assert "open sessions" in refused("RESOURCE_EXHAUSTED", holder.open_session, "querier", JOIN, "holder",
+    assert "open sessions" in refused("RESOURCE_EXHAUSTED", open_session, holder, "querier", JOIN, "holder",
                                       BITS, 0)
-    refused("RESOURCE_EXHAUSTED", holder.put_message, "querier", declared.id, "query", "holder",
+    refused("RESOURCE_EXHAUSTED", put_message, holder, "querier", declared.id, "query", "holder",
             [bytes(limit), b"!"])
     assert holder.store.get_session(declared.id).rounds == 0 and not list((holder.spool / declared.id).iterdir())
-    refused("INVALID_ARGUMENT", holder.put_message, "querier", declared.id, "query", "holder", [b""])
+    refused("INVALID_ARGUMENT", put_message, holder, "querier", declared.id, "query", "holder", [b""])
     holder.close_session("querier", first.id)
-    holder.open_session("querier", JOIN, "holder", BITS, 0)                # a closed session frees its slot
+    open_session(holder, "querier", JOIN, "holder", BITS, 0)                # a closed session frees its slot
 
 
 @pytest.mark.parametrize("scheme", SCHEME_NAMES)
 def test_an_expired_session_loses_its_key(holder: KeyHolder, scheme: str) -> None:
     session, _ = open_with_query(holder, scheme=scheme)
-    short = holder.open_session("querier", JOIN, "holder", bits(scheme), 0.3, scheme=get_scheme(scheme))
-    holder.put_message("querier", short.id, "query", "holder", [b"query"])
+    short = open_session(holder, "querier", JOIN, "holder", bits(scheme), 0.3, scheme=get_scheme(scheme))
+    put_message(holder, "querier", short.id, "query", "holder", [b"query"])
     time.sleep(0.4)
     assert [s.id for s, _, _ in holder.list_work("holder")] == [session.id]
     assert "expired" in refused("FAILED_PRECONDITION", holder.submit_batch, "holder", short.id, 1, 0,
@@ -266,17 +268,17 @@ def test_each_scheme_has_its_key_size_query_size_and_offer(tmp_path: Path) -> No
     for name in ("querier", "holder"):
         core.register(name, secrets.token_bytes(32), None, None)
     try:
-        fixed = core.open_session("querier", JOIN, "holder", 0, 0, query_ciphertexts=1000, scheme=get_scheme(curve))
+        fixed = open_session(core, "querier", JOIN, "holder", 0, 0, query_ciphertexts=1000, scheme=get_scheme(curve))
         assert (fixed.scheme, fixed.key_bits, len(fixed.public_key)) == (curve, 256, 32)
         assert fixed.max_query_bytes == int(1000 * 64 * LIMITS.query_margin + LIMITS.query_overhead)
-        default = core.open_session("querier", JOIN, "holder", BITS, 0)
+        default = open_session(core, "querier", JOIN, "holder", BITS, 0)
         assert core.store.get_session(default.id).scheme == "paillier"
         assert "'rsa'" in refused("INVALID_ARGUMENT", validation.scheme, "rsa")   # the name of a request
     finally:
         core.close()
     only = KeyHolder(tmp_path / "k", b"passphrase", LIMITS, schemes=(get_scheme(curve),))
     try:
-        message = refused("FAILED_PRECONDITION", only.open_session, "querier", JOIN, "holder", BITS, 0,
+        message = refused("FAILED_PRECONDITION", open_session, only, "querier", JOIN, "holder", BITS, 0,
                           scheme=get_scheme("paillier"))
         assert "paillier" in message and f"offers: {curve}" in message
         assert only.store.get_session(fixed.id).scheme == curve
@@ -323,7 +325,7 @@ def test_a_session_of_a_retired_scheme_is_refused_in_one_line_and_can_be_closed(
     for name in ("querier", "holder"):
         core.register(name, secrets.token_bytes(32), None, None)
     session, _ = open_with_query(core, scheme="ristretto")
-    other = core.open_session("querier", JOIN, "holder", 0, 0, scheme=get_scheme("ristretto"))
+    other = open_session(core, "querier", JOIN, "holder", 0, 0, scheme=get_scheme("ristretto"))
     batch = comparisons(session, [True])
     core.close()
     retire_scheme_of(tmp_path / "k", session.id)
@@ -333,7 +335,7 @@ def test_a_session_of_a_retired_scheme_is_refused_in_one_line_and_can_be_closed(
         expected = RetiredScheme("ec").of_session(session.id)
         assert refused("FAILED_PRECONDITION", again.submit_batch, "holder", session.id, 1, 0, batch, [1],
                        [b"a"]) == expected
-        assert refused("FAILED_PRECONDITION", again.put_message, "querier", other.id, "query", "holder",
+        assert refused("FAILED_PRECONDITION", put_message, again, "querier", other.id, "query", "holder",
                        [b"x"]) == RetiredScheme("ec").of_session(other.id)
         assert again.session("querier", session.id).scheme == "ec"
         assert again.close_session("querier", session.id).status == CLOSED

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from common.schemes import get_scheme
+from core_calls import open_session, put_message
 from keyholder.core import KeyHolder
 from keyholder.errors import ServiceError
 from keyholder.limits import Limits
@@ -29,8 +30,8 @@ def core(tmp_path: Path):
     keyholder.close()
 
 
-def open_session(core: KeyHolder):
-    return core.open_session("querier", JOIN, "holder", 256, 0, scheme=get_scheme("ristretto"))
+def open_ristretto(core: KeyHolder):
+    return open_session(core, "querier", JOIN, "holder", 256, 0, scheme=get_scheme("ristretto"))
 
 
 def refused(code: str, call, *args) -> str:
@@ -41,7 +42,7 @@ def refused(code: str, call, *args) -> str:
 
 
 def test_the_holder_reads_a_query_while_it_streams_in_and_learns_its_round(core):
-    session = open_session(core)
+    session = open_ristretto(core)
     changes: list[tuple[str, ...]] = []
     core.add_listener(changes.append)
     upload = core.begin_message("querier", session.id, "query", "holder", streamed=True)
@@ -67,7 +68,7 @@ def test_the_holder_reads_a_query_while_it_streams_in_and_learns_its_round(core)
 
 
 def test_a_broken_upload_refuses_its_follower_opens_no_round_and_leaves_no_bytes(core):
-    session = open_session(core)
+    session = open_ristretto(core)
     upload = core.begin_message("querier", session.id, "query", "holder", streamed=True)
     upload.write(b"half a query")
     _, follower = core.follow_message("holder", upload.id)
@@ -76,12 +77,12 @@ def test_a_broken_upload_refuses_its_follower_opens_no_round_and_leaves_no_bytes
     assert "broke off" in refused("ABORTED", follower.read)
     assert core.list_work("holder") == [] and core.store.get_session(session.id).rounds == 0
     assert not list((core.spool / session.id).iterdir())              # its bytes are gone
-    again = core.put_message("querier", session.id, "query", "holder", [b"the whole query"])
+    again = put_message(core, "querier", session.id, "query", "holder", [b"the whole query"])
     assert again.round == 1                                           # the retry opens the same round
 
 
 def test_uploads_not_streamed_are_listed_when_complete_and_concurrent_ones_open_their_own_rounds(core):
-    session = open_session(core)
+    session = open_ristretto(core)
     whole = core.begin_message("querier", session.id, "query", "holder")      # a lookup's query
     whole.write(b"small")
     assert core.list_work("holder") == []
@@ -101,7 +102,7 @@ def test_uploads_not_streamed_are_listed_when_complete_and_concurrent_ones_open_
 
 
 def test_ending_the_session_aborts_its_upload(core):
-    session = open_session(core)
+    session = open_ristretto(core)
     upload = core.begin_message("querier", session.id, "query", "holder", streamed=True)
     upload.write(b"part")
     _, follower = core.follow_message("holder", upload.id)
@@ -118,7 +119,7 @@ def test_concurrent_uploads_cannot_pass_the_round_cap_together(core, monkeypatch
     leaves no bytes."""
     import os
     import threading
-    session = open_session(core)
+    session = open_ristretto(core)
     first = core.begin_message("querier", session.id, "query", "holder")
     first.write(b"query bytes")
     assert first.commit().round == 1
@@ -160,7 +161,7 @@ def test_uploads_in_flight_count_against_the_spool_quotas(tmp_path):
     for name in ("querier", "holder"):
         core.register(name, secrets.token_bytes(32), None, None)
     try:
-        first, second = open_session(core), open_session(core)
+        first, second = open_ristretto(core), open_ristretto(core)
         uploads = [core.begin_message("querier", first.id, "query", "holder") for _ in range(3)]
         uploads[0].write(b"x" * 400)
         uploads[1].write(b"x" * 400)
