@@ -30,7 +30,7 @@ from keyholder.limits import Limits
 from keyholder.pair_rule import PairRule
 from keyholder.pool import on_pool
 from keyholder.states import ABORTED, CLOSED, DONE, EXPIRED, MODES, OPEN, PENDING
-from keyholder.store import STORE_FILE, Message, Round, Session, Store
+from keyholder.store import STORE_FILE, Message, Round, RoundCapReached, Session, Store
 from keyholder.throttle import FailureThrottle, failure_keys
 from keyholder.uploads import Follower, Upload, Uploads
 from keyholder.vault import KeyVault
@@ -119,7 +119,7 @@ class KeyHolder:
         # holder -> spec -> (its fields, last announced): what each serving holder links on (in memory only)
         self._matching: dict[str, OrderedDict[str, tuple[tuple[str, ...], float]]] = {}
         self._opening_lock = threading.RLock()
-        self.uploads = Uploads()                   # queries streaming in (docs/protocol.md, "Streaming the query")
+        self.uploads = Uploads(self.store, limits)  # queries streaming in (docs/protocol.md, "Streaming the query")
         self.expire_due()
         self._clean_spool()
 
@@ -389,7 +389,7 @@ class KeyHolder:
         """Destroy the session's private key, spool and sealed results."""
         session = self.store.get_session(session_id)
         for upload in self.uploads.of_session(session_id):
-            upload.abort("the session ended")
+            self.abort_upload(upload, "the session ended")
         for path in self.store.end_session(session_id, status):
             Path(path).unlink(missing_ok=True)
         folder = self.spool / session_id
@@ -463,7 +463,7 @@ class KeyHolder:
         limit, why = min(bounds)
         if limit <= 0:
             raise ServiceError("RESOURCE_EXHAUSTED", f"no room for another message ({why})")
-        upload = Upload(self, session, sender, limit, why, streamed)
+        upload = Upload(self.spool / session.id, session, sender, limit, why, streamed)
         self.uploads.add(upload)
         if streamed:
             self.changed(session.holder)         # listed to the holder at once
@@ -484,30 +484,66 @@ class KeyHolder:
             started = self.begin_message(sender, session_id, kind, recipient, streamed)
             try:
                 if first:
-                    started.write(first)
+                    self.write_upload(started, first)
             except BaseException:
-                started.abort()
+                self.abort_upload(started)
                 raise
             return started
         opening = asyncio.ensure_future(on_pool(begin))
         try:
             upload = await asyncio.shield(opening)      # opened even if this call is cancelled meanwhile
             async for data in rest:
-                await on_pool(upload.write, data)
-            return await on_pool(upload.commit)
+                await on_pool(self.write_upload, upload, data)
+            return await on_pool(self.commit_upload, upload)
         except asyncio.CancelledError:
             opening.add_done_callback(self._abort_opened)
             raise
         except Exception:
             if opening.done() and not opening.cancelled() and opening.exception() is None:
-                await asyncio.shield(on_pool(opening.result().abort))   # gone before the refusal is sent
+                await asyncio.shield(on_pool(self.abort_upload, opening.result()))   # gone before the refusal
             raise
 
-    @staticmethod
-    def _abort_opened(opening: asyncio.Future[Upload]) -> None:
+    def _abort_opened(self, opening: asyncio.Future[Upload]) -> None:
         """Abort the upload ``opening`` opened (a cancelled :meth:`put_message`), on the pool, not awaited."""
         if not opening.cancelled() and opening.exception() is None:
-            asyncio.get_running_loop().run_in_executor(None, opening.result().abort)
+            asyncio.get_running_loop().run_in_executor(None, self.abort_upload, opening.result())
+
+    def write_upload(self, upload: Upload, data: bytes) -> None:
+        """Spool more of a query, counted against the spool quotas with every upload in flight
+        (:meth:`keyholder.uploads.Uploads.reserve`); its followers look again."""
+        self.uploads.reserve(upload, len(data))
+        upload.write(data)
+        self.changed(upload.key)
+
+    def commit_upload(self, upload: Upload) -> Message:
+        """Keep a whole query and open its round, if its session is still open and has a round left;
+        exactly one of this and :meth:`abort_upload` wins.  Refused: the upload is aborted."""
+        try:
+            with upload.sealed():
+                self.session(upload.sender, upload.session.id)          # still open
+                upload.keep()
+                try:
+                    message = self.store.add_message(
+                        Message(upload.id, upload.session.id, "query", upload.sender, upload.recipient, upload.size,
+                                str(upload.final), None), open_round=True, pending=PENDING,
+                        max_rounds=self.limits.max_rounds)
+                except RoundCapReached:
+                    upload.final.unlink(missing_ok=True)
+                    raise self.rounds_exhausted() from None
+                upload.committed(message.round)
+        except BaseException as error:
+            self.abort_upload(upload, getattr(error, "message", "") or "the query could not be kept")
+            raise
+        self.uploads.remove(upload)
+        self.store.audit(upload.sender, "relay_query", upload.session.id, message.round, count=upload.size)
+        self.changed(upload.key, upload.recipient)          # followers, and the holder's work list
+        return message
+
+    def abort_upload(self, upload: Upload, reason: str = "the querier's upload of this query broke off") -> None:
+        """End an upload that will not be committed (idempotent): its bytes go, its followers are refused."""
+        upload.abort(reason)
+        self.uploads.remove(upload)
+        self.changed(upload.key, upload.recipient)
 
     def _message_for(self, party: str, message_id: str) -> Message:
         message = self.store.get_message(message_id)

@@ -18,32 +18,32 @@ K sees only sealed bytes either way.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import uuid
-from typing import TYPE_CHECKING, BinaryIO
+from pathlib import Path
+from typing import BinaryIO, Iterator
 
 from keyholder.errors import ServiceError
-from keyholder.states import PENDING
-from keyholder.store import Message, RoundCapReached, Session
-
-if TYPE_CHECKING:
-    from keyholder.core import KeyHolder
+from keyholder.limits import Limits
+from keyholder.store import Session, Store
 
 RECEIVING, COMMITTED, ABORTED = "receiving", "committed", "aborted"
 READ_BYTES = 1 << 20        # at most this much per read of a follower
 
 
 class Upload:
-    """One query being spooled: written to a ``.partial`` file, renamed when complete."""
+    """One query being spooled: written to a ``.partial`` file, renamed when complete.  The file and its
+    state only: the core (:class:`keyholder.core.KeyHolder`) counts its bytes against the spool quotas,
+    keeps it as a message and tells whoever waits on it."""
 
-    def __init__(self, core: "KeyHolder", session: Session, sender: str, limit: int, why: str,
+    def __init__(self, folder: Path, session: Session, sender: str, limit: int, why: str,
                  listed: bool = False) -> None:
-        self.core, self.session, self.sender = core, session, sender
+        self.session, self.sender = session, sender
         self.listed = listed              # streamed: listed to the holder while it grows
         self.recipient = session.holder
         self.limit, self.why = limit, why
-        folder = core.spool / session.id
         folder.mkdir(exist_ok=True)
         self.id = uuid.uuid4().hex
         self.final = folder / f"{self.id}.sealed"
@@ -62,7 +62,6 @@ class Upload:
         return f"message:{self.id}"
 
     def write(self, data: bytes) -> None:
-        self.core.uploads.reserve(self, len(data))
         with self._lock:
             if self.state != RECEIVING:
                 raise ServiceError("ABORTED", self.reason or "the upload has ended")
@@ -71,39 +70,31 @@ class Upload:
             self._out.write(data)
             self._out.flush()             # a follower reads through its own handle
             self.size += len(data)
-        self.core.changed(self.key)
 
-    def commit(self) -> Message:
-        """Keep the whole message and open its round; exactly one of this and :meth:`abort` wins."""
-        try:
-            with self._lock:
-                if self.state != RECEIVING:
-                    raise ServiceError("ABORTED", self.reason or "the upload has ended")
-                os.fsync(self._out.fileno())
-                self._out.close()
-                if self.size == 0:
-                    raise ServiceError("INVALID_ARGUMENT", "empty message")
-                self.core.session(self.sender, self.session.id)          # still open
-                os.replace(self.partial, self.final)
-                self.path = self.final
-                try:
-                    message = self.core.store.add_message(
-                        Message(self.id, self.session.id, "query", self.sender, self.recipient, self.size,
-                                str(self.final), None), open_round=True, pending=PENDING,
-                        max_rounds=self.core.limits.max_rounds)
-                except RoundCapReached:
-                    self.final.unlink(missing_ok=True)
-                    raise self.core.rounds_exhausted() from None
-                self.state, self.round = COMMITTED, message.round
-        except BaseException as error:
-            self.abort(getattr(error, "message", "") or "the query could not be kept")
-            raise
-        self.core.uploads.remove(self)
-        self.core.store.audit(self.sender, "relay_query", self.session.id, message.round, count=self.size)
-        self.core.changed(self.key, self.recipient)          # followers, and the holder's work list
-        return message
+    @contextlib.contextmanager
+    def sealed(self) -> Iterator[None]:
+        """Hold the upload while it is kept: refused (``ABORTED``) once it has ended, its file synced to
+        disk and closed, refused when empty.  Inside, the keeper moves it to :attr:`final` (:meth:`keep`)
+        and records it (:meth:`committed`); exactly one of this and :meth:`abort` wins."""
+        with self._lock:
+            if self.state != RECEIVING:
+                raise ServiceError("ABORTED", self.reason or "the upload has ended")
+            os.fsync(self._out.fileno())
+            self._out.close()
+            if self.size == 0:
+                raise ServiceError("INVALID_ARGUMENT", "empty message")
+            yield
 
-    def abort(self, reason: str = "the querier's upload of this query broke off") -> None:
+    def keep(self) -> None:
+        """Move the whole message to its final name (inside :meth:`sealed`)."""
+        os.replace(self.partial, self.final)
+        self.path = self.final
+
+    def committed(self, round_no: int) -> None:
+        """Kept as a message that opened ``round_no`` (inside :meth:`sealed`)."""
+        self.state, self.round = COMMITTED, round_no
+
+    def abort(self, reason: str) -> None:
         """End an upload that will not be committed: its bytes go; followers are refused."""
         with self._lock:
             if self.state == RECEIVING:
@@ -112,8 +103,6 @@ class Upload:
                 self._out.close()
             if self.state == ABORTED:
                 self.partial.unlink(missing_ok=True)
-        self.core.uploads.remove(self)
-        self.core.changed(self.key, self.recipient)
 
     def follower(self) -> "Follower":
         with self._lock:
@@ -152,9 +141,10 @@ class Follower:
 
 
 class Uploads:
-    """The uploads in progress."""
+    """The uploads in progress, and the room in the spool quotas they hold."""
 
-    def __init__(self) -> None:
+    def __init__(self, store: Store, limits: Limits) -> None:
+        self.store, self.limits = store, limits
         self._by_id: dict[str, Upload] = {}
         self._lock = threading.Lock()
 
@@ -178,13 +168,13 @@ class Uploads:
     def reserve(self, upload: Upload, size: int) -> None:
         """Count ``size`` more bytes of ``upload`` against the spool quotas, with the bytes of every other
         upload in flight: concurrent uploads cannot each take the whole room left (RESOURCE_EXHAUSTED)."""
-        core, limits = upload.core, upload.core.limits
+        store, limits = self.store, self.limits
         with self._lock:
             flight = [u.reserved for u in self._by_id.values()]
             session_flight = sum(u.reserved for u in self._by_id.values() if u.session.id == upload.session.id)
-            checks = ((core.store.spool_bytes(upload.session.id) + session_flight, limits.max_spool_session_bytes,
+            checks = ((store.spool_bytes(upload.session.id) + session_flight, limits.max_spool_session_bytes,
                        "this session's spool quota, uploads in flight included"),
-                      (core.store.spool_bytes() + sum(flight), limits.max_spool_bytes,
+                      (store.spool_bytes() + sum(flight), limits.max_spool_bytes,
                        "the key holder's spool quota, uploads in flight included"))
             for used, limit, why in checks:
                 if used + size > limit:

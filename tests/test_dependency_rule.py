@@ -1,11 +1,12 @@
 """The packages' dependency rule: keyholder and party_client share only proto/ and common/;
 party_client may use deid_core; deid_core, common and proto import none of the others; and no
-module imports itself back through other modules of the project (at import time, i.e. through the
-imports at a module's top level)."""
+module imports itself back through other modules of the project (through the imports outside its
+functions: those run at import time, and those under ``if TYPE_CHECKING:``, which a circle hides behind)."""
 from __future__ import annotations
 
 import ast
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -61,15 +62,25 @@ def _module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+def outside_functions(tree: ast.AST) -> Iterator[ast.AST]:
+    """The nodes of a module outside its function bodies: what runs when it is imported, and what sits
+    under ``if TYPE_CHECKING:`` (not run, but a circle all the same that a type checker follows)."""
+    for child in ast.iter_child_nodes(tree):
+        if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            yield child
+            yield from outside_functions(child)
+
+
 def project_module_imports() -> dict[str, set[str]]:
-    """Per project module, the project modules its top-level statements import (``from a.b import c``
-    counts ``a.b.c`` when that is a module, else ``a.b``; importing a package runs its ``__init__``)."""
+    """Per project module, the project modules it imports outside its functions (:func:`outside_functions`;
+    ``from a.b import c`` counts ``a.b.c`` when that is a module, else ``a.b``; importing a package runs
+    its ``__init__``)."""
     modules = {_module_name(path): path for package in PACKAGES for path in (ROOT / package).rglob("*.py")}
     graph: dict[str, set[str]] = {}
     for name, path in modules.items():
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
         found: set[str] = set()
-        for node in tree.body:                      # top level only: imports inside functions run later
+        for node in outside_functions(tree):        # imports inside functions run later
             if isinstance(node, ast.Import):
                 found.update(alias.name for alias in node.names)
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:

@@ -23,8 +23,7 @@ def test_modes_are_the_protos_by_value_and_name():
 
 
 def test_the_core_and_validation_use_these_values():
-    from keyholder import core, uploads, validation
+    from keyholder import core, validation
     assert validation.MODES is states.MODES
     assert (core.OPEN, core.CLOSED, core.EXPIRED, core.PENDING, core.DONE, core.ABORTED) == (
         pb.OPEN, pb.CLOSED, pb.EXPIRED, pb.PENDING, pb.DONE, pb.ABORTED)
-    assert uploads.PENDING == pb.PENDING

@@ -54,11 +54,11 @@ def test_the_holder_reads_a_query_while_it_streams_in_and_learns_its_round(core)
     assert core.follow_message("stranger", upload.id) is None          # a third party is told nothing
     _, follower = core.follow_message("holder", upload.id)
     assert follower.read() == b""                                     # nothing written yet: no wait either
-    upload.write(b"header")
+    core.write_upload(upload, b"header")
     assert follower.read() == b"header" and follower.read() == b""
-    upload.write(b" and the rest")
+    core.write_upload(upload, b" and the rest")
     refused("FAILED_PRECONDITION", core.ack_message, "holder", upload.id)
-    message = upload.commit()
+    message = core.commit_upload(upload)
     assert follower.read() == b" and the rest"
     assert follower.read() is None and upload.round == message.round == 1
     [(_, work, _)] = core.list_work("holder")                        # now the round itself, listed once
@@ -70,10 +70,10 @@ def test_the_holder_reads_a_query_while_it_streams_in_and_learns_its_round(core)
 def test_a_broken_upload_refuses_its_follower_opens_no_round_and_leaves_no_bytes(core):
     session = open_ristretto(core)
     upload = core.begin_message("querier", session.id, "query", "holder", streamed=True)
-    upload.write(b"half a query")
+    core.write_upload(upload, b"half a query")
     _, follower = core.follow_message("holder", upload.id)
     assert follower.read() == b"half a query"
-    upload.abort()                                                    # the stream broke (PutMessage's finally)
+    core.abort_upload(upload)                         # the stream broke (what KeyHolder.put_message does then)
     assert "broke off" in refused("ABORTED", follower.read)
     assert core.list_work("holder") == [] and core.store.get_session(session.id).rounds == 0
     assert not list((core.spool / session.id).iterdir())              # its bytes are gone
@@ -84,31 +84,32 @@ def test_a_broken_upload_refuses_its_follower_opens_no_round_and_leaves_no_bytes
 def test_uploads_not_streamed_are_listed_when_complete_and_concurrent_ones_open_their_own_rounds(core):
     session = open_ristretto(core)
     whole = core.begin_message("querier", session.id, "query", "holder")      # a lookup's query
-    whole.write(b"small")
+    core.write_upload(whole, b"small")
     assert core.list_work("holder") == []
     first = core.begin_message("querier", session.id, "query", "holder", streamed=True)
     second = core.begin_message("querier", session.id, "query", "holder", streamed=True)
-    first.write(b"one")
-    second.write(b"two")
+    core.write_upload(first, b"one")
+    core.write_upload(second, b"two")
     assert sorted((w.round, w.message_id) for _, w, _ in core.list_work("holder")) == \
         sorted([(0, first.id), (0, second.id)])
     followers = [core.follow_message("holder", u.id)[1] for u in (first, second)]
-    assert (second.commit().round, whole.commit().round) == (1, 2)      # rounds in the order of completion
+    # rounds in the order of completion
+    assert (core.commit_upload(second).round, core.commit_upload(whole).round) == (1, 2)
     assert [f.read() for f in followers] == [b"one", b"two"]
     assert followers[1].read() is None and second.round == 1
     assert followers[0].read() == b"" and first.round == 0               # still coming in
-    refused("RESOURCE_EXHAUSTED", first.commit)                          # the session's two rounds are taken
+    refused("RESOURCE_EXHAUSTED", core.commit_upload, first)             # the session's two rounds are taken
     assert "2 rounds" in refused("ABORTED", followers[0].read)
 
 
 def test_ending_the_session_aborts_its_upload(core):
     session = open_ristretto(core)
     upload = core.begin_message("querier", session.id, "query", "holder", streamed=True)
-    upload.write(b"part")
+    core.write_upload(upload, b"part")
     _, follower = core.follow_message("holder", upload.id)
     core.close_session("querier", session.id)
     assert "session ended" in refused("ABORTED", follower.read)
-    refused("ABORTED", upload.commit)
+    refused("ABORTED", core.commit_upload, upload)
     assert core.list_work("holder") == []
 
 
@@ -121,11 +122,11 @@ def test_concurrent_uploads_cannot_pass_the_round_cap_together(core, monkeypatch
     import threading
     session = open_ristretto(core)
     first = core.begin_message("querier", session.id, "query", "holder")
-    first.write(b"query bytes")
-    assert first.commit().round == 1
+    core.write_upload(first, b"query bytes")
+    assert core.commit_upload(first).round == 1
     uploads = [core.begin_message("querier", session.id, "query", "holder") for _ in range(2)]
     for upload in uploads:
-        upload.write(b"query bytes")
+        core.write_upload(upload, b"query bytes")
     together = threading.Barrier(2, timeout=5)
     replace = os.replace
 
@@ -140,7 +141,7 @@ def test_concurrent_uploads_cannot_pass_the_round_cap_together(core, monkeypatch
 
     def commit(upload):
         try:
-            outcomes.append(upload.commit().round)
+            outcomes.append(core.commit_upload(upload).round)
         except ServiceError as error:
             outcomes.append(error.code)
     threads = [threading.Thread(target=commit, args=(u,)) for u in uploads]
@@ -163,14 +164,15 @@ def test_uploads_in_flight_count_against_the_spool_quotas(tmp_path):
     try:
         first, second = open_ristretto(core), open_ristretto(core)
         uploads = [core.begin_message("querier", first.id, "query", "holder") for _ in range(3)]
-        uploads[0].write(b"x" * 400)
-        uploads[1].write(b"x" * 400)
-        assert "this session's spool quota" in refused("RESOURCE_EXHAUSTED", uploads[2].write, b"x" * 400)
-        uploads[2].write(b"x" * 200)                                       # what is left, exactly
+        core.write_upload(uploads[0], b"x" * 400)
+        core.write_upload(uploads[1], b"x" * 400)
+        assert "this session's spool quota" in refused("RESOURCE_EXHAUSTED", core.write_upload, uploads[2],
+                                                       b"x" * 400)
+        core.write_upload(uploads[2], b"x" * 200)                          # what is left, exactly
         other = core.begin_message("querier", second.id, "query", "holder")
-        assert "the key holder's spool quota" in refused("RESOURCE_EXHAUSTED", other.write, b"x" * 600)
-        assert [u.commit().round for u in uploads] == [1, 2, 3]
+        assert "the key holder's spool quota" in refused("RESOURCE_EXHAUSTED", core.write_upload, other, b"x" * 600)
+        assert [core.commit_upload(u).round for u in uploads] == [1, 2, 3]
         uploads_left = core.begin_message("querier", second.id, "query", "holder")
-        uploads_left.write(b"x" * 400)                                      # 1,000 kept + 400 < 1,500
+        core.write_upload(uploads_left, b"x" * 400)                         # 1,000 kept + 400 < 1,500
     finally:
         core.close()
