@@ -3,9 +3,11 @@ process on the key holder's core with its real SQLite store and spool: K lists a
 once as round 0, a follower reads what was written and no more, learns the round at the end, and is
 refused (``ABORTED``) when the upload breaks off or its session ends; no round is opened then, and
 the querier's next upload opens the same round number.  Uploads not marked as streamed are listed
-only when complete (a lookup's query), and a session's concurrent uploads each open their own round."""
+only when complete (a lookup's query), and a session's concurrent uploads each open their own round.
+The servicer's path (``KeyHolder.put_message``) aborts a refused or cancelled upload."""
 from __future__ import annotations
 
+import asyncio
 import secrets
 from pathlib import Path
 
@@ -100,6 +102,44 @@ def test_uploads_not_streamed_are_listed_when_complete_and_concurrent_ones_open_
     assert followers[0].read() == b"" and first.round == 0               # still coming in
     refused("RESOURCE_EXHAUSTED", core.commit_upload, first)             # the session's two rounds are taken
     assert "2 rounds" in refused("ABORTED", followers[0].read)
+
+
+def test_put_message_aborts_a_refused_upload_before_raising_and_a_cancelled_one_once_open(core):
+    """The servicer's path (:meth:`KeyHolder.put_message`): a stream refused mid-way has its upload aborted
+    (followers refused, bytes gone) before the refusal reaches the querier; a call cancelled while the
+    upload is open leaves it aborted too, by a clean-up the cancelled call does not await."""
+    session = open_ristretto(core)
+
+    async def refused_midway():
+        async def rest():
+            yield b" more"
+            raise ServiceError("INVALID_ARGUMENT", "a chunk came after the one marked last")
+        with pytest.raises(ServiceError):
+            await core.put_message("querier", session.id, "query", "holder", True, b"head", rest())
+        return list((core.spool / session.id).iterdir()), core.list_work("holder")
+
+    assert asyncio.run(refused_midway()) == ([], [])                  # already gone when the error is raised
+
+    async def cancelled_while_open():
+        waiting = asyncio.Event()
+
+        async def stalled():
+            waiting.set()
+            await asyncio.Event().wait()                               # the querier sends nothing more
+            yield b""
+        call = asyncio.create_task(core.put_message("querier", session.id, "query", "holder", True, b"head",
+                                                    stalled()))
+        await waiting.wait()
+        [(_, work, _)] = core.list_work("holder")
+        _, follower = core.follow_message("holder", work.message_id)
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+        return follower
+
+    follower = asyncio.run(cancelled_while_open())                    # its pool's work done on return
+    assert "broke off" in refused("ABORTED", follower.read)
+    assert core.list_work("holder") == [] and not list((core.spool / session.id).iterdir())
 
 
 def test_ending_the_session_aborts_its_upload(core):
