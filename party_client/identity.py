@@ -25,6 +25,7 @@ from party_client.errors import PartyError
 from party_client.crypto.seal import public_bytes
 
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+RESTORE = "restore it from a backup of the party directory (or `party init` a new party in another --dir and register it)"
 
 
 def unusable(path: Path, error: Exception, remedy: str) -> PartyError:
@@ -127,16 +128,15 @@ class PartyDir:
             raise PartyError(f"{path} is not a party directory: run `party init` first")
         for name in ("party.json", "identity.key"):
             if not (path / name).exists():
-                raise PartyError(f"{path / name} is missing: restore it from a backup of the party directory "
-                                 "(or `party init` a new party in another --dir and register it)")
+                raise PartyError(f"{path / name} is missing: {RESTORE}")
         try:
             config = json.loads((path / "party.json").read_bytes().decode("utf-8"))
             if not isinstance(config, dict) or not isinstance(config.get("name"), str):
                 raise ValueError("no party name")
-            damaged = path / "identity.key"
-            key = X25519PrivateKey.from_private_bytes(damaged.read_bytes())
         except (OSError, ValueError) as error:      # UnicodeDecodeError and JSONDecodeError are ValueErrors
-            where = "identity.key" if "damaged" in locals() else "party.json"
-            raise unusable(path / where, error, "restore it from a backup of the party directory (or `party init` "
-                                                "a new party in another --dir and register it)") from None
+            raise unusable(path / "party.json", error, RESTORE) from None
+        try:
+            key = X25519PrivateKey.from_private_bytes((path / "identity.key").read_bytes())
+        except (OSError, ValueError) as error:
+            raise unusable(path / "identity.key", error, RESTORE) from None
         return cls(path, config["name"], key, config.get("keyholder"), bool(config.get("insecure")))
