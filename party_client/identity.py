@@ -25,7 +25,8 @@ from party_client.errors import PartyError
 from party_client.crypto.seal import public_bytes
 
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-RESTORE = "restore it from a backup of the party directory (or `party init` a new party in another --dir and register it)"
+RESTORE = ("restore it from a backup of the party directory (or `party init` a new party in another --dir and "
+           "register it)")
 
 
 def unusable(path: Path, error: Exception, remedy: str) -> PartyError:

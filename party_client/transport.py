@@ -15,8 +15,8 @@ is restarted unless ``settled`` shows that it went through.
 
 Back-pressure is not a refusal: RESOURCE_EXHAUSTED carrying ``retry-after`` trailing metadata (or a
 message ending "retry in N s") -- the failed-authentication throttle, a full key-generation queue, the
-long-poll, stream and connection caps -- is retried after the time the key holder names (with jitter, never sooner than the
-backoff) for up to the retry window from the first such answer, saying what it waits for.
+long-poll, stream and connection caps -- is retried after the time the key holder names (with jitter, never
+sooner than the backoff) for up to the retry window from the first such answer, saying what it waits for.
 """
 from __future__ import annotations
 

@@ -110,17 +110,19 @@ def test_a_lookup_lock_held_by_a_hung_command_is_waited_for_then_named(desk, tmp
     server, original, _, lookup = desk
     qdir = tmp_path / "q"
     shutil.copytree(original, qdir)
-    hung = subprocess.Popen([sys.executable, "-c", "import fcntl, os, sys, time; d = os.open(sys.argv[1], os.O_RDONLY); "
-                             "fcntl.flock(d, fcntl.LOCK_EX); open(sys.argv[1] + '/lock.owner', 'w').write(str(os.getpid())); "
-                             "print('locked', flush=True); time.sleep(60)", str(qdir / "lookups")],
-                            stdout=subprocess.PIPE, text=True)
+    hold_the_lock = ("import fcntl, os, sys, time; d = os.open(sys.argv[1], os.O_RDONLY); "
+                     "fcntl.flock(d, fcntl.LOCK_EX); "
+                     "open(sys.argv[1] + '/lock.owner', 'w').write(str(os.getpid())); "
+                     "print('locked', flush=True); time.sleep(60)")
+    hung = subprocess.Popen([sys.executable, "-c", hold_the_lock, str(qdir / "lookups")], stdout=subprocess.PIPE,
+                            text=True)
     try:
         assert hung.stdout.readline().strip() == "locked"
         for key, argv in commands(server, lookup):
             status, err = run_in_process([a.format(dir=qdir) for a in argv])
-            assert status == 2 and err.strip() == (f"party: error: party command pid {hung.pid} has held the lookup "
-                                                   f"lock of {qdir / 'lookups'} for 1 s: let it finish or stop it, then "
-                                                   "run this again"), (key, err)
+            expected = (f"party: error: party command pid {hung.pid} has held the lookup lock of {qdir / 'lookups'} "
+                        "for 1 s: let it finish or stop it, then run this again")
+            assert status == 2 and err.strip() == expected, (key, err)
     finally:
         hung.kill()
         hung.wait()
