@@ -1,6 +1,6 @@
 """Connections each party holds at the key holder: at most ``per_party`` of one party in use at once,
-so that no party can take the connections (file descriptors) every other party needs (README,
-"Operations: quotas and timeouts").
+so that no party can take the connections (file descriptors) every other party needs (docs/operations.md,
+"Quotas and timeouts").
 
 gRPC gives a servicer no handle on a connection, only the caller's address and port, which name it
 (``context.peer()``); nor a way to close one.  So the cap is kept on calls: a call of a party on a

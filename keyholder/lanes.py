@@ -7,7 +7,7 @@ gives at most ``total`` batches of all parties a lane at once, at most ``per_par
 hands a freed lane to the next party in turn (round-robin over parties, first come first served within
 one), so a party with many batches waits for its own and others keep their share.  A waiting batch holds
 no thread, only its place in its party's queue, which is bounded (``queue_per_party``): more is refused
-with RESOURCE_EXHAUSTED and "retry in N s" (README, "Operations: quotas and timeouts").
+with RESOURCE_EXHAUSTED and "retry in N s" (docs/operations.md, "Quotas and timeouts").
 
 Written here because asyncio's semaphores are first come first served over all callers, which is what
 let one party's burst go first; no maintained library keys an async semaphore's turns by caller.

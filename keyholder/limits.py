@@ -1,6 +1,6 @@
 """The key holder's quotas and timeouts, and the ``keyholder serve`` options that set them.
 
-Every limit is a field of :class:`Limits`; README ("Operations: quotas and timeouts")
+Every limit is a field of :class:`Limits`; docs/operations.md ("Quotas and timeouts")
 lists them with their defaults and the status a call gets above them.
 """
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Caps on the calls a party holds open at the key holder at once (long-polls, streams), per party and
-in total, so that no party can take what every other party needs (README, "Operations: quotas and
+in total, so that no party can take what every other party needs (docs/operations.md, "Quotas and
 timeouts").
 
 A call takes a :class:`Slot` before it waits or opens anything and gives it back when it ends; above a

@@ -1,6 +1,6 @@
 """The querier's padded cuckoo table (docs/protocol.md, "Exact matching at scale").
 
-Parameters (documented in the README):
+Parameters (documented in docs/trust.md, "How it works"):
 
 * ``h = 2`` hash functions: the holder does ``h`` comparisons per row, and
   comparisons are the dominant cost, so the smallest ``h`` wins;

@@ -5,7 +5,7 @@ name into letters); a value that is present but yields no code (``31/02/1970``, 
 ``%Y%m%d``, ``n/a`` as a number) would otherwise become "missing" and quietly lose the record its
 matches.  :func:`unparsed_fields` counts them per field from the same codes the keys are built from;
 :func:`check_unparsed` says so above :data:`WARN_SHARE` and refuses above :data:`REFUSE_SHARE`
-unless the user forces it (README, "Linking people", values a field cannot read).  Example values are shown
+unless the user forces it (docs/linking.md, values a field cannot read).  Example values are shown
 only when at least :data:`MIN_EXAMPLE_RECORDS` records carry them, so a warning never prints one
 person's value.
 """

@@ -1,7 +1,7 @@
 """``--preset person``: comparison levels, blocking passes, weights and threshold for linking people,
 from a map of roles (first, last, dob, ...) to each party's own columns.
 
-docs/protocol.md, "Comparison levels" and README, "Linking people": the levels per role follow the
+docs/protocol.md, "Comparison levels" and docs/linking.md: the levels per role follow the
 comparisons splink documents for person data (UK Ministry of Justice, splink, "Comparison library":
 exact, Jaro-Winkler or Levenshtein bands, dates by edit and by time), replaced by levels the blinded
 comparison can decide (:mod:`party_client.matching.levels`).  The weights are log2(m/u) of prior m
