@@ -5,6 +5,7 @@ A large column may be shared out to worker processes in consecutive slices: ever
 output is the same, in the same order."""
 from __future__ import annotations
 
+import multiprocessing
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -60,7 +61,6 @@ def deidentify_notes(notes: Sequence[object], mode: str, *, hints: Iterable[Mapp
     sizes = [len(n) if isinstance(n, str) else 0 for n in notes]
     if workers <= 1 or sum(sizes) < parallel_from:
         return _slice((notes, mode, rows, ids, surrogates))
-    detect("Dr. Smith seen 2/03.")  # the lists load here once; forked workers share them
     bounds, start, chars = [], 0, 0
     for i, size in enumerate(sizes):
         chars += size
@@ -70,7 +70,12 @@ def deidentify_notes(notes: Sequence[object], mode: str, *, hints: Iterable[Mapp
     if start < len(notes):
         bounds.append((start, len(notes)))
     result = ColumnResult([])
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+    # workers come from a fork server, never forked from this process: a caller with threads (a gRPC
+    # client, a web server) can crash a child forked mid-flight (seen: a segfault in threading's after-fork);
+    # the server imports the detector (its lists) once, and every worker forks from it with them loaded
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["deid_core.text.detect"])
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
         for part in pool.map(_slice, ((notes[a:b], mode, rows[a:b], ids[a:b], surrogates) for a, b in bounds)):
             result.add(part)  # map keeps the order of the slices
     return result
