@@ -63,6 +63,16 @@ def blinded_comparisons(scheme: str, public: bytes, zero: list[bool]) -> bytes:
     return arithmetic.compare(public, arithmetic.encrypt(public, xs), list(range(len(xs))), ys)
 
 
+class FakeClock:
+    """A clock the test sets (``clock.now = 30.0``), for code that takes ``clock=``."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

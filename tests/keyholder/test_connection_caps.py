@@ -16,7 +16,7 @@ import pytest
 
 from keyholder.connections import Connections
 from keyholder.errors import ServiceError
-from linkhelpers import TEST_KEY_BITS, canonical, make_parties, plaintext_join, serve_and_join, stub_for, tables
+from linkhelpers import TEST_KEY_BITS, FakeClock, canonical, make_parties, plaintext_join, serve_and_join, stub_for, tables
 from proto import linkage_pb2 as pb
 from proto import linkage_pb2_grpc as pb_grpc
 
@@ -26,16 +26,8 @@ PER_PARTY = 32
 IDLE = 2.0
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def test_a_party_uses_at_most_its_connections_and_an_idle_one_is_given_back():
-    clock = Clock()
+    clock = FakeClock()
     connections = Connections(2, idle=30.0, flag="keyholder serve --max-connections-party", clock=clock)
     a, b, c = (connections.call(f"ipv4:127.0.0.1:{port}") for port in (1001, 1002, 1003))
     a.enter("p")

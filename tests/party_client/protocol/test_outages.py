@@ -16,15 +16,7 @@ from linkhelpers import REPRESENTATIVE, TEST_KEY_BITS, free_port, keyholder_cmd,
 from party_client.identity import PartyDir
 from party_client.transport import FIRST_CONTACT_SECONDS, RETRY_WINDOW_SECONDS, Contact, RetryPolicy, speaks_tls
 from party_client.waiting import Notice, human_seconds
-from linkhelpers import canonical, plaintext_join, relayed, tables
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
+from linkhelpers import FakeClock, canonical, plaintext_join, relayed, tables
 
 
 def test_retry_window_counts_from_the_last_contact():
