@@ -22,3 +22,12 @@ def test_the_site_builds_strict_and_every_page_is_in_the_navigation(tmp_path):
     assert all((tmp_path / "site" / page.removesuffix(".md") / "index.html").exists()
                for page in pages if page != "index.md")
     assert (tmp_path / "site" / "index.html").exists()
+
+
+def test_the_readme_stays_short_and_points_into_the_site():
+    """The README says what the product is, the two commands, the trust tables and where to go next
+    (splink's and Presidio's model); the reference lives on the site."""
+    readme = (REPO / "README.md").read_text()
+    assert len(readme.splitlines()) <= 150
+    linked = set(re.findall(r"\]\(docs/([\w./-]+\.md)", readme))
+    assert {"first_linkage.md", "linking.md", "trust.md", "deidentify.md", "text.md"} <= linked
