@@ -26,11 +26,11 @@ import subprocess
 import sys
 import threading
 import time
-from collections import OrderedDict, deque
+from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Callable
 
 from common.schemes import KeyPair, Scheme, get_scheme
 from keyholder.errors import ServiceError
@@ -114,15 +114,20 @@ class _Party:
     queue: deque = field(default_factory=deque)
     running: bool = False
     mean_cost: float = 1.0               # recent seconds per key (for "retry in N s")
+    served: int = 0                      # when it was last served (a count of jobs started); 0: never
 
 
 class KeyFactory:
     """Generates session keys fairly across parties (see the module docstring)."""
 
-    def __init__(self, workers: int, per_party_queue: int, seconds_per_minute: float) -> None:
+    def __init__(self, workers: int, per_party_queue: int, seconds_per_minute: float,
+                 clock: Callable[[], float] = time.monotonic, worker: Callable[[], "_Worker"] | None = None) -> None:
+        """``clock`` and ``worker`` (a new worker process) are the real ones unless a test gives others."""
         self.workers, self.queue_limit = workers, per_party_queue
+        self._clock, self._new_worker = clock, worker or _Worker
         self.burst, self.rate = seconds_per_minute / 2, seconds_per_minute / 60.0   # a burst never floods
-        self._parties: OrderedDict[str, _Party] = OrderedDict()   # round-robin order: the next served first
+        self._parties: dict[str, _Party] = {}     # in order of arrival
+        self._started = 0                            # jobs started, numbering ``_Party.served``
         self._running = 0
         self._lock = threading.RLock()
         self._idle: queue.SimpleQueue[_Worker] = queue.SimpleQueue()      # at most ``workers`` processes
@@ -134,7 +139,7 @@ class KeyFactory:
     def warm(self) -> None:
         """Start the worker processes now so that the first costly key does not wait for them."""
         for _ in range(self.workers):
-            self._idle.put(_Worker())
+            self._idle.put(self._new_worker())
 
     def close(self) -> None:
         """Stop the workers; queued requests fail with UNAVAILABLE."""
@@ -166,7 +171,7 @@ class KeyFactory:
             except Exception as error:   # noqa: BLE001 - handed to the caller as the future's exception
                 future.set_exception(error)
             return future
-        now = time.monotonic()
+        now = self._clock()
         with self._lock:
             if self._closed:
                 raise ServiceError("UNAVAILABLE", "the key holder is stopping: retry in 5 s", retry_after=5)
@@ -191,9 +196,10 @@ class KeyFactory:
 
     def _dispatch(self, now: float) -> None:
         """Start queued jobs while workers are free: round-robin over the parties that have a job, none
-        running, and budget left (called with the lock held)."""
+        running, and budget left, the least recently served first and parties never served before all
+        others, in order of arrival (called with the lock held)."""
         wake = None
-        for name in list(self._parties):
+        for name in sorted(self._parties, key=lambda n: self._parties[n].served):   # a stable sort
             if self._running >= self.workers:
                 break
             state = self._parties[name]
@@ -211,7 +217,8 @@ class KeyFactory:
                 continue
             state.running = True
             self._running += 1
-            self._parties.move_to_end(name)           # served: last in the round-robin order
+            self._started += 1
+            state.served = self._started              # served: last in the round-robin order
             self._start(name, job)
         self._forget_idle()
         if wake is not None and self._running < self.workers and not self._closed:
@@ -231,7 +238,7 @@ class KeyFactory:
             try:
                 worker = self._idle.get_nowait()
             except queue.Empty:                  # a job running holds its worker: never more than ``workers``
-                worker = _Worker()
+                worker = self._new_worker()
             public, private, cost = worker.generate(job.scheme, job.bits)
             result = KeyPair(public=public, private=private)
         except ValueError as refused:
@@ -253,11 +260,11 @@ class KeyFactory:
         with self._lock:
             self._timer = None
             if not self._closed:
-                self._dispatch(time.monotonic())
+                self._dispatch(self._clock())
 
     def _forget_idle(self) -> None:
         """Parties with nothing queued or running and a full budget are dropped (memory stays bounded)."""
-        now = time.monotonic()
+        now = self._clock()
         for name in [n for n, s in self._parties.items() if not s.queue and not s.running
                      and s.budget + (now - s.updated) * self.rate >= self.burst]:
             del self._parties[name]
@@ -273,7 +280,7 @@ class KeyFactory:
                     state.budget -= cost
                     state.mean_cost = 0.7 * state.mean_cost + 0.3 * cost
             if not self._closed:
-                self._dispatch(time.monotonic())
+                self._dispatch(self._clock())
         if error is None:
             job.future.set_result(result)
         else:

@@ -6,6 +6,7 @@ import math
 import threading
 import time
 from collections import OrderedDict, deque
+from typing import Callable
 
 from keyholder.errors import ServiceError
 
@@ -38,8 +39,8 @@ class FailureThrottle:
 
     MAX_KEYS = 10_000          # per kind; the least recently failing key is forgotten first
 
-    def __init__(self, limit: int, window: float) -> None:
-        self.limit, self.window = limit, window
+    def __init__(self, limit: int, window: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.limit, self.window, self._clock = limit, window, clock
         self._failures: dict[str, OrderedDict[str, deque[float]]] = {kind: OrderedDict() for kind in NAMES}
         self._lock = threading.Lock()
 
@@ -58,7 +59,7 @@ class FailureThrottle:
         """Refuse at once (no store lookup) a token that has failed ``limit`` times within the window: only
         unknown and expired tokens are counted, and neither becomes valid again (a renewal issues a new
         token), so a valid token is never refused here.  The refusal counts as a failure too."""
-        now = time.monotonic()
+        now = self._clock()
         with self._lock:
             times = self._recent(TOKEN, token_digest, now)
             if times is None or len(times) < self.limit:
@@ -72,7 +73,7 @@ class FailureThrottle:
     def failed(self, keys: list[tuple[str, str]]) -> None:
         """Count one failure against each key; raise RESOURCE_EXHAUSTED if any key is over the limit
         (this failure included), else return (the caller then refuses the credentials itself)."""
-        now = time.monotonic()
+        now = self._clock()
         waits = []
         with self._lock:
             for kind, key in keys:
