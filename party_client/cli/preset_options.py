@@ -85,6 +85,9 @@ def check_plan(args: argparse.Namespace, rules) -> bool:
         raise PartyError(f"the plan needs about {estimate['comparisons']:,} comparisons, above --max-comparisons "
                          f"{limit:,}; block on rarer keys or map fewer roles{cheaper}")
     if dry_run:
+        from party_client.matching.parsing import date_forms
+        for line in date_forms(rules, frame):
+            print(line)
         print(plan_text(estimate))
         scheme, timeout = getattr(args, "scheme", None), getattr(args, "timeout", None)
         needed = estimate["seconds"].get(scheme)

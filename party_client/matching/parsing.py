@@ -18,7 +18,7 @@ from typing import Callable
 import pandas as pd
 
 from party_client.errors import PartyError
-from party_client.matching.dates import AUTO
+from party_client.matching.dates import AUTO, date_form
 
 log = logging.getLogger("party_client.matching")
 
@@ -55,7 +55,7 @@ def _sources(rules) -> list[tuple[str, tuple[str, ...], str, str]]:
     if isinstance(rules, LevelRules):
         out = []
         for f in rules.model.fields:
-            hint = " as a year-first date" if f.value_type == "date" and f.date_format == AUTO else \
+            hint = " as a date in the form found in the column" if f.value_type == "date" and f.date_format == AUTO else \
                 f" as date_format '{f.date_format}'" if f.value_type == "date" and f.date_format else \
                 " as a date (year, month, day)" if f.value_type == "date" else \
                 " as a whole number" if f.value_type == "number" else ""
@@ -63,6 +63,26 @@ def _sources(rules) -> list[tuple[str, tuple[str, ...], str, str]]:
         return out
     return [(f.name, (f.column,), f"{f.name}.year" if f.encoder == "dob_ndi" else f.name,
              f" as date_format '{f.date_format}'" if f.encoder == "dob_ndi" else "") for f in rules.fields.values()]
+
+
+def _auto_dates(rules) -> list[tuple[str, str]]:
+    """(field, column) of every date field whose form is read from its column (``date_format`` auto)."""
+    from party_client.matching.level_rules import LevelRules
+    if isinstance(rules, LevelRules):
+        return [(f.name, f.column) for f in rules.model.fields
+                if f.value_type == "date" and not f.parts and (f.date_format or AUTO) == AUTO]
+    return [(f.name, f.column) for f in rules.fields.values() if f.encoder == "dob_ndi" and f.date_format == AUTO]
+
+
+def date_forms(rules, frame: pd.DataFrame) -> list[str]:
+    """Per date field read under ``auto``, the form found in its column and why (the dry-run says so)."""
+    said = []
+    for name, column in _auto_dates(rules):
+        text = frame[column].astype("string").fillna("").str.strip()
+        where = f"field '{name}' (column '{column}')"
+        form = date_form(text[text != ""], where)
+        said.append(f"{where}: dates read as {form.format} ({form.why})")
+    return said
 
 
 def unparsed_fields(rules, frame: pd.DataFrame, codes: dict[str, pd.Series] | None = None) -> list[Unparsed]:
