@@ -176,6 +176,8 @@ class Party(Registrant):
         signature = fingerprint(mode, holder, self.keyholder, data, id_column, id_type, rules, options.key_bits,
                                 options.cuckoo, options.scheme.name)       # the rules as given (a file: its bytes)
         rules = self._rules(rules)                 # loaded once, for the keys and the agreement check
+        if isinstance(rules, LevelRules) and rules.awaits_holder_rows:
+            rules = self._at_holder_rows(rules, holder, options.timeout)
         frame, keys = self._prepare(data, id_column, id_type, rules, matched_column, "querier", force)
         states = SessionStates(self.dir)
         with self.connect() as connection:
@@ -198,7 +200,19 @@ class Party(Registrant):
                           term_column=term_column, one_to_one=one_to_one, duplicate_free=duplicate_free)
         report = self._report(mode, holder, session, outcome, result, matched_column)
         report["matched_records"] = matched_records(keys, outcome)
+        if isinstance(rules, LevelRules):
+            report["threshold"] = rules.model.threshold
+            if rules.precision is not None:
+                report.update(precision_target=rules.precision, holder_rows=rules.holder_rows)
         return LinkResult(result, report)
+
+    def _at_holder_rows(self, rules: LevelRules, holder: str, timeout: float) -> LevelRules:
+        """A precision target's threshold, derived from the table size the holder announces (waited for up
+        to ``timeout`` seconds), as the holder derives it from its own (docs/linking.md, "A precision target")."""
+        from party_client.lookups import announced_rows
+        sized = f"the threshold for precision {rules.precision:g} is derived"
+        with self.connect() as connection:
+            return rules.at_holder_rows(announced_rows(Querier(connection, self.dir), holder, timeout, sized))
 
     def _resume(self, querier: Querier, states: SessionStates,
                 signature: str) -> tuple[pb.SessionInfo | None, SessionState | None]:

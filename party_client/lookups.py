@@ -125,9 +125,10 @@ class BucketSizing:
                           hashed_bucket_risk(holder_rows, buckets), self.max_risk, self.buckets is not None)
 
 
-def announced_rows(querier: Querier, holder: str, timeout: float) -> int:
+def announced_rows(querier: Querier, holder: str, timeout: float,
+                   sized: str = "lookup buckets are sized") -> int:
     """The holder's table size as it last announced it to K (``GetParty``), waiting up to ``timeout``
-    seconds for a holder that has never served."""
+    seconds for a holder that has never served; ``sized`` says what is sized from it."""
     started = time.monotonic()
     while True:
         rows = querier.connection.call("GetParty", pb.GetPartyRequest(name=holder)).table_rows
@@ -135,10 +136,10 @@ def announced_rows(querier: Querier, holder: str, timeout: float) -> int:
             return rows
         remaining = timeout - (time.monotonic() - started)
         if remaining <= 0:
-            raise HolderTimeout(f"holder '{holder}' has not announced its table size within {timeout:g} s: lookup "
-                                "buckets are sized from it, so the holder must be serving (`party hold`)")
+            raise HolderTimeout(f"holder '{holder}' has not announced its table size within {timeout:g} s: {sized} "
+                                "from it, so the holder must be serving (`party hold`)")
         querier.notice.say("announce", started, lambda: (
-            f"waiting for holder '{holder}' to announce its table size, which lookup buckets are sized from "
+            f"waiting for holder '{holder}' to announce its table size, which {sized} from "
             f"(it does when serving: `party hold`; up to {human_seconds(remaining)} more)"))
         time.sleep(min(ANNOUNCE_POLL_SECONDS, remaining))
 

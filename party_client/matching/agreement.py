@@ -35,7 +35,7 @@ def check_agreement(holder: str, spec: str, fields: Sequence[str], announced: Se
     if set(theirs) == ours:
         raise PartyError(f"holder '{holder}' links on the same fields ({', '.join(theirs)}) with other levels, "
                          f"weights, threshold or blocking (its keys {closest.spec}, yours {spec}): use the same "
-                         "--preset and --match-threshold as the holder, or the same rules file")
+                         "--preset and --match-threshold (or --precision) as the holder, or the same rules file")
     lacking = [f for f in theirs if f not in ours]
     extra = [f for f in fields if f not in set(theirs)]
     parts = ([f"you do not map {', '.join(lacking)}"] if lacking else []) + \

@@ -67,13 +67,57 @@ def block_codes(model: LevelModel, codes: dict[str, pd.Series], blocking: Blocki
 class LevelRules:
     """A level model with blocking passes: both parties' keys for the blocked engine."""
 
-    def __init__(self, model: LevelModel, blocking: list[BlockingPass], source: str = "preset") -> None:
+    def __init__(self, model: LevelModel, blocking: list[BlockingPass], source: str = "preset",
+                 precision: float | None = None, holder_rows: int | None = None) -> None:
+        """``precision``: a target from which the threshold is derived (:mod:`party_client.matching.precision`)
+        once the holder's announced table size, ``holder_rows``, is known (:meth:`at_holder_rows`); until
+        then the model's threshold is a placeholder and no key can be made."""
+        if precision is not None:
+            from party_client.matching.precision import check_precision
+            precision = check_precision(precision)
+            if not model.m or not model.u:
+                raise PartyError(f"{source}: a precision target needs m and u for every field ([rule.levels] m, u)")
         model.check()
         if not blocking:
             raise PartyError("a model over comparison levels needs at least one [[blocking]] pass")
         self.model, self.blocking, self.source = model, list(blocking), source
+        self.precision, self.holder_rows = precision, holder_rows
         self.fields = {f.name: f for f in model.fields}
         self.terms = [()]          # one key table (``TABLE``), as reports and benchmarks count a rule's terms
+
+    # -- the threshold from a precision target ------------------------------------------------------
+    @property
+    def awaits_holder_rows(self) -> bool:
+        """A precision target whose threshold is not derived yet (it needs the holder's table size)."""
+        return self.precision is not None and self.holder_rows is None
+
+    def at_holder_rows(self, holder_rows: int) -> "LevelRules":
+        """These rules with the threshold derived from the precision target for a holder that announced
+        ``holder_rows`` rows (both parties derive the same from the same announced size)."""
+        from party_client.matching.precision import match_prior, threshold_for_precision
+        if self.precision is None:
+            return self
+        threshold = threshold_for_precision(self.model, self.precision, match_prior(holder_rows))
+        model = LevelModel(self.model.fields, self.model.weights, threshold, self.model.m, self.model.u)
+        return LevelRules(model, self.blocking, self.source, self.precision, holder_rows)
+
+    def announced_rows(self, frame: pd.DataFrame) -> int:
+        """The table size a holder with ``frame`` announces: its rows with a key of some pass, rounded down
+        to the public step (:func:`party_client.crypto.cuckoo.padded_floor`)."""
+        codes = self.codes(frame)
+        return _announced(self._holder_block_keys(codes), len(frame))
+
+    def for_holder(self, frame: pd.DataFrame) -> "LevelRules":
+        """These rules as a holder of ``frame`` runs them (the threshold derived from its own size)."""
+        return self.at_holder_rows(self.announced_rows(frame)) if self.awaits_holder_rows else self
+
+    def _resolved(self) -> None:
+        if self.awaits_holder_rows:
+            raise PartyError(f"the threshold for precision {self.precision:g} is derived from the holder's "
+                             "announced table size, not known yet")
+
+    def _holder_block_keys(self, codes: dict[str, pd.Series]) -> list[list[str | None]]:
+        return [[v if v else None for v in block_codes(self.model, codes, b).tolist()] for b in self.blocking]
 
     # -- layout -----------------------------------------------------------------------------------
     def _shapes(self) -> list[tuple[str, int, tuple[str, ...]]]:
@@ -84,6 +128,7 @@ class LevelRules:
                 for f in self.model.fields for outcome, keys in zip(f.outcomes, groups[f.name])]
 
     def layout(self) -> PairLayout:
+        self._resolved()
         shapes = self._shapes()
         scaled, otherwise, threshold = self.model.scaled()
         field_of, weights = [], []
@@ -99,6 +144,7 @@ class LevelRules:
     @property
     def spec(self) -> str:
         """Digest of what both parties must agree on (not column names or date formats)."""
+        self._resolved()
         scaled, otherwise, threshold = self.model.scaled()
         canonical = {"fields": [(f.name, f.value_type, [level.name for level in f.levels]) for f in self.model.fields],
                      "weights": scaled, "else": otherwise, "threshold": threshold,
@@ -130,16 +176,19 @@ class LevelRules:
         return QuerierKeys(records, tables, self.spec, BlockedQuery(secret, self.pass_layouts(), passes, group_keys))
 
     def holder_keys(self, frame: pd.DataFrame) -> HolderKeys:
+        """The holder's keys; a precision target's threshold is derived here from the table size the holder
+        announces (:meth:`announced_rows`), as the querier derives it from that announcement."""
         codes = self.codes(frame)
         group_keys = {}
         groups = self.model.groups(codes)
         for f in self.model.fields:
             for outcome, keys in zip(f.outcomes, groups[f.name]):
                 group_keys[f"{f.name}.{outcome}"] = [_holder_column(slot, values) for slot, values in keys.holder]
-        block_keys = [[v if v else None for v in block_codes(self.model, codes, b).tolist()] for b in self.blocking]
+        block_keys = self._holder_block_keys(codes)
         present = holder_rows(block_keys, len(frame))
-        return HolderKeys(["blocked"], [[("" if p else None) for p in present]], self.spec,
-                          BlockedHolder(self.pass_layouts(), group_keys, block_keys))
+        rules = self.at_holder_rows(_announced(block_keys, len(frame))) if self.awaits_holder_rows else self
+        return HolderKeys(["blocked"], [[("" if p else None) for p in present]], rules.spec,
+                          BlockedHolder(rules.pass_layouts(), group_keys, block_keys))
 
     # -- the plaintext reference ----------------------------------------------------------------------
     def candidate_pairs(self, querier: pd.DataFrame, holder: pd.DataFrame, holder_rules: "LevelRules | None" = None,
@@ -169,6 +218,13 @@ class LevelRules:
         keep = accepted(self.model, levels)
         weights = pattern_weights(self.model, levels) / 1000
         return pd.DataFrame({"entry": left[keep], "row": right[keep], "weight": weights[keep]})
+
+
+def _announced(block_keys: list[list[str | None]], rows: int) -> int:
+    """The holder's announced table size: rows with a key of some pass, rounded down to the public step
+    (as :class:`party_client.protocol.holder.Holder` announces it)."""
+    from party_client.crypto.cuckoo import padded_floor
+    return padded_floor(int(holder_rows(block_keys, rows).sum()))
 
 
 def _domains(field: str, keys) -> tuple[str, ...]:
@@ -212,7 +268,8 @@ def rules_document(rules: LevelRules) -> dict:
             entry["normalize"] = f.normalize
         fields.append(entry)
     document = {"field": fields,
-                "rule": {"levels": {"threshold": rules.model.threshold,
+                "rule": {"levels": {**({"precision": rules.precision} if rules.precision is not None
+                                       else {"threshold": rules.model.threshold}),
                                     "weights": {f: dict(w) for f, w in rules.model.weights.items()},
                                     **({"m": rules.model.m, "u": rules.model.u} if rules.model.m else {})}},
                 "blocking": [{"fields": list(b.fields), **({"capacity": b.capacity} if b.capacity else {})}
@@ -242,9 +299,15 @@ def load_level_rules(document: dict, where: str) -> LevelRules:
                                  entry.get("column"), tuple(columns) if columns else None, date_format,
                                  entry.get("normalize", "name")))
     spec = document.get("rule", {}).get("levels", {})
+    if ("threshold" in spec) == ("precision" in spec):
+        raise PartyError(f"{where}: [rule.levels] needs threshold = BITS or precision = P (a target the threshold "
+                         "is derived from), not both")
     try:
-        threshold = float(spec["threshold"])
         weights = {f: {level: float(w) for level, w in table.items()} for f, table in spec["weights"].items()}
+        # a precision target's threshold is derived once the holder's size is known: a placeholder above
+        # every pattern's weight until then (LevelRules.at_holder_rows)
+        threshold = float(spec["threshold"]) if "threshold" in spec else \
+            sum(max(table.values(), default=0.0) for table in weights.values()) + 1.0
     except KeyError as missing:
         raise PartyError(f"{where}: [rule.levels] needs {missing}") from None
     except (TypeError, ValueError, AttributeError):
@@ -266,4 +329,11 @@ def load_level_rules(document: dict, where: str) -> LevelRules:
         u = {f: {level: float(p) for level, p in table.items()} for f, table in spec.get("u", {}).items()}
     except (TypeError, ValueError, AttributeError):
         raise PartyError(f"{where}: [rule.levels] m and u must be probabilities") from None
-    return LevelRules(LevelModel(fields, weights, threshold, m, u), blocking, source=where)
+    precision = spec.get("precision")
+    if precision is not None:
+        from party_client.matching.precision import check_precision
+        try:
+            precision = check_precision(precision)
+        except PartyError as error:
+            raise PartyError(f"{where}: [rule.levels] {error}") from None
+    return LevelRules(LevelModel(fields, weights, threshold, m, u), blocking, source=where, precision=precision)

@@ -6,12 +6,13 @@ UK Ministry of Justice, splink documentation, "Charts", are the anchor).
 Estimates follow the Fellegi-Sunter model's own assumptions (fields independent given the match
 status): recall = P(weight >= threshold | match) and the false-match rate P(weight >= threshold |
 non-match) are exact sums over the model's weight distributions (missing left out); precision takes
-the match prior from the matches found among all querier x holder pairs.
+the match prior from the matches found among all querier x holder pairs.  A table gives the same estimates
+at whole bits around the threshold, under the prior a precision target's threshold was derived from
+(:mod:`party_client.matching.precision`) when the run had one.
 """
 from __future__ import annotations
 
 import math
-from collections import defaultdict
 
 import numpy as np
 import pandas as pd
@@ -19,6 +20,8 @@ import pandas as pd
 from deid_core.report import Document, Figure, Paragraph, Section, Table, render
 from deid_core.report.figures import png
 from party_client.matching.fellegi_sunter import ELSE_LEVEL, LevelModel
+from party_client.matching.precision import (ASSUMED_OVERLAP, curve_rows, match_prior, precision_curve,
+                                             weight_distribution)
 
 BORDERLINE = 10                 # matches shown nearest the threshold
 # How far the estimate was from the truth on sets with known links (benchmarks/README.md, "Three
@@ -27,21 +30,10 @@ BORDERLINE = 10                 # matches shown nearest the threshold
 OPTIMISM = ("On test sets with known links this estimate was optimistic by up to 0.024 in precision and "
             "0.020 in recall (estimated 0.991, measured 0.967 on US names with nicknames, married names and "
             "twins): check a sample of the links by eye before relying on them.")
-
-
-def weight_distribution(model: LevelModel, probabilities: dict[str, dict[str, float]]) -> dict[int, float]:
-    """P(weight = w) in thousandths of a bit under m (or u), fields independent."""
-    scaled, otherwise, _ = model.scaled()
-    total: dict[int, float] = {0: 1.0}
-    for index, f in enumerate(model.fields):
-        weights = {level.name: scaled[index][i] for i, level in enumerate(f.levels)}
-        weights[ELSE_LEVEL] = otherwise[index]
-        step: dict[int, float] = defaultdict(float)
-        for w0, p0 in total.items():
-            for name, p in probabilities[f.name].items():
-                step[w0 + weights[name]] += p0 * p
-        total = dict(step)
-    return total
+# The same at thresholds derived from a precision target (benchmarks/README.md, "A threshold from a precision
+# target"): lower thresholds take in more of the pairs that break independence.
+TARGET_OPTIMISM = ("At thresholds derived from --precision 0.99 the estimate was further off on a test set with "
+                   "relatives at one address: estimated 0.990, measured 0.927 (6.6 bits; 0.994 at 12 bits).")
 
 
 def estimated_quality(model: LevelModel, matches: int, pairs: int) -> dict:
@@ -72,13 +64,33 @@ def _histogram(weights: np.ndarray, threshold: float) -> str:
     return out
 
 
+def threshold_section(model: LevelModel, prior: float, target: float | None, target_rows: int | None) -> Section:
+    """Where the threshold came from (a precision target and the holder's announced size, or as given) and
+    the model's estimated precision and recall at whole bits around it, under ``prior``."""
+    if target is not None:
+        origin = (f"Threshold {model.threshold:g} bits: the lowest weight at which the model's estimated precision "
+                  f"reaches the target {target:g}, for the holder's announced {target_rows:,} rows with "
+                  f"{ASSUMED_OVERLAP:g} of your records assumed to match one of them (prior {prior:.3g} per pair; "
+                  "docs/linking.md, \"A precision target\"). Both parties derived it before any comparison.")
+    else:
+        origin = (f"Threshold {model.threshold:g} bits, as given; the estimates below take the prior of the "
+                  f"estimate above ({prior:.3g} per pair).")
+    rows = [[f"{p.threshold:g}" + (" (this run)" if p.threshold == model.threshold else ""), f"{p.precision:.4f}",
+             f"{p.recall:.4f}"] for p in curve_rows(precision_curve(model, prior), model.threshold)]
+    return Section("Estimated precision and recall by threshold", [
+        Paragraph(origin), Table(["threshold (bits)", "estimated precision", "estimated recall"], rows, numeric=(1, 2)),
+        Paragraph(TARGET_OPTIMISM)])
+
+
 def render_page(model: LevelModel, result: pd.DataFrame, weight_column: str, matched_column: str,
-                own_columns: list[str], records: int, matched_records: int, holder_rows: int) -> str:
+                own_columns: list[str], records: int, matched_records: int, holder_rows: int,
+                target: float | None = None, target_rows: int | None = None) -> str:
     """The page for one linkage, drawn by the project's one report renderer (:mod:`deid_core.report`):
     ``result`` is the querier's output (its own columns, ``matched`` and ``match_weight``; a record with
     several matches has a row for each), ``records`` the querier's input records and ``matched_records``
     how many of them matched (as the run's report counts them); only the querier's own columns are
-    shown for borderline pairs, under a warning that they identify people."""
+    shown for borderline pairs, under a warning that they identify people.  ``target``: the precision target
+    the threshold was derived from, for a holder announcing ``target_rows`` rows."""
     matched = result[result[matched_column].astype(bool)]
     weights = matched[weight_column].to_numpy(dtype=np.float64)
     quality = estimated_quality(model, len(matched), records * max(holder_rows, 1)) if model.m and model.u else None
@@ -108,6 +120,8 @@ def render_page(model: LevelModel, result: pd.DataFrame, weight_column: str, mat
         f"threshold {model.threshold:g} bits. The borderline matches below show your own records' identifiers: "
         "keep this page where your identified data are kept, and do not share it."), sections=[
         Section("Estimated quality at the threshold", [Paragraph(estimate)]),
+        *([threshold_section(model, match_prior(target_rows) if target is not None else quality["prior"], target,
+                             target_rows)] if quality else []),
         Section("m, u and weight per level", [Table(["field", "level", "agrees when", "m", "u", "weight (bits)"],
                                                     levels, numeric=(3, 4, 5)), *caveat]),
         Section("Match weights", [Figure(_histogram(weights, model.threshold),

@@ -1,6 +1,6 @@
 """The names the ``--preset`` options need before any matching machinery is imported: the presets, the
-roles a ``--map`` may name, the default match threshold, and the parsing of ``--map`` (the levels,
-weights and blocking passes of each role are in :mod:`party_client.matching.presets`)."""
+roles a ``--map`` may name, the default match threshold and precision target, and the parsing of
+``--map`` (the levels, weights and blocking passes of each role are in :mod:`party_client.matching.presets`)."""
 from __future__ import annotations
 
 from party_client.errors import PartyError
@@ -10,6 +10,10 @@ TEXT_ROLES = ("first", "last", "sex", "postcode", "id", "street_number", "addres
 ROLES = TEXT_ROLES + ("dob",) + DATE_ROLES
 PRESETS = ("person", "person-typo")
 DEFAULT_THRESHOLD = 12.0
+# ``--precision`` given without a value: the target from which the threshold is derived
+# (party_client.matching.precision).  Not the default: measured against 12 bits on the benchmarks' sets it
+# lowered F1 on two of them (benchmarks/README.md, "A threshold from a precision target").
+DEFAULT_PRECISION = 0.99
 
 
 def parse_map(text: str) -> dict[str, str]:

@@ -168,10 +168,11 @@ def person_passes(mapping: dict[str, str]) -> list[BlockingPass]:
 
 
 def person_rules(mapping: dict[str, str], date_format: str = AUTO, threshold: float = DEFAULT_THRESHOLD,
-                 preset: str = "person") -> LevelRules:
-    """The preset as matching keys: model and blocking passes."""
+                 preset: str = "person", precision: float | None = None) -> LevelRules:
+    """The preset as matching keys: model and blocking passes; with ``precision`` the threshold is derived
+    from that target once the holder's table size is known (:mod:`party_client.matching.precision`)."""
     return LevelRules(person_model(mapping, date_format, threshold, preset), person_passes(mapping),
-                      source=f"preset {preset}")
+                      source=f"preset {preset}", precision=precision)
 
 
 def estimated_model(model: LevelModel, frame: pd.DataFrame) -> LevelModel:
@@ -215,4 +216,4 @@ def estimate_person(rules: LevelRules, frame: pd.DataFrame, max_pairs: int = 1_0
     u = u_from_frequencies(model, frame, seed=seed)
     fit = type(fit)(fit.m, u, fit.match_proportion, fit.iterations, fit.converged, fit.change)
     estimated = model_from_fit(model.fields, fit, model.threshold)
-    return LevelRules(estimated, rules.blocking, source=rules.source), fit, len(left)
+    return LevelRules(estimated, rules.blocking, source=rules.source, precision=rules.precision), fit, len(left)
