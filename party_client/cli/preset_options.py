@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from party_client.errors import PartyError
-from party_client.matching.preset_roles import DEFAULT_THRESHOLD, PRESETS, ROLES, parse_map
+from party_client.matching.preset_roles import DEFAULT_PRECISION, DEFAULT_THRESHOLD, PRESETS, ROLES, parse_map
 
 # The matching machinery (pandas, the levels, the blocking passes) is imported on use, so that the
 # commands that do not link (init, register, sessions, --help) start without it.
@@ -21,8 +21,14 @@ def add_preset_options(sub: argparse.ArgumentParser, querier: bool) -> None:
     sub.add_argument("--date-format", default="auto",
                      help="format of the dob column (e.g. %%d/%%m/%%Y); auto reads year-first dates (19670818, "
                           "1967-08-18, 1967/08/18) and never guesses day/month order")
-    sub.add_argument("--match-threshold", type=float, default=DEFAULT_THRESHOLD,
-                     help="Fellegi-Sunter weight (bits) a pair must reach; both parties must give the same")
+    threshold = sub.add_mutually_exclusive_group()
+    threshold.add_argument("--match-threshold", type=float, default=DEFAULT_THRESHOLD,
+                           help="Fellegi-Sunter weight (bits) a pair must reach; both parties must give the same")
+    threshold.add_argument("--precision", type=float, nargs="?", const=DEFAULT_PRECISION, metavar="P",
+                           help=f"instead of --match-threshold: derive it, before any comparison, as the lowest "
+                                f"weight at which the model's estimated precision reaches P ({DEFAULT_PRECISION:g} "
+                                "if no P is given), from the holder's announced table size; both parties must give "
+                                "the same")
     sub.add_argument("--write-rules", metavar="FILE.toml", help="also write the preset as a rules file to edit")
     sub.add_argument("--force", action="store_true",
                      help="link even when more than half of a field's values cannot be read (they count as "
@@ -50,7 +56,7 @@ def preset_rules(args: argparse.Namespace):
         raise PartyError(f"party {args.command}: give one of --id-column, --rules and --preset")
     if not args.map:
         raise PartyError(f"--preset {preset} needs --map ROLE=COLUMN,... (e.g. first=given,last=surname,dob=birth)")
-    rules = person_rules(parse_map(args.map), args.date_format, args.match_threshold, preset)
+    rules = person_rules(parse_map(args.map), args.date_format, args.match_threshold, preset, args.precision)
     if args.write_rules:
         import tomli_w
 
@@ -78,6 +84,8 @@ def check_plan(args: argparse.Namespace, rules) -> bool:
     from party_client.files import read_table
     frame = read_table(args.input)
     check_unparsed(unparsed_fields(rules, frame), getattr(args, "force", False))
+    rows = rules.announced_rows(frame)          # the holder assumed as large as our table, as the plan assumes
+    rules = rules.at_holder_rows(rows)
     estimate = plan(rules, frame, timed=dry_run)
     if limit is not None and estimate["comparisons"] > limit:
         cheaper = ", or use --preset person instead of person-typo" if getattr(args, "preset", None) == "person-typo" \
@@ -89,6 +97,8 @@ def check_plan(args: argparse.Namespace, rules) -> bool:
         for line in date_forms(rules, frame):
             print(line)
         print(plan_text(estimate))
+        if rules.model.m and rules.model.u:
+            print(threshold_text(rules, rows, "a holder as large as your table, announcing"))
         scheme, timeout = getattr(args, "scheme", None), getattr(args, "timeout", None)
         needed = estimate["seconds"].get(scheme)
         if needed is not None and timeout is not None and needed > timeout:
@@ -96,6 +106,23 @@ def check_plan(args: argparse.Namespace, rules) -> bool:
                   f"{timeout:g}: raise --timeout, or the querier stops waiting before the holder is done",
                   file=sys.stderr)
     return dry_run
+
+
+def threshold_text(rules, holder_rows: int, holder: str) -> str:
+    """The threshold, the precision target it came from (if any), and the model's estimated precision and
+    recall around it, for ``holder`` (who) announcing ``holder_rows`` rows."""
+    from party_client.matching.precision import ASSUMED_OVERLAP, curve_text, match_prior, precision_curve
+    prior = match_prior(holder_rows)
+    threshold = rules.model.threshold
+    source = (f"the lowest weight at which the model's estimated precision reaches --precision {rules.precision:g}"
+              if rules.precision is not None else "as given")
+    lines = [f"threshold {threshold:g} bits, {source}; estimated for {holder} {holder_rows:,} rows, with "
+             f"{ASSUMED_OVERLAP:g} of your records assumed to match one of them (prior {prior:.3g} per pair):",
+             *curve_text(precision_curve(rules.model, prior), threshold),
+             "(the model's own estimate, fields independent given the match status: on sets with known links it "
+             "was optimistic, by up to 0.063 in precision at thresholds derived from --precision; "
+             "docs/linking.md, \"A precision target\")"]
+    return "\n".join(lines)
 
 
 def write_page(args: argparse.Namespace, rules, result) -> None:
@@ -110,8 +137,11 @@ def write_page(args: argparse.Namespace, rules, result) -> None:
     from party_client.files import read_table, write_text
     own = read_table(args.input)
     records = len(own)          # the holder is assumed as large as our table
+    if rules.precision is not None:             # the threshold the run derived from the holder's announced size
+        rules = rules.at_holder_rows(result.report["holder_rows"])
     write_text(render_page(rules.model, result.frame, "match_weight", args.matched_column, list(own.columns), records,
-                           int(result.report["matched_records"]), records), path)
+                           int(result.report["matched_records"]), records, target=rules.precision,
+                           target_rows=rules.holder_rows), path)
 
 
 def estimate_preset(args: argparse.Namespace, frame) -> int:
@@ -126,8 +156,11 @@ def estimate_preset(args: argparse.Namespace, frame) -> int:
         raise PartyError("party estimate: give --rules or --preset, not both")
     if not args.map:
         raise PartyError(f"--preset {args.preset} needs --map ROLE=COLUMN,...")
+    if args.precision is not None and args.threshold is not None:
+        raise PartyError("party estimate: give --threshold or --precision, not both")
     rules = person_rules(parse_map(args.map), args.date_format,
-                         args.match_threshold if args.threshold is None else args.threshold, args.preset)
+                         args.match_threshold if args.threshold is None else args.threshold, args.preset,
+                         args.precision)
     from party_client.matching.parsing import check_unparsed, unparsed_fields
     check_unparsed(unparsed_fields(rules, frame), args.force)
     estimated, fit, pairs = estimate_person(rules, frame, max_pairs=args.max_pairs, seed=args.seed)
