@@ -107,7 +107,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if cluster is not None:
         core.zero_test = cluster_zero_test(cluster, args.dask_min_comparisons)
     if any(scheme.costly_keys for scheme in schemes):
-        core.keys.warm()
+        core.key_factory.warm()
     try:
         running = start(core, args.listen, tls, args.insecure)
     except (ValueError, OSError) as error:

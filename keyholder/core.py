@@ -29,7 +29,7 @@ from keyholder.keygen import KeyFactory
 from keyholder.limits import Limits
 from keyholder.pair_rule import PairRule
 from keyholder.pool import on_pool
-from keyholder.states import ABORTED, CLOSED, DONE, EXPIRED, MODES, OPEN, PENDING
+from keyholder.proto_enums import ABORTED, CLOSED, DONE, EXPIRED, MODES, OPEN, PENDING
 from keyholder.store import STORE_FILE, Message, Round, RoundCapReached, Session, Store
 from keyholder.throttle import FailureThrottle, failure_keys
 from keyholder.uploads import Follower, Upload, Uploads
@@ -104,12 +104,12 @@ class KeyHolder:
             raise ValueError("the passphrase does not open this data directory's keys")
         self.schemes = all_schemes() if schemes is None else tuple(schemes)     # offered to new sessions
         self.zero_test: ZeroTest = local_zero_test       # keyholder serve --dask: cluster_zero_test
-        self._keys: dict[str, bytes] = {}          # session id -> private key bytes (unwrapped, in memory)
-        self._keys_lock = threading.Lock()
+        self._session_keys: dict[str, bytes] = {}  # session id -> private key bytes (unwrapped, in memory)
+        self._session_keys_lock = threading.Lock()
         self._listeners: list[Callable[[], None]] = []
         self.stopping = False
         self.throttle = FailureThrottle(limits.max_auth_failures, limits.auth_window)
-        self.keys = KeyFactory(limits.keygen_workers, limits.keygen_queue, limits.keygen_seconds)
+        self.key_factory = KeyFactory(limits.keygen_workers, limits.keygen_queue, limits.keygen_seconds)
         self._opening: dict[str, int] = {}         # querier -> sessions planned, key not yet stored
         self._party_keys: dict[str, bytes] = {}    # name -> X25519 public key (public; a registration replaces it)
         self._party_keys_version = 0
@@ -124,7 +124,7 @@ class KeyHolder:
         self._clean_spool()
 
     def close(self) -> None:
-        self.keys.close()
+        self.key_factory.close()
         self.store.close()
 
     def _restrict_permissions(self) -> None:
@@ -330,8 +330,8 @@ class KeyHolder:
         with self._opening_lock:         # stored and released at once: the cap count never dips in between
             self.store.add_session(session)
             self.release(plan)
-        with self._keys_lock:
-            self._keys[session_id] = key.private
+        with self._session_keys_lock:
+            self._session_keys[session_id] = key.private
         self.store.audit(plan.querier, "open_session", session_id,
                          detail=f"mode={MODES[plan.mode]} holder={plan.holder} scheme={name} "
                                 f"key_bits={plan.key_bits} ttl={int(plan.ttl)} max_query_bytes={session.max_query_bytes}")
@@ -346,7 +346,7 @@ class KeyHolder:
         call).  The plan's slot under the querier's cap is given back however this ends: a cancelled
         call gives slot and queue place back."""
         try:
-            key = await asyncio.wrap_future(self.keys.submit(plan.querier, plan.scheme, plan.key_bits))
+            key = await asyncio.wrap_future(self.key_factory.submit(plan.querier, plan.scheme, plan.key_bits))
             return await on_pool(lambda: (self.create_session(plan, key), self.party_key(plan.holder)))
         finally:
             self.release(plan)
@@ -397,8 +397,8 @@ class KeyHolder:
             for leftover in folder.iterdir():
                 leftover.unlink(missing_ok=True)
             folder.rmdir()
-        with self._keys_lock:
-            self._keys.pop(session_id, None)
+        with self._session_keys_lock:
+            self._session_keys.pop(session_id, None)
         self.changed(session_id, *([session.holder] if session is not None else []))
         log.info("session %s %s; its private key was destroyed", session_id,
                  "expired" if status == EXPIRED else "closed")
@@ -421,12 +421,12 @@ class KeyHolder:
 
     def _private_key(self, session: Session) -> bytes:
         """The session's private key, unwrapped once and checked against its public key."""
-        with self._keys_lock:
-            private = self._keys.get(session.id)
+        with self._session_keys_lock:
+            private = self._session_keys.get(session.id)
             if private is None:
                 private = self.vault.unwrap(session.id, session.wrapped_key)
                 self.scheme_of(session).check_key(session.public_key, private)
-                self._keys[session.id] = private
+                self._session_keys[session.id] = private
             return private
 
     # -- relay ----------------------------------------------------------------

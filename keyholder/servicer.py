@@ -25,8 +25,8 @@ from keyholder.long_polls import Changes, LongPolls
 from keyholder.pool import on_pool
 from keyholder.proto_convert import message_info, pair_rule, round_info, session_info
 from keyholder.slots import Slot, Slots
-from keyholder.states import PENDING
-from keyholder.statuses import refuse
+from keyholder.proto_enums import PENDING
+from keyholder.grpc_errors import refuse
 from keyholder.store import Round, Session
 from keyholder.uploads import Follower, Upload
 from proto import linkage_pb2 as pb

@@ -19,7 +19,7 @@ from keyholder.limits import Limits
 from keyholder.long_polls import Changes
 from keyholder.pool import Pool, on_pool
 from keyholder.servicer import KeyHolderServicer
-from keyholder.statuses import DecodeGuard
+from keyholder.grpc_errors import DecodeGuard
 from proto import linkage_pb2 as pb
 from proto import linkage_pb2_grpc as pb_grpc
 

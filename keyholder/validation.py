@@ -14,7 +14,7 @@ from typing import Any, Callable
 from common.schemes import Scheme, get_scheme
 from keyholder.errors import ServiceError
 from keyholder.limits import Limits
-from keyholder.states import MODES
+from keyholder.proto_enums import MODES
 
 ID_PATTERN = re.compile(r"^[0-9a-f]{32}$")          # uuid4().hex
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")

@@ -44,7 +44,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import DeidInputError
-from ._codes import factorize, joint_codes, require_columns
+from .integer_codes import factorize, joint_codes, require_columns
 from .persons import person_level1
 
 #: Upper bound on candidate checks held in memory at once.

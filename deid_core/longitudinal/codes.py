@@ -23,7 +23,7 @@ import pandas as pd
 from ..errors import DeidInputError
 from ..hierarchy import atc_rows
 from ..spec import SUPPRESSED
-from ._codes import factorize, joint_codes, require_columns
+from .integer_codes import factorize, joint_codes, require_columns
 from .persons import person_codes
 
 __all__ = ["CodeSuppression", "atc_rows", "shuffle_codes", "suppress_codes"]

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import DeidInputError
-from ._codes import require_columns
+from .integer_codes import require_columns
 from .persons import person_codes
 
 _TRUE = {"1", "true", "yes", "y", "t"}

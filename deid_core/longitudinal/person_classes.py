@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from ..risk.equivalence_classes import Classes
-from ._codes import factorize
+from .integer_codes import factorize
 
 
 def person_classes(cl: Classes, pcode: np.ndarray, n_persons: int) -> Classes:

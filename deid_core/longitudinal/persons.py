@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import DeidInputError
-from ._codes import factorize, joint_codes, require_columns, require_rows
+from .integer_codes import factorize, joint_codes, require_columns, require_rows
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import DeidInputError
-from ._codes import factorize, require_columns
+from .integer_codes import factorize, require_columns
 from .persons import person_codes
 
 

@@ -33,7 +33,7 @@ def test_the_querier_s_view_of_a_pending_round_never_carries_the_comparison_coun
     """What K actually sends the waiting querier (``round_info`` for the querier): the count that would tell
     the holder's table size is absent; only whether comparing began and the share in tenths."""
     from keyholder.proto_convert import round_info
-    from keyholder.states import PENDING
+    from keyholder.proto_enums import PENDING
     from keyholder.store import Round
     pending = Round("s" * 32, 1, PENDING, "m" * 32, comparisons=123_457, matched_rows=0, batches=None,
                     holder_note=None, reason=None)

@@ -1,7 +1,7 @@
 """Every enum value the key-holder core keeps as a plain int equals the one in proto/linkage.proto."""
 from __future__ import annotations
 
-from keyholder import states
+from keyholder import proto_enums as states
 from proto import linkage_pb2 as pb
 
 

@@ -22,7 +22,7 @@ from keyholder.limits import Limits
 from keyholder.core import KeyHolder
 from keyholder.store import STORE_FILE
 from keyholder.pair_rule import PairRule
-from keyholder.states import ABORTED, CLOSED, DONE, EXPIRED, OPEN, PENDING
+from keyholder.proto_enums import ABORTED, CLOSED, DONE, EXPIRED, OPEN, PENDING
 from linkhelpers import blinded_comparisons
 
 JOIN = 1

@@ -18,7 +18,7 @@ from core_calls import open_session, put_message
 from keyholder.core import KeyHolder
 from keyholder.errors import ServiceError
 from keyholder.limits import Limits
-from keyholder.states import PENDING
+from keyholder.proto_enums import PENDING
 
 JOIN = 1
 
