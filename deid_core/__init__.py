@@ -7,6 +7,9 @@ Friendly API::
     df = dc.read_table("data.csv")
     a = dc.assess(df, spec, population=None, levels={"age": 2})
     a.summary["prosecutor"]["max"], a.loss["non_uniform_entropy"]["percent"]
+
+    ra = dc.assess_release(df, spec, levels={"age": 2})   # everything the five-step report states
+    html = dc.release_page(ra, dc.build_report(ra, input_name="data.csv"))
     out, policy, info = dc.safe_harbor(df, spec)
 
     best = dc.optimal_release(df, spec, threshold=0.09)   # OLA: least-loss release meeting the threshold
@@ -22,12 +25,15 @@ shared by them (spec, io, hierarchy, detect, assess, report, errors).
 """
 from .algorithm.optimal import OptimalRelease, optimal_release
 from .assess import Assessment, assess
+from .assessing import ReleaseAssessment, assess_release
 from .errors import DeidInputError, DeidWarning
 from .hierarchy import Hierarchy, build_hierarchy, from_csv
 from .io import read_table, write_table
 from .metric import (discernibility, missingness, missingness_change, non_uniform_entropy, numeric_utility,
                      precision)
-from .report import build_report, render_html
+from .release_search import SearchOptions, SearchResult, search_release
+from .releasing import apply_policy
+from .report import build_report, release_page, render_html
 from .risk import (PR_BREACH, EncodedTable, attack_assessment, conditional_threshold, encode_table,
                    instance_disclosure, journalist, k_for_threshold, marketer, meets, per_record,
                    population_risk, pr_acquaintance, prosecutor, summarize)
@@ -43,5 +49,6 @@ __all__ = [
     "encode_table", "instance_disclosure", "journalist", "k_for_threshold", "marketer", "meets", "per_record",
     "population_risk", "pr_acquaintance", "prosecutor", "summarize", "RESTRICTED_ZIP3_2000", "safe_harbor",
     "safe_harbor_policy", "SUPPRESSED", "HierarchySpec", "ReleaseSpec", "Spec", "load_spec", "parse_spec",
-    "Policy", "full_domain_policy", "OptimalRelease", "optimal_release",
+    "Policy", "full_domain_policy", "OptimalRelease", "optimal_release", "ReleaseAssessment", "assess_release",
+    "release_page", "SearchOptions", "SearchResult", "search_release", "apply_policy",
 ]

@@ -160,6 +160,23 @@ def assess(df: pd.DataFrame, spec: Spec, population: pd.DataFrame | None = None,
     With ``spec.longitudinal`` every class size counts distinct persons and the per-record risks are
     per person (:func:`deid_core.longitudinal.person_classes.person_classes`).
     """
+    return _assess(df, spec, population, levels, record_suppression, numeric)[0]
+
+
+def assess_with_original(df: pd.DataFrame, spec: Spec, population: pd.DataFrame | None = None,
+                         levels: Mapping[str, int] | None = None, record_suppression: bool | None = None,
+                         numeric: Sequence[str] | None = None) -> tuple[Assessment, Assessment]:
+    """:func:`assess` of ``df`` and, from the same encoding of the table, the table as it came in measured
+    without any transformation (the spec's levels and record suppression set aside): the "before" of the
+    plots."""
+    a, original = _assess(df, spec, population, levels, record_suppression, numeric, original=True)
+    assert original is not None
+    return a, original
+
+
+def _assess(df: pd.DataFrame, spec: Spec, population: pd.DataFrame | None, levels: Mapping[str, int] | None,
+            record_suppression: bool | None, numeric: Sequence[str] | None,
+            original: bool = False) -> tuple[Assessment, Assessment | None]:
     table = encode_table(df, spec, population)
     measure = _Measure(df, spec)
     qis = spec.quasi
@@ -169,39 +186,47 @@ def assess(df: pd.DataFrame, spec: Spec, population: pd.DataFrame | None = None,
     rows0 = table.classes(suppressed=marked if marked.any() else None)
     cl0 = measure.classes(rows0)
     before = measure.summary(rows0, cl0)
-    transformed = bool(any(levels.values()) or suppress)
-    k = k_for_threshold(spec.release.threshold)
-    person = spec.longitudinal.person if spec.longitudinal is not None else None
-    policy = full_domain_policy(spec.hierarchies, {q: levels.get(q, 0) for q in qis}, drop=spec.direct,
-                                suppress_k=k if suppress else None, qis=qis, person=person)
-    suppressed_persons = 0
-    if transformed:
-        out, ctx = policy.apply(df)  # with [longitudinal] whole persons are suppressed (ops.suppression_mask)
-        supp = suppressed_rows(out, qis)
-        rows = table.classes(levels, suppressed=supp if supp.any() else None)
-        cl = measure.classes(rows)
-        summary = measure.summary(rows, cl)
-        summary["suppressed_records"] = int(supp.sum())
-        suppressed_persons = int(ctx.get("suppressed_persons", 0))
-    else:
-        out = df.drop(columns=spec.direct)
-        cl, summary = cl0, dict(before)
-        summary["suppressed_records"] = int(marked.sum())
-    if person is not None:
-        summary["suppressed_persons"] = suppressed_persons
-    if numeric is None:
-        numeric = [q for q in qis if q in spec.hierarchies and spec.hierarchies[q].builder == "interval"]
-    for c in numeric:
-        if c not in df.columns:
-            raise DeidInputError(f"unknown column {c!r} in numeric columns: not in the input")
     heights = {q: table.hierarchies[q].height for q in qis}
-    loss = information_loss(df, out, qis, levels, heights, numeric)
-    row_summary = summarize(rows if transformed else rows0, spec.release.strict_cut, spec.gamma) \
-        if measure.pcode is not None else None
-    return Assessment(spec=spec, summary=summary, before=before, attack=attack_assessment(summary, spec.release),
-                      policy=policy, output=out, loss=loss, per_record=measure.per_record(cl), ec_sizes=cl.ec_sizes,
-                      levels=levels, transformed=transformed, person_index=measure.pcode,
-                      row_summary=row_summary)
+    person = spec.longitudinal.person if spec.longitudinal is not None else None
+
+    def measured(levels: dict, suppress: bool, numeric: Sequence[str] | None) -> Assessment:
+        transformed = bool(any(levels.values()) or suppress)
+        k = k_for_threshold(spec.release.threshold)
+        policy = full_domain_policy(spec.hierarchies, {q: levels.get(q, 0) for q in qis}, drop=spec.direct,
+                                    suppress_k=k if suppress else None, qis=qis, person=person)
+        suppressed_persons = 0
+        if transformed:
+            out, ctx = policy.apply(df)  # with [longitudinal] whole persons are suppressed (ops.suppression_mask)
+            supp = suppressed_rows(out, qis)
+            rows = table.classes(levels, suppressed=supp if supp.any() else None)
+            cl = measure.classes(rows)
+            summary = measure.summary(rows, cl)
+            summary["suppressed_records"] = int(supp.sum())
+            suppressed_persons = int(ctx.get("suppressed_persons", 0))
+        else:
+            out = df.drop(columns=spec.direct)
+            rows, cl, summary = rows0, cl0, dict(before)
+            summary["suppressed_records"] = int(marked.sum())
+        if person is not None:
+            summary["suppressed_persons"] = suppressed_persons
+        if numeric is None:
+            numeric = [q for q in qis if q in spec.hierarchies and spec.hierarchies[q].builder == "interval"]
+        for c in numeric:
+            if c not in df.columns:
+                raise DeidInputError(f"unknown column {c!r} in numeric columns: not in the input")
+        loss = information_loss(df, out, qis, levels, heights, numeric)
+        row_summary = summarize(rows, spec.release.strict_cut, spec.gamma) if measure.pcode is not None else None
+        return Assessment(spec=spec, summary=summary, before=before, attack=attack_assessment(summary, spec.release),
+                          policy=policy, output=out, loss=loss, per_record=measure.per_record(cl),
+                          ec_sizes=cl.ec_sizes, levels=levels, transformed=transformed, person_index=measure.pcode,
+                          row_summary=row_summary)
+
+    a = measured(levels, suppress, numeric)
+    if not original:
+        return a, None
+    same = not a.transformed and numeric is None  # the table as it came in is what was measured
+    return a, replace(a if same else measured({}, False, None), levels={},
+                      spec=replace(spec, levels={}, record_suppression=False))
 
 
 def assess_known(df: pd.DataFrame, spec: Spec, population: pd.DataFrame | None, a: Assessment,
@@ -230,11 +255,6 @@ def assess_known(df: pd.DataFrame, spec: Spec, population: pd.DataFrame | None, 
 
 
 # -- a release measured from scratch (what every page states) -----------------------------------------
-def original_assessment(df: pd.DataFrame, spec: Spec, population: pd.DataFrame | None = None) -> Assessment:
-    """The table as it came in, measured without any transformation: the "before" of the plots."""
-    return assess(df, replace(spec, levels={}, record_suppression=False), population)
-
-
 def release_assessment(source: pd.DataFrame, output: pd.DataFrame, spec: Spec) -> Assessment:
     """A release made elsewhere (``deid apply``, ``deid search``'s best policy, a workbench node) measured from
     scratch under ``spec``: on its own columns with no hierarchy (what a recipient holds), its suppressed

@@ -8,11 +8,12 @@ class PartyError(Exception):
 
 class ParameterError(NamedParameters, PartyError):
     """A bad value of one parameter, named as the Python API calls it (``max_risk``); the CLI names
-    its flag instead (``--max-risk``, :meth:`flagged`).  ``template`` has ``{name}`` where the name goes."""
+    its flag instead (``--max-risk``, :meth:`flagged`).  ``template`` has ``{name}`` where the name goes,
+    and ``{<other>}`` where each of ``others`` goes (a de-identification error's further parameters)."""
 
-    def __init__(self, parameter: str, template: str) -> None:
+    def __init__(self, parameter: str, template: str, *others: str) -> None:
         self.parameter = parameter
-        super().__init__(template.replace("{name}", "{" + parameter + "}"), parameter)
+        super().__init__(template.replace("{name}", "{" + parameter + "}"), parameter, *others)
 
 
 class Interrupted(KeyboardInterrupt):

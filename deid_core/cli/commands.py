@@ -31,9 +31,9 @@ def person_id_warnings(df, spec) -> list[str]:
 
 
 def cmd_assess(args: argparse.Namespace) -> int:
-    from ..assess import assess, original_assessment
+    from ..assessing import assess_release
     from ..io import read_table, require_records, write_json, write_table, write_text
-    from ..report import build_report, plots, render_html
+    from ..report import build_report, release_page
     from ..spec import load_spec
 
     guard_outputs([args.input, args.spec, args.population, *(args.prior_report or [])],
@@ -58,8 +58,10 @@ def cmd_assess(args: argparse.Namespace) -> int:
     if releases:  # a release's notes are de-identified first, while every hint column is there
         from ..releasing import deidentify_text_columns
         df, notes = deidentify_text_columns(df, fates, spec.text.to_dict())
-    a = assess(df, spec, pop, levels=parse_levels(args.levels), record_suppression=True if args.suppress else None,
-               numeric=numeric)
+    ra = assess_release(df, spec, population=pop, levels=parse_levels(args.levels),
+                        record_suppression=True if args.suppress else None, numeric=numeric, notes=notes,
+                        known=known, progress=True, fates=fates if args.output else None, accepted=accepted)
+    a = ra.release
     result = a.to_dict()
     if args.policy_out:
         result["policy"] = a.policy.to_dict(relative_to=Path(args.policy_out).resolve().parent)
@@ -72,23 +74,17 @@ def cmd_assess(args: argparse.Namespace) -> int:
         result["longitudinal"] = assess_attack(args, df, spec, a)
     if args.complete_knowledge:
         result["complete_knowledge"] = complete_knowledge_summary(args, df, spec, a)
-    if known is not None:
-        from ..assess import assess_known
-        result["known"] = assess_known(df, spec, pop, a, known, progress=True)
-    result["report"] = build_report(a, input_name=str(args.input), source=df, reapply=reapply,
-                                    attack=result.get("longitudinal"), operations=prior_reports(args.prior_report),
-                                    notes=notes)
-    if args.output:
-        from ..detect import check_release
-        result["identifier_check"] = check_release(a.output, fates, safe_harbor=False, accepted=accepted, notes=notes)
-        result["accepted_columns"] = result["identifier_check"]["accepted_columns"]
+    if ra.known is not None:
+        result["known"] = ra.known
+    result["report"] = build_report(ra, input_name=str(args.input), reapply=reapply,
+                                    attack=result.get("longitudinal"), operations=prior_reports(args.prior_report))
+    if ra.identifier_check is not None:
+        result["identifier_check"] = ra.identifier_check
+        result["accepted_columns"] = ra.identifier_check["accepted_columns"]
     warning = destruction_check("assess", "records", int(a.summary.get("suppressed_records", 0)), len(df),
                                 args.force) if releases else None
     result["seconds"] = round(time.perf_counter() - t0, 4)
-    html = None
-    if args.html:  # the page also shows the m-of-n adversary and the original next to the release
-        page_report = {**result["report"], **({"known": result["known"]} if "known" in result else {})}
-        html = render_html(page_report, plots(a, original_assessment(df, spec, pop)))
+    html = release_page(ra, result["report"]) if args.html else None  # with the m-of-n adversary and the original
     write_json(result, args.out)
     if html is not None:
         write_text(html, args.html)
@@ -191,18 +187,17 @@ def cmd_apply(args: argparse.Namespace) -> int:
 def apply_page(args: argparse.Namespace, df, out, policy, notes=None) -> tuple[str, dict]:
     """The five-step page of a ``deid apply`` release: input and release measured from scratch under --spec,
     and the release's verdict (its ``attack``: :func:`deid_core.risk.release_verdict`)."""
-    from ..assess import reassess_release
-    from ..report import build_report, plots, render_html
+    from ..assessing import assess_release
+    from ..report import build_report, release_page
     from ..spec import load_spec
 
     spec = load_spec(args.spec)
     spec.check_columns(df.columns)
-    after, before = reassess_release(df, out, spec)
-    report = build_report(after, input_name=str(args.input), source=df, before=before, policy=policy,
+    ra = assess_release(df, spec, out, policy=policy, notes=notes)
+    report = build_report(ra, input_name=str(args.input), title="Release by a saved policy: de-identification report",
                           reapply={"command": f"deid apply --input NEXT.csv --policy {args.policy} --out RELEASE.csv",
-                                   "policy_file": str(args.policy)}, notes=notes)
-    report["title"] = "Release by a saved policy: de-identification report"
-    return render_html(report, plots(after, before)), after.attack
+                                   "policy_file": str(args.policy)})
+    return release_page(ra, report), ra.verdict
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -1,17 +1,16 @@
 """Report pages: one document model (:mod:`.document`), one HTML renderer (:mod:`.render`), the plots
 (:mod:`.figures`), and the pages built on them: the five-step de-identification report
-(:mod:`.five_steps` builds its dict, :mod:`.columns` says what happened to each column,
+(:mod:`.five_steps` builds its dict from a :class:`deid_core.assessing.ReleaseAssessment`,
 :mod:`.assessment_page` draws it, with ``preface`` sections a caller adds), ``deid search``
 (:mod:`.search_page`), ``deid utility`` (:mod:`.utility_page`) and the steps truncate, codes, subsample and
 geo (:mod:`.step_pages`); every page opens with :mod:`.verdict` and offers its policy through
-:mod:`.policy_table` (earlier steps from :mod:`.operations`).  A release's risk is measured in
-:mod:`deid_core.assess`; the report words it, and still counts itself what changed per column and the
-information loss of the kept columns."""
+:mod:`.policy_table` (earlier steps from :mod:`.operations`).  A release is measured by
+:func:`deid_core.assess_release` (what happened to each column: :mod:`deid_core.column_fates`); the report
+words it and measures nothing."""
 from __future__ import annotations
 
-from .assessment_page import assessment_document, render_html
-from .columns import (EXAMPLE_MIN_RECORDS, column_fates, describe_step, level_names, loss_per_column,
-                      release_example, suppressed_records)
+from ..column_fates import EXAMPLE_MIN_RECORDS, describe_step, level_names
+from .assessment_page import assessment_document, release_page, render_html
 from .document import Change, Document, Figure, Mark, Paragraph, Preformatted, Section, Strong, Table, Verdict
 from .figures import plots, search_plot
 from .five_steps import LONGITUDINAL_SOURCES, SOURCES, build_report, longitudinal_section
@@ -26,6 +25,6 @@ __all__ = ["codes_document", "geo_document", "policy_steps_table", "reapply_bloc
            "subsample_document", "threshold_note", "truncate_document", "verdict_section",
            "CSS", "Change", "Document", "EXAMPLE_MIN_RECORDS", "Figure", "LONGITUDINAL_SOURCES", "Mark",
            "Paragraph", "Preformatted", "SOURCES", "Section", "Strong", "Table", "Verdict", "assessment_document",
-           "build_report", "column_fates", "describe_step", "fmt", "level_names", "longitudinal_section",
-           "loss_per_column", "pct", "plots", "release_example", "render", "render_html", "render_search_html",
-           "render_utility_html", "search_document", "search_plot", "suppressed_records", "utility_document"]
+           "build_report", "describe_step", "fmt", "level_names", "longitudinal_section",
+           "pct", "plots", "release_page", "render", "render_html", "render_search_html", "render_utility_html",
+           "search_document", "search_plot", "utility_document"]

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
+from ..assessing import ReleaseAssessment
+from ..column_fates import EXAMPLE_MIN_RECORDS
 from ..errors import DeidInputError
 from ..spec import SUPPRESSED
-from .columns import EXAMPLE_MIN_RECORDS
 from .document import Change, Document, Figure, Mark, Paragraph, Section, Strong, Table
+from .figures import plots
 from .five_steps import REAPPLY, SOURCES
 from .policy_table import reapply_blocks
 from .render import fmt, names, pct, render
@@ -358,3 +360,12 @@ def render_html(report: Mapping[str, Any], images: Mapping[str, str] | None = No
                 preface: Sequence[Section] = ()) -> str:
     """A self-contained, offline HTML page for a :func:`build_report` dict (plots as PNG data URIs)."""
     return render(assessment_document(report, images, preface=preface))
+
+
+def release_page(ra: ReleaseAssessment, report: Mapping[str, Any], *, images: Mapping[str, str] | None = None,
+                 preface: Sequence[Section] = ()) -> str:
+    """The page of a release: ``report`` (:func:`~deid_core.report.five_steps.build_report` of ``ra``, with any
+    keys of the caller's) and, when ``ra`` has one, the m-of-n adversary, drawn with the plots of the release
+    against the original (``images``: those plots drawn already)."""
+    page = {**report, **({"known": ra.known} if ra.known is not None else {})}
+    return render_html(page, plots(ra.release, ra.original) if images is None else images, preface=preface)

@@ -15,15 +15,10 @@ from __future__ import annotations
 import datetime as _dt
 from typing import Any, Mapping, Sequence
 
-import numpy as np
-import pandas as pd
-
-from ..assess import Assessment, information_loss
+from ..assessing import ReleaseAssessment
+from ..column_fates import describe_step
 from ..errors import DeidInputError
-from ..risk import THRESHOLD_TABLE, attack_assessment, release_measure
-from ..spec import Spec
-from ..transform import Policy
-from .columns import column_fates, describe_step, loss_per_column, suppressed_records
+from ..risk import THRESHOLD_TABLE, release_measure
 from .operations import operation_column, operation_text, recipe
 
 #: How a saved policy is re-applied when the caller does not say.
@@ -67,51 +62,38 @@ def _add_months(d: _dt.date, months: int) -> _dt.date:
     return _dt.date(d.year + y, m + 1, day)
 
 
-def _events_per_person(person_index: np.ndarray) -> dict:
-    n = np.bincount(person_index)
-    return {"min": int(n.min()), "median": float(np.median(n)), "mean": float(n.mean()), "max": int(n.max())}
-
-
-def longitudinal_section(a: Assessment, attack: Mapping[str, Any] | None = None,
+def longitudinal_section(ra: ReleaseAssessment, attack: Mapping[str, Any] | None = None,
                          operations: Sequence[Mapping[str, Any]] = ()) -> dict:
     """The report's longitudinal part: persons and events, per-person vs per-row risk, the adversary power
     and the simulated attack (``deid assess --attack``), and earlier truncation/code operations (their
     ``deid truncate``/``deid codes`` report JSON)."""
+    a = ra.release
     lg = a.spec.longitudinal
-    if lg is None or a.person_index is None:
+    if lg is None or ra.events_per_person is None:
         raise DeidInputError("the longitudinal section needs an assessment made with [longitudinal]")
     rows = a.row_summary or {}
     return {"person": lg.person, "level1": list(lg.level1), "level2": list(lg.level2),
             "adversary_power": lg.adversary_power, "persons": a.summary["persons"], "events": a.summary["events"],
-            "events_per_person": _events_per_person(a.person_index),
+            "events_per_person": dict(ra.events_per_person),
             "risk_persons": {"k_min": a.summary["k_min"], **a.summary["prosecutor"]},
             "risk_rows": {"k_min": rows.get("k_min"), **(rows.get("prosecutor") or {})},
             "attack": dict(attack) if attack else None, "operations": [dict(o) for o in operations]}
 
 
-def build_report(a: Assessment, input_name: str = "", today: _dt.date | None = None, *,
-                 source: pd.DataFrame | None = None, before: Assessment | None = None,
-                 policy: Policy | None = None, reapply: Mapping[str, str] | None = None,
-                 attack: Mapping[str, Any] | None = None, operations: Sequence[Mapping[str, Any]] = (),
-                 notes: Mapping[str, Mapping[str, Any]] | None = None) -> dict:
-    """The five-step report as a JSON-ready dict (the ``report`` key of the assess JSON).
+def build_report(ra: ReleaseAssessment, input_name: str = "", today: _dt.date | None = None, *,
+                 reapply: Mapping[str, str] | None = None, attack: Mapping[str, Any] | None = None,
+                 operations: Sequence[Mapping[str, Any]] = (), title: str | None = None) -> dict:
+    """The five-step report of ``ra`` (:func:`deid_core.assess_release`) as a JSON-ready dict (the ``report``
+    key of the assess JSON): its numbers in the report's words, nothing measured here.
 
-    ``a`` assesses the released table. ``source`` is the table before
-    de-identification (same rows); ``before`` an assessment of it when ``a``
-    was measured from scratch on the release (link-release); ``policy`` the
-    policy that made the release (default ``a.policy``); ``reapply`` says how
-    to re-apply it (``command`` and ``policy_file``). With ``[longitudinal]`` the report gains a
-    ``longitudinal`` part (:func:`longitudinal_section`; ``attack`` and ``operations`` go into it).
-    ``notes``: per ``text`` column, what its de-identification found (said per type in its fate).
+    ``reapply`` says how to re-apply the policy (``command`` and ``policy_file``). With ``[longitudinal]``
+    the report gains a ``longitudinal`` part (:func:`longitudinal_section`; ``attack`` and ``operations``,
+    the JSON of earlier ``deid truncate``/``deid codes`` runs, go into it). ``title`` heads the page.
     """
     today = today or _dt.date.today()
-    spec = (before or a).spec
+    a, spec, policy = ra.release, ra.spec, ra.policy
     rel = a.spec.release
-    policy = policy or a.policy
-    risk_before = before.summary if before is not None else a.before
-    attack_before = before.attack if before is not None else attack_assessment(a.before, rel)
-    qis = spec.quasi
-    fates = column_fates(source, a.output, spec, policy, notes) if source is not None else []
+    fates = [dict(f) for f in ra.columns]
     for op in operations:  # a column changed before this assessment says so first
         for f in fates:
             if f["column"] == operation_column(op):
@@ -120,17 +102,11 @@ def build_report(a: Assessment, input_name: str = "", today: _dt.date | None = N
                 f["text"] = f"Before this release, {result}. Then: {f['text'][:1].lower()}{f['text'][1:]}"
     lg = a.spec.longitudinal
     earlier, commands = recipe(operations, (reapply or {}).get("command", REAPPLY), lg.level1 if lg else ())
-    if before is not None and source is not None:
-        kept = [q for q in qis if q in a.output.columns]
-        levels = {f["column"]: f.get("level_to", 0) for f in fates if f["column"] in kept}
-        heights = {f["column"]: f.get("height", 0) for f in fates if f["column"] in kept}
-        loss = information_loss(source, a.output, kept, levels, heights)
-    else:
-        loss = a.loss
-    suppressed = suppressed_records(a.output, policy) if source is not None else a.summary.get("suppressed_records", 0)
+    suppressed = ra.suppressed_records
     risk_after = dict(a.summary)
     risk_after["suppressed_records"] = suppressed
     k = a.attack["k_equivalent"]  # the smallest class the verdict's criterion allows (risk.release_k)
+    attack_before = ra.attack_before
     steps = {
         "1_identifiers": {
             "direct": spec.direct, "quasi": spec.quasi, "sensitive": spec.role("sensitive"), "other": spec.role("other"),
@@ -163,19 +139,21 @@ def build_report(a: Assessment, input_name: str = "", today: _dt.date | None = N
             "earlier_operations": [operation_text(op) for op in operations],
         },
         "5_evidence": {
-            "risk_before": risk_before, "risk_after": risk_after,
+            "risk_before": ra.risk_before, "risk_after": risk_after,
             "attack_before": attack_before, "attack_after": a.attack,
             "meets_threshold": a.attack["meets_threshold"], "overall_risk": a.attack["overall_risk"],
             "overall_risk_before": attack_before["overall_risk"], "met_before": attack_before["meets_threshold"],
-            "information_loss": loss,
-            "loss_per_column": loss_per_column(source, a.output, qis, fates) if source is not None else [],
+            "information_loss": ra.information_loss,
+            "loss_per_column": ra.loss_per_column,
             "reassess_between": [_add_months(today, 18).isoformat(), _add_months(today, 24).isoformat()],
         },
     }
     report = {"input": input_name, "generated": today.isoformat(), "steps": steps, "sources": dict(SOURCES)}
-    if a.spec.longitudinal is not None and a.person_index is not None:
-        report["longitudinal"] = longitudinal_section(a, attack, operations)
+    if a.spec.longitudinal is not None and ra.events_per_person is not None:
+        report["longitudinal"] = longitudinal_section(ra, attack, operations)
         report["sources"].update(LONGITUDINAL_SOURCES)
+    if title is not None:
+        report["title"] = title
     return report
 
 

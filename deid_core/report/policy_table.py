@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from ..errors import DeidInputError
-from .columns import describe_step
+from ..column_fates import describe_step
 from .document import Block, Paragraph, Preformatted, Table
 
 #: The role of a column recorded in a policy's ``columns`` (what happens to a column no step names).

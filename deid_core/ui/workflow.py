@@ -11,14 +11,15 @@ from typing import Mapping
 
 import pandas as pd
 
-from ..assess import assess, reassess_release
+from ..assess import assess
+from ..assessing import assess_release
 from ..detect import check_release, scan
 from ..errors import DeidInputError
 from ..hierarchy import from_csv
 from ..io import read_table, require_records, write_table, write_text
 from ..release_search import METHOD_OPTIONS, SearchOptions, search_release
 from ..releasing import apply_policy
-from ..report import EXAMPLE_MIN_RECORDS, build_report, plots, render_html, search_plot
+from ..report import EXAMPLE_MIN_RECORDS, build_report, plots, release_page, search_plot
 from ..spec import Spec, load_spec
 from ..transform.policy import Policy
 from .specform import SpecForm
@@ -248,15 +249,15 @@ def pick_node(ws: Workspace, index: int) -> dict:
         raise DeidInputError("no such candidate: run the search again")
     release, policy, notes = _node_release(job, index)
     spec, table = job.spec, job.table
-    after, before = reassess_release(table, release, spec, _population(ws, spec))
-    report = build_report(after, input_name=ws.input_name, source=table, before=before, policy=policy,
+    ra = assess_release(table, spec, release, policy=policy, population=_population(ws, spec), notes=notes)
+    report = build_report(ra, input_name=ws.input_name,
                           reapply={"command": "deid apply --input NEXT.csv --policy policy.json --out RELEASE.csv",
-                                   "policy_file": "policy.json"}, notes=notes)
+                                   "policy_file": "policy.json"})
     with PLOT_LOCK:
-        images = plots(after, before)
+        images = plots(ra.release, ra.original)
     write_table(release, ws.path("release.csv"))
     policy.save(ws.path("policy.json"))
-    write_text(render_html(report, images), ws.path("report.html"))
+    write_text(release_page(ra, report, images=images), ws.path("report.html"))
     ws.node = {"index": index, "candidate": policies[index], "report": report, "images": images,
                "records": int(len(release)), "columns": list(release.columns)}
     return ws.node

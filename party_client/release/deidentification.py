@@ -14,7 +14,8 @@ from deid_core.detect import check_release
 from deid_core.releasing import deidentify_text_columns
 from deid_core.longitudinal.persons import level1_table
 from deid_core.spec import LongitudinalSpec
-from party_client.errors import PartyError
+from deid_core.errors import ParameterError
+from party_client.errors import ParameterError as PartyParameterError, PartyError
 
 METHODS = ("safe-harbor", "policy", "threshold")
 
@@ -28,13 +29,7 @@ class DeidentifiedRelease:
     method_info: dict              # the method, its policy (every column's fate recorded) and its figures
     fates: dict[str, str]          # column -> fate
     identifier_check: dict         # deid_core.detect.check_release on the release
-    assessment: deid_core.Assessment  # the release re-assessed from scratch
-
-
-def release_spec(spec: deid_core.Spec, columns: list[str]) -> deid_core.Spec:
-    """The spec restricted to what is released, without hierarchies: a re-assessment from scratch."""
-    return replace(spec, columns={c: r for c, r in spec.columns.items() if c in columns and r != "direct"},
-                   types={}, hierarchies={}, levels={}, record_suppression=False)
+    assessment: deid_core.ReleaseAssessment  # the release re-assessed from scratch, beside the joined table
 
 
 def _person_column(spec: deid_core.Spec, joined: pd.DataFrame, id_column: str | None) -> str | None:
@@ -48,27 +43,26 @@ def _person_column(spec: deid_core.Spec, joined: pd.DataFrame, id_column: str | 
 
 
 def _per_person(spec: deid_core.Spec, output: pd.DataFrame, joined: pd.DataFrame, person: str,
-                querier_columns: list[str]) -> tuple[deid_core.Spec, pd.DataFrame]:
-    """A spec and released table assessed per person: the person column put back (as a direct identifier,
-    dropped again by the assessment) and ``[longitudinal]`` set (El Emam & Arbuckle, ch. 4). Without the
-    spec's own section, the querier's quasi-identifiers are level 1 (one querier record per person, so
-    fixed per person) when they are the same on all of a person's rows, the holder's are level 2."""
+                querier_columns: list[str]) -> LongitudinalSpec:
+    """The ``[longitudinal]`` section that assesses the release per person (El Emam & Arbuckle, ch. 4): the
+    spec's own, else one whose level 1 holds the querier's quasi-identifiers (one querier record per person,
+    so fixed per person) when they are the same on all of a person's rows, and level 2 the holder's; each
+    level restricted to the released columns."""
     if len(output) != len(joined):
         raise deid_core.DeidInputError("the release does not keep the joined rows: cannot count persons")
-    frame = output.copy()
-    frame.insert(0, person, joined[person].to_numpy())
     quasi = tuple(c for c, r in spec.columns.items() if r == "quasi" and c in output.columns)
     lg = spec.longitudinal
     if lg is None:
+        frame = output.copy()
+        frame.insert(0, person, joined[person].to_numpy())
         level1 = tuple(c for c in quasi if c in querier_columns)
         try:
             level1_table(frame, person=person, level1=list(level1))
         except deid_core.DeidInputError:  # the querier's own table has several rows per person
             level1 = ()
         lg = LongitudinalSpec(person=person, level1=level1, level2=tuple(c for c in quasi if c not in level1))
-    lg = replace(lg, level1=tuple(c for c in lg.level1 if c in output.columns),
-                 level2=tuple(c for c in lg.level2 if c in output.columns))
-    return replace(spec, columns={person: "direct", **spec.columns}, longitudinal=lg), frame
+    return replace(lg, level1=tuple(c for c in lg.level1 if c in output.columns),
+                   level2=tuple(c for c in lg.level2 if c in output.columns))
 
 
 def _deidentify(joined: pd.DataFrame, spec: deid_core.Spec, method: str, policy_path: str | None,
@@ -119,6 +113,7 @@ def deidentify(joined: pd.DataFrame, spec: deid_core.Spec, *, method: str, polic
                threshold: float | None = None, max_suppression: float = 0.0, accepted: dict | None = None,
                id_column: str | None = None, querier_columns: Sequence[str] = ()) -> DeidentifiedRelease:
     """De-identify the joined table with ``method``; every column needs a fate in ``spec``."""
+    source = joined
     try:
         spec.check_columns(joined.columns)
         fates = spec.fates(joined.columns)
@@ -133,12 +128,14 @@ def deidentify(joined: pd.DataFrame, spec: deid_core.Spec, *, method: str, polic
                               safe_harbor=method == "safe-harbor" or (method == "policy" and applied.is_safe_harbor()))
         method_info["policy"] = applied.with_fates({c: f for c, f in fates.items() if f != "masked"}, spec.rest,
                                                    method == "safe-harbor", text=spec.text.to_dict()).to_dict()
-        assessed_spec, assessed = release_spec(spec, list(output.columns)), output
         person = _person_column(spec, joined, id_column)
         if person is not None:  # several rows per person: class sizes count persons, not rows
-            assessed_spec, assessed = _per_person(assessed_spec, output, joined, person, list(querier_columns))
-            spec = replace(spec, longitudinal=assessed_spec.longitudinal)
-        assessment = deid_core.assess(assessed, assessed_spec)
+            spec = replace(spec, longitudinal=_per_person(spec, output, joined, person, list(querier_columns)))
+        # the release measured from scratch (per person with [longitudinal]) beside the joined table as it came
+        assessment = deid_core.assess_release(source, spec, output, policy=applied_policy(spec, method_info),
+                                              notes=notes, original_as_released=True)
+    except ParameterError as error:   # still about parameters: the command line names their flags
+        raise PartyParameterError(error.parameter, "de-identification: " + error.template, *error.names[1:]) from None
     except deid_core.DeidInputError as error:
         raise PartyError(f"de-identification: {error}") from None
     return DeidentifiedRelease(output, spec, method_info, fates, check, assessment)

@@ -18,14 +18,13 @@ from pathlib import Path
 import pandas as pd
 
 import deid_core
-from deid_core.report import plots
 from party_client.errors import PartyError
 from party_client.matching.level_rules import LevelRules
 from party_client.matching.rules import Rules
 from party_client.matching.rules_file import load_rules
 from party_client.files import check_output, read_table, write_table
 
-from .deidentification import METHODS, DeidentifiedRelease, applied_policy, deidentify
+from .deidentification import METHODS, DeidentifiedRelease, deidentify
 from .linkage import LinkageSummary, linkage_prose, linkage_section
 
 TITLE = "Linked release: de-identification report"
@@ -55,21 +54,14 @@ def _reapply_command(link_summary: LinkageSummary, id_column: str | None, rules,
             f"--spec SPEC.toml --method policy --policy {policy_file} --out RELEASE.csv --report-dir REPORT_DIR")
 
 
-def write(joined: pd.DataFrame, release: DeidentifiedRelease, link_summary: LinkageSummary, *, name: str,
-          out: str | Path, report_dir: Path, input_policy: str | None, id_column: str | None,
-          rules) -> dict:
+def write(release: DeidentifiedRelease, link_summary: LinkageSummary, *, name: str, out: str | Path,
+          report_dir: Path, input_policy: str | None, id_column: str | None, rules) -> dict:
     """Phase 3: the release, its policy (never over the input policy), the JSON report and its page."""
-    spec = release.spec
-    before_spec = replace(spec, columns={c: r for c, r in spec.columns.items() if c in joined.columns},
-                          types={}, hierarchies={}, levels={}, record_suppression=False)
-    before = deid_core.assess(joined, before_spec)  # the joined table (direct identifiers set aside)
+    ra = release.assessment
     policy_file = report_dir / "release_policy.json"
-    report = deid_core.build_report(release.assessment, input_name=name, source=joined, before=before,
-                                    policy=applied_policy(spec, release.method_info),
+    report = deid_core.build_report(ra, input_name=name, title=TITLE,
                                     reapply={"command": _reapply_command(link_summary, id_column, rules, policy_file),
-                                             "policy_file": str(policy_file)},
-                                    notes=release.identifier_check.get("notes"))
-    report["title"] = TITLE
+                                             "policy_file": str(policy_file)})
     prose = linkage_prose(link_summary)
     report["linkage"] = {**link_summary.to_dict(), **prose}
     check = release.identifier_check
@@ -80,13 +72,13 @@ def write(joined: pd.DataFrame, release: DeidentifiedRelease, link_summary: Link
     if not (input_policy and Path(input_policy).resolve() == policy_file.resolve()):
         deid_core.Policy.from_dict(release.method_info["policy"]).save(policy_file)
     (report_dir / "release_report.json").write_text(json.dumps(report, indent=2, default=str))
-    page = deid_core.render_html(report, plots(release.assessment, before), preface=[linkage_section(prose)])
+    page = deid_core.release_page(ra, report, preface=[linkage_section(prose)])
     (report_dir / "release_report.html").write_text(page)
-    summary = release.assessment.summary
+    summary = ra.release.summary
     return {"release": str(out), "report": str(report_dir / "release_report.json"),
             "html": str(report_dir / "release_report.html"), "records": int(len(release.output)),
             "matched_records": link_summary.matched_records, "k_min": summary.get("k_min"),
-            "max_risk": summary["prosecutor"]["max"], "meets_threshold": release.assessment.attack["meets_threshold"],
+            "max_risk": summary["prosecutor"]["max"], "meets_threshold": ra.verdict["meets_threshold"],
             "persons": summary.get("persons"), "seconds": link_summary.linked_seconds}
 
 
@@ -126,5 +118,5 @@ def link_release(party, holder: str, data, *, spec: str | Path, method: str, out
                          max_suppression=max_suppression, accepted=accepted, id_column=id_column,
                          querier_columns=list(frame.columns))
     link_summary = replace(link_summary, linked_seconds=round(time.perf_counter() - started, 2))
-    return write(joined, release, link_summary, name=f"join of {party.name} with {holder}", out=out,
+    return write(release, link_summary, name=f"join of {party.name} with {holder}", out=out,
                  report_dir=report_dir, input_policy=policy, id_column=id_column, rules=rules)

@@ -7,9 +7,9 @@ import datetime as dt
 
 import pandas as pd
 
-from deid_core import assess
+from deid_core import assess_release
 from deid_core.report import (Change, Document, Figure, Mark, Paragraph, Preformatted, Section, Strong, Table,
-                              Verdict, assessment_document, build_report, fmt, pct, plots, render, render_html)
+                              Verdict, assessment_document, build_report, fmt, pct, release_page, render)
 from deid_core.spec import parse_spec
 
 
@@ -48,17 +48,17 @@ def _assessed():
                        "age": [str(30 + i % 4) for i in range(40)]})
     spec = parse_spec({"columns": {"name": "direct", "zip": "quasi", "age": "quasi"},
                            "release": {"type": "non-public", "threshold": 0.2}})
-    return df, assess(df, spec)
+    return df, assess_release(df, spec)
 
 
 def test_the_five_step_page_takes_a_callers_sections_first_and_knows_nothing_of_them():
-    df, a = _assessed()
-    report = build_report(a, input_name="t.csv", today=dt.date(2026, 1, 2), source=df)
+    df, ra = _assessed()
+    report = build_report(ra, input_name="t.csv", today=dt.date(2026, 1, 2))
     report["linkage"] = {"table": {"holder": "h"}}      # a caller's own key: kept in the JSON, not drawn
-    plain = render_html(report, plots(a))
+    plain = release_page(ra, report)
     assert "Linkage" not in plain and plain.count("<figure>") == 2
     extra = Section("Where the data came from", [Paragraph("linked first")])
-    page = render_html(report, plots(a), preface=[extra])
+    page = release_page(ra, report, preface=[extra])
     assert (page.index("<h2>Verdict</h2>") < page.index("Where the data came from") < page.index("1. Direct identifiers")
             < page.index("5. Re-assessment"))
     titles = [s.title for s in assessment_document(report).sections]

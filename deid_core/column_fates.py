@@ -9,11 +9,11 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..hierarchy import DATE_LEVELS, build_hierarchy, distinct_values
-from ..metric import is_marker, non_uniform_entropy
-from ..spec import SUPPRESSED, HierarchySpec, Spec
-from ..transform import Policy
-from ..transform.ops import MASKING_OPS, step_touches
+from .hierarchy import DATE_LEVELS, build_hierarchy, distinct_values
+from .metric import is_marker, non_uniform_entropy
+from .spec import SUPPRESSED, HierarchySpec, Spec
+from .transform import Policy
+from .transform.ops import MASKING_OPS, step_touches
 
 ROLE_TEXT = {"direct": "direct identifier", "quasi": "quasi-identifier", "sensitive": "sensitive (analytic)",
              "other": "other (not identifying)", "undeclared": "not declared in the spec",
