@@ -264,13 +264,14 @@ DATASET_MAPS = {"slipped": "first=given_name,last=surname,dob=date_of_birth,post
                 "census": "first=given_name,last=surname,sex=sex,dob=date_of_birth,postcode=postcode"}
 
 
-def preset_rules(preset: str, mapping: str = PRESET_MAP):
-    """The preset over FEBRL's columns: (its rules, the rules file a party would write out)."""
+def preset_rules(preset: str, mapping: str = PRESET_MAP, precision: float | None = None):
+    """The preset over FEBRL's columns: (its rules, the rules file a party would write out); with
+    ``precision`` the threshold is derived from that target (the plaintext reference: ``rules.for_holder``)."""
     import tomli_w
     from party_client.matching.level_rules import rules_document as level_document
     from party_client.matching.preset_roles import parse_map
     from party_client.matching.presets import person_rules
-    rules = person_rules(parse_map(mapping), preset=preset)
+    rules = person_rules(parse_map(mapping), preset=preset, precision=precision)
     return rules, tomli_w.dumps(level_document(rules))
 
 
@@ -278,6 +279,7 @@ def preset_reference(rules, a: pd.DataFrame, b: pd.DataFrame, report: dict | Non
     """The plaintext reference of the same model on the clear-key candidates (without the records a secure
     run's ``report`` says its bins left out of a pass): (pairs, seconds)."""
     started = time.perf_counter()
+    rules = rules.for_holder(b)                     # a precision target's threshold, as the holder derives it
     left_out = [p["left_out_records"] for p in report["passes"]] if report else None
     found = rules.plaintext_matches(a, b, rules.candidate_pairs(a, b, left_out=left_out))
     return set(zip(found["entry"].tolist(), found["row"].tolist())), time.perf_counter() - started

@@ -3,7 +3,7 @@ anonlink + clkhash (each in its own environment) on FEBRL 1-4 and the generated 
 
     python -m benchmarks.linkage_peers [--dataset febrl1 febrl2 febrl3 febrl4 corrupted slipped census kin] [--n 5000]
         [--system splink anonlink person person-typo] [--scheme ristretto]
-        [--reference] [--peers /work/peers] [--json OUT]
+        [--reference] [--precision P] [--peers /work/peers] [--json OUT]
 
 Each dataset is loaded as ``benchmarks.fuzzy_quality`` loads it (FEBRL 1-3 split at random into two
 registries, scored per querier record: "which of my records does the other registry hold"; FEBRL 4
@@ -25,6 +25,8 @@ says) and write matched pairs; this process scores them against the same truth w
   and whether the secure run found exactly the pairs of the model's plaintext reference.
   ``--reference`` scores the plaintext reference of the same model instead (the secure run returns
   the same pairs; tests/party_client/matching checks it): for quick diagnosis, labelled as such.
+  ``--precision P``: the presets' threshold derived from that target (docs/linking.md, "A precision
+  target"), as both parties derive it from the holder's announced size, instead of 12 bits.
 
 "Best" thresholds are chosen on the true links, so they are an upper bound for the peer, not what a
 user gets.  Wall time is each system's process (peers: reading, training, linking, writing).
@@ -103,18 +105,19 @@ def ours(preset: str, a: pd.DataFrame, b: pd.DataFrame, truth: set, mode: str, a
     """The preset over the dataset's roles (``mapping``), secure (or its plaintext reference with
     ``--reference``), scored."""
     from party_client.matching.quality import quality
-    rules, rules_text = preset_rules(preset, mapping)
+    rules, rules_text = preset_rules(preset, mapping, args.precision)
+    threshold = rules.for_holder(b).model.threshold
     if args.reference:
         found, seconds = preset_reference(rules, a, b)
         return {**quality(per_record(found, mode), truth), "seconds": round(seconds, 1), "secure": False,
-                "comparisons_per_record": None}
+                "comparisons_per_record": None, "threshold": threshold}
     report, holder_round, out, seconds = run_schemes(a, b, rules_text, mode, args, [args.scheme])[args.scheme]
     found = output_pairs(a, b, out, mode)
     reference = per_record(preset_reference(rules, a, b, report)[0], mode)
     return {**quality(found, truth), "seconds": round(seconds, 1), "secure": True, "same_as_plaintext": found == reference,
             "scheme": args.scheme, "comparisons": holder_round["comparisons"],
             "comparisons_per_record": round(holder_round["comparisons"] / len(a), 1),
-            "compared_pairs": sum(holder_round["candidate_pairs"]),
+            "compared_pairs": sum(holder_round["candidate_pairs"]), "threshold": threshold,
             "left_out": [p["left_out"] for p in report["passes"]]}
 
 
@@ -140,11 +143,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scheme", choices=("ristretto",), default="ristretto")
     parser.add_argument("--reference", action="store_true",
                         help="score our presets' plaintext reference instead of the secure run (diagnosis)")
+    parser.add_argument("--precision", type=float, metavar="P",
+                        help="our presets' threshold from this precision target (docs/linking.md), not 12 bits")
     parser.add_argument("--peers", default="/work/peers", help="folder of the peers' environments")
     parser.add_argument("--json", help="write the results here")
     args = parser.parse_args(argv)
     args.key_bits = 2048                                     # what fuzzy_quality.run_secure reads
-    results = {"load_average_start": load_average(), "scheme": args.scheme, "datasets": {}}
+    results = {"load_average_start": load_average(), "scheme": args.scheme, "precision": args.precision,
+               "datasets": {}}
     for dataset in args.dataset:
         a, b, truth = load_any(dataset, args.n)
         mode = "join" if dataset in HELD_OUT else dataset_mode(dataset)
@@ -198,6 +204,8 @@ def table(results: dict) -> str:
                 how = (f"secure, {r['scheme']}" + ("" if r["same_as_plaintext"] else ", NOT the plaintext pairs")
                        if r["secure"] else "plaintext reference")
                 per = "" if r["comparisons_per_record"] is None else f"{r['comparisons_per_record']:.1f}"
+                how += f", {r['threshold']:g} bits" + (f" from --precision {results['precision']:g}"
+                                                       if results.get("precision") else "")
                 lines.append(f"| {dataset} | --preset {system} ({how}) | {r['precision']:.4f} | {r['recall']:.4f} | "
                              f"**{r['f1']:.4f}** | {r['seconds']:.1f} | {per} |")
     return "\n".join(lines)
