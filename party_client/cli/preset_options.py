@@ -114,7 +114,7 @@ def threshold_text(rules, holder_rows: int, holder: str) -> str:
     from party_client.matching.precision import ASSUMED_OVERLAP, curve_text, match_prior, precision_curve
     prior = match_prior(holder_rows)
     threshold = rules.model.threshold
-    source = (f"the lowest weight at which the model's estimated precision reaches --precision {rules.precision:g}"
+    source = (f"the lowest weight at which the model's estimated precision reaches the target {rules.precision:g}"
               if rules.precision is not None else "as given")
     lines = [f"threshold {threshold:g} bits, {source}; estimated for {holder} {holder_rows:,} rows, with "
              f"{ASSUMED_OVERLAP:g} of your records assumed to match one of them (prior {prior:.3g} per pair):",

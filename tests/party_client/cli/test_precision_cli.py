@@ -41,7 +41,7 @@ def test_the_dry_run_states_the_target_the_threshold_and_the_curve(tmp_path):
     rules = person_rules(parse_map(QUERIER_MAP), precision=0.99)
     threshold = rules.at_holder_rows(rules.announced_rows(querier)).model.threshold
     assert (f"threshold {threshold:g} bits, the lowest weight at which the model's estimated precision reaches "
-            "--precision 0.99") in dry.stdout
+            "the target 0.99") in dry.stdout
     assert "est. precision" in dry.stdout and "<- the threshold" in dry.stdout and "optimistic" in dry.stdout
     fixed = run_party(*join_args(tmp_path, "--dry-run"))
     assert "threshold 12 bits, as given" in fixed.stdout
