@@ -29,7 +29,7 @@ from typing import Iterable, Mapping
 import numpy as np
 import pandas as pd
 
-from .errors import DeidInputError
+from .errors import DeidInputError, ParameterError, literal
 
 #: Rows scanned at most; longer tables are sampled (seeded).
 SAMPLE_ROWS = 100_000
@@ -353,12 +353,12 @@ def parse_accepted(items: Iterable[str] | None, report: str | None = "") -> dict
     """``NAME:REASON`` options -> {column: reason}; the name ends at the first colon.  A reason must
     land in a report: with ``report=None`` (no report file asked for) accepting a column is refused."""
     if items and report is None:
-        raise DeidInputError("--accept-column needs a report file (the reason is recorded there)")
+        raise ParameterError("{accepted} needs a report file (the reason is recorded there)", "accepted")
     accepted: dict[str, str] = {}
     for item in items or ():
         name, sep, reason = item.partition(":")
         if not sep or not name.strip() or not reason.strip():
-            raise DeidInputError(f"--accept-column: expected NAME:REASON, got {item!r}")
+            raise ParameterError(f"{{accepted}}: expected NAME:REASON, got {literal(repr(item))}", "accepted")
         accepted[name.strip()] = " ".join(reason.split())
     return accepted
 
@@ -381,8 +381,8 @@ def check_release(released: pd.DataFrame, fates: Mapping[str, str], *, safe_harb
     accepted = dict(accepted or {})
     unknown = [c for c in accepted if c not in released.columns]
     if unknown:
-        raise DeidInputError(f"--accept-column names {', '.join(repr(c) for c in unknown)}, not a released column "
-                             f"(released: {', '.join(map(str, released.columns))})")
+        raise ParameterError(f"{{accepted}} names {literal(', '.join(repr(c) for c in unknown))}, not a released "
+                             f"column (released: {literal(', '.join(map(str, released.columns)))})", "accepted")
     leaked = [c for c in released.columns if fates.get(c) == "direct"]
     if leaked:
         raise DeidInputError(f"column(s) declared direct are in the release: {', '.join(map(repr, leaked))}")
@@ -403,8 +403,8 @@ def check_release(released: pd.DataFrame, fates: Mapping[str, str], *, safe_harb
     refused = {c: fs for c, fs in kept.items() if c not in accepted}
     if refused:
         parts = [f"{c!r} ({fates.get(c, '?')}) looks like {fs[0].description}" for c, fs in refused.items()]
-        raise DeidInputError("identifiers in the release: " + "; ".join(parts) + " - drop the column (declare it "
-                             "\"direct\"), generalize it, or pass --accept-column NAME:REASON")
+        raise ParameterError("identifiers in the release: " + literal("; ".join(parts)) + " - drop the column "
+                             "(declare it \"direct\"), generalize it, or pass {accepted} NAME:REASON", "accepted")
     return {
         "rule": "safe-harbor: every released column, every kind" if safe_harbor else
                 "risk-based: quasi-identifiers not checked for ZIP/age/date (the measured risk governs them)",

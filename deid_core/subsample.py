@@ -30,7 +30,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from .errors import DeidInputError
+from .errors import DeidInputError, ParameterError
 from .longitudinal.person_classes import person_classes
 from .longitudinal.persons import person_level1, persons_per_class
 from .spec import Spec
@@ -157,11 +157,11 @@ def find_fraction(sub: Subsampler, threshold: float, measure: str = "average", d
     if not 0 < threshold <= 1:
         raise DeidInputError(f"threshold {threshold} is outside (0, 1]")
     if draws < 1:
-        raise DeidInputError(f"--draws must be at least 1, got {draws}")
+        raise ParameterError(f"{{draws}} must be at least 1, got {draws}", "draws")
     if not 0 < step <= 1:
-        raise DeidInputError(f"--step {step} is outside (0, 1]")
+        raise ParameterError(f"{{step}} {step} is outside (0, 1]", "step")
     if not 0 <= quantile <= 1:
-        raise DeidInputError(f"--quantile {quantile} is outside [0, 1]")
+        raise ParameterError(f"{{quantile}} {quantile} is outside [0, 1]", "quantile")
     grid = [float(Fraction(repr(step)) * i) for i in range(1, int(Fraction(1) / Fraction(repr(step))) + 1)]
     if grid[-1] < 1:
         grid.append(1.0)

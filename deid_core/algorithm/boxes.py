@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..errors import DeidInputError
+from ..errors import ParameterError, literal
 from ..risk.equivalence_classes import ec_sizes_of
 from .result import SearchResult
 
@@ -37,7 +37,9 @@ def numeric_matrix(df: pd.DataFrame, columns: list[str]) -> np.ndarray:
         x = pd.to_numeric(df[c].astype(object), errors="coerce").to_numpy(dtype=float)
         bad = np.flatnonzero(~np.isfinite(x))
         if len(bad):
-            raise DeidInputError(f"--method boxes: column {c!r} value {df[c].iloc[bad[0]]!r} on data row {bad[0] + 1} is not a number")
+            value = literal(repr(df[c].iloc[bad[0]]))
+            raise ParameterError(f"{{method}} boxes: column {literal(repr(c))} value {value} on data row {bad[0] + 1} "
+                                 "is not a number", "method")
         cols.append(x)
     return np.column_stack(cols)
 
@@ -104,9 +106,9 @@ def anonymize(x: np.ndarray, k: int, a: np.ndarray | None = None) -> Boxes:
     """Xiang et al. 2014 §5: boxes of each point's k−1 nearest neighbours, leftovers merged into the nearest box."""
     n = len(x)
     if k < 1:
-        raise DeidInputError(f"--k must be a positive integer, got {k}")
+        raise ParameterError(f"{{k}} must be a positive integer, got {k}", "k")
     if n < k:
-        raise DeidInputError(f"--method boxes: {n} records cannot form a box of k = {k}")
+        raise ParameterError(f"{{method}} boxes: {n} records cannot form a box of k = {k}", "method")
     a = default_weights(x) if a is None else np.asarray(a, dtype=float)
     nn, radius = knn(x, a, k)
     box = np.full(n, -1, dtype=np.int64)

@@ -19,7 +19,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from ..errors import DeidInputError
+from ..errors import DeidInputError, ParameterError
 from ..longitudinal.persons import person_class_size
 from ..metric.missingness import missing_mask
 from ..risk.attack import k_for_threshold, meets, release_k, release_measure, release_verdict
@@ -42,11 +42,11 @@ class Criterion:
     def build(cls, n: int, k: int | None = None, threshold: float | None = None, measure: str = "max",
               max_suppression: float = 0.0) -> "Criterion":
         if not 0 <= max_suppression <= 1:
-            raise DeidInputError(f"--max-suppression {max_suppression} is outside [0, 1]")
+            raise ParameterError(f"{{max_suppression}} {max_suppression} is outside [0, 1]", "max_suppression")
         limit = int(math.floor(max_suppression * n + 1e-9))
         if k is not None:
             if k < 1:
-                raise DeidInputError(f"--k must be a positive integer, got {k}")
+                raise ParameterError(f"{{k}} must be a positive integer, got {k}", "k")
             return cls("k", k=int(k), max_suppressed=limit)
         if threshold is None or not 0 < threshold <= 1:
             raise DeidInputError(f"threshold {threshold} is outside (0, 1]")

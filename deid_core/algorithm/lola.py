@@ -42,7 +42,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from ..errors import DeidInputError
+from ..errors import DeidInputError, ParameterError
 from ..longitudinal.attack import AttackResult, simulate_attack
 from ..longitudinal.persons import person_level1
 from ..longitudinal.power import adversary_power
@@ -221,22 +221,23 @@ def lola_problem(frame: pd.DataFrame, spec: Spec, *, threshold: float | None = N
     :func:`lola_release` for the parameters)."""
     lg = spec.longitudinal
     if lg is None:
-        raise DeidInputError("--method lola needs a [longitudinal] section in the spec (person, level1, level2)")
+        raise ParameterError("{method} lola needs a [longitudinal] section in the spec (person, level1, level2)",
+                             "method")
     level1, level2 = list(lg.level1), list(lg.level2)
     if not level2:
-        raise DeidInputError("--method lola needs at least one level-2 quasi-identifier in [longitudinal]")
+        raise ParameterError("{method} lola needs at least one level-2 quasi-identifier in [longitudinal]", "method")
     other = [q for q in spec.quasi if q not in level1 and q not in level2]
     if other:
         raise DeidInputError(f"quasi-identifier {other[0]!r} is neither level1 nor level2 in [longitudinal]")
     if iterations < 1:
-        raise DeidInputError(f"--iterations must be a positive integer, got {iterations}")
+        raise ParameterError(f"{{iterations}} must be a positive integer, got {iterations}", "iterations")
     if not 0 < sampling_fraction <= 1:
         raise DeidInputError(f"sampling fraction {sampling_fraction} is outside (0, 1]")
     if not 0 <= max_suppression <= 1:
-        raise DeidInputError(f"--max-suppression {max_suppression} is outside [0, 1]")
+        raise ParameterError(f"{{max_suppression}} {max_suppression} is outside [0, 1]", "max_suppression")
     if k is not None:
         if not k > 0:
-            raise DeidInputError(f"--k must be positive, got {k}")
+            raise ParameterError(f"{{k}} must be positive, got {k}", "k")
         threshold = min(sampling_fraction / k, 1.0)
     thr = threshold if threshold is not None else spec.release.threshold
     if not 0 < thr <= 1:
@@ -263,7 +264,7 @@ def lola_release(frame: pd.DataFrame, spec: Spec, *, threshold: float | None = N
     node (≥ persons: a census); ``p_max`` defaults to ``[longitudinal] adversary_power``.
     """
     if top < 1:
-        raise DeidInputError(f"--top must be a positive integer, got {top}")
+        raise ParameterError(f"{{top}} must be a positive integer, got {top}", "top")
     problem = lola_problem(frame, spec, threshold=threshold, k=k, sampling_fraction=sampling_fraction,
                            max_suppression=max_suppression, iterations=iterations, seed=seed, p_max=p_max, loss=loss)
     criterion: LolaCriterion = problem.criterion  # type: ignore[assignment]

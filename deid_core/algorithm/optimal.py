@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..errors import DeidInputError
+from ..errors import DeidInputError, ParameterError
 from ..longitudinal.persons import person_index
 from ..risk.encoding import encode_table
 from ..risk.known_subsets import KnownQIs
@@ -108,8 +108,9 @@ def optimal_release(frame: pd.DataFrame, spec: Spec, *, threshold: float | None 
         criterion = (Criterion.for_release(n, spec.release, thr, max_suppression) if measure == "attack"
                      else Criterion.build(n, threshold=thr, measure=measure, max_suppression=max_suppression))
     if known is not None and max_suppression:
-        raise DeidInputError("--known searches without suppression (--max-suppression 0): a block's suppression "
-                             "shrinks the other blocks' classes and is not one re-appliable step")
+        raise ParameterError("{known} searches without suppression ({max_suppression} 0): a block's suppression "
+                             "shrinks the other blocks' classes and is not one re-appliable step", "known",
+                             "max_suppression")
     problem = (FullDomainProblem(encode_table(frame, spec), criterion, loss, persons=persons) if known is None
                else KnownFullDomainProblem(encode_table(frame, spec), criterion, known, loss, persons=persons))
     result = search_with_progress(problem, top, progress)

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..errors import DeidInputError
+from ..errors import DeidInputError, ParameterError
 from ..hierarchy import Hierarchy
 from ..metric.entropy import non_uniform_entropy
 from ..risk.encoding import EncodedTable, encode_table
@@ -77,11 +77,13 @@ class Partitioner:
 
     def __init__(self, table: EncodedTable, min_size: int, min_population: float = 0.0, disjoint: bool = False) -> None:
         if table.population is None:
-            raise DeidInputError("--method partition needs --population (instance-disclosure risk uses N_i)")
+            raise ParameterError("{method} partition needs {population} (instance-disclosure risk uses N_i)", "method",
+                                 "population")
         if min_size < 1:
             raise DeidInputError(f"minimum subset size must be positive, got {min_size}")
         if any((table.codes[q] < 0).any() for q in table.qis):
-            raise DeidInputError("--method partition needs every QI value present (missing values cannot be ordered)")
+            raise ParameterError("{method} partition needs every QI value present (missing values cannot be ordered)",
+                                 "method")
         self.t, self.m, self.min_pop, self.disjoint = table, int(min_size), float(min_population), disjoint
         self.qis = list(table.qis)
         self.h = [table.hierarchies[q] for q in self.qis]

@@ -13,6 +13,7 @@ from typing import Callable, Sequence
 from common.cli import Expected, OneLineParser, UsageError, run
 from ..errors import DeidInputError, ParameterError
 from . import commands, geo, longitudinal, masking, pdf, search, subsample, text, ui, utility
+from .options import flagged
 
 EXIT_BAD_INPUT = 2
 
@@ -24,7 +25,7 @@ def _os_error_line(error: BaseException) -> str:
 
 
 #: Bad input -> exit 2 with one line (a library error about parameters names their flags); out of memory -> exit 1.
-EXPECTED = [Expected(ParameterError, EXIT_BAD_INPUT, lambda error: f"error: {error.flagged()}"),
+EXPECTED = [Expected(ParameterError, EXIT_BAD_INPUT, lambda error: f"error: {flagged(error)}"),
             Expected((UsageError, DeidInputError), EXIT_BAD_INPUT),
             Expected((OSError, UnicodeDecodeError), EXIT_BAD_INPUT, _os_error_line),
             Expected(MemoryError, 1, lambda _: "error: out of memory")]

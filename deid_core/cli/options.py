@@ -6,11 +6,29 @@ import math
 from pathlib import Path
 from typing import Callable, Sequence
 
+from common.parameters import NamedParameters
+
 from ..detect import parse_accepted
 from ..errors import DeidInputError
 
 INPUT_HELP = "the table to de-identify (CSV or Parquet; at least one record)"
 SPEC_HELP = "spec (TOML): column roles, hierarchies, release type and threshold"
+
+
+#: The flag of each library parameter that a command line spells otherwise than ``--`` and its name with dashes
+#: (``max_suppression`` -> ``--max-suppression``): the one place a library error's parameters become flags.
+FLAGS = {"key": "--key-file", "accepted": "--accept-column", "formulas": "--regress"}
+
+
+def flag(parameter: str) -> str:
+    """The command-line flag of a library ``parameter``."""
+    return FLAGS.get(parameter, "--" + parameter.replace("_", "-"))
+
+
+def flagged(error: NamedParameters) -> str:
+    """A library error about parameters (:class:`deid_core.errors.ParameterError`, or the party client's)
+    with each parameter named by the flag a user types: the command line's one-line message."""
+    return error.template.format(**{name: flag(name) for name in error.names})
 
 
 #: The largest seed: numpy's and pandas' generators take seeds below 2^32.

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..errors import DeidInputError
+from ..errors import DeidInputError, ParameterError
 from .distance import EARTH_RADIUS_KM, unit_vectors
 
 REQUIRED = ("id", "lat", "lon", "population")
@@ -90,7 +90,7 @@ def _boundary(df: pd.DataFrame, ids: pd.Index, within_prefix: int | None, source
         names.append("column boundary")
     if within_prefix is not None:
         if within_prefix < 1:
-            raise DeidInputError(f"--within-prefix must be at least 1, got {within_prefix}")
+            raise ParameterError(f"{{within_prefix}} must be at least 1, got {within_prefix}", "within_prefix")
         short = ids.str.len() < within_prefix
         if short.any():
             raise DeidInputError(f"{source}: area id {ids[int(np.flatnonzero(short)[0])]!r} is shorter than the "

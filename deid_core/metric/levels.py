@@ -14,7 +14,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..errors import DeidInputError
+from ..errors import ParameterError, literal
 from ..hierarchy import Hierarchy
 from .entropy import entropy_terms, frequencies
 from .geometric import geometric_loss, leaf_shares
@@ -28,7 +28,7 @@ class NodeLoss:
     def __init__(self, name: str, hierarchies: Sequence[Hierarchy], codes: Sequence[Sequence[np.ndarray]],
                  n: int) -> None:
         if name not in LOSSES:
-            raise DeidInputError(f"--loss must be one of {', '.join(LOSSES)}, got {name!r}")
+            raise ParameterError(f"{{loss}} must be one of {', '.join(LOSSES)}, got {literal(repr(name))}", "loss")
         self.name, self.n = name, n
         #: per QI and level: the per-record loss term; per QI: the term of a suppressed cell
         self.terms: list[list[np.ndarray]] = []

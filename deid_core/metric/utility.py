@@ -17,7 +17,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from ..errors import DeidInputError
+from ..errors import DeidInputError, ParameterError, literal
 from .missingness import missing_mask
 from .numeric import to_number
 
@@ -82,7 +82,7 @@ def parse_formula(text: str) -> tuple[str, list[str]]:
     lhs, sep, rhs = text.partition("~")
     xs = [t.strip() for t in rhs.split("+")]
     if not sep or not lhs.strip() or not all(xs):
-        raise DeidInputError(f"--regress: expected y~x1+x2, got {text!r}")
+        raise ParameterError(f"{{formulas}}: expected y~x1+x2, got {literal(repr(text))}", "formulas")
     return lhs.strip(), xs
 
 
@@ -229,7 +229,8 @@ def utility(original: pd.DataFrame, released: pd.DataFrame, numeric: Sequence[st
         y, xs = parse_formula(f)
         bad = [v for v in (y, *xs) if v not in numeric]
         if bad:
-            raise DeidInputError(f"--regress {f!r}: {bad[0]!r} is not one of the numeric columns ({', '.join(numeric)})")
+            raise ParameterError(f"{{formulas}} {literal(repr(f))}: {literal(repr(bad[0]))} is not one of the numeric "
+                                 f"columns ({literal(', '.join(numeric))})", "formulas")
     nb, na = numbers(original, numeric), numbers(released, numeric)
     pairs = list(combinations(categorical, 2)) if pairs is None else list(pairs)
     columns = list(dict.fromkeys([*numeric, *categorical]))

@@ -35,7 +35,7 @@ from itertools import combinations
 
 import numpy as np
 
-from ..errors import DeidInputError
+from ..errors import DeidInputError, ParameterError
 
 #: Candidate-block enumeration is used while C(v, k) × C(k, t) stays below this (memory ~16 bytes each).
 MAX_INCIDENCES = 8_000_000
@@ -249,8 +249,8 @@ def covering_design(v: int, k: int, t: int, improve_seconds: float = 0.0, seed: 
     local search (:func:`improve`, seeded by ``seed``)."""
     _check(v, k, t)
     if math.comb(v, t) > MAX_TSETS:
-        raise DeidInputError(f"C({v}, {t}) = {math.comb(v, t):,} subsets of known quasi-identifiers is too many "
-                             f"(at most {MAX_TSETS:,}); use fewer quasi-identifiers or a smaller --known")
+        raise ParameterError(f"C({v}, {t}) = {math.comb(v, t):,} subsets of known quasi-identifiers is too many "
+                             f"(at most {MAX_TSETS:,}); use fewer quasi-identifiers or a smaller {{known}}", "known")
     if k == v:
         return CoveringDesign(v, k, t, [tuple(range(v))], "single block")
     if k == t:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
-from ..errors import DeidInputError
+from ..errors import ParameterError
 from .equivalence_classes import Classes
 from .covering import CoveringDesign, covering_design
 from .encoding import EncodedTable
@@ -48,13 +48,13 @@ def known_qis(qis: Sequence[str], m: int, block: int | None = None, improve_seco
     ``improve_seconds`` of local search shrink the design (:func:`~deid_core.risk.covering.improve`)."""
     n = len(qis)
     if not n:
-        raise DeidInputError("--known needs quasi-identifiers in the spec")
+        raise ParameterError("{known} needs quasi-identifiers in the spec", "known")
     if not 1 <= m <= n:
-        raise DeidInputError(f"--known {m} must lie in 1..{n} (the spec's number of quasi-identifiers)")
+        raise ParameterError(f"{{known}} {m} must lie in 1..{n} (the spec's number of quasi-identifiers)", "known")
     k = m if block is None else block
     if not m <= k <= n:
-        raise DeidInputError(f"--block {k} must lie in {m}..{n} (at least --known, at most the number of "
-                             "quasi-identifiers)")
+        raise ParameterError(f"{{block}} {k} must lie in {m}..{n} (at least {{known}}, at most the number of "
+                             "quasi-identifiers)", "block", "known")
     return KnownQIs(m, tuple(qis), covering_design(n, k, m, improve_seconds=improve_seconds, seed=seed))
 
 

@@ -24,7 +24,7 @@ from typing import Sequence
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-from ..errors import DeidInputError
+from ..errors import DeidInputError, ParameterError
 from ..transform.keys import check_key
 from ..transform.safe_harbor import RESTRICTED_ZIP3_2000
 from .lists import first_names_of_sex, last_names, read_list, sex_of, states
@@ -178,7 +178,7 @@ def transform(text: str, spans: Sequence[Span], mode: str, *, surrogates: Surrog
     if mode not in MODES:
         raise DeidInputError(f"mode {mode!r} is not one of {', '.join(MODES)}")
     if mode == "surrogate" and surrogates is None:
-        raise DeidInputError("mode surrogate needs a key (--key-file or DEID_KEY)")
+        raise ParameterError("mode surrogate needs a key ({key} or DEID_KEY)", "key")
     out, last = [], 0
     numbers: dict[str, dict[str, int]] = {}
     result = Outcome("")

@@ -9,7 +9,7 @@ from hmac import compare_digest
 from cryptography.hazmat.primitives import hashes, hmac
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-from ..errors import DeidInputError
+from ..errors import DeidInputError, ParameterError
 
 MIN_KEY_BYTES = 16
 
@@ -17,8 +17,8 @@ MIN_KEY_BYTES = 16
 def check_key(key: bytes | None) -> bytes:
     """The data owner's masking key, refused when absent or shorter than 16 bytes."""
     if not key or len(key) < MIN_KEY_BYTES:
-        raise DeidInputError("a masking key of at least 16 bytes is required (supply it with --key-file or the "
-                             "DEID_KEY environment variable)")
+        raise ParameterError("a masking key of at least 16 bytes is required (supply it with {key} or the "
+                             "DEID_KEY environment variable)", "key")
     return key
 
 

@@ -45,13 +45,20 @@ def _log_to_stderr(args: argparse.Namespace) -> None:
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
 
 
+def _flagged(error: ParameterError) -> str:
+    """The error with each parameter named by its flag: the ``deid`` command's map, the one place a
+    parameter whose flag is spelled otherwise (``accepted``: ``--accept-column``) is mapped."""
+    from deid_core.cli.options import flagged
+    return flagged(error)
+
+
 #: Exit 1 when the key holder (or the --dask scheduler) stays unreachable, 2 for bad input or a refusal,
 #: 130 on Ctrl-C.
 EXPECTED = [Expected(KeyHolderUnavailable, 1),
             Expected(ClusterLost, 1, lambda error: f"error: {error}" + (
                 "; the round was not finished (the next `party hold` sends what the key holder is missing)"
                 if error.in_round else "")),
-            Expected(ParameterError, 2, lambda error: f"error: {error.flagged()}"),
+            Expected(ParameterError, 2, lambda error: f"error: {_flagged(error)}"),
             Expected((UsageError, PartyError, DaskUnavailable), 2),
             Expected(OSError, 2, lambda error: f"error: cannot use {error.filename or 'a file'}: "
                                                f"{(error.strerror or type(error).__name__).lower()}"

@@ -12,9 +12,13 @@ from party_client.cli.preset_options import add_preset_options, check_plan, pres
 
 def _accepted_columns(items: list[str] | None) -> dict[str, str]:
     from deid_core import DeidInputError
+    from deid_core.cli.options import flagged
     from deid_core.detect import parse_accepted
+    from deid_core.errors import ParameterError
     try:
         return parse_accepted(items)
+    except ParameterError as error:
+        raise UsageError(f"party link-release: {flagged(error)}") from None
     except DeidInputError as error:
         raise UsageError(f"party link-release: {error}") from None
 

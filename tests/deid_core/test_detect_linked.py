@@ -12,8 +12,9 @@ import pandas as pd
 import pytest
 
 from deid_core.cli import main
+from deid_core.cli.options import flagged
 from deid_core.detect import check_release, column_findings, person_names, scan
-from deid_core.errors import DeidInputError
+from deid_core.errors import DeidInputError, ParameterError
 from deid_core.ui.specform import SpecForm
 
 FEBRL = Path(__file__).resolve().parents[1] / "data" / "febrl"
@@ -102,8 +103,9 @@ def test_house_numbers_and_linkage_columns_by_name():
 def test_a_flagged_column_released_as_other_is_refused(linked, column):
     release = linked[[column, "postcode", "state"]]
     fates = {column: "other", "postcode": "quasi", "state": "quasi"}
-    with pytest.raises(DeidInputError, match=rf"'{column}' \(other\) looks like .*--accept-column"):
+    with pytest.raises(ParameterError, match=rf"'{column}' \(other\) looks like .*pass accepted NAME") as refused:
         check_release(release, fates, safe_harbor=False)
+    assert refused.value.parameter == "accepted" and flagged(refused.value).endswith("pass --accept-column NAME:REASON")
     fates[column] = "sensitive"
     with pytest.raises(DeidInputError, match=rf"'{column}' \(sensitive\)"):
         check_release(release, fates, safe_harbor=False)
