@@ -29,6 +29,7 @@ from .assessing import ReleaseAssessment, assess_release
 from .errors import DeidInputError, DeidWarning
 from .hierarchy import Hierarchy, build_hierarchy, from_csv
 from .io import read_table, write_table
+from .longitudinal.assessment import AttackOptions
 from .metric import (discernibility, missingness, missingness_change, non_uniform_entropy, numeric_utility,
                      precision)
 from .release_search import SearchOptions, SearchResult, search_release
@@ -50,5 +51,5 @@ __all__ = [
     "population_risk", "pr_acquaintance", "prosecutor", "summarize", "RESTRICTED_ZIP3_2000", "safe_harbor",
     "safe_harbor_policy", "SUPPRESSED", "HierarchySpec", "ReleaseSpec", "Spec", "load_spec", "parse_spec",
     "Policy", "full_domain_policy", "OptimalRelease", "optimal_release", "ReleaseAssessment", "assess_release",
-    "release_page", "SearchOptions", "SearchResult", "search_release", "apply_policy",
+    "AttackOptions", "release_page", "SearchOptions", "SearchResult", "search_release", "apply_policy",
 ]

@@ -16,6 +16,7 @@ from .assess import (Assessment, assess, assess_known, assess_with_original, inf
                      release_assessment)
 from .column_fates import column_fates, loss_per_column, suppressed_records
 from .errors import DeidInputError
+from .longitudinal.assessment import AttackOptions, release_attack, release_complete_knowledge
 from .risk import attack_assessment
 from .risk.known_subsets import KnownQIs
 from .spec import Spec
@@ -40,6 +41,8 @@ class ReleaseAssessment:
     notes: dict                        # per ``text`` column, what its de-identification found (counts)
     events_per_person: dict | None = None   # ``[longitudinal]``: min, median, mean, max events per person
     known: dict | None = None          # the m-of-n adversary (:func:`deid_core.assess.assess_known`)
+    attack: dict | None = None         # ``[longitudinal]``: the simulated attack on the release
+    complete_knowledge: dict | None = None  # ``[longitudinal]``: classes under complete knowledge of the events
     identifier_check: dict | None = None    # :func:`deid_core.detect.check_release` of the release
 
     @property
@@ -73,9 +76,9 @@ def assess_release(source: pd.DataFrame, spec: Spec, release: pd.DataFrame | Non
                    policy: Policy | None = None, population: pd.DataFrame | None = None,
                    levels: Mapping[str, int] | None = None, record_suppression: bool | None = None,
                    numeric: Sequence[str] | None = None, notes: Mapping[str, Mapping[str, Any]] | None = None,
-                   known: KnownQIs | None = None, progress: bool = False,
-                   fates: Mapping[str, str] | None = None, accepted: Mapping[str, str] | None = None,
-                   original_as_released: bool = False) -> ReleaseAssessment:
+                   known: KnownQIs | None = None, progress: bool = False, attack: AttackOptions | None = None,
+                   complete_knowledge: str | None = None, fates: Mapping[str, str] | None = None,
+                   accepted: Mapping[str, str] | None = None, original_as_released: bool = False) -> ReleaseAssessment:
     """Measure a release of ``source`` under ``spec`` for its report.
 
     Without ``release`` the full-domain ``levels`` and ``record_suppression`` (default: the spec's) make it
@@ -83,7 +86,9 @@ def assess_release(source: pd.DataFrame, spec: Spec, release: pd.DataFrame | Non
     compared). With ``release`` (a table made by ``policy`` elsewhere, same rows) it is measured from scratch
     (:func:`deid_core.assess.release_assessment`) and the original under ``spec`` against ``population``, or
     with ``original_as_released`` as the release is (no types or hierarchies). ``notes``: per ``text`` column
-    what its de-identification found. ``known``: also the adversary who knows m of the n quasi-identifiers
+    what its de-identification found. ``attack`` (``[longitudinal]``): also the simulated attack on the release;
+    ``complete_knowledge`` (``approximate`` or ``exact``): also its classes when the adversary knows all of a
+    person's events. ``known``: also the adversary who knows m of the n quasi-identifiers
     (``progress`` shows its blocks). ``fates``: also check the release for identifiers under them
     (:func:`deid_core.detect.check_release`, risk-based; ``accepted`` columns let through with a reason).
     """
@@ -106,6 +111,9 @@ def assess_release(source: pd.DataFrame, spec: Spec, release: pd.DataFrame | Non
         levels_to = {f["column"]: f.get("level_to", 0) for f in columns if f["column"] in kept}
         heights = {f["column"]: f.get("height", 0) for f in columns if f["column"] in kept}
         loss = information_loss(source, after.output, kept, levels_to, heights)
+    attacked = release_attack(source, after.output, spec, attack) if attack is not None else None
+    flattened = (release_complete_knowledge(source, after.output, spec, complete_knowledge)
+                 if complete_knowledge is not None else None)
     m_of_n = assess_known(source, spec, population, after, known, progress=progress) if known is not None else None
     check = None
     if fates is not None:
@@ -117,4 +125,4 @@ def assess_release(source: pd.DataFrame, spec: Spec, release: pd.DataFrame | Non
         loss_per_column=loss_per_column(source, after.output, stated.quasi, columns),
         suppressed_records=suppressed_records(after.output, policy), notes=notes,
         events_per_person=_events_per_person(after.person_index) if after.person_index is not None else None,
-        known=m_of_n, identifier_check=check)
+        known=m_of_n, attack=attacked, complete_knowledge=flattened, identifier_check=check)

@@ -9,8 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from .longitudinal import (add_attack_options, assess_attack, check_attack_options, complete_knowledge_summary,
-                           longitudinal_of, prior_reports)
+from .longitudinal import add_attack_options, check_attack_options, longitudinal_of, prior_reports
 from ..errors import DeidInputError
 from .masking import KEY_HELP, REVERSIBLE_BY_TABLE, add_reversal_option, owner_key, sealed_reversal
 from .known_options import add_known_options, known_of
@@ -33,6 +32,7 @@ def person_id_warnings(df, spec) -> list[str]:
 def cmd_assess(args: argparse.Namespace) -> int:
     from ..assessing import assess_release
     from ..io import read_table, require_records, write_json, write_table, write_text
+    from ..longitudinal.assessment import AttackOptions
     from ..report import build_report, release_page
     from ..spec import load_spec
 
@@ -58,9 +58,12 @@ def cmd_assess(args: argparse.Namespace) -> int:
     if releases:  # a release's notes are de-identified first, while every hint column is there
         from ..releasing import deidentify_text_columns
         df, notes = deidentify_text_columns(df, fates, spec.text.to_dict())
+    attack = AttackOptions(p_max=args.power, model=args.power_model, scale=args.scale, iterations=args.iterations,
+                           seed=args.seed, exact=args.exact) if args.attack else None
     ra = assess_release(df, spec, population=pop, levels=parse_levels(args.levels),
                         record_suppression=True if args.suppress else None, numeric=numeric, notes=notes,
-                        known=known, progress=True, fates=fates if args.output else None, accepted=accepted)
+                        known=known, progress=True, attack=attack, complete_knowledge=args.complete_knowledge,
+                        fates=fates if args.output else None, accepted=accepted)
     a = ra.release
     result = a.to_dict()
     if args.policy_out:
@@ -70,14 +73,14 @@ def cmd_assess(args: argparse.Namespace) -> int:
     warnings = person_id_warnings(df, spec)
     if warnings:
         result["warnings"] = warnings
-    if args.attack:
-        result["longitudinal"] = assess_attack(args, df, spec, a)
-    if args.complete_knowledge:
-        result["complete_knowledge"] = complete_knowledge_summary(args, df, spec, a)
+    if ra.attack is not None:
+        result["longitudinal"] = ra.attack
+    if ra.complete_knowledge is not None:
+        result["complete_knowledge"] = ra.complete_knowledge
     if ra.known is not None:
         result["known"] = ra.known
     result["report"] = build_report(ra, input_name=str(args.input), reapply=reapply,
-                                    attack=result.get("longitudinal"), operations=prior_reports(args.prior_report))
+                                    operations=prior_reports(args.prior_report))
     if ra.identifier_check is not None:
         result["identifier_check"] = ra.identifier_check
         result["accepted_columns"] = ra.identifier_check["accepted_columns"]

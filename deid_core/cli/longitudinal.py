@@ -75,42 +75,6 @@ def add_attack_options(p: argparse.ArgumentParser, power_help: str) -> None:
                    help="enumerate every combination of every person instead of sampling (small data only)")
 
 
-def assess_attack(args: argparse.Namespace, df: pd.DataFrame, spec: Spec, a) -> dict:
-    """``deid assess --attack``: the attack on the assessed release, knowledge drawn from the input's values."""
-    from ..longitudinal.assessment import attack_release
-    from ..metric import is_marker
-
-    lg = longitudinal_of(spec, "assess --attack")
-    released = a.output.copy()
-    released.insert(0, lg.person, df[lg.person].to_numpy())
-    qis = [q for q in spec.quasi if q in released.columns]
-    gone = np.ones(len(released), dtype=bool) if qis else np.zeros(len(released), dtype=bool)
-    for q in qis:
-        gone &= is_marker(released[q]) | released[q].isna().to_numpy()
-    if gone.all():
-        raise DeidInputError("every record is suppressed: nothing is released to attack")
-    # suppressed rows carry no values: left out of the release and of the adversary's source (as in deid attack)
-    released, original = released.loc[~gone], df.loc[~gone]
-    att = attack_release(released, lg, threshold=spec.release.threshold, original=original,
-                         p_max=args.power, model=args.power_model, scale=args.scale, iterations=args.iterations,
-                         seed=args.seed, exact=args.exact)
-    return att.assess_entry()
-
-
-def complete_knowledge_summary(args: argparse.Namespace, df: pd.DataFrame, spec: Spec, a) -> dict:
-    """``deid assess --complete-knowledge``: classes of persons flattened to all their events (El Emam &
-    Arbuckle, ch. 4), on the assessed release."""
-    from ..longitudinal.persons import complete_knowledge
-
-    lg = longitudinal_of(spec, "assess --complete-knowledge")
-    released = a.output.copy()
-    released.insert(0, lg.person, df[lg.person].to_numpy())
-    level2 = [c for c in lg.level2 if c in released.columns]
-    ck = complete_knowledge(released, person=lg.person, level1=list(lg.level1), level2=level2,
-                            exact=args.complete_knowledge == "exact", threshold=spec.release.threshold)
-    return {"variant": args.complete_knowledge, **ck.summary()}
-
-
 def prior_reports(paths: list[str] | None) -> list[dict]:
     """The JSON reports of earlier ``deid truncate``/``deid codes`` runs (one-line error if unreadable)."""
     import json

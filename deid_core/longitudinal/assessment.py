@@ -1,6 +1,8 @@
 """A longitudinal release, assessed: the simulated attack with per-person adversary power, its JSON
-summary, and the check for repeated person ids in a table assessed row by row (docs/longitudinal.md,
-"From the command line"; El Emam et al. 2012, "Empirical Evaluation"; El Emam & Arbuckle, ch. 4, 6).
+summary, the attack and the complete-knowledge classes of a release beside its source (what ``deid assess
+--attack`` and ``--complete-knowledge`` report), and the check for repeated person ids in a table assessed
+row by row (docs/longitudinal.md, "From the command line"; El Emam et al. 2012, "Empirical Evaluation"; El
+Emam & Arbuckle, ch. 4, 6).
 """
 from __future__ import annotations
 
@@ -11,7 +13,8 @@ import numpy as np
 import pandas as pd
 
 from ..errors import DeidInputError
-from ..spec import LongitudinalSpec
+from ..metric import is_marker
+from ..spec import LongitudinalSpec, Spec
 from .attack import AttackResult, simulate_attack
 from .power import adversary_power
 
@@ -115,6 +118,60 @@ def attack_release(released: pd.DataFrame, lg: LongitudinalSpec, *, threshold: f
                              iterations=iterations, seed=seed, threshold=threshold, exact=exact)
     persons = int(source[lg.person].nunique())
     return LongitudinalAttack(result, power_distribution(table, p_max, model, scale, persons), seed)
+
+
+@dataclass(frozen=True)
+class AttackOptions:
+    """How the simulated attack on a release runs (:func:`attack_release`'s parameters): ``p_max`` values
+    per level-2 QI at the most (default ``[longitudinal] adversary_power``), the power ``model`` and its
+    ``scale``, ``iterations`` attacks from ``seed``, or every combination of every person (``exact``)."""
+
+    p_max: int | None = None
+    model: str = "simpson"
+    scale: str = "max"
+    iterations: int = 10_000
+    seed: int = 0
+    exact: bool = False
+
+
+def _with_persons(source: pd.DataFrame, output: pd.DataFrame, spec: Spec) -> tuple[pd.DataFrame, LongitudinalSpec]:
+    """The release with the person column put back from ``source`` (same rows, same order)."""
+    lg = spec.longitudinal
+    if lg is None:
+        raise DeidInputError("a longitudinal assessment needs a [longitudinal] section in the spec")
+    released = output.copy()
+    released.insert(0, lg.person, source[lg.person].to_numpy())
+    return released, lg
+
+
+def release_attack(source: pd.DataFrame, output: pd.DataFrame, spec: Spec, options: AttackOptions) -> dict:
+    """The simulated attack on the release ``output`` of ``source``, knowledge drawn from the source's values:
+    the ``longitudinal`` object of ``deid assess --attack`` (:meth:`LongitudinalAttack.assess_entry`)."""
+    released, lg = _with_persons(source, output, spec)
+    qis = [q for q in spec.quasi if q in released.columns]
+    gone = np.ones(len(released), dtype=bool) if qis else np.zeros(len(released), dtype=bool)
+    for q in qis:
+        gone &= is_marker(released[q]) | released[q].isna().to_numpy()
+    if gone.all():
+        raise DeidInputError("every record is suppressed: nothing is released to attack")
+    # suppressed rows carry no values: left out of the release and of the adversary's source (as in deid attack)
+    released, original = released.loc[~gone], source.loc[~gone]
+    att = attack_release(released, lg, threshold=spec.release.threshold, original=original, p_max=options.p_max,
+                         model=options.model, scale=options.scale, iterations=options.iterations, seed=options.seed,
+                         exact=options.exact)
+    return att.assess_entry()
+
+
+def release_complete_knowledge(source: pd.DataFrame, output: pd.DataFrame, spec: Spec, variant: str) -> dict:
+    """Classes of persons flattened to all their events in the release ``output`` of ``source`` (El Emam &
+    Arbuckle, ch. 4), ``variant`` ``approximate`` or ``exact`` (which values share an event)."""
+    from .persons import complete_knowledge
+
+    released, lg = _with_persons(source, output, spec)
+    level2 = [c for c in lg.level2 if c in released.columns]
+    ck = complete_knowledge(released, person=lg.person, level1=list(lg.level1), level2=level2,
+                            exact=variant == "exact", threshold=spec.release.threshold)
+    return {"variant": variant, **ck.summary()}
 
 
 def repeated_ids(df: pd.DataFrame, columns: Sequence[str]) -> dict[str, int]:

@@ -62,8 +62,7 @@ def _add_months(d: _dt.date, months: int) -> _dt.date:
     return _dt.date(d.year + y, m + 1, day)
 
 
-def longitudinal_section(ra: ReleaseAssessment, attack: Mapping[str, Any] | None = None,
-                         operations: Sequence[Mapping[str, Any]] = ()) -> dict:
+def longitudinal_section(ra: ReleaseAssessment, operations: Sequence[Mapping[str, Any]] = ()) -> dict:
     """The report's longitudinal part: persons and events, per-person vs per-row risk, the adversary power
     and the simulated attack (``deid assess --attack``), and earlier truncation/code operations (their
     ``deid truncate``/``deid codes`` report JSON)."""
@@ -77,18 +76,18 @@ def longitudinal_section(ra: ReleaseAssessment, attack: Mapping[str, Any] | None
             "events_per_person": dict(ra.events_per_person),
             "risk_persons": {"k_min": a.summary["k_min"], **a.summary["prosecutor"]},
             "risk_rows": {"k_min": rows.get("k_min"), **(rows.get("prosecutor") or {})},
-            "attack": dict(attack) if attack else None, "operations": [dict(o) for o in operations]}
+            "attack": dict(ra.attack) if ra.attack else None, "operations": [dict(o) for o in operations]}
 
 
 def build_report(ra: ReleaseAssessment, input_name: str = "", today: _dt.date | None = None, *,
-                 reapply: Mapping[str, str] | None = None, attack: Mapping[str, Any] | None = None,
-                 operations: Sequence[Mapping[str, Any]] = (), title: str | None = None) -> dict:
+                 reapply: Mapping[str, str] | None = None, operations: Sequence[Mapping[str, Any]] = (),
+                 title: str | None = None) -> dict:
     """The five-step report of ``ra`` (:func:`deid_core.assess_release`) as a JSON-ready dict (the ``report``
     key of the assess JSON): its numbers in the report's words, nothing measured here.
 
     ``reapply`` says how to re-apply the policy (``command`` and ``policy_file``). With ``[longitudinal]``
-    the report gains a ``longitudinal`` part (:func:`longitudinal_section`; ``attack`` and ``operations``,
-    the JSON of earlier ``deid truncate``/``deid codes`` runs, go into it). ``title`` heads the page.
+    the report gains a ``longitudinal`` part (:func:`longitudinal_section`, with the simulated attack and
+    ``operations``, the JSON of earlier ``deid truncate``/``deid codes`` runs). ``title`` heads the page.
     """
     today = today or _dt.date.today()
     a, spec, policy = ra.release, ra.spec, ra.policy
@@ -150,7 +149,7 @@ def build_report(ra: ReleaseAssessment, input_name: str = "", today: _dt.date | 
     }
     report = {"input": input_name, "generated": today.isoformat(), "steps": steps, "sources": dict(SOURCES)}
     if a.spec.longitudinal is not None and ra.events_per_person is not None:
-        report["longitudinal"] = longitudinal_section(ra, attack, operations)
+        report["longitudinal"] = longitudinal_section(ra, operations)
         report["sources"].update(LONGITUDINAL_SOURCES)
     if title is not None:
         report["title"] = title

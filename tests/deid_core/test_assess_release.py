@@ -13,13 +13,16 @@ import pandas as pd
 import pytest
 
 import deid_core
-from deid_core import ReleaseAssessment, assess, assess_release, build_report, release_page
+from deid_core import AttackOptions, ReleaseAssessment, assess, assess_release, build_report, release_page
 from deid_core.cli import main
 from deid_core.cli.options import flagged
 from deid_core.errors import DeidInputError, ParameterError
+from deid_core.io import read_table
 from deid_core.risk.known_subsets import known_qis
 from deid_core.spec import parse_spec
+from deid_core.spec import load_spec
 from deid_core.transform.keys import check_key
+from deidspecs import write_claims
 
 
 def _table() -> tuple[pd.DataFrame, deid_core.Spec]:
@@ -56,6 +59,16 @@ def test_a_release_made_elsewhere_is_measured_from_scratch_beside_its_source():
     assert ra.information_loss["non_uniform_entropy"] == made.information_loss["non_uniform_entropy"]
     with pytest.raises(DeidInputError, match="needs the policy that made it"):
         assess_release(df, spec, made.output)
+
+
+def test_a_longitudinal_release_carries_its_simulated_attack_and_complete_knowledge(tmp_path):
+    data, spec = write_claims(tmp_path, persons=30)
+    ra = assess_release(read_table(data), load_spec(spec), levels={"dx": 1}, complete_knowledge="approximate",
+                        attack=AttackOptions(iterations=50, seed=3))
+    assert ra.attack["attack"]["iterations"] == 50 and ra.attack["attack"]["seed"] == 3
+    assert ra.complete_knowledge["variant"] == "approximate" and ra.events_per_person["max"] == 4
+    longitudinal = build_report(ra)["longitudinal"]
+    assert longitudinal["attack"] == ra.attack and longitudinal["events_per_person"] == ra.events_per_person
 
 
 def test_the_report_and_its_page_measure_nothing(monkeypatch):
