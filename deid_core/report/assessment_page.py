@@ -1,7 +1,9 @@
 """The page of a five-step report (``deid assess --html``, ``party link-release``): a
-:func:`~deid_core.report.five_steps.build_report` dict as a :class:`~deid_core.report.document.Document`.
-A caller adds sections of its own through ``preface`` (placed before step 1: what the data went through
-before they were de-identified, e.g. a linkage) without this module knowing what they say."""
+:func:`~deid_core.report.five_steps.build_report` dict as a :class:`~deid_core.report.document.Document`,
+and :func:`release_page`, that page drawn with the plots of its
+:class:`~deid_core.assessing.ReleaseAssessment`. A caller adds sections of its own through ``preface``
+(placed before step 1: what the data went through before they were de-identified, e.g. a linkage) without
+this module knowing what they say."""
 from __future__ import annotations
 
 from typing import Any, Mapping, Sequence

@@ -6,8 +6,9 @@ identifiers and quasi-identifiers; 2 the threshold; 3 the risk measured under
 the plausible attacks; 4 what was done, column by column (with the policy in
 re-appliable form); 5 the re-assessment of the release (risk before and
 after against the threshold, information loss, plots) and a date 18–24
-months ahead to look at it again (ch. 3, "Final Thoughts"). A caller may add
-keys of its own to the dict (the JSON keeps them); the page is drawn by
+months ahead to look at it again (ch. 3, "Final Thoughts"). Every number comes from a
+:class:`~deid_core.assessing.ReleaseAssessment` (:func:`deid_core.assess_release`); nothing is measured
+here. A caller may add keys of its own to the dict (the JSON keeps them); the page is drawn by
 :mod:`deid_core.report.assessment_page`.
 """
 from __future__ import annotations
