@@ -1,7 +1,8 @@
 """A release assessed, as a library call: :func:`assess_release` measures everything the five-step report
 states (El Emam & Arbuckle, ch. 2, "Steps in the De-Identification Methodology") and returns it as a
 :class:`ReleaseAssessment`: the release and the original measured, the verdict, what happened to each column,
-the information lost, and (when asked) the m-of-n adversary and the identifier check.  The report package
+the information lost, and (when asked) the m-of-n adversary, the simulated attack and the classes under
+complete knowledge of a person's events (``[longitudinal]``), and the identifier check.  The report package
 only words it (:func:`deid_core.report.build_report`, :func:`deid_core.report.release_page`); ``deid assess``,
 ``deid apply --html``, the workbench and ``party link-release`` each call it once."""
 from __future__ import annotations
