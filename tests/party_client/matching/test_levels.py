@@ -16,6 +16,8 @@ from party_client.matching.fellegi_sunter import (LevelField, LevelModel, accept
 from party_client.matching.levels import (Level, date_keys, group_agreement, missing_keys, number_keys,
                                           osa_distance, slip_reference, text_keys, typo_reference)
 
+pytestmark = pytest.mark.slow          # property tests over every level: about a minute
+
 LIMIT = 8
 letters = st.text(alphabet="abcde", min_size=1, max_size=LIMIT)
 
