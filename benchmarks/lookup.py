@@ -21,7 +21,7 @@ times; the load average is printed with them (the machine may be shared).
 
 Without ``--desk``:
 The key holder runs as its own process (``keyholder serve --insecure``); the
-holder is a ``Party.holder(...)`` object kept alive in this process, serving in
+holder is a ``Party.prepare_holder(...)`` object kept alive in this process, serving in
 a thread (``serve(once=False, stop=...)``); the querier calls ``Party.lookup``
 with one identifier at a time (half of them present at the holder).  The first
 lookup opens the lookup session (K generates its key) and makes the holder
@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
         holder_ids, absent = holder_and_absent_ids(args.rows, rng)
         frame = pd.DataFrame({"id": holder_ids, "age": (holder_ids.astype(np.int64) % 97)})
         t = time.perf_counter()
-        holder = holder_party.holder(frame, "id", [] if args.no_release else ["age"])
+        holder = holder_party.prepare_holder(frame, "id", [] if args.no_release else ["age"])
         results["holder_load_s"] = round(time.perf_counter() - t, 2)
         print(f"holder: {args.rows} rows loaded in {results['holder_load_s']} s", file=sys.stderr, flush=True)
         served: list = []

@@ -364,11 +364,12 @@ class Party(Registrant):
         return LinkResult(result, report)
 
     # -- holder -----------------------------------------------------------------
-    def holder(self, data, id_column: str | None = None, release_columns: list[str] | None = None, *,
-               rules=None, id_type: str = "identifier", allowed_queriers: list[str] | None = None,
-               connection: Connection | None = None, schemes: str | tuple[str | Scheme, ...] = SCHEME_NAMES,
-               dask_client=None, dask_timeout: float = CONNECT_SECONDS, lookup_memory: int = DEFAULT_BUDGET_BYTES,
-               submit_window: int = SUBMIT_WINDOW, force: bool = False) -> Holder:
+    def prepare_holder(self, data, id_column: str | None = None, release_columns: list[str] | None = None, *,
+                       rules=None, id_type: str = "identifier", allowed_queriers: list[str] | None = None,
+                       connection: Connection | None = None,
+                       schemes: str | tuple[str | Scheme, ...] = SCHEME_NAMES, dask_client=None,
+                       dask_timeout: float = CONNECT_SECONDS, lookup_memory: int = DEFAULT_BUDGET_BYTES,
+                       submit_window: int = SUBMIT_WINDOW, force: bool = False) -> Holder:
         """A holder ready to serve (``serve(once=...)``), keys computed once; it refuses rounds of a
         comparison scheme not in ``schemes`` (schemes or names, or a comma-separated string); with a
         ``distributed.Client`` its comparison batches run on that Dask cluster (a call to its
@@ -401,7 +402,7 @@ class Party(Registrant):
         blocked rules: candidate pairs per pass), which only the holder knows.  ``on_ready`` is
         called once the table's keys are ready, ``on_served`` with each round's summary as it ends;
         ``concurrency`` rounds are served at once (default: one per core; lookups in a lane of their own)."""
-        holder = self.holder(data, id_column, release_columns, **options)
+        holder = self.prepare_holder(data, id_column, release_columns, **options)
         try:
             if on_ready is not None:
                 on_ready()

@@ -212,7 +212,7 @@ def run_fuzzy_step(registry: Party, cohort: Party, paths: dict[str, Path], folde
     rules = write_fuzzy_rules(folder)
     stop = threading.Event()
     served: list[dict] = []
-    server = _serve(registry.holder(paths["registry"], release_columns=["site"], rules=rules["registry"]), stop,
+    server = _serve(registry.prepare_holder(paths["registry"], release_columns=["site"], rules=rules["registry"]), stop,
                     served)
     started = time.perf_counter()
     try:
@@ -299,8 +299,8 @@ def run_demo(out: str | None = None, rows: int = 300, force: bool = False) -> in
         west = make_party(folder, "registry-west", tls, address, progress=None)
         insurer = make_party(folder, "insurer", tls, address, progress=None)
         cohort = make_party(folder, "cohort", tls, address, progress=None)
-        servers = [_serve(registry.holder(paths["registry"], "hcn", ["site", "stage"]), stop),
-                   _serve(hospital.holder(paths["hospital"], "hcn", []), stop)]
+        servers = [_serve(registry.prepare_holder(paths["registry"], "hcn", ["site", "stage"]), stop),
+                   _serve(hospital.prepare_holder(paths["hospital"], "hcn", []), stop)]
         (folder / "release.toml").write_text(RELEASE_SPEC)
         (folder / "reports").mkdir(exist_ok=True)
 

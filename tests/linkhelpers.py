@@ -210,7 +210,7 @@ def join_with_interrupted_key_holder(server: KeyHolderProcess, tmp_path: Path, s
     right after the holder's third batch; returns (querier, holder, result, batches submitted)."""
     (qdir, _), (hdir, hname) = make_party(server, tmp_path, cli=False), make_party(server, tmp_path, cli=False)
     querier, holder = tables(seed, n=80, m=200, overlap=50)
-    serving = Party(hdir, progress=False).holder(holder, "health_no", ["cost"])
+    serving = Party(hdir, progress=False).prepare_holder(holder, "health_no", ["cost"])
     serving.options.batch_rows = 16
     submitted: list[int] = []
     original_call = serving.connection.call
@@ -277,10 +277,10 @@ def canonical(frame: pd.DataFrame) -> list[tuple]:
 def serve_and_join(qdir: Path, hdir: Path, hname: str, querier_frame: pd.DataFrame, holder_frame: pd.DataFrame, *,
                    holder: dict, join: dict, served: list | None = None):
     """A real join through the API: the holder serves ``holder_frame`` from a thread
-    (``Party.holder(frame, **holder)``), the querier joins ``querier_frame`` (``Party.join(hname, frame,
+    (``Party.prepare_holder(frame, **holder)``), the querier joins ``querier_frame`` (``Party.join(hname, frame,
     **join)``); ``served`` receives the holder's own summary of each round."""
     stop = threading.Event()
-    serving = Party(hdir, progress=False).holder(holder_frame, **holder)
+    serving = Party(hdir, progress=False).prepare_holder(holder_frame, **holder)
     rounds = served if served is not None else []
     thread = threading.Thread(target=lambda: rounds.extend(serving.serve(once=False, poll_seconds=0.5,
                                                                          stop=stop.is_set)))
@@ -293,7 +293,7 @@ def serve_and_join(qdir: Path, hdir: Path, hname: str, querier_frame: pd.DataFra
         serving.connection.close()
 
 def serve_in_thread(holder_party: Party, holder: pd.DataFrame, release, stop: threading.Event):
-    serving = holder_party.holder(holder, "health_no", release)
+    serving = holder_party.prepare_holder(holder, "health_no", release)
     thread = threading.Thread(target=serving.serve, kwargs={"once": False, "poll_seconds": 0.5,
                                                             "stop": stop.is_set}, daemon=True)
     thread.start()

@@ -192,7 +192,7 @@ def test_audit_log_records_counts_only(fresh_keyholder, tmp_path, scheme):
     frame.head(25).to_csv(tmp_path / "q.csv", index=False)
     frame.tail(25).to_csv(tmp_path / "h.csv", index=False)
     stop = threading.Event()
-    serving = Party(hdir, progress=False).holder(tmp_path / "h.csv", "id", ["v"])
+    serving = Party(hdir, progress=False).prepare_holder(tmp_path / "h.csv", "id", ["v"])
     thread = threading.Thread(target=serving.serve, kwargs={"once": False, "poll_seconds": 0.5, "stop": stop.is_set})
     thread.start()
     try:
@@ -229,7 +229,7 @@ def test_fresh_r_for_every_comparison_and_padded_table_sizes(fresh_keyholder, tm
     monkeypatch.setattr(batches_module, "compare_units", recording)
     holder_frame = pd.DataFrame({"id": [f"{i:08d}" for i in range(60)]})
     stop = threading.Event()
-    serving = Party(hdir, progress=False).holder(holder_frame, "id", [])
+    serving = Party(hdir, progress=False).prepare_holder(holder_frame, "id", [])
     thread = threading.Thread(target=serving.serve, kwargs={"once": False, "poll_seconds": 0.5, "stop": stop.is_set})
     thread.start()
     try:
@@ -325,8 +325,8 @@ def test_key_holder_refuses_bad_points_naming_the_check(keyholder, tmp_path, rou
 def _join_with_holder(keyholder, tmp_path, **holder_options) -> tuple[Party, str, threading.Event,
                                                                          threading.Thread, list]:
     (qdir, _), (hdir, hname) = make_party(keyholder, tmp_path), make_party(keyholder, tmp_path)
-    serving = Party(hdir, progress=False).holder(pd.DataFrame({"id": [f"{i:06d}" for i in range(20)]}), "id", [],
-                                                 **holder_options)
+    ids = pd.DataFrame({"id": [f"{i:06d}" for i in range(20)]})
+    serving = Party(hdir, progress=False).prepare_holder(ids, "id", [], **holder_options)
     served, stop = [], threading.Event()
     thread = threading.Thread(target=lambda: served.extend(serving.serve(once=False, poll_seconds=0.5,
                                                                          stop=stop.is_set)))

@@ -42,7 +42,7 @@ def people(seed: int, count: int) -> pd.DataFrame:
 
 
 def serve(party_dir, frame, id_column, release, stop):
-    holder = Party(party_dir, progress=False).holder(frame, id_column, release)
+    holder = Party(party_dir, progress=False).prepare_holder(frame, id_column, release)
     thread = threading.Thread(target=holder.serve, kwargs={"once": False, "poll_seconds": 0.5, "stop": stop.is_set},
                               daemon=True)
     thread.start()

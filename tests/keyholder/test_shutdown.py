@@ -39,7 +39,7 @@ def test_sigint_wakes_a_long_poll(fresh_keyholder, tmp_path):
     """A holder waiting 25 s in ListWork does not hold the key holder up."""
     server = fresh_keyholder()
     hdir, _ = make_party(server, tmp_path, cli=False)
-    serving = Party(hdir, progress=False).holder(tables(3, n=20, m=20, overlap=5)[1], "health_no", [])
+    serving = Party(hdir, progress=False).prepare_holder(tables(3, n=20, m=20, overlap=5)[1], "health_no", [])
     serving.connection.retry_seconds = 0.5
     polling = threading.Thread(target=lambda: _swallow(serving.pending, 25.0), daemon=True)
     polling.start()

@@ -39,7 +39,7 @@ def test_a_round_refused_on_the_way_is_served_again(fresh_keyholder, tmp_path, c
     server = fresh_keyholder()
     (qdir, _), (hdir, hname) = make_parties(server, tmp_path, 2, cli=False)
     querier, holder = tables(45, n=60, m=200, overlap=30)
-    serving = Party(hdir, progress=False).holder(holder, "health_no", ["diagnosis"])
+    serving = Party(hdir, progress=False).prepare_holder(holder, "health_no", ["diagnosis"])
     serving.options.batch_rows = 32
     original = serving.connection.call
     refused: list[int] = []

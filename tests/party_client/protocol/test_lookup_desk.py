@@ -129,7 +129,7 @@ def test_many_parties_lookups_are_served_at_once(fresh_keyholder, tmp_path):
     *queriers, (hdir, hname) = make_parties(server, tmp_path, 10, cli=False)
     querier, holder = tables(12, n=40, m=20_000, overlap=20)
     expected = _expected(querier, holder)
-    serving = Party(hdir, progress=False).holder(holder, "health_no", [])
+    serving = Party(hdir, progress=False).prepare_holder(holder, "health_no", [])
     in_flight, peak, lock = [0], [0], threading.Lock()
     process = serving.process
 

@@ -68,7 +68,7 @@ class Serving:
     """A holder serving ``frame`` from a thread until stopped."""
 
     def __init__(self, folder, frame: pd.DataFrame) -> None:
-        self.holder = Party(folder, progress=False).holder(frame, "hcn", [])
+        self.holder = Party(folder, progress=False).prepare_holder(frame, "hcn", [])
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self.holder.serve, kwargs={"once": False, "poll_seconds": 0.5,
                                                                          "stop": self.stop.is_set}, daemon=True)

@@ -51,7 +51,7 @@ def test_a_round_with_calls_in_flight_and_a_gap_after_a_crash(fresh_keyholder, t
     server = fresh_keyholder()
     (qdir, _), (hdir, hname) = make_party(server, tmp_path, cli=False), make_party(server, tmp_path, cli=False)
     querier, holder = tables(41, n=60, m=200, overlap=30)
-    first = Party(hdir, progress=False).holder(holder, "health_no", ["cost"], submit_window=4)
+    first = Party(hdir, progress=False).prepare_holder(holder, "health_no", ["cost"], submit_window=4)
     first.options.batch_rows = ROWS_PER_BATCH
     second_acked = threading.Event()
 
@@ -80,7 +80,7 @@ def test_a_round_with_calls_in_flight_and_a_gap_after_a_crash(fresh_keyholder, t
     assert seen["most"] >= 2, "the holder never had two calls in flight"
     time.sleep(1.0)                           # the crashed holder's other calls in flight land at K
 
-    second = Party(hdir, progress=False).holder(holder, "health_no", ["cost"])
+    second = Party(hdir, progress=False).prepare_holder(holder, "health_no", ["cost"])
     second.options.batch_rows = ROWS_PER_BATCH
     [item] = second.pending()
     received = set(item.received_seqs)
@@ -99,4 +99,4 @@ def test_the_submit_window_is_checked(fresh_keyholder, tmp_path):
     hdir, _ = make_party(server, tmp_path, cli=False)
     querier, holder = tables(42, n=10, m=20, overlap=5)
     with pytest.raises(PartyError, match="--submit-window"):
-        Party(hdir, progress=False).holder(holder, "health_no", submit_window=0)
+        Party(hdir, progress=False).prepare_holder(holder, "health_no", submit_window=0)
