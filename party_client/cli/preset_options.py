@@ -19,8 +19,9 @@ def add_preset_options(sub: argparse.ArgumentParser, querier: bool) -> None:
     sub.add_argument("--map", metavar="ROLE=COLUMN,...",
                      help=f"your columns for the preset's roles ({', '.join(ROLES)}); any subset of two or more")
     sub.add_argument("--date-format", default="auto",
-                     help="format of the dob column (e.g. %%d/%%m/%%Y); auto reads year-first dates (19670818, "
-                          "1967-08-18, 1967/08/18) and never guesses day/month order")
+                     help="format of the dob column (e.g. %%d/%%m/%%Y); auto reads the form the column shows "
+                          "(1967-08-18, 19670818, 18 Aug 1967; 18/08/1967 when some first numbers are above 12) "
+                          "and never guesses day/month order")
     threshold = sub.add_mutually_exclusive_group()
     threshold.add_argument("--match-threshold", type=float, default=DEFAULT_THRESHOLD,
                            help="Fellegi-Sunter weight (bits) a pair must reach; both parties must give the same")
