@@ -73,14 +73,15 @@ def _deidentify(joined: pd.DataFrame, spec: deid_core.Spec, method: str, policy_
         return output, {"method": method, "policy": policy.to_dict(), "recognized": info}
     if method == "policy":
         if not policy_path:
-            raise PartyError("--method policy needs --policy POLICY.json (a saved deid policy)")
+            raise PartyParameterError("method", "{name} policy needs {policy} POLICY.json (a saved deid policy)",
+                                      "policy")
         policy = deid_core.Policy.load(policy_path)
         output, context = policy.apply(joined)
         return output, {"method": method, "policy": policy.to_dict(), "policy_file": str(policy_path),
                         "warnings": context.get("warnings", [])}
     if method == "threshold":
         return _optimal_release(joined, spec, threshold, max_suppression)
-    raise PartyError(f"--method must be one of {', '.join(METHODS)}")
+    raise PartyParameterError("method", "{name} must be one of " + ", ".join(METHODS))
 
 
 def _optimal_release(joined: pd.DataFrame, spec: deid_core.Spec, threshold: float | None,
@@ -89,7 +90,7 @@ def _optimal_release(joined: pd.DataFrame, spec: deid_core.Spec, threshold: floa
     (:func:`deid_core.optimal_release`, OLA; El Emam & Arbuckle, ch. 2, "Probability Metrics")."""
     threshold = threshold if threshold is not None else spec.release.threshold
     if not 0 < threshold <= 1:
-        raise PartyError("--threshold must lie in (0, 1]")
+        raise PartyParameterError("threshold", "{name} must lie in (0, 1]")
     found = deid_core.optimal_release(joined, spec, threshold=threshold, max_suppression=max_suppression)
     if found.policy is None:
         raise PartyError(f"no generalization meets the threshold {threshold} with at most "

@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 import deid_core
-from party_client.errors import PartyError
+from party_client.errors import ParameterError, PartyError
 from party_client.matching.level_rules import LevelRules
 from party_client.matching.rules import Rules
 from party_client.matching.rules_file import load_rules
@@ -89,7 +89,7 @@ def _load_spec(spec: str | Path, threshold: float | None) -> deid_core.Spec:
         raise PartyError(str(error)) from None
     if threshold is not None:
         if not 0 < threshold <= 1:
-            raise PartyError("--threshold must lie in (0, 1]")
+            raise ParameterError("threshold", "{name} must lie in (0, 1]")
         spec_obj = replace(spec_obj, release=replace(spec_obj.release, threshold=threshold))
     return spec_obj
 
@@ -110,7 +110,7 @@ def link_release(party, holder: str, data, *, spec: str | Path, method: str, out
         raise PartyError(f"report folder {report_dir} does not exist")
     check_output(out, *([data] if not isinstance(data, pd.DataFrame) else []))
     if method not in METHODS:
-        raise PartyError(f"--method must be one of {', '.join(METHODS)}")
+        raise ParameterError("method", "{name} must be one of " + ", ".join(METHODS))
     spec_obj = _load_spec(spec, threshold)
     frame = data if isinstance(data, pd.DataFrame) else read_table(data)
     joined, link_summary = link(party, holder, frame, spec_obj, id_column, rules, **join_options)

@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pandas as pd
 
-from party_client.errors import PartyError
+from party_client.errors import ParameterError, PartyError
 from party_client.files import read_table
 
 
@@ -17,7 +17,7 @@ def dedup_many(party, registries: list[str], data, *, id_column: str | None = No
     """Per own record, the other registries that also hold it (pairwise dedup sessions in parallel)."""
     registries = [r for r in dict.fromkeys(registries) if r and r != party.name]
     if not registries:
-        raise PartyError("--registries names no other registry")
+        raise ParameterError("registries", "{name} names no other registry")
     frame = data if isinstance(data, pd.DataFrame) else read_table(data)
     if column in frame.columns:
         raise PartyError(f"the input already has a column '{column}'")
