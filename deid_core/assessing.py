@@ -35,9 +35,9 @@ class ReleaseAssessment:
     policy: Policy                     # the policy that made the release
     risk_before: dict                  # the risk summary of the input
     attack_before: dict                # the attack model on ``risk_before``
-    columns: list                      # per input column, what happened to it (:func:`column_fates`)
+    columns: list[dict]                # per input column, what happened to it (:func:`column_fates`)
     information_loss: dict             # every information-loss measure of the release against the input
-    loss_per_column: list              # per quasi-identifier, what it lost
+    loss_per_column: list[dict]        # per quasi-identifier, what it lost
     suppressed_records: int            # records whose quasi-identifiers a ``suppress_records`` step suppressed
     notes: dict                        # per ``text`` column, what its de-identification found (counts)
     events_per_person: dict | None = None   # ``[longitudinal]``: min, median, mean, max events per person
@@ -58,6 +58,7 @@ class ReleaseAssessment:
 
     @property
     def meets_threshold(self) -> bool:
+        """Whether the release meets its threshold (the verdict every page states)."""
         return bool(self.release.attack["meets_threshold"])
 
 
