@@ -87,7 +87,8 @@ def test_the_report_and_its_page_measure_nothing(monkeypatch):
     assert "<h2>Verdict</h2>" in page and page.count("<figure>") == 2
 
 
-def test_a_library_error_names_its_parameter_and_the_command_its_flag(tmp_path, capsys):
+def test_a_library_error_names_its_parameter_and_the_command_its_flag(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("DEID_KEY", raising=False)
     with pytest.raises(ParameterError) as refused:
         known_qis(["zip", "age"], 5)
     assert refused.value.parameter == "known" and str(refused.value).startswith("known 5 must lie in 1..2")
