@@ -62,7 +62,7 @@ def bench_adult(tmp: Path) -> dict:
     for _ in range(3):
         t = time.perf_counter()
         subprocess.run([sys.executable, "-m", "deid_core.cli", "assess", "--input", str(ADULT / "adult.csv"),
-                        "--spec", str(spec_path), "--out", str(tmp / "r.json")], check=True, cwd=REPO,
+                        "--spec", str(spec_path), "--report", str(tmp / "r.json")], check=True, cwd=REPO,
                        env={**os.environ, "PYTHONPATH": str(REPO)})
         cli.append(time.perf_counter() - t)
     reported = json.loads((tmp / "r.json").read_text())["seconds"]
@@ -113,7 +113,8 @@ def bench_large(tmp: Path, rows: int) -> dict:
     del a, b
     t = time.perf_counter()
     subprocess.run([sys.executable, "-m", "deid_core.cli", "assess", "--input", str(parquet), "--spec", str(spec_path),
-                    "--out", str(tmp / "big.json")], check=True, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
+                    "--report", str(tmp / "big.json")], check=True, cwd=REPO,
+                   env={**os.environ, "PYTHONPATH": str(REPO)})
     t_cli = time.perf_counter() - t
     res = json.loads((tmp / "big.json").read_text())
     return {"rows": rows, "qis": len(QIS) + 1, "population_rows": len(pop), "generate": t_gen, "population_build": t_pop,

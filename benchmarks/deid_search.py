@@ -69,7 +69,7 @@ def cli_process(spec_path: Path, repeat: int = 3) -> dict:
         for _ in range(repeat):
             t = time.perf_counter()
             subprocess.run([sys.executable, "-m", "deid_core.cli", "search", "--input", str(ADULT / "adult.csv"),
-                            "--spec", str(spec_path), "--method", "ola", "--k", "5", "--out", f"{tmp}/r.json"],
+                            "--spec", str(spec_path), "--method", "ola", "--k", "5", "--report", f"{tmp}/r.json"],
                            check=True, cwd=REPO, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
             times.append(time.perf_counter() - t)
     med = statistics.median(times)

@@ -13,6 +13,7 @@ from .longitudinal import add_attack_options, check_attack_options, longitudinal
 from ..errors import DeidInputError
 from .masking import KEY_HELP, REVERSIBLE_BY_TABLE, add_reversal_option, owner_key, sealed_reversal
 from .known_options import add_known_options, known_of
+from .renamed import Renamed, add_old_spellings, take_old_spellings
 from .options import (INPUT_HELP, accepted_columns, add_accept, add_force, add_input_spec, destruction_check, guard_outputs,
                       integer, parse_levels, summary_line)
 
@@ -36,14 +37,15 @@ def cmd_assess(args: argparse.Namespace) -> int:
     from ..report import build_report, release_page
     from ..spec import load_spec
 
+    take_old_spellings(args, "assess", required=("report",))
     guard_outputs([args.input, args.spec, args.population, *(args.prior_report or [])],
-                  [args.out, args.html, args.output, args.policy_out, args.per_record])
+                  [args.report, args.html, args.out, args.policy_out, args.per_record])
     t0 = time.perf_counter()
     spec = load_spec(args.spec)
     df = read_table(args.input, spec.missing_values)
     require_records(df, repr(args.input))
-    releases = bool(args.output or args.policy_out)  # a release (or its recipe) needs every column's fate
-    accepted = accepted_columns(args, args.out) if releases else {}
+    releases = bool(args.out or args.policy_out)  # a release (or its recipe) needs every column's fate
+    accepted = accepted_columns(args, args.report) if releases else {}
     fates = spec.fates(df.columns) if releases or spec.rest is not None else None
     spec = spec.resolve(df.columns) if fates is not None else spec
     pop = read_table(args.population, spec.missing_values, categorical=False) if args.population else None
@@ -63,7 +65,7 @@ def cmd_assess(args: argparse.Namespace) -> int:
     ra = assess_release(df, spec, population=pop, levels=parse_levels(args.levels),
                         record_suppression=True if args.suppress else None, numeric=numeric, notes=notes,
                         known=known, progress=True, attack=attack, complete_knowledge=args.complete_knowledge,
-                        fates=fates if args.output else None, accepted=accepted)
+                        fates=fates if args.out else None, accepted=accepted)
     a = ra.release
     result = a.to_dict()
     if args.policy_out:
@@ -88,11 +90,11 @@ def cmd_assess(args: argparse.Namespace) -> int:
                                 args.force) if releases else None
     result["seconds"] = round(time.perf_counter() - t0, 4)
     html = release_page(ra, result["report"]) if args.html else None  # with the m-of-n adversary and the original
-    write_json(result, args.out)
+    write_json(result, args.report)
     if html is not None:
         write_text(html, args.html)
-    if args.output:
-        write_table(a.output, args.output)
+    if args.out:
+        write_table(a.output, args.out)
     if args.policy_out:
         a.policy.with_fates(fates, spec.rest, False, text=spec.text.to_dict()).save(args.policy_out)
     if args.per_record:
@@ -100,7 +102,7 @@ def cmd_assess(args: argparse.Namespace) -> int:
     for w in [*warnings, *([warning] if warning else [])]:
         print(f"deid: warning: {w}", file=sys.stderr)
     t = a.spec.release.threshold
-    summary_line("assess", [args.out, args.html, args.output, args.policy_out, args.per_record],
+    summary_line("assess", [args.report, args.html, args.out, args.policy_out, args.per_record],
                  f"{len(df):,} records, {int(a.summary.get('suppressed_records', 0)):,} suppressed; overall risk "
                  f"{a.attack['overall_risk']:.4f} {'meets' if a.attack['meets_threshold'] else 'does NOT meet'} "
                  f"the threshold {t:g}")
@@ -208,12 +210,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     a = sub.add_parser("assess", help="measure risk (optionally after generalization/suppression) and report")
     add_input_spec(a)
     a.add_argument("--population", help="CSV: QI columns at their most detailed level + count")
-    a.add_argument("--out", required=True, help="report JSON")
+    a.add_argument("--report", help="JSON: the risk, the policy, the verdict and the report's sections (required)")
     a.add_argument("--html", help="self-contained HTML report")
     a.add_argument("--levels", help="full-domain levels, e.g. age=2,zip=1 (overrides [transform] levels)")
     a.add_argument("--suppress", action="store_true", help="suppress records in classes smaller than k(threshold); "
                    "with [longitudinal], every record of the persons in a class of fewer than k persons")
-    a.add_argument("--output", help="write the transformed data here")
+    a.add_argument("--out", help="the transformed table (CSV or .parquet)")
+    add_old_spellings(a, [Renamed("--output", "--out", "out")], json_out_is_report=True)
     a.add_argument("--policy-out", help="write the re-appliable policy JSON here")
     a.add_argument("--per-record", help="CSV of per-record risks (class size, prosecutor, journalist, instance "
                                         "disclosure); one row per person with [longitudinal]")

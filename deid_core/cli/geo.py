@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import DeidInputError
+from .renamed import Renamed, add_old_spellings, take_old_spellings
 from .options import AT_LEAST_0, AT_LEAST_1, PROBABILITY, SEED, guard_outputs, summary_line
 
 #: Seconds between progress lines of a long clustering (no silent waits).
@@ -130,7 +131,8 @@ def cmd_geoproxy(args: argparse.Namespace) -> int:
     from ..geo.proxy import geoproxy_risk
     from ..io import read_text_table, write_json
 
-    guard_outputs([args.areas, args.input], [args.out])
+    take_old_spellings(args, "geoproxy", required=("report",))
+    guard_outputs([args.areas, args.input], [args.report])
     t0 = time.perf_counter()
     prefixes = args.within_prefix or [0]
     if any(p < 0 for p in prefixes):
@@ -151,8 +153,8 @@ def cmd_geoproxy(args: argparse.Namespace) -> int:
         results.append({"within_prefix": p, **r.summary()})
     write_json({"input": str(args.input), "areas": str(args.areas), "home": args.home,
                 "provider_area": args.provider_area, "results": results,
-                "seconds": round(time.perf_counter() - t0, 4)}, args.out)
-    summary_line("geoproxy", [args.out], "; ".join(
+                "seconds": round(time.perf_counter() - t0, 4)}, args.report)
+    summary_line("geoproxy", [args.report], "; ".join(
         f"{'no boundary' if r['within_prefix'] == 0 else 'within prefixes of ' + str(r['within_prefix'])}: "
         f"{r['units']:,} {r['level']}s, average risk {r['average_risk']:.4f}, max {r['max_risk']:.4f}" for r in results))
     return 0
@@ -208,5 +210,6 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="nearest areas that get points (n - rank) around each provider area")
     p.add_argument("--within-prefix", type=AT_LEAST_0, action="append", metavar="N",
                    help="the adversary knows the first N characters of the home area (repeatable; 0 = none)")
-    p.add_argument("--out", required=True, help="JSON: average geoproxy risk and rank shares per boundary")
+    p.add_argument("--report", help="JSON: average geoproxy risk and rank shares per boundary (required)")
+    add_old_spellings(p, [Renamed("--out", "--report", "report")])
     p.set_defaults(run=cmd_geoproxy)

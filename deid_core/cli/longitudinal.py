@@ -15,6 +15,7 @@ import pandas as pd
 
 from ..errors import DeidInputError
 from ..spec import LongitudinalSpec, Spec
+from .renamed import Renamed, add_old_spellings, take_old_spellings
 from .options import (AT_LEAST_0, AT_LEAST_1, PROBABILITY, SEED, SPEC_HELP, add_force, add_input_spec, destruction_check,
                       guard_outputs, number, summary_line)
 
@@ -99,7 +100,8 @@ def cmd_attack(args: argparse.Namespace) -> int:
     from ..longitudinal.assessment import attack_release
     from ..spec import load_spec
 
-    guard_outputs([args.input, args.spec, args.original, args.background], [args.out])
+    take_old_spellings(args, "attack", required=("report",))
+    guard_outputs([args.input, args.spec, args.original, args.background], [args.report])
     check_attack_options(args)
     t0 = time.perf_counter()
     spec = load_spec(args.spec)
@@ -125,9 +127,9 @@ def cmd_attack(args: argparse.Namespace) -> int:
                          iterations=args.iterations, seed=args.seed, exact=args.exact)
     out = {"input": str(args.input), "background": args.background, "original": args.original,
            "events": len(released), **att.summary(), "seconds": round(time.perf_counter() - t0, 4)}
-    write_json(out, args.out)
+    write_json(out, args.report)
     r = att.result
-    summary_line("attack", [args.out], f"{r.persons:,} persons, high-risk share {r.high_risk_proportion:.4f} "
+    summary_line("attack", [args.report], f"{r.persons:,} persons, high-risk share {r.high_risk_proportion:.4f} "
                  f"(risk above {threshold:g}), average risk {r.average_risk:.4f}")
     return 0
 
@@ -277,7 +279,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                            "adversary_power)")
     at.add_argument("--threshold", type=PROBABILITY, help="risk above which a person is high risk (default: [release] "
                                                     "threshold)")
-    at.add_argument("--out", required=True, help="result JSON")
+    at.add_argument("--report", help="JSON: persons, high-risk share, average risk (required)")
+    add_old_spellings(at, [Renamed("--out", "--report", "report")])
     at.set_defaults(run=cmd_attack)
 
     tr = sub.add_parser("truncate", help="remove claims from the long tail of claims per person")

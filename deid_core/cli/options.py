@@ -17,7 +17,7 @@ SPEC_HELP = "spec (TOML): column roles, hierarchies, release type and threshold"
 
 #: The flag of each library parameter that a command line spells otherwise than ``--`` and its name with dashes
 #: (``max_suppression`` -> ``--max-suppression``): the one place a library error's parameters become flags.
-FLAGS = {"key": "--key-file", "accepted": "--accept-column", "formulas": "--regress"}
+FLAGS = {"key": "--key-file", "accepted": "--accept-column", "formulas": "--regress", "apply_best": "--out"}
 
 
 def flag(parameter: str) -> str:

@@ -15,6 +15,7 @@ from ..release_search import METHODS, SearchOptions, known_applies, search_relea
 from ..spec import Spec
 from ..transform.policy import Policy
 from .known_options import add_known_options, known_of
+from .renamed import Renamed, add_old_spellings, take_old_spellings
 from .options import (AT_LEAST_1, PROBABILITY, SEED, SHARE, accepted_columns, add_accept, add_force, add_input_spec,
                       guard_outputs, number, summary_line)
 
@@ -30,8 +31,8 @@ def search_options(args: argparse.Namespace, spec: Spec) -> SearchOptions:
     return SearchOptions(method=args.method, k=args.k, threshold=args.threshold, max_suppression=args.max_suppression,
                          population=population, iterations=args.iterations, sampling_fraction=args.sampling_fraction,
                          loss=args.loss, top=args.top, min_population=args.min_population, seed=args.seed,
-                         known=known_of(args, spec), apply_best=bool(args.apply_best),
-                         reapplicable=bool(args.policy_out), accepted=accepted_columns(args, args.out),
+                         known=known_of(args, spec), apply_best=bool(args.out),
+                         reapplicable=bool(args.policy_out), accepted=accepted_columns(args, args.report),
                          force=args.force)
 
 
@@ -79,22 +80,23 @@ def run_search_command(args: argparse.Namespace) -> int:
     if getattr(args, "html", None):
         from ..report import render_search_html
         page = render_search_html(result, spec.release.type)
-    write_json(result, args.out)
+    write_json(result, args.report)
     if page is not None:
         from ..io import write_text
         write_text(page, args.html)
     if out is not None:
-        write_table(out, args.apply_best)
+        write_table(out, args.out)
     if args.policy_out:
         Policy.from_dict(result["best_policy"]).save(args.policy_out)
     if not result["policies"]:
         print("deid: warning: no policy meets the threshold", file=sys.stderr)
-    summary_line("search", [args.out, args.html, args.apply_best, args.policy_out], ending(args, result))
+    summary_line("search", [args.report, args.html, args.out, args.policy_out], ending(args, result))
     return 0
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    guard_outputs([args.input, args.spec, args.population], [args.out, args.apply_best, args.html, args.policy_out])
+    take_old_spellings(args, "search", required=("report",))
+    guard_outputs([args.input, args.spec, args.population], [args.report, args.out, args.html, args.policy_out])
     return run_search_command(args)
 
 
@@ -125,12 +127,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                     help="partition: also keep each side's population count at least this")
     se.add_argument("--seed", type=SEED, help="random seed (bps, directed, lola)")
     add_known_options(se, "the search's risk (ola, bps, directed; ola without suppression)")
-    se.add_argument("--out", required=True, help="RESULT.json")
-    se.add_argument("--apply-best", help="write the data released under the best policy here")
+    se.add_argument("--report", help="JSON: the policies found, the best one and its verdict (required)")
+    se.add_argument("--out", help="the table released under the best policy (CSV or .parquet)")
     se.add_argument("--policy-out", help="write the best policy here (re-appliable with deid apply; the same as "
-                                         "best_policy in --out)")
+                                         "best_policy in --report)")
+    add_old_spellings(se, [Renamed("--apply-best", "--out", "out")], json_out_is_report=True)
     se.add_argument("--html", help="self-contained HTML page with a risk vs information loss plot of the policies")
     add_accept(se)
-    add_force(se, "lola --apply-best: write the release even when its re-assessment by a fresh attack finds more "
+    add_force(se, "lola --out: write the release even when its re-assessment by a fresh attack finds more "
                   "high-risk persons than MaxSup (refused otherwise)")
     se.set_defaults(run=cmd_search)

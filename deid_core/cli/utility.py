@@ -6,6 +6,7 @@ import argparse
 import time
 
 from ..errors import DeidInputError
+from .renamed import Renamed, add_old_spellings, take_old_spellings
 from .options import SPEC_HELP, guard_outputs
 
 
@@ -22,7 +23,8 @@ def cmd_utility(args: argparse.Namespace) -> int:
     from ..report import render_utility_html
     from ..spec import load_spec
 
-    guard_outputs([args.original, args.released, args.spec], [args.out, args.html])
+    take_old_spellings(args, "utility", required=("report",))
+    guard_outputs([args.original, args.released, args.spec], [args.report, args.html])
     t0 = time.perf_counter()
     spec = load_spec(args.spec)
     original = read_table(args.original, spec.missing_values)
@@ -46,11 +48,11 @@ def cmd_utility(args: argparse.Namespace) -> int:
               **utility(original, released, numeric, categorical, pairs, args.regress or [])}
     result["seconds"] = round(time.perf_counter() - t0, 4)
     html = render_utility_html(result) if args.html else None
-    write_json(result, args.out)
+    write_json(result, args.report)
     if html is not None:
         write_text(html, args.html)
     moments_mse = result["moments"].get("mse_means")
-    print(f"deid utility: {args.out}{' and ' + str(args.html) if args.html else ''}: "
+    print(f"deid utility: {args.report}{' and ' + str(args.html) if args.html else ''}: "
           f"{len(original):,} original vs {len(released):,} released records; numeric: {', '.join(numeric) or 'none'}"
           f"{'' if moments_mse is None else f' (MSE of the means {moments_mse:.4g})'}; categorical: "
           f"{', '.join(categorical) or 'none'}; {len(result['regressions'])} regression(s), "
@@ -72,6 +74,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="a pair of categorical columns to cross-tabulate (repeatable; default: every pair)")
     u.add_argument("--regress", action="append", metavar="Y~X1+X2",
                    help="an OLS regression of numeric columns, with an intercept (repeatable)")
-    u.add_argument("--out", required=True, help="JSON result")
+    u.add_argument("--report", help="JSON: the measures of the original and the release side by side (required)")
+    add_old_spellings(u, [Renamed("--out", "--report", "report")])
     u.add_argument("--html", help="self-contained HTML page")
     u.set_defaults(run=cmd_utility)

@@ -292,6 +292,6 @@ def node_view(ws: Workspace) -> str:
             + "<h3>Export</h3><p class='downloads'>" + download(ws, "release.csv", "Release (CSV)") + " "
             + download(ws, "policy.json", "Policy (JSON)") + " " + download(ws, "report.html", "Ethics-board page (HTML)")
             + " " + download(ws, "spec.toml", "Spec (TOML)") + "</p>"
-            + "<p class='hint'>The release and the policy are what <code>deid search … --apply-best RELEASE.csv "
+            + "<p class='hint'>The release and the policy are what <code>deid search … --out RELEASE.csv "
               "--policy-out POLICY.json</code> writes for the best candidate; the page is the report of "
               "<code>deid assess --html</code>. Re-apply the policy to the next batch with <code>deid apply</code>.</p>")

@@ -169,7 +169,7 @@ def command_line(ws: Workspace, options: SearchOptions) -> str:
             words += [f"--{name.replace('_', '-')}", f"{value:g}" if isinstance(value, float) else str(value)]
     if options.population is not None:
         words += ["--population", ws.population_name or "population.csv"]
-    return " ".join(words + ["--out result.json --apply-best release.csv --policy-out policy.json"])
+    return " ".join(words + ["--report result.json --out release.csv --policy-out policy.json"])
 
 
 def start_search(ws: Workspace, options: Mapping[str, str]) -> SearchJob:
@@ -214,7 +214,7 @@ def risk_loss_plot(result: dict) -> str:
 
 def _node_release(job: SearchJob, index: int) -> tuple[pd.DataFrame, Policy, dict | None]:
     """The release, policy and notes counts (``text`` columns) of candidate ``index``: the best one exactly as
-    ``deid search --apply-best`` writes it; another OLA node through the same release policy, re-assessed and
+    ``deid search --out`` writes it; another OLA node through the same release policy, re-assessed and
     checked for identifiers."""
     from ..algorithm.full_domain import full_domain_release_policy
 

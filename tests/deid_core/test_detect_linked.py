@@ -119,7 +119,7 @@ def test_search_apply_best_refuses_the_linked_columns(linked, tmp_path, capsys):
     spec.write_text(SPEC)
     out, release = tmp_path / "r.json", tmp_path / "rel.csv"
     argv = ["search", "--input", str(data), "--spec", str(spec), "--method", "ola", "--max-suppression", "0.5",
-            "--out", str(out), "--apply-best", str(release)]
+            "--report", str(out), "--out", str(release)]
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err and "--accept-column" in err, err

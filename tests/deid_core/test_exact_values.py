@@ -186,8 +186,8 @@ def check_assess_population(tmp: Path, src: Path, rows, fmt: str, cli) -> None:
     pop = write_input(pop_rows, tmp / "pop.csv", fmt, columns=("zip", "code", "count"))
     spec = spec_file(tmp / "assess.toml", {"id": "direct", "zip": "quasi", "note": "sensitive", "code": "quasi"})
     report, released = tmp / "r.json", output_path(tmp, "released", fmt)
-    cli("assess", "--input", str(src), "--spec", str(spec), "--population", str(pop), "--out", str(report),
-        "--output", str(released))
+    cli("assess", "--input", str(src), "--spec", str(spec), "--population", str(pop), "--report", str(report),
+        "--out", str(released))
     r = json.loads(report.read_text())
     assert r["population_inconsistent_records"] == 0 and r["records"] == len(rows)
     assert r["journalist"]["max"] == max(1 / counts[k] for k in keys)

@@ -128,7 +128,7 @@ def test_apply_refuses_columns_the_policy_does_not_know(tmp_path, capsys):
 def test_search_apply_best_refuses_unlisted_and_detected_columns(tmp_path, capsys):
     data, spec = files(tmp_path)
     argv = ["search", "--input", str(data), "--spec", str(spec), "--method", "ola", "--k", "2",
-            "--out", str(tmp_path / "r.json"), "--apply-best", str(tmp_path / "rel.csv")]
+            "--report", str(tmp_path / "r.json"), "--out", str(tmp_path / "rel.csv")]
     refused(capsys, argv, "not in the spec's [columns]: 'patient_id'")
     spec.write_text(SPEC.replace("[columns]\n", '[columns]\ndefault = "other"\n'))
     refused(capsys, argv, "'patient_id' (other) looks like long digit")

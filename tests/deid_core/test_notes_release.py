@@ -1,5 +1,5 @@
 """Notes in a release: a column declared ``text`` is de-identified in every release path (deid search
---apply-best, deid apply with the policy it wrote, deid assess --output, deid safe-harbor), with the row's
+--out, deid apply with the policy it wrote, deid assess --output, deid safe-harbor), with the row's
 own identifiers searched in its note first, and a path that did not treat it fails closed."""
 from __future__ import annotations
 
@@ -60,8 +60,8 @@ def assert_clean(release: pd.DataFrame, source: pd.DataFrame) -> None:
 def test_notes_are_de_identified_in_every_release_path(registry, tmp_path, capsys):
     folder, source = registry
     spec = ["--input", str(folder / "visits.csv"), "--spec", str(folder / "spec.toml")]
-    assert main(["search", *spec, "--method", "ola", "--k", "3", "--out", str(tmp_path / "r.json"),
-                 "--apply-best", str(tmp_path / "searched.csv"), "--policy-out", str(tmp_path / "policy.json")]) == 0
+    assert main(["search", *spec, "--method", "ola", "--k", "3", "--report", str(tmp_path / "r.json"),
+                 "--out", str(tmp_path / "searched.csv"), "--policy-out", str(tmp_path / "policy.json")]) == 0
     assert_clean(read_table(tmp_path / "searched.csv"), source)
     result = json.loads((tmp_path / "r.json").read_text())
     counts = result["identifier_check"]["notes"]["note"]
@@ -71,7 +71,7 @@ def test_notes_are_de_identified_in_every_release_path(registry, tmp_path, capsy
     assert main(["apply", "--input", str(folder / "visits.csv"), "--policy", str(tmp_path / "policy.json"),
                  "--out", str(tmp_path / "applied.csv")]) == 0
     assert_clean(read_table(tmp_path / "applied.csv"), source)
-    assert main(["assess", *spec, "--out", str(tmp_path / "a.json"), "--output", str(tmp_path / "assessed.csv")]) == 0
+    assert main(["assess", *spec, "--report", str(tmp_path / "a.json"), "--out", str(tmp_path / "assessed.csv")]) == 0
     assert_clean(read_table(tmp_path / "assessed.csv"), source)
     (folder / "sh.toml").write_text(SPEC.replace('age = "quasi"', 'age = "quasi"').split("[hierarchies]")[0]
                                     + '[types]\nzip = "zip"\nage = "age"\n[text]\nhints = { name = "patient" }\n')
@@ -91,7 +91,7 @@ def test_a_path_that_did_not_treat_the_notes_fails_closed(registry):
 def test_the_release_page_says_what_happened_to_the_notes_per_type_and_shows_none(registry, tmp_path):
     folder, source = registry
     assert main(["assess", "--input", str(folder / "visits.csv"), "--spec", str(folder / "spec.toml"),
-                 "--out", str(tmp_path / "a.json"), "--output", str(tmp_path / "r.csv"),
+                 "--report", str(tmp_path / "a.json"), "--out", str(tmp_path / "r.csv"),
                  "--html", str(tmp_path / "page.html")]) == 0
     page = (tmp_path / "page.html").read_text()
     assert "Free-text notes, de-identified note by note" in page and "&lt;LAST_NAME:1&gt;" in page

@@ -81,7 +81,7 @@ def test_search_and_apply_give_one_verdict(linked, tmp_path, capsys, name, relea
     spec.write_text(COLUMNS + "\n[release]\n" + release)
     policy, result, page = tmp_path / "policy.json", tmp_path / "s.json", tmp_path / "apply.html"
     assert main(["search", "--input", str(linked), "--spec", str(spec), "--method", "ola", *options, "--top", "3",
-                 "--policy-out", str(policy), "--out", str(result)]) == 0
+                 "--policy-out", str(policy), "--report", str(result)]) == 0
     last = capsys.readouterr().out.splitlines()[-1]
     assert main(["apply", "--input", str(linked), "--policy", str(policy), "--spec", str(spec), "--html", str(page),
                  "--out", str(tmp_path / "release.csv")]) == 0
@@ -115,7 +115,7 @@ def test_a_search_threshold_other_than_the_spec_is_judged_against_the_spec(linke
     spec.write_text(COLUMNS + '\n[release]\ntype = "non-public"\nthreshold = 0.05\n')
     policy, page = tmp_path / "policy.json", tmp_path / "apply.html"
     assert main(["search", "--input", str(linked), "--spec", str(spec), "--method", "ola", "--threshold", "0.1",
-                 "--max-suppression", "0.03", "--policy-out", str(policy), "--out", str(tmp_path / "s.json")]) == 0
+                 "--max-suppression", "0.03", "--policy-out", str(policy), "--report", str(tmp_path / "s.json")]) == 0
     last = capsys.readouterr().out.splitlines()[-1]
     assert main(["apply", "--input", str(linked), "--policy", str(policy), "--spec", str(spec), "--html", str(page),
                  "--out", str(tmp_path / "release.csv")]) == 0
@@ -130,7 +130,7 @@ def test_assess_of_the_release_file_gives_the_same_verdict(linked, tmp_path, cap
     spec.write_text(COLUMNS + '\n[release]\ntype = "non-public"\nthreshold = 0.05\n')
     rel = tmp_path / "best.csv"
     assert main(["search", "--input", str(linked), "--spec", str(spec), "--method", "ola", "--max-suppression",
-                 "0.05", "--apply-best", str(rel), "--out", str(tmp_path / "s.json")]) == 0
+                 "0.05", "--out", str(rel), "--report", str(tmp_path / "s.json")]) == 0
     r = json.loads((tmp_path / "s.json").read_text())
     s = load_spec(spec)
     released = read_table(rel)

@@ -33,7 +33,7 @@ def test_the_k_line_and_its_text_come_from_the_criterion(linked, tmp_path, capsy
     spec.write_text(COLUMNS + '\n[release]\ntype = "non-public"\nthreshold = 0.05\n')
     policy, page = tmp_path / "policy.json", tmp_path / "apply.html"
     assert main(["search", "--input", str(linked), "--spec", str(spec), "--method", "ola", "--max-suppression",
-                 "0.05", "--policy-out", str(policy), "--out", str(tmp_path / "s.json")]) == 0
+                 "0.05", "--policy-out", str(policy), "--report", str(tmp_path / "s.json")]) == 0
     lines: list[str] = []
     levels: list[str] = []
     vline, hline = matplotlib.axes.Axes.axvline, matplotlib.axes.Axes.axhline
@@ -64,7 +64,7 @@ def test_search_ends_with_its_best_node_risk_suppression_and_files(linked, tmp_p
     out, html, policy = tmp_path / "s.json", tmp_path / "s.html", tmp_path / "policy.json"
     capsys.readouterr()
     assert main(["search", "--input", str(linked), "--spec", str(spec), "--method", "ola", "--max-suppression",
-                 "0.05", "--out", str(out), "--html", str(html), "--policy-out", str(policy)]) == 0
+                 "0.05", "--report", str(out), "--html", str(html), "--policy-out", str(policy)]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 1
     last = lines[0]
@@ -128,7 +128,7 @@ def test_assess_advises_a_person_column_only_for_a_person_id(linked, tmp_path, c
     spec = tmp_path / "release.toml"
     spec.write_text(COLUMNS + '\n[release]\ntype = "non-public"\nthreshold = 0.05\n')
     capsys.readouterr()
-    assert main(["assess", "--input", str(linked), "--spec", str(spec), "--out", str(tmp_path / "a.json")]) == 0
+    assert main(["assess", "--input", str(linked), "--spec", str(spec), "--report", str(tmp_path / "a.json")]) == 0
     err = capsys.readouterr().err
     assert "[longitudinal]" not in err, err
     rows = [(f"p{p:03d}", "FM"[p % 2], f"19{40 + p % 50}-0{1 + p % 9}-1{p % 10}", f"{250 + e % 6}")
@@ -137,7 +137,7 @@ def test_assess_advises_a_person_column_only_for_a_person_id(linked, tmp_path, c
     pd.DataFrame(rows, columns=["pid", "sex", "dob", "dx"]).to_csv(claims, index=False)
     cspec = tmp_path / "claims.toml"
     cspec.write_text('[columns]\npid = "direct"\nsex = "quasi"\ndob = "quasi"\ndx = "quasi"\n')
-    assert main(["assess", "--input", str(claims), "--spec", str(cspec), "--out", str(tmp_path / "c.json")]) == 0
+    assert main(["assess", "--input", str(claims), "--spec", str(cspec), "--report", str(tmp_path / "c.json")]) == 0
     err = capsys.readouterr().err
     assert '[longitudinal] person = "pid"' in err and err.count("[longitudinal]") == 1, err
 

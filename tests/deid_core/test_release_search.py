@@ -60,11 +60,11 @@ def test_the_library_and_deid_search_find_the_same_policy(table, tmp_path, capsy
     assert found.best_policy is not None and found.summary["best_reassessed"]["k_min"] >= 5
     assert "name" not in found.release.columns and len(found.release) == len(frame)
     assert main(["search", "--input", str(folder / "t.csv"), "--spec", str(folder / "spec.toml"), "--method", "ola",
-                 "--k", "5", "--out", str(tmp_path / "r.json")]) == 0
+                 "--k", "5", "--report", str(tmp_path / "r.json")]) == 0
     written = json.loads((tmp_path / "r.json").read_text())
     assert written["best_policy"]["steps"] == found.summary["best_policy"]["steps"]
     capsys.readouterr()
     assert main(["search", "--input", str(folder / "t.csv"), "--spec", str(folder / "spec.toml"), "--method", "bps",
-                 "--top", "3", "--out", str(tmp_path / "s.json")]) == 2
+                 "--top", "3", "--report", str(tmp_path / "s.json")]) == 2
     assert capsys.readouterr().err.strip() == "deid: error: --top applies to --method ola, lola, not bps"
     assert not (tmp_path / "s.json").exists()

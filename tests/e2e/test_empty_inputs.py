@@ -100,19 +100,19 @@ def test_every_deid_command_refuses_a_header_only_table(tmp_path, files):
     out, html = tmp_path / "out.json", tmp_path / "out.html"
     released = tmp_path / "released.csv"
     commands = [
-        ["assess", "--input", empty, "--spec", spec, "--out", str(out)],
-        ["assess", "--input", empty, "--spec", spec, "--out", str(out), "--html", str(html)],
+        ["assess", "--input", empty, "--spec", spec, "--report", str(out)],
+        ["assess", "--input", empty, "--spec", spec, "--report", str(out), "--html", str(html)],
         ["safe-harbor", "--input", empty, "--spec", spec, "--out", str(released)],
         ["apply", "--input", empty, "--policy", str(files["policy"]), "--out", str(released)],
-        ["search", "--input", empty, "--spec", spec, "--method", "ola", "--k", "2", "--out", str(out)],
+        ["search", "--input", empty, "--spec", spec, "--method", "ola", "--k", "2", "--report", str(out)],
     ]
     for args in commands:
         _refused(_deid(*args), [out, html, released])
     parquet = tmp_path / "empty.parquet"
     pd.read_csv(files["empty"], dtype=str).to_parquet(parquet)
-    _refused(_deid("assess", "--input", str(parquet), "--spec", spec, "--out", str(out)), [out])
+    _refused(_deid("assess", "--input", str(parquet), "--spec", spec, "--report", str(out)), [out])
     files["empty"].write_text("")
-    _refused(_deid("assess", "--input", empty, "--spec", spec, "--out", str(out)), [out])
+    _refused(_deid("assess", "--input", empty, "--spec", spec, "--report", str(out)), [out])
 
 
 def test_library_never_reports_meets_threshold_on_zero_records(files):

@@ -50,7 +50,8 @@ def _search(data, capsys, spec: str, table: str, *extra: str) -> dict:
     d = data["d"]
     out = d / "r.json"
     capsys.readouterr()
-    assert main(["search", "--input", str(d / table), "--spec", str(d / spec), *extra, "--out", str(out)]) == 0, \
+    assert main(["search", "--input", str(d / table), "--spec", str(d / spec), *extra,
+                 "--report", str(out)]) == 0, \
         capsys.readouterr().err
     return json.loads(out.read_text())
 
@@ -81,7 +82,7 @@ def test_local_recodings_keep_every_class_at_k(data, capsys, method, table, spec
     # the threshold of these methods is k: every released class holds at least k records (risk ≤ 1/k)
     rel = data["d"] / f"{method}.csv"
     extra = [str(data["d"] / "pop.csv") if e == "POP" else e for e in extra]
-    _search(data, capsys, spec, table, "--method", method, "--k", "5", *extra, "--apply-best", str(rel))
+    _search(data, capsys, spec, table, "--method", method, "--k", "5", *extra, "--out", str(rel))
     released = pd.read_csv(rel, dtype=str, keep_default_na=False)
     sizes = released.groupby(list(released.columns)).size()
     assert sizes.min() >= 5 and meets(1 / sizes.min(), 1 / 5)

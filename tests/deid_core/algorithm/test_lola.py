@@ -115,8 +115,8 @@ def test_cli_lola_end_to_end(tmp_path):
     (tmp_path / "spec.toml").write_text(SPEC_TOML + LONGITUDINAL_TOML)
     out, rel = tmp_path / "r.json", tmp_path / "best.csv"
     p = _cli("--input", str(tmp_path / "claims.csv"), "--spec", str(tmp_path / "spec.toml"), "--method", "lola",
-             "--max-suppression", "0.05", "--iterations", "500", "--seed", "1", "--out", str(out),
-             "--apply-best", str(rel))
+             "--max-suppression", "0.05", "--iterations", "500", "--seed", "1", "--report", str(out),
+             "--out", str(rel))
     assert p.returncode == 0, p.stderr
     r = json.loads(out.read_text())
     assert r["method"] == "lola" and r["nodes_evaluated"] > 0 and r["seconds"] > 0
@@ -139,7 +139,7 @@ def test_cli_lola_without_longitudinal_exits_2_with_one_line(tmp_path):
     (tmp_path / "spec.toml").write_text(SPEC_TOML)
     out = tmp_path / "r.json"
     p = _cli("--input", str(tmp_path / "claims.csv"), "--spec", str(tmp_path / "spec.toml"), "--method", "lola",
-             "--out", str(out), "--apply-best", str(tmp_path / "o.csv"))
+             "--report", str(out), "--out", str(tmp_path / "o.csv"))
     assert p.returncode == 2 and "Traceback" not in p.stderr
     assert p.stderr.strip().splitlines() == [
         "deid: error: --method lola needs a [longitudinal] section in the spec (person, level1, level2)"]
@@ -157,7 +157,7 @@ def test_cli_lola_bad_options_exit_2_with_one_line(tmp_path, capsys, extra, msg)
     (tmp_path / "spec.toml").write_text(SPEC_TOML + LONGITUDINAL_TOML)
     out = tmp_path / "r.json"
     rc = main(["search", "--input", str(tmp_path / "claims.csv"), "--spec", str(tmp_path / "spec.toml"),
-               "--method", "lola", "--out", str(out), *extra])
+               "--method", "lola", "--report", str(out), *extra])
     err = capsys.readouterr().err
     assert rc == 2 and len(err.strip().splitlines()) == 1 and msg in err and not out.exists()
 
@@ -197,8 +197,8 @@ def test_cli_ola_with_longitudinal_suppresses_persons(tmp_path):
     (tmp_path / "spec.toml").write_text(SPEC_TOML + LONGITUDINAL_TOML)
     out, rel = tmp_path / "r.json", tmp_path / "best.csv"
     assert main(["search", "--input", str(tmp_path / "claims.csv"), "--spec", str(tmp_path / "spec.toml"),
-                 "--method", "ola", "--k", "3", "--max-suppression", "0.1", "--top", "1", "--out", str(out),
-                 "--apply-best", str(rel)]) == 0
+                 "--method", "ola", "--k", "3", "--max-suppression", "0.1", "--top", "1", "--report", str(out),
+                 "--out", str(rel)]) == 0
     r = json.loads(out.read_text())
     best = r["policies"][0]
     persons = df["pid"].nunique()

@@ -79,12 +79,12 @@ def test_cli_boxes(tmp_path, capsys):
     (tmp_path / "s.toml").write_text('[columns]\nsbp = "quasi"\nage = "quasi"\n')
     out = tmp_path / "r.json"
     assert main(["search", "--input", str(tmp_path / "d.csv"), "--spec", str(tmp_path / "s.toml"), "--method", "boxes",
-                 "--k", "4", "--out", str(out), "--apply-best", str(tmp_path / "rel.csv")]) == 0, capsys.readouterr().err
+                 "--k", "4", "--report", str(out), "--out", str(tmp_path / "rel.csv")]) == 0, capsys.readouterr().err
     pol = json.loads(out.read_text())["policies"][0]
     assert pol["min_box_size"] >= 4 and pol["risk"] <= 0.25 and set(pol["statistics"]) == {"sbp", "age"}
     (tmp_path / "bad.csv").write_text("sbp,age\n120,x\n")
     assert main(["search", "--input", str(tmp_path / "bad.csv"), "--spec", str(tmp_path / "s.toml"), "--method", "boxes",
-                 "--k", "1", "--out", str(tmp_path / "x.json")]) == 2 and not (tmp_path / "x.json").exists()
+                 "--k", "1", "--report", str(tmp_path / "x.json")]) == 2 and not (tmp_path / "x.json").exists()
 
 
 def test_boxes_without_scipy(monkeypatch):

@@ -120,14 +120,14 @@ def test_cli_bps_with_population(tmp_path, census, capsys):
     (tmp_path / "s.toml").write_text('[columns]\nsex = "quasi"\nrace = "quasi"\nage = "quasi"\n[types]\nage = "age"\n')
     out, rel = tmp_path / "r.json", tmp_path / "rel.csv"
     rc = main(["search", "--input", str(tmp_path / "d.csv"), "--spec", str(tmp_path / "s.toml"), "--method", "bps",
-               "--population", str(tmp_path / "p.csv"), "--iterations", "5", "--out", str(out), "--apply-best", str(rel)])
+               "--population", str(tmp_path / "p.csv"), "--iterations", "5", "--report", str(out), "--out", str(rel)])
     assert rc == 0, capsys.readouterr().err
     r = json.loads(out.read_text())
     assert r["threshold"] == pytest.approx(thr) and r["threshold_source"] == "safe harbor"
     assert r["policies"] and all(p["reassessed_risk"] <= thr and "mapping" in p for p in r["policies"])
     assert rel.exists()
     rc = main(["search", "--input", str(tmp_path / "d.csv"), "--spec", str(tmp_path / "s.toml"), "--method", "directed",
-               "--population", str(tmp_path / "p.csv"), "--k", "3", "--out", str(tmp_path / "x.json")])
+               "--population", str(tmp_path / "p.csv"), "--k", "3", "--report", str(tmp_path / "x.json")])
     assert rc == 2 and not (tmp_path / "x.json").exists()
 
 
@@ -174,8 +174,9 @@ def test_cli_bps_with_longitudinal_counts_persons(tmp_path, capsys):
     res = {}
     for name in ("rows", "persons"):
         rc = main(["search", "--input", str(tmp_path / "claims.csv"), "--spec", str(tmp_path / f"{name}.toml"),
-                   "--method", "bps", "--threshold", "0.5", "--iterations", "10", "--out", str(tmp_path / f"{name}.json"),
-                   "--apply-best", str(tmp_path / f"{name}.csv")])
+                   "--method", "bps", "--threshold", "0.5", "--iterations", "10",
+                   "--report", str(tmp_path / f"{name}.json"),
+                   "--out", str(tmp_path / f"{name}.csv")])
         assert rc == 0, capsys.readouterr().err
         res[name] = json.loads((tmp_path / f"{name}.json").read_text())
     assert res["rows"]["policies"][0]["information_loss"] == 0.0 and "units" not in res["rows"]
@@ -186,7 +187,7 @@ def test_cli_bps_with_longitudinal_counts_persons(tmp_path, capsys):
     assert persons_in_class.min() == 2 and "pid" not in dc.read_table(tmp_path / "persons.csv").columns
     # default threshold: the Safe Harbor release's risk, over persons too (nothing here is a Safe Harbor kind)
     rc = main(["search", "--input", str(tmp_path / "claims.csv"), "--spec", str(tmp_path / "persons.toml"),
-               "--method", "directed", "--iterations", "5", "--out", str(tmp_path / "sh.json")])
+               "--method", "directed", "--iterations", "5", "--report", str(tmp_path / "sh.json")])
     assert rc == 0, capsys.readouterr().err
     sh = json.loads((tmp_path / "sh.json").read_text())
     assert (sh["threshold_source"], sh["threshold"], sh["policies"][0]["risk"]) == ("safe harbor", 1.0, 1.0)

@@ -20,7 +20,7 @@ def run(capsys, *argv: str) -> tuple[int, str]:
 def test_ola_on_adult_writes_result_and_release(tmp_path, adult_spec_path, capsys):
     out, rel = tmp_path / "r.json", tmp_path / "best.csv"
     rc, err = run(capsys, "search", "--input", str(ADULT / "adult.csv"), "--spec", str(adult_spec_path),
-                  "--method", "ola", "--k", "5", "--out", str(out), "--apply-best", str(rel),
+                  "--method", "ola", "--k", "5", "--report", str(out), "--out", str(rel),
                   "--html", str(tmp_path / "r.html"))
     assert rc == 0, err
     assert "data:image/png;base64," in (tmp_path / "r.html").read_text()
@@ -50,7 +50,7 @@ def test_ola_average_risk_with_suppression_meets_threshold(tmp_path, adult_spec_
     out, rel = tmp_path / "r.json", tmp_path / "best.csv"
     rc, err = run(capsys, "search", "--input", str(ADULT / "adult.csv"), "--spec", str(adult_spec_path),
                   "--method", "ola", "--threshold", "0.05", "--max-suppression", "0.05", "--loss", "geometric",
-                  "--top", "1", "--out", str(out), "--apply-best", str(rel))
+                  "--top", "1", "--report", str(out), "--out", str(rel))
     assert rc == 0, err
     r = json.loads(out.read_text())
     best = r["policies"][0]
@@ -70,7 +70,7 @@ def test_ola_average_risk_with_suppression_meets_threshold(tmp_path, adult_spec_
 def test_bad_input_exits_2_with_one_line_and_no_output(tmp_path, adult_spec_path, capsys, extra, msg):
     out = tmp_path / "r.json"
     rc, err = run(capsys, "search", "--input", str(ADULT / "adult.csv"), "--spec", str(adult_spec_path),
-                  *extra, "--out", str(out))
+                  *extra, "--report", str(out))
     assert rc == 2 and msg in err and err.count("\n") == 1
     assert not out.exists()
 
@@ -80,5 +80,5 @@ def test_unknown_column_exits_2(tmp_path, capsys):
     spec.write_text('[columns]\nnot_there = "quasi"\n')
     out = tmp_path / "r.json"
     rc, err = run(capsys, "search", "--input", str(ADULT / "adult.csv"), "--spec", str(spec), "--method", "ola",
-                  "--k", "2", "--out", str(out))
+                  "--k", "2", "--report", str(out))
     assert rc == 2 and "unknown column" in err and not out.exists()

@@ -78,9 +78,9 @@ def test_cli_partition(tmp_path, capsys):
                                      'zip = "zip"\n[hierarchies]\nzip = { builder = "prefix" }\ndob = { builder = "dates" }\n')
     out = tmp_path / "r.json"
     args = ["search", "--input", str(tmp_path / "d.csv"), "--spec", str(tmp_path / "s.toml"), "--method", "partition",
-            "--population", str(tmp_path / "p.csv"), "--out", str(out)]
-    assert main(args + ["--k", "3", "--apply-best", str(tmp_path / "rel.csv")]) == 0, capsys.readouterr().err
+            "--population", str(tmp_path / "p.csv"), "--report", str(out)]
+    assert main(args + ["--k", "3", "--out", str(tmp_path / "rel.csv")]) == 0, capsys.readouterr().err
     r = json.loads(out.read_text())
     pol = r["policies"][0]
     assert pol["summary"]["min_subset"] >= 3 and "safe_harbor" in r and (tmp_path / "rel.csv").exists()
-    assert main(args[:-2] + ["--out", str(tmp_path / "x.json")]) == 2 and not (tmp_path / "x.json").exists()
+    assert main(args[:-2] + ["--report", str(tmp_path / "x.json")]) == 2 and not (tmp_path / "x.json").exists()

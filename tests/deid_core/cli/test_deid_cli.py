@@ -20,8 +20,8 @@ def test_assess_adult_subprocess(tmp_path):
     data = ADULT / "adult.csv"
     before = sha(data)
     out, html, policy, released = tmp_path / "r.json", tmp_path / "r.html", tmp_path / "p.json", tmp_path / "o.csv"
-    p = run("assess", "--input", str(data), "--spec", str(spec), "--out", str(out), "--html", str(html),
-            "--levels", ARX_LEVELS, "--policy-out", str(policy), "--output", str(released))
+    p = run("assess", "--input", str(data), "--spec", str(spec), "--report", str(out), "--html", str(html),
+            "--levels", ARX_LEVELS, "--policy-out", str(policy), "--out", str(released))
     assert p.returncode == 0, p.stderr
     r = json.loads(out.read_text())
     assert r["records"] == 30162 and r["k_min"] == 5 and r["equivalence_classes"] == 48
@@ -58,7 +58,7 @@ def test_assess_with_population_reports_all_measures(tmp_path):
     data, pop, spec = _liu2016_files(tmp_path)
     out = tmp_path / "r.json"
     assert main(["assess", "--input", str(data), "--spec", str(spec), "--population", str(pop),
-                 "--out", str(out), "--levels", "zip=2,dob=4"]) == 0
+                 "--report", str(out), "--levels", "zip=2,dob=4"]) == 0
     r = json.loads(out.read_text())
     assert r["instance_disclosure"]["R"] == pytest.approx(0.75) and r["instance_disclosure"]["Q"] == pytest.approx(0.25)
     assert r["journalist"] == {"max": pytest.approx(1 / 3), "average": pytest.approx(0.25)}
@@ -72,7 +72,8 @@ def test_missing_values_match_any_and_per_record_output(tmp_path):
     data.write_text("sex,zip\nF,02139\nF,\nM,02139\n,\n")
     spec.write_text('[columns]\nsex = "quasi"\nzip = "quasi"\n[risk]\nmissing = "match_any"\n')
     out, per = tmp_path / "r.json", tmp_path / "per.csv"
-    assert main(["assess", "--input", str(data), "--spec", str(spec), "--out", str(out), "--per-record", str(per)]) == 0
+    assert main(["assess", "--input", str(data), "--spec", str(spec), "--report", str(out),
+                 "--per-record", str(per)]) == 0
     r = json.loads(out.read_text())
     assert r["fully_missing_records"] == 1 and r["records"] == 4
     # (F,02139) matches itself and (F,-); (F,-) matches both F rows; (M,02139) only itself
@@ -80,7 +81,7 @@ def test_missing_values_match_any_and_per_record_output(tmp_path):
     assert rows["class_size"].tolist()[:3] == [2, 2, 1] and pd.isna(rows["class_size"].iloc[3])
     assert r["prosecutor"]["max"] == 1.0 and r["prosecutor"]["average"] == pytest.approx((0.5 + 0.5 + 1) / 3)
     spec.write_text('[columns]\nsex = "quasi"\nzip = "quasi"\n')  # own_class: (F,-) is its own class
-    assert main(["assess", "--input", str(data), "--spec", str(spec), "--out", str(out)]) == 0
+    assert main(["assess", "--input", str(data), "--spec", str(spec), "--report", str(out)]) == 0
     assert json.loads(out.read_text())["equivalence_classes"] == 3
 
 
@@ -115,7 +116,7 @@ def test_bad_input_exits_2_with_one_line(tmp_path, capsys, name, spec_text, pop_
     spec = tmp_path / "bad.toml"
     spec.write_text(spec_text)
     out = tmp_path / "r.json"
-    argv = ["assess", "--input", str(data), "--spec", str(spec), "--out", str(out)]
+    argv = ["assess", "--input", str(data), "--spec", str(spec), "--report", str(out)]
     if pop_text is not None:
         (tmp_path / "p.csv").write_text(pop_text)
         argv += ["--population", str(tmp_path / "p.csv")]
@@ -130,7 +131,8 @@ def test_bad_input_exits_2_with_one_line(tmp_path, capsys, name, spec_text, pop_
 def test_unreadable_file_and_usage_errors_subprocess(tmp_path):
     spec = tmp_path / "s.toml"
     spec.write_text('[columns]\na = "quasi"\n')
-    p = run("assess", "--input", str(tmp_path / "missing.csv"), "--spec", str(spec), "--out", str(tmp_path / "r.json"))
+    p = run("assess", "--input", str(tmp_path / "missing.csv"), "--spec", str(spec),
+            "--report", str(tmp_path / "r.json"))
     assert p.returncode == 2 and p.stderr.count("\n") == 1 and "Traceback" not in p.stderr
     assert "cannot read" in p.stderr and not (tmp_path / "r.json").exists()
     p = run("apply", "--input", str(spec))

@@ -70,14 +70,15 @@ def test_options_that_do_not_apply_to_the_method_are_refused(claims, capsys, tmp
                          (["--method", "ola", "--k", "2", "--sampling-fraction", "0.5"], "--sampling-fraction"),
                          (["--method", "boxes", "--k", "2", "--iterations", "5"], "--iterations applies to"),
                          (["--method", "bps", "--top", "3"], "--top applies to")):
-        rc, err = _exit(capsys, ["search", "--input", claims["data"], "--spec", claims["spec"], *extra, "--out", out])
+        rc, err = _exit(capsys, ["search", "--input", claims["data"], "--spec", claims["spec"], *extra,
+                                 "--report", out])
         assert rc == 2 and words in err and err.count("\n") == 1 and not out.exists(), (extra, err)
 
 
 def test_utility_refuses_a_numeric_column_without_numbers(claims, capsys, tmp_path):
     out = tmp_path / "u.json"
     rc, err = _exit(capsys, ["utility", "--original", claims["data"], "--released", claims["data"], "--spec",
-                             claims["spec"], "--numeric", "sex", "--out", out])
+                             claims["spec"], "--numeric", "sex", "--report", out])
     assert rc == 2 and "--numeric 'sex'" in err and not out.exists(), err
 
 
@@ -90,7 +91,7 @@ def test_a_bad_seed_is_one_line_not_a_traceback(claims, capsys, command, extra, 
     # the defect: a negative --seed gave a traceback in these six commands
     out = claims["dir"] / "o.csv"
     rc, err = _exit(capsys, [command, "--input", claims["data"], "--spec", claims["spec"], *extra, "--seed", value,
-                             "--out", out])
+                             "--report", out])
     assert rc == 2 and err.count("\n") == 1 and "--seed" in err and "Traceback" not in err, err
     assert not out.exists()
 

@@ -41,12 +41,13 @@ def files(tmp_path_factory) -> dict[str, Path]:
 def _commands(f: dict[str, Path]) -> dict[str, list]:
     d = f["d"]
     return {
-        "assess": ["assess", "--input", f["claims"], "--spec", f["cross"], "--out", d / "a.json"],
+        "assess": ["assess", "--input", f["claims"], "--spec", f["cross"], "--report", d / "a.json"],
         "apply": ["apply", "--input", f["claims"], "--policy", f["policy"], "--out", d / "ap.csv"],
         "safe-harbor": ["safe-harbor", "--input", f["claims"], "--spec", f["cross"], "--out", d / "sh.csv"],
         "search": ["search", "--input", f["claims"], "--spec", f["cross"], "--method", "ola", "--k", "2",
-                   "--out", d / "s.json"],
-        "attack": ["attack", "--input", f["claims"], "--spec", f["spec"], "--iterations", "200", "--out", d / "at.json"],
+                   "--report", d / "s.json"],
+        "attack": ["attack", "--input", f["claims"], "--spec", f["spec"], "--iterations", "200",
+                   "--report", d / "at.json"],
         "truncate": ["truncate", "--input", f["claims"], "--spec", f["spec"], "--out", d / "t.csv",
                      "--report", d / "t.json"],
         "codes": ["codes", "--input", f["claims"], "--spec", f["spec"], "--shuffle", "--code", "dx",
@@ -54,14 +55,14 @@ def _commands(f: dict[str, Path]) -> dict[str, list]:
         "subsample": ["subsample", "--input", f["claims"], "--spec", f["cross"], "--fraction", "0.5",
                       "--out", d / "sub.csv", "--report", d / "sub.json"],
         "utility": ["utility", "--original", f["claims"], "--released", f["claims"], "--spec", f["cross"],
-                    "--out", d / "u.json"],
+                    "--report", d / "u.json"],
         "geo": ["geo", "--areas", GEO / "areas.csv", "--input", GEO / "claims.csv", "--column", "zip",
                 "--threshold", "0.0001", "--out", d / "g.csv", "--report", d / "g.json"],
         "reverse": ["reverse", "--table", d / "rev.sealed", "--column", "pid", "--input", d / "ap_masked.csv",
                     "--out", d / "back.csv", "--key-file", d / "owner.key"],
         "geoproxy": ["geoproxy", "--areas", GEO / "areas.csv", "--input", GEO / "claims.csv", "--home", "zip",
                      "--provider-area", "provider_zip", "--person", "person", "--provider", "provider",
-                     "--out", d / "gp.json"],
+                     "--report", d / "gp.json"],
     }
 
 
@@ -80,5 +81,5 @@ def test_every_command_ends_with_one_summary_line(files, capsys, command):
     assert main(argv) == 0, capsys.readouterr().err
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"deid {command}: "), lines
-    written = argv[argv.index("--out") + 1]
+    written = argv[argv.index("--out" if "--out" in argv else "--report") + 1]
     assert written in lines[0] and any(ch.isdigit() for ch in lines[0].split(written)[-1]), lines[0]

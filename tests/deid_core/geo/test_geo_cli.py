@@ -98,7 +98,7 @@ def test_geoproxy_cli_matches_the_library(tmp_path):
     out = tmp_path / "g.json"
     p = run("geoproxy", "--areas", str(AREAS), "--input", str(CLAIMS), "--home", "zip", "--provider-area",
             "provider_zip", "--person", "person", "--provider", "provider", "--within-prefix", "0",
-            "--within-prefix", "3", "--out", str(out))
+            "--within-prefix", "3", "--report", str(out))
     assert p.returncode == 0, p.stderr
     results = json.loads(out.read_text())["results"]
     df = read_text_table(CLAIMS, [""], categorical=True)

@@ -76,7 +76,7 @@ def test_assess_counts_persons_not_rows(files):
     d = files["dir"]
     before = sha(files["claims"])
     # row counting: p1's three identical claims are a "class of 3"; a warning says risk is understated
-    p = run("assess", "--input", files["claims"], "--spec", files["rows"], "--out", d / "rows.json",
+    p = run("assess", "--input", files["claims"], "--spec", files["rows"], "--report", d / "rows.json",
             "--levels", "dx=2,drug=1", "--per-record", d / "rows.csv")
     assert p.returncode == 0, p.stderr
     assert "member_id" in p.stderr and "understated" in p.stderr and len(p.stderr.strip().splitlines()) == 1
@@ -84,7 +84,7 @@ def test_assess_counts_persons_not_rows(files):
     assert rows["warnings"] and "member_id" in rows["warnings"][0]
     assert pd.read_csv(d / "rows.csv")["class_size"].iloc[0] == 3
     # person counting: the same claims are one person, risk 1
-    p = run("assess", "--input", files["claims"], "--spec", files["spec"], "--out", d / "p.json",
+    p = run("assess", "--input", files["claims"], "--spec", files["spec"], "--report", d / "p.json",
             "--levels", "dx=2,drug=1", "--per-record", d / "p.csv")
     assert p.returncode == 0, p.stderr
     assert p.stderr == ""
@@ -103,7 +103,7 @@ def test_assess_counts_persons_not_rows(files):
 
 def test_assess_attack_object_exact_agrees_with_monte_carlo(files):
     d = files["dir"]
-    p = run("assess", "--input", files["claims"], "--spec", files["spec"], "--out", d / "mc.json", "--attack",
+    p = run("assess", "--input", files["claims"], "--spec", files["spec"], "--report", d / "mc.json", "--attack",
             "--iterations", "4000", "--seed", "3")
     assert p.returncode == 0, p.stderr
     mc = json.loads((d / "mc.json").read_text())["longitudinal"]
@@ -111,7 +111,7 @@ def test_assess_attack_object_exact_agrees_with_monte_carlo(files):
     assert {"average", "high_risk_persons", "ci95"} <= set(mc["attack"])
     dist = mc["adversary_power"]["by_qi"]
     assert set(dist) == {"dx", "los", "drug"} and sum(dist["dx"]["distribution"].values()) == 6
-    p = run("assess", "--input", files["claims"], "--spec", files["spec"], "--out", d / "ex.json", "--attack",
+    p = run("assess", "--input", files["claims"], "--spec", files["spec"], "--report", d / "ex.json", "--attack",
             "--exact")
     assert p.returncode == 0, p.stderr
     ex = json.loads((d / "ex.json").read_text())["longitudinal"]["attack"]
@@ -122,7 +122,7 @@ def test_assess_attack_object_exact_agrees_with_monte_carlo(files):
 def test_attack_command(files):
     d = files["dir"]
     p = run("attack", "--input", files["claims"], "--spec", files["spec"], "--iterations", "3000",
-            "--out", d / "a.json")
+            "--report", d / "a.json")
     assert p.returncode == 0, p.stderr
     a = json.loads((d / "a.json").read_text())
     for key in ("average_risk", "high_risk_proportion", "threshold", "persons", "ci95", "iterations", "exact",
@@ -131,23 +131,23 @@ def test_attack_command(files):
     assert a["persons"] == 6 and a["threshold"] == 0.34 and a["iterations"] == 3000
     again = d / "b.json"
     assert run("attack", "--input", files["claims"], "--spec", files["spec"], "--iterations", "3000",
-               "--out", again).returncode == 0
+               "--report", again).returncode == 0
     assert json.loads(again.read_text())["average_risk"] == a["average_risk"]  # seeded
     # a released table generalized by assess; the adversary knows original values (--original)
     released = d / "released.csv"
-    p = run("assess", "--input", files["claims"], "--spec", files["rows"], "--out", d / "g.json",
-            "--levels", "dx=3,drug=4,birth_year=2", "--output", released)
+    p = run("assess", "--input", files["claims"], "--spec", files["rows"], "--report", d / "g.json",
+            "--levels", "dx=3,drug=4,birth_year=2", "--out", released)
     assert p.returncode == 0, p.stderr
     rel = pd.read_csv(released, dtype=str)
     rel.insert(0, "member_id", pd.read_csv(files["claims"], dtype=str)["member_id"])
     rel.to_csv(released, index=False)
     p = run("attack", "--input", released, "--spec", files["spec"], "--original", files["claims"], "--exact",
-            "--power", "1", "--power-model", "fixed", "--out", d / "g_attack.json")
+            "--power", "1", "--power-model", "fixed", "--report", d / "g_attack.json")
     assert p.returncode == 0, p.stderr
     g = json.loads((d / "g_attack.json").read_text())
     assert g["adversary_power"]["fixed"] is True and g["adversary_power"]["p_max"] == 1
     p = run("attack", "--input", files["claims"], "--spec", files["spec"], "--exact", "--power", "1",
-            "--power-model", "fixed", "--out", d / "raw_attack.json")
+            "--power-model", "fixed", "--report", d / "raw_attack.json")
     raw = json.loads((d / "raw_attack.json").read_text())
     assert g["average_risk"] < raw["average_risk"]  # generalizing lowered the risk
 
@@ -211,13 +211,13 @@ def test_codes_suppress_and_shuffle(files):
 def test_atc_builder_in_spec(files):
     d = files["dir"]
     p = run("assess", "--input", files["claims"], "--spec", files["spec"], "--levels", "drug=3",
-            "--out", d / "r.json", "--output", d / "o.csv")
+            "--report", d / "r.json", "--out", d / "o.csv")
     assert p.returncode == 0, p.stderr
     out = pd.read_csv(d / "o.csv", dtype=str)
     assert sorted(out["drug"].unique()) == ["A10", "C01", "C09"]  # ATC level 3: therapeutic subgroup
     bad = d / "bad.csv"
     bad.write_text(CLAIMS.replace("C09AA02", "not-atc"))
-    p = run("assess", "--input", bad, "--spec", files["spec"], "--out", d / "x.json")
+    p = run("assess", "--input", bad, "--spec", files["spec"], "--report", d / "x.json")
     assert p.returncode == 2 and "not an ATC code" in p.stderr and len(p.stderr.strip().splitlines()) == 1
 
 
@@ -248,8 +248,8 @@ def test_bad_input_exits_2_with_one_line_and_no_output(files, case):
         extra = ["--original", d / "short.csv"]
         pd.read_csv(files["claims"], dtype=str).head(5).to_csv(d / "short.csv", index=False)
     before = sha(data)
-    every = {"attack": ["attack", "--input", data, "--spec", spec, *extra, "--out", d / "o.json"],
-             "assess": ["assess", "--input", data, "--spec", spec, "--attack", *extra, "--out", d / "o.json"],
+    every = {"attack": ["attack", "--input", data, "--spec", spec, *extra, "--report", d / "o.json"],
+             "assess": ["assess", "--input", data, "--spec", spec, "--attack", *extra, "--report", d / "o.json"],
              "truncate": ["truncate", "--input", data, "--spec", spec, "--k", "2", "--out", d / "o.csv",
                           "--report", d / "o.json"],
              "codes": ["codes", "--input", data, "--spec", spec, "--suppress", "--code", "dx", "--out", d / "o.csv"]}
@@ -274,7 +274,7 @@ def test_report_longitudinal_section(files):
                "--out", d / "t.csv", "--report", d / "t.json").returncode == 0
     assert run("codes", "--input", d / "t.csv", "--spec", files["spec"], "--shuffle", "--code", "dx",
                "--group-level", "2", "--out", d / "s.csv", "--report", d / "s.json").returncode == 0
-    p = run("assess", "--input", d / "s.csv", "--spec", files["spec"], "--out", d / "r.json", "--html", d / "r.html",
+    p = run("assess", "--input", d / "s.csv", "--spec", files["spec"], "--report", d / "r.json", "--html", d / "r.html",
             "--attack", "--iterations", "500", "--prior-report", d / "t.json", "--prior-report", d / "s.json")
     assert p.returncode == 0, p.stderr
     lg = json.loads((d / "r.json").read_text())["report"]["longitudinal"]
@@ -287,7 +287,7 @@ def test_report_longitudinal_section(files):
     assert "at least k = 3 persons" in page  # the threshold is stated in persons
     bad = d / "bad.json"
     bad.write_text("{}")
-    p = run("assess", "--input", d / "s.csv", "--spec", files["spec"], "--out", d / "x.json", "--prior-report", bad)
+    p = run("assess", "--input", d / "s.csv", "--spec", files["spec"], "--report", d / "x.json", "--prior-report", bad)
     assert p.returncode == 2 and "not a deid truncate or deid codes report" in p.stderr and not (d / "x.json").exists()
 
 
@@ -296,8 +296,8 @@ def test_attack_on_a_release_with_suppressed_records(files):
     d = files["dir"]
     # everything but los at the top: p1 (los 2, with p4) and p2 (los 3) stand out; p3, p5, p6 share los 1
     p = run("assess", "--input", files["claims"], "--spec", files["spec"], "--levels",
-            "sex=1,birth_year=3,dx=4,drug=5", "--suppress", "--attack", "--exact", "--out", d / "s.json",
-            "--output", d / "sup.csv", "--force")  # 7 of 11 records suppressed, on purpose
+            "sex=1,birth_year=3,dx=4,drug=5", "--suppress", "--attack", "--exact", "--report", d / "s.json",
+            "--out", d / "sup.csv", "--force")  # 7 of 11 records suppressed, on purpose
     assert p.returncode == 0, p.stderr
     inline = json.loads((d / "s.json").read_text())["longitudinal"]["attack"]
     rel = pd.read_csv(d / "sup.csv", dtype=str, keep_default_na=False)
@@ -305,7 +305,7 @@ def test_attack_on_a_release_with_suppressed_records(files):
     rel.insert(0, "member_id", pd.read_csv(files["claims"], dtype=str)["member_id"])
     rel.to_csv(d / "sup.csv", index=False)
     p = run("attack", "--input", d / "sup.csv", "--spec", files["spec"], "--original", files["claims"], "--exact",
-            "--out", d / "a.json")
+            "--report", d / "a.json")
     assert p.returncode == 0, p.stderr
     a = json.loads((d / "a.json").read_text())
     assert a["average_risk"] == pytest.approx(inline["average"]) and a["persons"] == inline["persons"] == 3
@@ -317,7 +317,7 @@ def test_assess_suppress_counts_persons_and_apply_repeats_it(files):
     d = files["dir"]
     before = sha(files["claims"])
     p = run("assess", "--input", files["claims"], "--spec", files["spec"], "--levels",
-            "sex=1,birth_year=3,dx=4,drug=5", "--suppress", "--out", d / "s.json", "--output", d / "s.csv",
+            "sex=1,birth_year=3,dx=4,drug=5", "--suppress", "--report", d / "s.json", "--out", d / "s.csv",
             "--policy-out", d / "policy.json", "--html", d / "s.html", "--force")  # 7 of 11 records, on purpose
     assert p.returncode == 0, p.stderr
     assert "7 of 11 records (63.6%)" in p.stderr  # said, even when forced
@@ -341,7 +341,7 @@ def test_assess_suppress_counts_persons_and_apply_repeats_it(files):
     assert (rep["suppressed_persons"], rep["suppressed_records"]) == (3, 7)
     # counted in rows, p1's three identical claims make los 2 a class of 4: only p2's los-3 claim goes
     p = run("assess", "--input", files["claims"], "--spec", files["rows"], "--levels",
-            "sex=1,birth_year=3,dx=4,drug=5", "--suppress", "--out", d / "rows.json")
+            "sex=1,birth_year=3,dx=4,drug=5", "--suppress", "--report", d / "rows.json")
     rows = json.loads((d / "rows.json").read_text())
     assert rows["suppressed_records"] == 1 and "suppressed_persons" not in rows
     assert sha(files["claims"]) == before
@@ -357,7 +357,7 @@ def test_assess_complete_knowledge(files, tmp_path):
                     "c,F,1950,250.0,1,A10BA02,x\nc,F,1950,401.9,2,A10BA02,x\nc,F,1950,401.9,2,A10BA02,x\n")
     for variant in ("approximate", "exact"):
         p = run("assess", "--input", data, "--spec", files["spec"], "--complete-knowledge", variant,
-                "--out", tmp_path / "ck.json")
+                "--report", tmp_path / "ck.json")
         assert p.returncode == 0, p.stderr
         ck = json.loads((tmp_path / "ck.json").read_text())["complete_knowledge"]
         assert (ck["variant"], ck["persons"], ck["events"], ck["k"]) == (variant, 3, 7, 1)

@@ -81,7 +81,7 @@ def test_deid_utility_cli_json_html_and_bad_input(tmp_path, capsys):
     rel.to_csv(r, index=False)
     out, page = tmp_path / "u.json", tmp_path / "u.html"
     assert main(["utility", "--original", str(o), "--released", str(r), "--spec", str(spec),
-                 "--regress", "los~age", "--out", str(out), "--html", str(page)]) == 0
+                 "--regress", "los~age", "--report", str(out), "--html", str(page)]) == 0
     res = json.loads(out.read_text())
     assert res["numeric"] == ["age", "los"] and res["categorical"] == ["sex", "dx"]  # name (direct) left out
     assert res["complete_cases"]["lost_after"] == pytest.approx(1 / 6)
@@ -93,7 +93,7 @@ def test_deid_utility_cli_json_html_and_bad_input(tmp_path, capsys):
                          (["--regress", "los"], "expected y~x1+x2"),
                          (["--crosstab", "sex:name"], "unknown column 'name'")):
         assert main(["utility", "--original", str(o), "--released", str(r), "--spec", str(spec),
-                     "--out", str(tmp_path / "bad.json"), *extra]) == 2
+                     "--report", str(tmp_path / "bad.json"), *extra]) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and words in err, err
     assert not (tmp_path / "bad.json").exists()

@@ -11,7 +11,7 @@ from deidspecs import write_claims
 def test_a_failing_release_is_not_offered_for_reapplication(tmp_path, capsys):
     data, spec = write_claims(tmp_path)
     page = tmp_path / "r.html"
-    assert main(["assess", "--input", str(data), "--spec", str(spec), "--out", str(tmp_path / "r.json"),
+    assert main(["assess", "--input", str(data), "--spec", str(spec), "--report", str(tmp_path / "r.json"),
                  "--html", str(page)]) == 0
     text = page.read_text()
     assert "does NOT meet its threshold" in text and "can be released the same way" not in text
@@ -25,7 +25,7 @@ def test_codes_suppressed_before_the_assessment_show_on_the_page(tmp_path, capsy
     assert main(["codes", "--input", str(data), "--spec", str(spec), "--suppress", "--code", "dx", "--k", "5",
                  "--out", str(coded), "--force"]) == 0
     gone = int((pd.read_csv(coded, dtype=str)["dx"] == "[suppressed]").sum())
-    assert main(["assess", "--input", str(coded), "--spec", str(spec), "--levels", "dx=2", "--out",
+    assert main(["assess", "--input", str(coded), "--spec", str(spec), "--levels", "dx=2", "--report",
                  str(tmp_path / "c.json"), "--html", str(page)]) == 0
     text = page.read_text().lower()
     assert gone == 240 and "nothing left to change: every cell was already missing or suppressed in the input" in text

@@ -30,9 +30,9 @@ def _folder(root: Path) -> Path:
 
 def test_saved_policy_reapplies_after_its_folder_is_moved(tmp_path):
     folder = _folder(tmp_path)
-    assert main(["assess", "--input", str(folder / "data.csv"), "--spec", str(folder / "spec.toml"), "--out",
+    assert main(["assess", "--input", str(folder / "data.csv"), "--spec", str(folder / "spec.toml"), "--report",
                  str(folder / "r.json"), "--levels", "race=1,age=1", "--policy-out", str(folder / "policy.json"),
-                 "--output", str(folder / "release.csv")]) == 0
+                 "--out", str(folder / "release.csv")]) == 0
     saved = json.loads((folder / "policy.json").read_text())
     race = next(s for s in saved["steps"] if s.get("column") == "race")["hierarchy"]
     assert race["rows"][0] == ["White", "Non-white", "*"] and str(tmp_path) not in json.dumps(saved)

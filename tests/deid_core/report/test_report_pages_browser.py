@@ -65,10 +65,10 @@ def pages(tmp_path_factory) -> tuple[dict[str, Path], Path]:
     # assess: the m-of-n adversary and a policy saved for deid apply
     p["assess"] = d / "assess.html"
     deid("assess", "--input", d / "people.csv", "--spec", d / "people.toml", "--levels", "age=2,zip=1", "--suppress",
-         "--known", "2", "--out", d / "assess.json", "--html", p["assess"], "--policy-out", d / "policy.json",
-         "--output", d / "release.csv")
+         "--known", "2", "--report", d / "assess.json", "--html", p["assess"], "--policy-out", d / "policy.json",
+         "--out", d / "release.csv")
     p["assess_failing"] = d / "assess_failing.html"
-    deid("assess", "--input", d / "people.csv", "--spec", d / "lenient.toml", "--out", d / "failing.json",
+    deid("assess", "--input", d / "people.csv", "--spec", d / "lenient.toml", "--report", d / "failing.json",
          "--html", p["assess_failing"])
     # longitudinal: truncate, then codes removing every dx code, then assess with both reports
     p["truncate"], p["codes"], p["assess_longitudinal"] = d / "truncate.html", d / "codes.html", d / "long.html"
@@ -78,7 +78,7 @@ def pages(tmp_path_factory) -> tuple[dict[str, Path], Path]:
          "1000", "--out", d / "coded.csv", "--report", d / "codes.json", "--html", p["codes"], "--force")
     deid("assess", "--input", d / "coded.csv", "--spec", d / "claims.toml", "--levels", "yob=1,dx=1", "--attack",
          "--iterations", "200", "--prior-report", d / "truncate.json", "--prior-report", d / "codes.json",
-         "--out", d / "long.json", "--html", p["assess_longitudinal"])
+         "--report", d / "long.json", "--html", p["assess_longitudinal"])
     # every search method
     searches = {"ola": ["--input", d / "people.csv", "--spec", d / "people.toml", "--k", "5"],
                 "bps": ["--input", d / "people.csv", "--spec", d / "people.toml", "--iterations", "10"],
@@ -97,7 +97,8 @@ def pages(tmp_path_factory) -> tuple[dict[str, Path], Path]:
     searches["boxes"] = ["--input", d / "num.csv", "--spec", d / "num.toml", "--k", "4"]
     for method, args in searches.items():
         p[f"search_{method}"] = d / f"search_{method}.html"
-        deid("search", "--method", method, *args, "--out", d / f"search_{method}.json", "--html", p[f"search_{method}"])
+        deid("search", "--method", method, *args, "--report", d / f"search_{method}.json",
+             "--html", p[f"search_{method}"])
     # the other commands
     p["apply"] = d / "apply.html"
     deid("apply", "--input", d / "people.csv", "--policy", d / "policy.json", "--out", d / "applied.csv", "--spec",
@@ -111,7 +112,7 @@ def pages(tmp_path_factory) -> tuple[dict[str, Path], Path]:
          "--html", p["geo"])
     p["utility"] = d / "utility.html"
     deid("utility", "--original", d / "people.csv", "--released", d / "release.csv", "--spec", d / "people.toml",
-         "--crosstab", "age:zip", "--crosstab", "sex:dx", "--out", d / "utility.json", "--html", p["utility"])
+         "--crosstab", "age:zip", "--crosstab", "sex:dx", "--report", d / "utility.json", "--html", p["utility"])
     return p, d
 
 

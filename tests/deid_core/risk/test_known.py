@@ -71,7 +71,7 @@ def test_larger_blocks_overestimate_but_never_exceed_all_qis(adult, adult_spec_p
 def test_assess_known_cli(tmp_path, adult_spec_path):
     out = tmp_path / "r.json"
     p = cli("assess", "--input", ADULT / "adult.csv", "--spec", adult_spec_path, "--levels", "age=2",
-            "--known", "3", "--block", "4", "--out", out)
+            "--known", "3", "--block", "4", "--report", out)
     assert p.returncode == 0, p.stderr
     k = json.loads(out.read_text())["known"]
     assert (k["m"], k["n"], k["block_size"]) == (3, 8, 4)
@@ -79,7 +79,7 @@ def test_assess_known_cli(tmp_path, adult_spec_path):
     assert k["design"]["all_t_subsets"] == 56
     covered = {frozenset(c) for b in k["blocks"] for c in combinations(b["qis"], 3)}
     assert len(covered) == 56  # every triple of QIs lies in a block
-    assert k["threshold"]["overall_risk"] == max(b["prosecutor"]["strict_average"] for b in k["blocks"]) * \
+    assert k["threshold"]["overall_risk"] == max(b["prosecutor"]["strict_average"] for b in k["blocks"]) *\
         k["threshold"]["attacks"]["T3"]["pr_t"]
 
 
@@ -92,7 +92,7 @@ def test_assess_known_cli(tmp_path, adult_spec_path):
 def test_assess_known_bad_input_exits_2_with_one_line(adult, tmp_path, adult_spec_path, args, msg):
     out, small = tmp_path / "r.json", tmp_path / "small.csv"
     adult.head(300).to_csv(small, index=False)
-    p = cli("assess", "--input", small, "--spec", adult_spec_path, "--out", out, *args)
+    p = cli("assess", "--input", small, "--spec", adult_spec_path, "--report", out, *args)
     assert p.returncode == 2 and msg in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
     assert not out.exists()
 
@@ -100,7 +100,7 @@ def test_assess_known_bad_input_exits_2_with_one_line(adult, tmp_path, adult_spe
 def test_search_ola_known_meets_k_on_every_subset_with_less_loss(adult, tmp_path, adult_spec_path):
     out, rel = tmp_path / "r.json", tmp_path / "best.csv"
     p = cli("search", "--input", ADULT / "adult.csv", "--spec", adult_spec_path, "--method", "ola", "--k", "5",
-            "--known", "2", "--top", "1", "--out", out, "--apply-best", rel)
+            "--known", "2", "--top", "1", "--report", out, "--out", rel)
     assert p.returncode == 0, p.stderr
     r = json.loads(out.read_text())
     best = r["policies"][0]
@@ -117,7 +117,7 @@ def test_search_ola_known_meets_k_on_every_subset_with_less_loss(adult, tmp_path
 def test_search_bps_known_risk_is_the_max_over_blocks(tmp_path, adult_spec_path):
     out = tmp_path / "r.json"
     p = cli("search", "--input", ADULT / "adult.csv", "--spec", adult_spec_path, "--method", "bps", "--known", "2",
-            "--block", "3", "--threshold", "0.02", "--iterations", "3", "--out", out)
+            "--block", "3", "--threshold", "0.02", "--iterations", "3", "--report", out)
     assert p.returncode == 0, p.stderr
     r = json.loads(out.read_text())
     assert r["known"]["design"]["blocks"] == 11  # C(8, 3, 2) greedy meets the Schönheim bound
@@ -132,7 +132,7 @@ def test_search_bps_known_risk_is_the_max_over_blocks(tmp_path, adult_spec_path)
 def test_search_known_bad_input_exits_2(adult, tmp_path, adult_spec_path, args, msg):
     out, small = tmp_path / "r.json", tmp_path / "small.csv"
     adult.head(300).to_csv(small, index=False)
-    p = cli("search", "--input", small, "--spec", adult_spec_path, "--out", out, *args)
+    p = cli("search", "--input", small, "--spec", adult_spec_path, "--report", out, *args)
     assert p.returncode == 2 and msg in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
     assert not out.exists()
 
@@ -164,7 +164,7 @@ def test_longitudinal_known_counts_persons(tmp_path):
     data, spec_path, out = tmp_path / "c.csv", tmp_path / "c.toml", tmp_path / "r.json"
     CLAIMS.to_csv(data, index=False)
     spec_path.write_text(CLAIMS_SPEC)
-    p = cli("assess", "--input", data, "--spec", spec_path, "--known", "2", "--out", out)
+    p = cli("assess", "--input", data, "--spec", spec_path, "--known", "2", "--report", out)
     assert p.returncode == 0, p.stderr
     k = json.loads(out.read_text())["known"]
     # brute force: per pair of QIs, a person's class is their row class with the fewest distinct persons

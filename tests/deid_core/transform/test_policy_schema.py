@@ -100,8 +100,8 @@ def test_assess_policy_out_reapplies_byte_identically(tmp_path, capsys):
                     '[hierarchies]\nage = { builder = "interval", widths = [5, 10, 20] }\nzip = { builder = "prefix" }\n'
                     '[release]\nthreshold = 0.2\n')
     pol, out = tmp_path / "policy.json", tmp_path / "assess_out.csv"
-    assert main(["assess", "--input", str(sample), "--spec", str(spec), "--out", str(tmp_path / "r.json"),
-                 "--levels", "age=2,zip=2", "--suppress", "--output", str(out), "--policy-out", str(pol)]) == 0
+    assert main(["assess", "--input", str(sample), "--spec", str(spec), "--report", str(tmp_path / "r.json"),
+                 "--levels", "age=2,zip=2", "--suppress", "--out", str(out), "--policy-out", str(pol)]) == 0
     again, pol2 = tmp_path / "again.csv", tmp_path / "policy2.json"
     assert main(["apply", "--input", str(sample), "--policy", str(pol), "--out", str(again),
                  "--policy-out", str(pol2)]) == 0, capsys.readouterr().err

@@ -1,6 +1,6 @@
 """``deid ui`` end to end in a real browser: Debian's chromium driven by Playwright against the real
 ``deid ui`` process on a free loopback port. Adult is loaded, declared, assessed and searched (OLA, k = 5);
-the picked node's release and policy must be byte-identical to ``deid search --method ola --apply-best``
+the picked node's release and policy must be byte-identical to ``deid search --method ola --out``
 run with the spec downloaded from the page. Screenshots of each step go to the test's tmp folder (and to
 ``$DEID_UI_SCREENSHOTS`` when set, e.g. ``docs/ui`` to refresh the documentation's)."""
 from __future__ import annotations
@@ -203,7 +203,7 @@ def test_adult_ola_release_matches_cli(workbench, browser, tmp_path):
 
     # the same search from the command line, with the downloaded spec
     cli = deid("search", "--input", str(adult / "adult.csv"), "--spec", str(spec), "--method", "ola", "--k", "5",
-               "--out", str(tmp_path / "cli_result.json"), "--apply-best", str(tmp_path / "cli_release.csv"),
+               "--report", str(tmp_path / "cli_result.json"), "--out", str(tmp_path / "cli_release.csv"),
                "--policy-out", str(tmp_path / "cli_policy.json"))
     assert cli.returncode == 0, cli.stderr
     assert release.read_bytes() == (tmp_path / "cli_release.csv").read_bytes()
