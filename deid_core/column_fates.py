@@ -21,7 +21,9 @@ ROLE_TEXT = {"direct": "direct identifier", "quasi": "quasi-identifier", "sensit
 #: What each ``[text] mode`` does to the identifiers found in a note, in words.
 TEXT_MODE_WORDS = {"tag": "replaced by a tag of its type (<LAST_NAME:1>)", "redact": "replaced by ***",
                    "generalize": "generalized (dates to the year, ages over 89 to 90+, ZIP codes to 3 digits), "
-                                 "the rest tagged"}
+                                 "the rest tagged",
+                   "surrogate": "replaced by a realistic surrogate under the data owner's key (names from lists, "
+                                "identifiers digit for digit, one date shift per patient)"}
 
 
 _LEVEL_NAMES = {"week": "week of the month", "month": "month", "quarter": "quarter", "year": "year",

@@ -53,7 +53,7 @@ class SearchOptions:
     identifiers the release under the best policy; ``reapplicable``: the best policy is to be saved and
     re-applied, so it must exist and record every column's fate; ``accepted``: columns released although
     they look like identifiers, with the reason; ``force``: give a lola release whose re-assessment
-    misses its criterion."""
+    misses its criterion; ``key``: the data owner's, for notes replaced by surrogates (``[text] mode``)."""
 
     method: str = "ola"
     k: int | None = None
@@ -71,6 +71,7 @@ class SearchOptions:
     reapplicable: bool = False
     accepted: Mapping[str, str] = field(default_factory=dict)
     force: bool = False
+    key: bytes | None = field(default=None, repr=False)          # never shown
 
     def resolved(self) -> "SearchOptions":
         """The options checked against the method, with each unset option's default filled in."""
@@ -153,7 +154,7 @@ def search_release(frame: pd.DataFrame, spec: Spec, options: SearchOptions) -> S
         raise DeidInputError("spec declares no quasi-identifier to search over")
     notes = {}
     if fates is not None and options.apply_best:   # notes de-identified first, with every hint column still there
-        frame, notes = deidentify_text_columns(frame, fates, spec.text.to_dict())
+        frame, notes = deidentify_text_columns(frame, fates, spec.text.to_dict(), options.key)
     run = {"ola": _ola, "lola": _lola, "partition": _partition, "boxes": _boxes}.get(options.method, _subtree)
     summary, release = run(options, spec, frame)
     release = release if options.apply_best else None
@@ -170,7 +171,7 @@ def search_release(frame: pd.DataFrame, spec: Spec, options: SearchOptions) -> S
         summary["accepted_columns"] = summary["identifier_check"]["accepted_columns"]
     if fates is not None and "best_policy" in summary:
         summary["best_policy"] = Policy.from_dict(summary["best_policy"]).with_fates(
-            fates, spec.rest, False, text=spec.text.to_dict()).to_dict()
+            fates, spec.rest, False, text=spec.text.to_dict(), key=options.key).to_dict()
     if summary.get("best_policy") and options.method != "lola":  # lola suppresses this data set's persons on top
         summary["release_verdict"] = best_release_verdict(spec, frame, Policy.from_dict(summary["best_policy"]))
     return SearchResult(summary, release)

@@ -176,15 +176,17 @@ class LongitudinalSpec:
 @dataclass(frozen=True)
 class TextSpec:
     """``[text]``: how the ``text`` columns (free-text notes) are de-identified in every release (docs/text.md,
-    "Notes in a release"): ``mode`` (tag, redact, generalize) and ``hints``, hint key -> a column of the same
-    row whose value is searched in the note first (``name = "patient"``, ``mrn = "mrn"``; El Emam & Arbuckle,
-    ch. 8: the record's own identifiers are the surest guide to those in its notes)."""
+    "Notes in a release"): ``mode`` (tag, redact, generalize, surrogate) and ``hints``, hint key -> a column of
+    the same row whose value is searched in the note first (``name = "patient"``, ``mrn = "mrn"``; El Emam &
+    Arbuckle, ch. 8: the record's own identifiers are the surest guide to those in its notes); ``patient``, the
+    column keying surrogate mode's one date shift per patient (default: the ``mrn`` hint, else the row)."""
 
     mode: str = "tag"
     hints: Mapping[str, str] = field(default_factory=dict)
+    patient: str | None = None
 
     def to_dict(self) -> dict:
-        return {"mode": self.mode, "hints": dict(self.hints)}
+        return {"mode": self.mode, "hints": dict(self.hints), **({"patient": self.patient} if self.patient else {})}
 
 
 @dataclass(frozen=True)
@@ -394,7 +396,7 @@ def parse_spec(raw: Mapping[str, Any], base_dir: Path | None = None, refuse_file
 
 def _text(raw: Mapping[str, Any], columns: Mapping[str, str]) -> TextSpec:
     """``[text]``: the mode and the hint columns, each a declared column of the same table."""
-    section = _check_section(raw, "text", ("mode", "hints"))
+    section = _check_section(raw, "text", ("mode", "hints", "patient"))
     mode = section.get("mode", "tag")
     if mode not in TEXT_RELEASE_MODES:
         raise DeidInputError(f"[text] mode must be one of {', '.join(TEXT_RELEASE_MODES)}, got {mode!r}")
@@ -404,9 +406,12 @@ def _text(raw: Mapping[str, Any], columns: Mapping[str, str]) -> TextSpec:
     for key, column in hints.items():
         if column not in columns:
             raise DeidInputError(f"[text] hints: {key} = {column!r} is not declared in [columns]")
+    patient = section.get("patient")
+    if patient is not None and (not isinstance(patient, str) or patient not in columns):
+        raise DeidInputError(f"[text] patient = {patient!r} is not a column declared in [columns]")
     if section and "text" not in columns.values():
         raise DeidInputError("[text] is set but no column is declared \"text\"")
-    return TextSpec(mode, dict(hints))
+    return TextSpec(mode, dict(hints), patient)
 
 
 def load_spec(path: str | Path) -> Spec:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 ROLES = ("direct", "quasi", "sensitive", "other", "text")
 #: How a ``text`` column (free-text notes) is de-identified in a release (``[text] mode``; docs/text.md,
-#: "Notes in a release"): ``surrogate`` is left to ``deid text``, whose replacements need a secret key.
-TEXT_RELEASE_MODES = ("tag", "redact", "generalize")
+#: "Notes in a release"); ``surrogate`` needs the data owner's key on every path that releases.
+TEXT_RELEASE_MODES = ("tag", "redact", "generalize", "surrogate")
 #: What ``[columns] default = "..."`` may say about the columns the spec does not list.
 REST_FATES = ("drop", "other", "quasi")
 RELEASE_TYPES = ("public", "non-public")

@@ -38,13 +38,14 @@ def cmd_assess(args: argparse.Namespace) -> int:
     from ..spec import load_spec
 
     take_old_spellings(args, "assess", required=("report",))
-    guard_outputs([args.input, args.spec, args.population, *(args.prior_report or [])],
+    guard_outputs([args.input, args.spec, args.population, args.key_file, *(args.prior_report or [])],
                   [args.report, args.html, args.out, args.policy_out, args.per_record])
     t0 = time.perf_counter()
     spec = load_spec(args.spec)
     df = read_table(args.input, spec.missing_values)
     require_records(df, repr(args.input))
     releases = bool(args.out or args.policy_out)  # a release (or its recipe) needs every column's fate
+    key = owner_key(args.key_file)                 # surrogates in notes: the owner's key (refused without)
     accepted = accepted_columns(args, args.report) if releases else {}
     fates = spec.fates(df.columns) if releases or spec.rest is not None else None
     spec = spec.resolve(df.columns) if fates is not None else spec
@@ -59,7 +60,7 @@ def cmd_assess(args: argparse.Namespace) -> int:
     notes = {}
     if releases:  # a release's notes are de-identified first, while every hint column is there
         from ..releasing import deidentify_text_columns
-        df, notes = deidentify_text_columns(df, fates, spec.text.to_dict())
+        df, notes = deidentify_text_columns(df, fates, spec.text.to_dict(), key)
     attack = AttackOptions(p_max=args.power, model=args.power_model, scale=args.scale, iterations=args.iterations,
                            seed=args.seed, exact=args.exact) if args.attack else None
     ra = assess_release(df, spec, population=pop, levels=parse_levels(args.levels),
@@ -96,7 +97,7 @@ def cmd_assess(args: argparse.Namespace) -> int:
     if args.out:
         write_table(a.output, args.out)
     if args.policy_out:
-        a.policy.with_fates(fates, spec.rest, False, text=spec.text.to_dict()).save(args.policy_out)
+        a.policy.with_fates(fates, spec.rest, False, text=spec.text.to_dict(), key=key).save(args.policy_out)
     if args.per_record:
         write_table(a.per_record, args.per_record)
     for w in [*warnings, *([warning] if warning else [])]:
@@ -114,7 +115,8 @@ def cmd_safe_harbor(args: argparse.Namespace) -> int:
     from ..transform.safe_harbor import safe_harbor
     from ..spec import load_spec
 
-    guard_outputs([args.input, args.spec, args.zip_population], [args.out, args.policy_out, args.report])
+    guard_outputs([args.input, args.spec, args.zip_population, args.key_file], [args.out, args.policy_out, args.report])
+    key = owner_key(args.key_file)
     accepted = accepted_columns(args, args.report)
     spec = load_spec(args.spec)
     df = read_table(args.input, spec.missing_values)
@@ -122,8 +124,8 @@ def cmd_safe_harbor(args: argparse.Namespace) -> int:
     zp = read_table(args.zip_population, categorical=False) if args.zip_population else None
     from ..releasing import deidentify_text_columns
     spec.check_columns(df.columns)
-    df, notes = deidentify_text_columns(df, spec.fates(df.columns), spec.text.to_dict())
-    out, policy, info = safe_harbor(df, spec, zp, args.reference_year, accepted=accepted, notes=notes)
+    df, notes = deidentify_text_columns(df, spec.fates(df.columns), spec.text.to_dict(), key)
+    out, policy, info = safe_harbor(df, spec, zp, args.reference_year, accepted=accepted, notes=notes, key=key)
     write_table(out, args.out)
     if args.policy_out:
         policy.save(args.policy_out)
@@ -217,6 +219,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "with [longitudinal], every record of the persons in a class of fewer than k persons")
     a.add_argument("--out", help="the transformed table (CSV or .parquet)")
     add_old_spellings(a, [Renamed("--output", "--out", "out")], json_out_is_report=True)
+    a.add_argument("--key-file", help=KEY_HELP + " (notes replaced by surrogates: [text] mode)")
     a.add_argument("--policy-out", help="write the re-appliable policy JSON here")
     a.add_argument("--per-record", help="CSV of per-record risks (class size, prosecutor, journalist, instance "
                                         "disclosure); one row per person with [longitudinal]")
@@ -241,6 +244,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--policy-out", help="write the re-appliable policy JSON here")
     s.add_argument("--report", help="JSON: which columns were recognized as which Safe Harbor kind")
     s.add_argument("--reference-year", type=integer(1, 9999), help="year for the age >= 90 birth-year rule (default: this year)")
+    s.add_argument("--key-file", help=KEY_HELP + " (notes replaced by surrogates: [text] mode)")
     add_accept(s)
     s.set_defaults(run=cmd_safe_harbor)
     ap = sub.add_parser("apply", help="re-apply a saved policy to a new batch")

@@ -7,12 +7,11 @@ UTF-8 bytes, at least 16). It is never written to an output, a report or a messa
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 
 from ..errors import DeidInputError
+from ..transform.keys import KEY_ENV, environment_key
 
-KEY_ENV = "DEID_KEY"
 #: The steps whose pseudonym -> original pairs go into the sealed reversal table (fpe decrypts with the key).
 REVERSIBLE_BY_TABLE = ("pseudonymize", "randomize", "names")
 KEY_HELP = (f"file holding the data owner's secret key (at least 16 bytes; default: the {KEY_ENV} environment "
@@ -27,7 +26,7 @@ def owner_key(path: str | None, required: bool = False) -> bytes | None:
         except OSError as exc:
             raise DeidInputError(f"cannot read key file {path!r}: {exc.strerror or exc}") from None
     else:
-        key = os.environ.get(KEY_ENV, "").encode() or None
+        key = environment_key()
     if required and key is None:
         raise DeidInputError(f"a key is required: --key-file FILE or the {KEY_ENV} environment variable")
     if key is not None and len(key) < 16:

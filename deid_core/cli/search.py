@@ -15,6 +15,7 @@ from ..release_search import METHODS, SearchOptions, known_applies, search_relea
 from ..spec import Spec
 from ..transform.policy import Policy
 from .known_options import add_known_options, known_of
+from .masking import KEY_HELP, owner_key
 from .renamed import Renamed, add_old_spellings, take_old_spellings
 from .options import (AT_LEAST_1, PROBABILITY, SEED, SHARE, accepted_columns, add_accept, add_force, add_input_spec,
                       guard_outputs, number, summary_line)
@@ -33,7 +34,7 @@ def search_options(args: argparse.Namespace, spec: Spec) -> SearchOptions:
                          loss=args.loss, top=args.top, min_population=args.min_population, seed=args.seed,
                          known=known_of(args, spec), apply_best=bool(args.out),
                          reapplicable=bool(args.policy_out), accepted=accepted_columns(args, args.report),
-                         force=args.force)
+                         force=args.force, key=owner_key(args.key_file))
 
 
 def node_words(best: dict) -> str:
@@ -96,7 +97,8 @@ def run_search_command(args: argparse.Namespace) -> int:
 
 def cmd_search(args: argparse.Namespace) -> int:
     take_old_spellings(args, "search", required=("report",))
-    guard_outputs([args.input, args.spec, args.population], [args.report, args.out, args.html, args.policy_out])
+    guard_outputs([args.input, args.spec, args.population, args.key_file],
+                  [args.report, args.out, args.html, args.policy_out])
     return run_search_command(args)
 
 
@@ -132,6 +134,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     se.add_argument("--policy-out", help="write the best policy here (re-appliable with deid apply; the same as "
                                          "best_policy in --report)")
     add_old_spellings(se, [Renamed("--apply-best", "--out", "out")], json_out_is_report=True)
+    se.add_argument("--key-file", help=KEY_HELP + " (notes replaced by surrogates: [text] mode)")
     se.add_argument("--html", help="self-contained HTML page with a risk vs information loss plot of the policies")
     add_accept(se)
     add_force(se, "lola --out: write the release even when its re-assessment by a fresh attack finds more "

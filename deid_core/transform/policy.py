@@ -60,13 +60,19 @@ class Policy:
         return out
 
     def with_fates(self, fates: Mapping[str, str], default: str | None = None, safe_harbor: bool | None = None,
-                   text: Mapping[str, object] | None = None) -> "Policy":
+                   text: Mapping[str, object] | None = None, key: bytes | None = None) -> "Policy":
         """This policy recording each column's fate (from the spec it was made with) and, for ``text``
-        columns, how their notes are de-identified (the spec's ``[text]``)."""
-        text = dict(text) if text is not None else self.text
+        columns, how their notes are de-identified (the spec's ``[text]``; in surrogate mode with the check
+        value of ``key``, the owner's key they were replaced under: :func:`.keys.text_recipe`)."""
+        from .keys import text_recipe
+        if "text" not in fates.values():
+            text = None
+        elif text is not None:
+            text = text_recipe(text, key)
+        else:
+            text = self.text
         return Policy(self.steps, self.description, self.version, dict(fates), default,
-                      self.safe_harbor if safe_harbor is None else safe_harbor,
-                      text if "text" in fates.values() else None)
+                      self.safe_harbor if safe_harbor is None else safe_harbor, text)
 
     def with_key_checks(self, checks: Mapping[str, str]) -> "Policy":
         """This policy with each ``fpe`` step recording the check value of the key that masked its column

@@ -152,8 +152,9 @@ def op_birth_year_cap(df: pd.DataFrame, step: Mapping[str, Any], ctx: dict) -> p
 
 
 def safe_harbor_policy(spec: Spec, columns: list[str], zip_population: pd.DataFrame | None = None,
-                       reference_year: int | None = None) -> tuple[Policy, dict]:
-    """Safe Harbor policy for the columns of a table, and what was recognized (column -> kind/action).
+                       reference_year: int | None = None, key: bytes | None = None) -> tuple[Policy, dict]:
+    """Safe Harbor policy for the columns of a table, and what was recognized (column -> kind/action);
+    ``key``: the owner's, whose check value the policy records when notes are replaced by surrogates.
 
     Raises :class:`DeidInputError` for columns the spec does not list (unless it has a default).
     """
@@ -196,8 +197,8 @@ def safe_harbor_policy(spec: Spec, columns: list[str], zip_population: pd.DataFr
         else:
             actions[col] = {"kind": None, "action": f"kept ({role})"}
     policy = Policy(([{"op": "drop", "columns": drop}] if drop else []) + steps,
-                    description=f"HIPAA Safe Harbor (reference year {ref})").with_fates(fates, spec.rest, True,
-                                                                                        text=spec.text.to_dict())
+                    description=f"HIPAA Safe Harbor (reference year {ref})").with_fates(
+        fates, spec.rest, True, text=spec.text.to_dict(), key=key)
     return policy, {"reference_year": ref, "restricted_zip3": restricted,
                     "zip_population_supplied": zip_population is not None, "columns": actions,
                     "column_fates": fates,
@@ -206,18 +207,19 @@ def safe_harbor_policy(spec: Spec, columns: list[str], zip_population: pd.DataFr
 
 def safe_harbor(df: pd.DataFrame, spec: Spec, zip_population: pd.DataFrame | None = None,
                 reference_year: int | None = None, accepted: Mapping[str, str] | None = None,
-                notes: Mapping[str, dict] | None = None) -> tuple[pd.DataFrame, Policy, dict]:
+                notes: Mapping[str, dict] | None = None, key: bytes | None = None) -> tuple[pd.DataFrame, Policy, dict]:
     """Apply Safe Harbor to ``df``: returns (output, policy, recognition report).
 
     The output is scanned for identifiers (:func:`deid_core.detect.check_release`, every column,
     every kind); ``accepted`` ({column: reason}) lets named columns through, and the reasons are
     recorded in the report (``accepted_columns`` and the column's entry in ``columns``).  A ``text`` column
-    must come de-identified (:func:`deid_core.releasing.deidentify_text_columns`; ``notes``: what it found).
+    must come de-identified (:func:`deid_core.releasing.deidentify_text_columns`; ``notes``: what it found;
+    ``key``: the owner's, in surrogate mode).
     """
     from ..detect import check_release
 
     require_records(df)
-    policy, info = safe_harbor_policy(spec, list(df.columns), zip_population, reference_year)
+    policy, info = safe_harbor_policy(spec, list(df.columns), zip_population, reference_year, key)
     out, _ = policy.apply(df)
     check = check_release(out, info["column_fates"], safe_harbor=True, accepted=accepted, notes=notes)
     for col, acc in check["accepted_columns"].items():

@@ -21,6 +21,7 @@ from ..release_search import METHOD_OPTIONS, SearchOptions, search_release
 from ..releasing import apply_policy
 from ..report import EXAMPLE_MIN_RECORDS, build_report, plots, release_page, search_plot
 from ..spec import Spec, load_spec
+from ..transform.keys import environment_key
 from ..transform.policy import Policy
 from .specform import SpecForm
 from .workspace import SearchJob, Workspace
@@ -149,7 +150,7 @@ def search_options(ws: Workspace, options: Mapping[str, str], spec: Spec) -> Sea
         chosen["loss"] = loss
     if method == "bps" and ws.population_path is not None:
         chosen["population"] = _population(ws, spec)
-    return SearchOptions(**chosen).resolved()
+    return SearchOptions(**chosen, key=environment_key()).resolved()   # surrogates: `DEID_KEY=... deid ui`
 
 
 def _number(text: str, kind: type, name: str) -> int | float:
@@ -231,8 +232,9 @@ def _node_release(job: SearchJob, index: int) -> tuple[pd.DataFrame, Policy, dic
     policy = full_domain_release_policy(spec, list(node["levels"]), node["levels"], node["suppression_k"],
                                         person=lg.person if lg is not None else None)
     fates = spec.fates(table.columns)
-    policy = policy.with_fates(fates, spec.rest, False, text=spec.text.to_dict())
-    release, ctx = apply_policy(policy, table)
+    key = environment_key()
+    policy = policy.with_fates(fates, spec.rest, False, text=spec.text.to_dict(), key=key)
+    release, ctx = apply_policy(policy, table, key=key)
     release = release.drop(columns=[c for c in spec.direct if c in release.columns])
     check_release(release, fates, safe_harbor=False, notes=ctx.get("notes"))
     return release, policy, ctx.get("notes")

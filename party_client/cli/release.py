@@ -23,6 +23,16 @@ def _accepted_columns(items: list[str] | None) -> dict[str, str]:
         raise UsageError(f"party link-release: {error}") from None
 
 
+def _owner_key(path: str | None) -> bytes | None:
+    """The data owner's key (``--key-file``, else ``$DEID_KEY``), as ``deid`` reads it."""
+    from deid_core import DeidInputError
+    from deid_core.cli.masking import owner_key
+    try:
+        return owner_key(path)
+    except DeidInputError as error:
+        raise UsageError(f"party link-release: {error}") from None
+
+
 def cmd_link_release(args) -> int:
     from party_client.release import link_release
     args.rules = preset_rules(args)
@@ -32,7 +42,7 @@ def cmd_link_release(args) -> int:
     summary = link_release(party(args), args.holder, args.input, spec=args.spec, method=args.method,
                            out=args.out, report_dir=args.report_dir, id_column=args.id_column, rules=args.rules,
                            policy=args.policy, threshold=args.threshold, max_suppression=args.max_suppression,
-                           accepted=_accepted_columns(args.accept_column),
+                           accepted=_accepted_columns(args.accept_column), key=_owner_key(args.key_file),
                            key_bits=args.key_bits, timeout=args.timeout, scheme=args.scheme, force=args.force)
     print(json.dumps(summary, default=str))
     return 0
@@ -76,6 +86,9 @@ def register(commands: argparse._SubParsersAction) -> None:
     release.add_argument("--accept-column", action="append", metavar="NAME:REASON",
                          help="release this column although it looks like an identifier; the reason goes into "
                               "the report")
+    release.add_argument("--key-file", help="file holding the data owner's secret masking key, as deid reads it "
+                                            "(default: the DEID_KEY environment variable): notes replaced by "
+                                            "surrogates ([text] mode), a policy's keyed steps")
     release.set_defaults(run=cmd_link_release)
 
     many = connected(commands.add_parser("dedup-many", help="which other registries also hold each record"))

@@ -12,6 +12,7 @@ import pandas as pd
 import deid_core
 from deid_core.detect import check_release
 from deid_core.releasing import deidentify_text_columns
+from deid_core.transform.keys import check_text_key
 from deid_core.longitudinal.persons import level1_table
 from deid_core.spec import LongitudinalSpec
 from deid_core.errors import ParameterError
@@ -67,16 +68,18 @@ def _per_person(spec: deid_core.Spec, output: pd.DataFrame, joined: pd.DataFrame
 
 def _deidentify(joined: pd.DataFrame, spec: deid_core.Spec, method: str, policy_path: str | None,
                 threshold: float | None, max_suppression: float,
-                accepted: dict | None = None, notes: dict | None = None) -> tuple[pd.DataFrame, dict]:
+                accepted: dict | None = None, notes: dict | None = None,
+                key: bytes | None = None) -> tuple[pd.DataFrame, dict]:
     if method == "safe-harbor":
-        output, policy, info = deid_core.safe_harbor(joined, spec, accepted=accepted, notes=notes)
+        output, policy, info = deid_core.safe_harbor(joined, spec, accepted=accepted, notes=notes, key=key)
         return output, {"method": method, "policy": policy.to_dict(), "recognized": info}
     if method == "policy":
         if not policy_path:
             raise PartyParameterError("method", "{name} policy needs {policy} POLICY.json (a saved deid policy)",
                                       "policy")
         policy = deid_core.Policy.load(policy_path)
-        output, context = policy.apply(joined)
+        check_text_key(policy.text, key)             # a policy of surrogates refuses another key
+        output, context = policy.apply(joined, key=key)
         return output, {"method": method, "policy": policy.to_dict(), "policy_file": str(policy_path),
                         "warnings": context.get("warnings", [])}
     if method == "threshold":
@@ -112,15 +115,17 @@ def applied_policy(spec: deid_core.Spec, method_info: dict) -> deid_core.Policy:
 
 def deidentify(joined: pd.DataFrame, spec: deid_core.Spec, *, method: str, policy: str | None = None,
                threshold: float | None = None, max_suppression: float = 0.0, accepted: dict | None = None,
-               id_column: str | None = None, querier_columns: Sequence[str] = ()) -> DeidentifiedRelease:
+               id_column: str | None = None, querier_columns: Sequence[str] = (),
+               key: bytes | None = None) -> DeidentifiedRelease:
     """De-identify the joined table with ``method``; every column needs a fate in ``spec``."""
     source = joined
     try:
         spec.check_columns(joined.columns)
         fates = spec.fates(joined.columns)
         spec = spec.resolve(joined.columns)
-        joined, notes = deidentify_text_columns(joined, fates, spec.text.to_dict())   # notes first: hints still there
-        output, method_info = _deidentify(joined, spec, method, policy, threshold, max_suppression, accepted, notes)
+        joined, notes = deidentify_text_columns(joined, fates, spec.text.to_dict(), key)  # first: hints still there
+        output, method_info = _deidentify(joined, spec, method, policy, threshold, max_suppression, accepted, notes,
+                                          key)
         output = output.drop(columns=[c for c in spec.direct if c in output.columns])
         applied = deid_core.Policy.from_dict(method_info["policy"])
         fates = {**fates, **{c: f for c, f in applied.step_columns().items() if f == "masked"}}
@@ -128,7 +133,8 @@ def deidentify(joined: pd.DataFrame, spec: deid_core.Spec, *, method: str, polic
                               notes=notes,
                               safe_harbor=method == "safe-harbor" or (method == "policy" and applied.is_safe_harbor()))
         method_info["policy"] = applied.with_fates({c: f for c, f in fates.items() if f != "masked"}, spec.rest,
-                                                   method == "safe-harbor", text=spec.text.to_dict()).to_dict()
+                                                   method == "safe-harbor", text=spec.text.to_dict(),
+                                                   key=key).to_dict()
         person = _person_column(spec, joined, id_column)
         if person is not None:  # several rows per person: class sizes count persons, not rows
             spec = replace(spec, longitudinal=_per_person(spec, output, joined, person, list(querier_columns)))

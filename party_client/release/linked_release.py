@@ -97,12 +97,13 @@ def _load_spec(spec: str | Path, threshold: float | None) -> deid_core.Spec:
 def link_release(party, holder: str, data, *, spec: str | Path, method: str, out: str | Path,
                  report_dir: str | Path, id_column: str | None = None, rules=None,
                  policy: str | None = None, threshold: float | None = None, max_suppression: float = 0.0,
-                 accepted: dict | None = None, **join_options) -> dict:
+                 accepted: dict | None = None, key: bytes | None = None, **join_options) -> dict:
     """Join with ``holder``, de-identify with ``method``, write the release and its reports.
 
     Every column of the joined table needs a fate in the spec (``[columns]`` or its ``default``) and
     the release is scanned for identifiers before anything is written (``deid_core.detect``);
-    ``accepted`` ({column: reason}) lets named columns through, recorded in the report.
+    ``accepted`` ({column: reason}) lets named columns through, recorded in the report; ``key``, the data
+    owner's, replaces notes by surrogates (``[text] mode = "surrogate"``) and opens a policy's keyed steps.
     """
     started = time.perf_counter()
     report_dir = Path(report_dir)
@@ -116,7 +117,7 @@ def link_release(party, holder: str, data, *, spec: str | Path, method: str, out
     joined, link_summary = link(party, holder, frame, spec_obj, id_column, rules, **join_options)
     release = deidentify(joined, spec_obj, method=method, policy=policy, threshold=threshold,
                          max_suppression=max_suppression, accepted=accepted, id_column=id_column,
-                         querier_columns=list(frame.columns))
+                         querier_columns=list(frame.columns), key=key)
     link_summary = replace(link_summary, linked_seconds=round(time.perf_counter() - started, 2))
     return write(release, link_summary, name=f"join of {party.name} with {holder}", out=out,
                  report_dir=report_dir, input_policy=policy, id_column=id_column, rules=rules)

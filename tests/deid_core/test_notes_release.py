@@ -1,5 +1,5 @@
 """Notes in a release: a column declared ``text`` is de-identified in every release path (deid search
---out, deid apply with the policy it wrote, deid assess --output, deid safe-harbor), with the row's
+--out, deid apply with the policy it wrote, deid assess --out, deid safe-harbor), with the row's
 own identifiers searched in its note first, and a path that did not treat it fails closed."""
 from __future__ import annotations
 
