@@ -114,6 +114,8 @@ def test_every_deid_path_replaces_with_surrogates_and_the_policy_refuses_another
                  "--out", str(tmp_path / "harbor.csv"), "--policy-out", str(tmp_path / "sh.json")]) == 0
     assert_surrogates(read_table(tmp_path / "harbor.csv"), source)
     assert json.loads((tmp_path / "sh.json").read_text())["text"]["key_check"] == text["key_check"]
+    secret = (folder / "owner.key").read_bytes().strip()
+    assert not [f.name for f in tmp_path.iterdir() if secret in f.read_bytes()]   # the key is written nowhere
 
 
 def test_link_release_de_identification_takes_the_owner_key(visits):
