@@ -26,7 +26,7 @@ from party_client.matching.normalize import FIELD_TYPES
 from party_client.matching.parsing import check_unparsed, unparsed_fields
 from party_client.matching.assignment import one_to_one as choose_one_to_one, reported_weight
 from party_client.matching.level_rules import LevelRules
-from party_client.matching.rules import Rules
+from party_client.matching.term_rules import Rules
 from party_client.matching.rules_file import load_rules
 from party_client.matching.keys import QuerierKeys, exact_holder_keys, exact_querier_keys
 from party_client.protocol.engines.interface import HolderData, QueryOptions

@@ -44,7 +44,7 @@ import tomli_w
 
 from party_client.errors import PartyError
 from party_client.matching.fields import MISSING, date_numbers, integer_codes, pair_agreement
-from party_client.matching.rules import Rules
+from party_client.matching.term_rules import Rules
 from party_client.matching.rules_file import load_rules
 from party_client.files import read_table
 

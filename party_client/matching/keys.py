@@ -2,7 +2,7 @@
 
 A *key table* is one exact equality the protocol tests: the identifier in
 exact mode, or one conjunction of a fuzzy rule in disjunctive normal form
-(:mod:`party_client.matching.rules`).  The querier may hold several keys per record in
+(:mod:`party_client.matching.term_rules`).  The querier may hold several keys per record in
 a table (e.g. birth year - 1, year, year + 1 for the NDI rule) and the same
 key for several records (duplicates); the holder has at most one key per row
 and table.  Keys are strings; the encoding (:mod:`party_client.crypto.encoding`)

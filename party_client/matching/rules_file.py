@@ -2,7 +2,7 @@
 Fellegi-Sunter m, u and threshold) and ``[[blocking]]`` passes
 (docs/protocol.md, "Fuzzy, multi-field matching").  Each party writes its own
 file (its own column names and date formats); what both must agree on is
-checked through :attr:`party_client.matching.rules.Rules.spec`.
+checked through :attr:`party_client.matching.term_rules.Rules.spec`.
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from party_client.errors import PartyError
 from party_client.matching.blocking import BlockingPass, parse_pass_options, refuse_risk_table
 from party_client.matching.dates import AUTO
 from party_client.matching.fields import ENCODERS, Field
-from party_client.matching.rules import MAX_RULE_FIELDS, Rules, fellegi_sunter_terms, parse_boolean_rule
+from party_client.matching.term_rules import MAX_RULE_FIELDS, Rules, fellegi_sunter_terms, parse_boolean_rule
 
 
 def load_rules(source: str | Path | dict) -> Rules:

@@ -20,7 +20,7 @@ import pandas as pd
 import deid_core
 from party_client.errors import ParameterError, PartyError
 from party_client.matching.level_rules import LevelRules
-from party_client.matching.rules import Rules
+from party_client.matching.term_rules import Rules
 from party_client.matching.rules_file import load_rules
 from party_client.files import check_output, read_table, write_table
 

@@ -13,7 +13,7 @@ from linkhelpers import (REPRESENTATIVE, SCHEMES, TEST_KEY_BITS, key_bits_for, m
                          relayed, run_party, serve_and_join)
 from party_client.errors import PartyError
 from party_client.matching.quality import plaintext_pairs
-from party_client.matching.rules import fellegi_sunter_terms, parse_boolean_rule
+from party_client.matching.term_rules import fellegi_sunter_terms, parse_boolean_rule
 from party_client.matching.rules_file import load_rules
 
 FIELDS = [{"name": "ssn", "column": "soc_sec_id", "encoder": "exact"},

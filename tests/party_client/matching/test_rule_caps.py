@@ -11,7 +11,7 @@ import pytest
 
 from linkhelpers import run_party
 from party_client.errors import PartyError
-from party_client.matching.rules import MAX_RULE_TERMS
+from party_client.matching.term_rules import MAX_RULE_TERMS
 from party_client.matching.rules_file import load_rules
 
 

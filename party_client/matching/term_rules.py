@@ -1,5 +1,6 @@
-"""Fuzzy, multi-field match rules (docs/protocol.md, "Fuzzy, multi-field matching";
-El Emam & Arbuckle, Anonymizing Health Data, ch. 12; Christen, Data Matching, 2012).
+"""Term rules: fuzzy, multi-field match rules over encoded fields, beside the comparison levels of
+:mod:`party_client.matching.level_rules` (docs/protocol.md, "Fuzzy, multi-field matching"; El Emam &
+Arbuckle, Anonymizing Health Data, ch. 12; Christen, Data Matching, 2012).
 
 A rules file names matching variables (fields), how each is encoded, and a
 rule: a boolean expression over the fields (``ssn or (sn and gn and dob)``)
