@@ -22,7 +22,7 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "tests" / "deid"))
+sys.path.insert(0, str(REPO / "tests" / "deid_core"))
 
 import deid_core as dc  # noqa: E402
 from deid_core.io import read_table  # noqa: E402

@@ -20,7 +20,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "tests" / "deid"))
+sys.path.insert(0, str(REPO / "tests" / "deid_core"))
 
 from deid_core.io import read_table  # noqa: E402
 from deid_core.risk.covering import covering_design, is_covering  # noqa: E402
