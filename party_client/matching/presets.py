@@ -78,9 +78,14 @@ TYPO_LEVELS: dict[str, list[tuple[str, float, float, int]]] = {     # (level, m,
 # four that fit nine roles (id, dob, postcode+street_number, address+last initial) miss no more true pairs
 # than the five used before (id, dob, first+last, postcode+street_number, NYSIIS(first)+postcode) at 9-13 %
 # fewer candidate pairs; a fifth (first+last) finds two more true pairs of FEBRL 3's 3,276 and of FEBRL 4's
-# 5,000 for 13-15 % more (benchmarks/README.md, "FEBRL 4 with --preset person").
+# 5,000 for 13-15 % more (benchmarks/README.md, "FEBRL 4 with --preset person").  Without id and street, the
+# passes should fail on different errors (Christen, Data Matching, 2012, ch. 4: keys whose errors are
+# independent): dob, first+last and NYSIIS(first)+postcode all need the date or the first name, so the fourth is
+# Soundex(last)+postcode, the one that needs neither (a first name mistyped or shortened and the date missing),
+# before Soundex(last)+year (which needs the date, as the dob pass does; benchmarks/README.md, "Blocking for
+# slipped and census").
 PASSES = (("id",), ("dob",), ("postcode", "street_number"), ("address", "last:initial"), ("first", "last"),
-          ("first:nysiis", "postcode"), ("last:soundex", "dob:year"))
+          ("first:nysiis", "postcode"), ("last:soundex", "postcode"), ("last:soundex", "dob:year"))
 MAX_PASSES = 4
 # The share of true matches agreeing at no level of a field (a value replaced by another, as FEBRL's
 # generator does, or edited beyond every level): at least this, so disagreement costs log2(0.03/u).
