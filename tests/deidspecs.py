@@ -34,3 +34,24 @@ def write_claims(folder: Path, persons: int = 60, claims_each: int = 4) -> tuple
     pd.DataFrame(rows, columns=["pid", "sex", "yob", "dx"]).to_csv(data, index=False)
     spec.write_text(CLAIMS_SPEC)
     return data, spec
+
+
+#: Names of the notes tests' patients, and their spec: patient and mrn direct, age and zip quasi, a notes
+#: column whose identifiers are searched with the row's own name and MRN first; ``[text] mode`` filled in.
+NOTE_FIRST = ["Maria", "Jonas", "Aiko", "Pedro", "Ingrid", "Kwame", "Lena", "Omar"]
+NOTE_LAST = ["Villegas", "Okafor", "Lindqvist", "Hartmann", "Nakamura", "Duarte", "Brennan", "Petrov"]
+NOTES_SPEC = """[columns]
+patient = "direct"
+mrn = "direct"
+age = "quasi"
+zip = "quasi"
+note = "text"
+
+[hierarchies]
+age = {{ builder = "interval", widths = [10, 20] }}
+zip = {{ builder = "prefix", levels = 5 }}
+
+[text]
+mode = "{mode}"
+hints = {{ name = "patient", mrn = "mrn" }}
+"""

@@ -52,7 +52,7 @@ def take_old_spellings(args: argparse.Namespace, command: str, required: Sequenc
     said = []
     if getattr(args, "json_out_is_report", False) and str(args.out or "").lower().endswith(".json"):
         if args.report:
-            raise UsageError(f"deid {command}: --out names the {command}'s table (CSV or .parquet), not JSON; the "
+            raise UsageError(f"deid {command}: --out names the table written (CSV or .parquet), not JSON; the "
                              "report is --report")
         args.report, args.out = args.out, None
         said.append("--out REPORT.json is now --report (--out names the table written)")

@@ -13,24 +13,9 @@ from deid_core.cli import main
 from deid_core.detect import check_release
 from deid_core.errors import DeidInputError
 from deid_core.io import read_table
+from deidspecs import NOTE_FIRST, NOTE_LAST, NOTES_SPEC
 
-FIRST = ["Maria", "Jonas", "Aiko", "Pedro", "Ingrid", "Kwame", "Lena", "Omar"]
-LAST = ["Villegas", "Okafor", "Lindqvist", "Hartmann", "Nakamura", "Duarte", "Brennan", "Petrov"]
-SPEC = """[columns]
-patient = "direct"
-mrn = "direct"
-age = "quasi"
-zip = "quasi"
-note = "text"
-
-[hierarchies]
-age = { builder = "interval", widths = [10, 20] }
-zip = { builder = "prefix", levels = 5 }
-
-[text]
-mode = "tag"
-hints = { name = "patient", mrn = "mrn" }
-"""
+FIRST, LAST, SPEC = NOTE_FIRST, NOTE_LAST, NOTES_SPEC.format(mode="tag")
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import re
 
-import numpy as np
 import pandas as pd
 import pytest
 
@@ -18,31 +17,15 @@ from deid_core.errors import ParameterError
 from deid_core.io import read_table
 from deid_core.releasing import deidentify_text_columns
 from deid_core.spec import load_spec
+from deidspecs import NOTE_FIRST, NOTE_LAST, NOTES_SPEC
 
-FIRST = ["Maria", "Jonas", "Aiko", "Pedro", "Ingrid", "Kwame", "Lena", "Omar"]
-LAST = ["Villegas", "Okafor", "Lindqvist", "Hartmann", "Nakamura", "Duarte", "Brennan", "Petrov"]
-SPEC = """[columns]
-patient = "direct"
-mrn = "direct"
-age = "quasi"
-zip = "quasi"
-note = "text"
-
-[hierarchies]
-age = { builder = "interval", widths = [10, 20] }
-zip = { builder = "prefix", levels = 5 }
-
-[text]
-mode = "surrogate"
-hints = { name = "patient", mrn = "mrn" }
-"""
+FIRST, LAST, SPEC = NOTE_FIRST, NOTE_LAST, NOTES_SPEC.format(mode="surrogate")
 DATE = re.compile(r"\b(\d{1,2})/(\d{2})/(\d{4})\b")
 
 
 @pytest.fixture(scope="module")
 def visits(tmp_path_factory):
     folder = tmp_path_factory.mktemp("surrogates")
-    rng = np.random.default_rng(8)
     rows = []
     for i in range(120):          # 40 patients, three visits each, on three dates
         p = i % 40

@@ -69,7 +69,7 @@ def test_search_and_attack_old_spellings(claims, capsys, command, extra, old, ne
 
 @pytest.mark.parametrize("argv, line", [
     (["--out", "t.csv", "--output", "u.csv", "--report", "r.json"], "give --out, not both --out and --output"),
-    (["--out", "r.json", "--report", "r2.json"], "--out names the assess's table (CSV or .parquet), not JSON"),
+    (["--out", "r.json", "--report", "r2.json"], "--out names the table written (CSV or .parquet), not JSON"),
     ([], "the following arguments are required: --report"),
 ])
 def test_both_spellings_or_no_report_are_refused_in_one_line(claims, capsys, argv, line):
