@@ -241,6 +241,8 @@ def run_secure(folder: Path, mode: str, args, scheme: str) -> tuple[dict, dict, 
                                 str(folder / "rules.toml"), "--out", str(own / "out.csv"), "--report",
                                 str(own / "report.json"), "--scheme", scheme, "--quiet",
                                 *([] if scheme == "ristretto" else ["--key-bits", str(args.key_bits)]),
+                                *(["--one-to-one", "--duplicate-free"] if getattr(args, "one_to_one", False)
+                                  and mode == "join" else []),
                                 "--term-column", "terms"], stderr=subprocess.PIPE, text=True)
         seconds = time.perf_counter() - started
         if query.returncode != 0:
@@ -275,13 +277,19 @@ def preset_rules(preset: str, mapping: str = PRESET_MAP, precision: float | None
     return rules, tomli_w.dumps(level_document(rules))
 
 
-def preset_reference(rules, a: pd.DataFrame, b: pd.DataFrame, report: dict | None = None) -> tuple[set, float]:
+def preset_reference(rules, a: pd.DataFrame, b: pd.DataFrame, report: dict | None = None,
+                     one_to_one: bool = False) -> tuple[set, float]:
     """The plaintext reference of the same model on the clear-key candidates (without the records a secure
-    run's ``report`` says its bins left out of a pass): (pairs, seconds)."""
+    run's ``report`` says its bins left out of a pass): (pairs, seconds).  ``one_to_one``: the assignment
+    ``party join --one-to-one --duplicate-free`` keeps."""
     started = time.perf_counter()
     rules = rules.for_holder(b)                     # a precision target's threshold, as the holder derives it
     left_out = [p["left_out_records"] for p in report["passes"]] if report else None
     found = rules.plaintext_matches(a, b, rules.candidate_pairs(a, b, left_out=left_out))
+    if one_to_one:
+        from party_client.matching.assignment import one_to_one as assigned
+        found = assigned(found.set_axis(["__record", "__match", "__weight"], axis=1), duplicate_free=True)
+        found.columns = ["entry", "row", "weight"]
     return set(zip(found["entry"].tolist(), found["row"].tolist())), time.perf_counter() - started
 
 

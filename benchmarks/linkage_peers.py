@@ -3,7 +3,7 @@ anonlink + clkhash (each in its own environment) on FEBRL 1-4 and the generated 
 
     python -m benchmarks.linkage_peers [--dataset febrl1 febrl2 febrl3 febrl4 corrupted slipped census kin] [--n 5000]
         [--system splink anonlink person person-typo] [--scheme ristretto]
-        [--reference] [--precision P] [--peers /work/peers] [--json OUT]
+        [--reference] [--precision P] [--one-to-one] [--peers /work/peers] [--json OUT]
 
 Each dataset is loaded as ``benchmarks.fuzzy_quality`` loads it (FEBRL 1-3 split at random into two
 registries, scored per querier record: "which of my records does the other registry hold"; FEBRL 4
@@ -27,6 +27,10 @@ says) and write matched pairs; this process scores them against the same truth w
   the same pairs; tests/party_client/matching checks it): for quick diagnosis, labelled as such.
   ``--precision P``: the presets' threshold derived from that target (docs/linking.md, "A precision
   target"), as both parties derive it from the holder's announced size, instead of 12 bits.
+  ``--one-to-one``: on the sets linked as two registries that each hold a person once (FEBRL 4, the
+  generated sets), ``person`` runs ``party join --one-to-one --duplicate-free`` (its reference the same
+  assignment), and splink's pairs at each threshold are solved by that assignment on its match weight
+  as well (labelled "one-to-one"); FEBRL 1-3 (duplicates) are scored as without it.
 
 "Best" thresholds are chosen on the true links, so they are an upper bound for the peer, not what a
 user gets.  Wall time is each system's process (peers: reading, training, linking, writing).
@@ -77,8 +81,12 @@ def run_peer(name: str, peers: Path, folder: Path) -> tuple[pd.DataFrame, float]
     return pd.read_csv(out, dtype={"rec_id_a": str, "rec_id_b": str}, keep_default_na=False), seconds
 
 
-def peer_quality(name: str, pairs: pd.DataFrame, a: pd.DataFrame, b: pd.DataFrame, truth: set, mode: str) -> dict:
-    """The peer's quality at its documented threshold and the best over its sweep (chosen on the truth)."""
+def peer_quality(name: str, pairs: pd.DataFrame, a: pd.DataFrame, b: pd.DataFrame, truth: set, mode: str,
+                 one_to_one: bool = False) -> dict:
+    """The peer's quality at its documented threshold and the best over its sweep (chosen on the truth);
+    with ``one_to_one`` (splink) the pairs at each threshold solved by ``party join --duplicate-free``'s
+    assignment on the peer's match weight."""
+    from party_client.matching.assignment import one_to_one as assigned
     from party_client.matching.quality import quality
     column, documented, sweep = PEERS[name]
     position_a = {rec: i for i, rec in enumerate(a["rec_id"])}
@@ -87,9 +95,14 @@ def peer_quality(name: str, pairs: pd.DataFrame, a: pd.DataFrame, b: pd.DataFram
     right = pairs["rec_id_b"].map(position_b).to_numpy()
     scores = pairs[column].to_numpy(dtype=float)
     solved = pairs["solved"].to_numpy(dtype=bool) if "solved" in pairs else np.ones(len(pairs), dtype=bool)
+    weights = pairs["match_weight"].to_numpy(dtype=float) if one_to_one else None
 
     def at(threshold: float, chosen: np.ndarray = solved) -> dict:
         keep = (scores >= threshold) & chosen
+        if weights is not None:
+            kept = pd.DataFrame({"__record": left[keep], "__match": right[keep], "__weight": weights[keep]})
+            kept = assigned(kept, duplicate_free=True)
+            return quality(set(zip(kept["__record"].tolist(), kept["__match"].tolist())), truth)
         return quality(per_record(set(zip(left[keep].tolist(), right[keep].tolist())), mode), truth)
     best_threshold = max(sweep, key=lambda t: at(t)["f1"])
     out = {"threshold": documented, **at(documented), "best": {"threshold": best_threshold, **at(best_threshold)}}
@@ -107,13 +120,14 @@ def ours(preset: str, a: pd.DataFrame, b: pd.DataFrame, truth: set, mode: str, a
     from party_client.matching.quality import quality
     rules, rules_text = preset_rules(preset, mapping, args.precision)
     threshold = rules.for_holder(b).model.threshold
+    solve = args.one_to_one and mode == "join"
     if args.reference:
-        found, seconds = preset_reference(rules, a, b)
+        found, seconds = preset_reference(rules, a, b, one_to_one=solve)
         return {**quality(per_record(found, mode), truth), "seconds": round(seconds, 1), "secure": False,
                 "comparisons_per_record": None, "threshold": threshold}
     report, holder_round, out, seconds = run_schemes(a, b, rules_text, mode, args, [args.scheme])[args.scheme]
     found = output_pairs(a, b, out, mode)
-    reference = per_record(preset_reference(rules, a, b, report)[0], mode)
+    reference = per_record(preset_reference(rules, a, b, report, one_to_one=solve)[0], mode)
     return {**quality(found, truth), "seconds": round(seconds, 1), "secure": True, "same_as_plaintext": found == reference,
             "scheme": args.scheme, "comparisons": holder_round["comparisons"],
             "comparisons_per_record": round(holder_round["comparisons"] / len(a), 1),
@@ -145,16 +159,20 @@ def main(argv: list[str] | None = None) -> int:
                         help="score our presets' plaintext reference instead of the secure run (diagnosis)")
     parser.add_argument("--precision", type=float, metavar="P",
                         help="our presets' threshold from this precision target (docs/linking.md), not 12 bits")
+    parser.add_argument("--one-to-one", action="store_true",
+                        help="two registries holding each person once: party join --one-to-one --duplicate-free, "
+                             "and splink's pairs solved by the same assignment (join-mode sets only)")
     parser.add_argument("--peers", default="/work/peers", help="folder of the peers' environments")
     parser.add_argument("--json", help="write the results here")
     args = parser.parse_args(argv)
     args.key_bits = 2048                                     # what fuzzy_quality.run_secure reads
     results = {"load_average_start": load_average(), "scheme": args.scheme, "precision": args.precision,
-               "datasets": {}}
+               "one_to_one": args.one_to_one, "datasets": {}}
     for dataset in args.dataset:
         a, b, truth = load_any(dataset, args.n)
         mode = "join" if dataset in HELD_OUT else dataset_mode(dataset)
         truth = per_record(truth, mode)
+        solve = args.one_to_one and mode == "join"
         entry = {"records": [len(a), len(b)], "mode": mode, "true": len(truth), "systems": {}}
         with tempfile.TemporaryDirectory(prefix="linkage-peers-") as tmp:
             folder = Path(tmp)
@@ -170,6 +188,8 @@ def main(argv: list[str] | None = None) -> int:
                     pairs, seconds = run_peer(system, Path(args.peers), folder)
                     entry["systems"][system] = {**peer_quality(system, pairs, a, b, truth, mode),
                                                 "seconds": round(seconds, 1)}
+                    if solve and system == "splink":
+                        entry["systems"]["splink one-to-one"] = peer_quality(system, pairs, a, b, truth, mode, True)
                 else:
                     entry["systems"][system] = ours(system, a, b, truth, mode, args,
                                                     {**DATASET_MAPS, **HELD_OUT_MAPS}.get(dataset, PRESET_MAP))
@@ -189,10 +209,11 @@ def table(results: dict) -> str:
              "|---|---|---|---|---|---|---|"]
     for dataset, entry in results["datasets"].items():
         for system, r in entry["systems"].items():
-            if system in PEERS:
-                label = {"splink": f"splink, p >= {r['threshold']}", "anonlink": f"anonlink, Dice >= {r['threshold']}"}
+            if system in PEERS or system == "splink one-to-one":
+                label = {"splink": f"splink, p >= {r['threshold']}", "anonlink": f"anonlink, Dice >= {r['threshold']}",
+                         "splink one-to-one": f"splink, p >= {r['threshold']}, one-to-one"}
                 lines.append(f"| {dataset} | {label[system]} | {r['precision']:.4f} | {r['recall']:.4f} | "
-                             f"**{r['f1']:.4f}** | {r['seconds']:.1f} | |")
+                             f"**{r['f1']:.4f}** | {r['seconds'] if 'seconds' in r else ''} | |")
                 best = r["best"]
                 lines.append(f"| {dataset} | {system} best (threshold {best['threshold']}, chosen on the truth) | "
                              f"{best['precision']:.4f} | {best['recall']:.4f} | {best['f1']:.4f} | | |")
@@ -206,6 +227,7 @@ def table(results: dict) -> str:
                 per = "" if r["comparisons_per_record"] is None else f"{r['comparisons_per_record']:.1f}"
                 how += f", {r['threshold']:g} bits" + (f" from --precision {results['precision']:g}"
                                                        if results.get("precision") else "")
+                how += ", one-to-one" if results.get("one_to_one") and entry["mode"] == "join" else ""
                 lines.append(f"| {dataset} | --preset {system} ({how}) | {r['precision']:.4f} | {r['recall']:.4f} | "
                              f"**{r['f1']:.4f}** | {r['seconds']:.1f} | {per} |")
     return "\n".join(lines)

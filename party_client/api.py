@@ -115,6 +115,13 @@ def matched_mask(keys: QuerierKeys, outcome: QueryOutcome) -> np.ndarray:
     return mask
 
 
+def matched_more_than_once(keys: QuerierKeys, outcome: QueryOutcome) -> int:
+    """How many querier records matched more than one holder row."""
+    if not outcome.matches:
+        return 0
+    return int((linked_records(keys, outcome).groupby("__record")["__match"].nunique() > 1).sum())
+
+
 def matched_records(keys: QuerierKeys, outcome: QueryOutcome) -> int:
     """How many distinct querier records matched at least one holder row."""
     return int(matched_mask(keys, outcome).sum())
@@ -200,6 +207,13 @@ class Party(Registrant):
                           term_column=term_column, one_to_one=one_to_one, duplicate_free=duplicate_free)
         report = self._report(mode, holder, session, outcome, result, matched_column)
         report["matched_records"] = matched_records(keys, outcome)
+        if mode == "join" and not one_to_one:
+            several = matched_more_than_once(keys, outcome)
+            report["records_matched_more_than_once"] = several
+            if several and isinstance(rules, LevelRules):
+                report["warning"] = (f"{several} of your records matched more than one holder row; if both tables "
+                                     "hold each person once, --one-to-one --duplicate-free keeps the assignment of "
+                                     "largest total weight (docs/linking.md, \"One person, one record\")")
         if isinstance(rules, LevelRules):
             report["threshold"] = rules.model.threshold
             if rules.precision is not None:

@@ -71,7 +71,7 @@ def main(path_a: str, path_b: str, out: str) -> int:
     relation = predictions.as_duckdbpyrelation()
     pairs = relation.query("p", "select case when source_dataset_l = 'a' then rec_id_l else rec_id_r end as rec_id_a, "
                                 "case when source_dataset_l = 'a' then rec_id_r else rec_id_l end as rec_id_b, "
-                                "match_probability from p")
+                                "match_weight, match_probability from p")
     pairs.write_csv(out, header=True)
     print(f"splink {len(pairs)} pairs in {time.perf_counter() - started:.1f} s", file=sys.stderr)
     return 0

@@ -20,18 +20,42 @@ def reported_weight(layout: PairLayout, labels: list[str]) -> float:
 
 def one_to_one(pairs: pd.DataFrame, duplicate_free: bool) -> pd.DataFrame:
     """``pairs`` (__record, __match, __weight): per record its heaviest match (ties: the first match), or
-    with ``duplicate_free`` the assignment of records to holder rows with the largest total weight."""
+    with ``duplicate_free`` the assignment of records to holder rows with the most pairs and, among those,
+    the largest total weight."""
     if not duplicate_free or pairs.empty:
         ordered = pairs.sort_values(["__record", "__weight", "__match"], ascending=[True, False, True])
         return ordered.drop_duplicates("__record")
-    from scipy.optimize import linear_sum_assignment   # imported on use: scipy.optimize takes ~0.3 s to import
-    records, matches = pd.factorize(pairs["__record"]), pd.factorize(pairs["__match"])
-    cost = np.full((len(records[1]), len(matches[1])), 0.0)
-    # a pair not found may not be assigned: it costs more than any found pair gains
-    penalty = float(pairs["__weight"].abs().sum()) + 1.0
-    cost[:] = penalty
-    cost[records[0], matches[0]] = -pairs["__weight"].to_numpy(dtype=np.float64)
-    rows, columns = linear_sum_assignment(cost)
-    chosen = {(records[1][r], matches[1][c]) for r, c in zip(rows, columns) if cost[r, c] < penalty}
-    keep = [(r, m) in chosen for r, m in zip(pairs["__record"], pairs["__match"])]
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+    records, matches = pd.factorize(pairs["__record"])[0], pd.factorize(pairs["__match"])[0]
+    nodes = int(records.max()) + int(matches.max()) + 2
+    graph = coo_matrix((np.ones(len(pairs)), (records, records.max() + 1 + matches)), shape=(nodes, nodes))
+    # The assignment splits over the connected components of the pairs' graph: a pair alone in its
+    # component is kept as it is, and only the few components where records compete are solved, each
+    # on its own small matrix (one matrix of all records by all rows would not fit at 100,000 records).
+    component = connected_components(graph, directed=False)[1][records]
+    size = np.bincount(component)
+    keep = size[component] == 1
+    contested = np.flatnonzero(size[component] > 1)
+    order = contested[np.argsort(component[contested], kind="stable")]
+    bounds = np.flatnonzero(np.diff(component[order])) + 1
+    weights = pairs["__weight"].to_numpy(dtype=np.float64)
+    for members in np.split(order, bounds) if len(order) else ():
+        keep[members[_assigned(records[members], matches[members], weights[members])]] = True
     return pairs[keep]
+
+
+def _assigned(records: np.ndarray, matches: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Which of one component's pairs the assignment keeps: the most pairs, then the largest total weight
+    (the linear sum assignment; Jaro 1989)."""
+    from scipy.optimize import linear_sum_assignment   # imported on use: scipy.optimize takes ~0.3 s to import
+    rows, row_index = np.unique(records, return_inverse=True)
+    columns, column_index = np.unique(matches, return_inverse=True)
+    # a pair not found may not be assigned: it costs more than any found pair gains
+    penalty = float(np.abs(weights).sum()) + 1.0
+    cost = np.full((len(rows), len(columns)), penalty)
+    cost[row_index, column_index] = -weights
+    chosen = np.zeros(cost.shape, dtype=bool)
+    r, c = linear_sum_assignment(cost)
+    chosen[r, c] = cost[r, c] < penalty
+    return chosen[row_index, column_index]

@@ -36,6 +36,26 @@ def tables(tmp_path):
     return querier.reset_index(drop=True), holder.reset_index(drop=True)
 
 
+def secure_join(keyholder, tmp_path, qdir, hdir, hname, out: str, how, holder_how) -> tuple[pd.DataFrame, dict, str]:
+    """``party join`` (a process) served by one ``party hold --once`` run: (output, report, stderr)."""
+    flags = keyholder.flags()
+    report = tmp_path / f"{out}.json"
+    process = subprocess.Popen([sys.executable, "-m", "party_client.cli", "join", "--dir", str(qdir), *flags,
+                                "--holder", hname, "--input", str(tmp_path / "q.csv"), *how, "--scheme", "ristretto",
+                                "--quiet", "--timeout", "180", "--out", str(tmp_path / out), "--report", str(report)],
+                               stderr=subprocess.PIPE, text=True)
+    relayed(qdir)                                    # the query is at K: one holder run serves it
+    for _ in range(200):
+        served = run_party("hold", "--dir", str(hdir), *flags, "--input", str(tmp_path / "h.csv"), *holder_how,
+                           "--release-columns", "rec_id", "--once", "--quiet")
+        if served.stdout.startswith("served 1"):
+            break
+        time.sleep(0.3)
+    assert process.wait(timeout=180) == 0, process.stderr.read()
+    return (pd.read_csv(tmp_path / out, dtype=str, keep_default_na=False), json.loads(report.read_text()),
+            process.stderr.read())
+
+
 def test_preset_person_links_like_its_plaintext_model_and_writes_its_rules(keyholder, tmp_path):
     querier, holder = tables(tmp_path)
     (qdir, _), (hdir, hname) = make_party(keyholder, tmp_path), make_party(keyholder, tmp_path)
@@ -48,28 +68,14 @@ def test_preset_person_links_like_its_plaintext_model_and_writes_its_rules(keyho
                                                                     names=["entry", "row"]).to_frame(index=False), h_rules)
     expected_ids = set(zip(querier["rec_id"][expected.entry], holder_frame["rec_id"][expected.row]))
     assert len(expected_ids) >= 55
-    flags = keyholder.flags()
 
     def link(out: str, *how: str, holder_how: tuple[str, ...]) -> set:
         """The pairs the secure join found; they must be the plaintext model's on the same candidates
         (without the records the querier's bins left out, which its report lists)."""
-        report = tmp_path / f"{out}.json"
-        process = subprocess.Popen([sys.executable, "-m", "party_client.cli", "join", "--dir", str(qdir), *flags,
-                                    "--holder", hname, "--input", str(tmp_path / "q.csv"), *how, "--scheme", "ristretto",
-                                    "--quiet", "--timeout", "180", "--out", str(tmp_path / out), "--report", str(report)],
-                                   stderr=subprocess.PIPE, text=True)
-        relayed(qdir)                                    # the query is at K: one holder run serves it
-        for _ in range(200):
-            served = run_party("hold", "--dir", str(hdir), *flags, "--input", str(tmp_path / "h.csv"), *holder_how,
-                               "--release-columns", "rec_id", "--once", "--quiet")
-            if served.stdout.startswith("served 1"):
-                break
-            time.sleep(0.3)
-        assert process.wait(timeout=180) == 0, process.stderr.read()
-        out_frame = pd.read_csv(tmp_path / out, dtype=str, keep_default_na=False)
+        out_frame, report, _ = secure_join(keyholder, tmp_path, qdir, hdir, hname, out, how, holder_how)
         matched = out_frame[out_frame["matched"] == "True"]
         found = set(zip(matched["rec_id"], matched["rec_id_holder"]))
-        left_out = [p["left_out_records"] for p in json.loads(report.read_text())["passes"]]
+        left_out = [p["left_out_records"] for p in report["passes"]]
         candidates = q_rules.plaintext_matches(querier, holder_frame, q_rules.candidate_pairs(
             querier, holder_frame, h_rules, left_out=left_out), h_rules)
         assert found == set(zip(querier["rec_id"][candidates.entry], holder_frame["rec_id"][candidates.row]))
@@ -91,6 +97,43 @@ def test_preset_person_links_like_its_plaintext_model_and_writes_its_rules(keyho
     assert "dup-0" not in borderline and "org" in borderline        # the querier's records, never the holder's
     again = link("r.csv", "--rules", str(tmp_path / "q.toml"), holder_how=("--rules", str(tmp_path / "h.toml")))
     assert len(again & expected_ids) >= len(expected_ids) - 2        # the written rules link as the preset does
+
+
+def test_one_to_one_keeps_the_person_and_drops_the_twin(keyholder, tmp_path):
+    """Both registries hold each person once; the holder also holds twins of three of the querier's
+    people (same surname, date of birth and postcode, another first name), whom the additive model links
+    as well.  The join says how many records matched more than once and names --one-to-one
+    --duplicate-free, which keeps each person's own record: the plaintext model's pairs, assigned."""
+    from party_client.matching.assignment import one_to_one
+    querier, holder = tables(tmp_path)
+    twins = holder.set_index("rec_id").loc[[r.replace("org", "dup-0") for r in querier["rec_id"].head(3)]].reset_index()
+    twins = twins.assign(rec_id=twins["rec_id"] + "-twin", vorname=["zebulon", "ottoline", "barnaby"])
+    holder = pd.concat([holder, twins], ignore_index=True)
+    holder.to_csv(tmp_path / "h.csv", index=False)
+    roles = ("first=given_name,last=surname,dob=date_of_birth,postcode=postcode",
+             "first=vorname,last=name,birth_year=y,birth_month=m,birth_day=d,postcode=plz")
+    (qdir, _), (hdir, hname) = make_party(keyholder, tmp_path), make_party(keyholder, tmp_path)
+    q_rules, h_rules = person_rules(parse_map(roles[0])), person_rules(parse_map(roles[1]))
+    holder_how = ("--preset", "person", "--map", roles[1])
+
+    out, report, stderr = secure_join(keyholder, tmp_path, qdir, hdir, hname, "all.csv",
+                                      ("--preset", "person", "--map", roles[0]), holder_how)
+    assert set(twins["rec_id"]) <= set(out["rec_id_holder"])               # the twins were linked
+    assert report["records_matched_more_than_once"] == 3
+    assert "3 of your records matched more than one holder row" in stderr and "--duplicate-free" in stderr
+
+    out, report, stderr = secure_join(keyholder, tmp_path, qdir, hdir, hname, "one.csv",
+                                      ("--preset", "person", "--map", roles[0], "--one-to-one", "--duplicate-free"),
+                                      holder_how)
+    matched = out[out["matched"] == "True"]
+    assert matched["rec_id"].is_unique and not set(twins["rec_id"]) & set(matched["rec_id_holder"])
+    left_out = [p["left_out_records"] for p in report["passes"]]
+    plain = q_rules.plaintext_matches(querier, holder, q_rules.candidate_pairs(querier, holder, h_rules,
+                                                                                left_out=left_out), h_rules)
+    chosen = one_to_one(plain.set_axis(["__record", "__match", "__weight"], axis=1), duplicate_free=True)
+    assert set(zip(matched["rec_id"], matched["rec_id_holder"])) == set(
+        zip(querier["rec_id"][chosen["__record"]], holder["rec_id"][chosen["__match"]]))
+    assert "records_matched_more_than_once" not in report and "more than one holder row" not in stderr
 
 
 def test_max_comparisons_refuses_in_one_line_before_any_session(tmp_path):

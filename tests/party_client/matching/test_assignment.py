@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import pandas as pd
+import pytest
+from hypothesis import given, settings, strategies as st
 
 from party_client.matching.assignment import one_to_one, reported_weight
 from party_client.matching.layout import PairLayout
@@ -25,3 +27,28 @@ def test_reported_levels_give_the_weight():
     assert reported_weight(layout, ["first.exact", "dob.exact"]) == 12.0
     assert reported_weight(layout, ["dob.exact"]) == 4.0                 # first: else
     assert reported_weight(layout, ["first.missing", "dob.exact"]) == 7.0
+
+
+def _whole_matrix(pairs: pd.DataFrame) -> tuple[int, float]:
+    """The assignment over one matrix of all records by all rows (as before components): pairs, weight."""
+    import numpy as np
+    from scipy.optimize import linear_sum_assignment
+    records, matches = pd.factorize(pairs["__record"]), pd.factorize(pairs["__match"])
+    penalty = float(pairs["__weight"].abs().sum()) + 1.0
+    cost = np.full((len(records[1]), len(matches[1])), penalty)
+    cost[records[0], matches[0]] = -pairs["__weight"].to_numpy()
+    rows, columns = linear_sum_assignment(cost)
+    found = cost[rows, columns] < penalty
+    return int(found.sum()), float(-cost[rows, columns][found].sum())
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 12), st.integers(0, 12), st.integers(-5, 60)), max_size=40))
+def test_components_give_the_whole_matrix_assignment(triples):
+    pairs = pd.DataFrame(triples, columns=["__record", "__match", "__weight"]).drop_duplicates(
+        ["__record", "__match"]).astype({"__weight": float})
+    pairs["__match"] = "row" + pairs["__match"].astype(str)
+    chosen = one_to_one(pairs, duplicate_free=True)
+    assert chosen["__record"].is_unique and chosen["__match"].is_unique
+    expected = _whole_matrix(pairs) if len(pairs) else (0, 0.0)
+    assert (len(chosen), chosen["__weight"].sum()) == pytest.approx(expected)
