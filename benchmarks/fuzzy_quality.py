@@ -293,6 +293,21 @@ def preset_reference(rules, a: pd.DataFrame, b: pd.DataFrame, report: dict | Non
     return set(zip(found["entry"].tolist(), found["row"].tolist())), time.perf_counter() - started
 
 
+def assigned_alike(secure: set, rules, a: pd.DataFrame, b: pd.DataFrame, report: dict) -> bool:
+    """Whether a secure ``--one-to-one --duplicate-free`` join's pairs are an optimal assignment of its
+    plaintext model's pairs: all among them, as many, of the same total weight.  Which of two holder
+    rows of equal weight a record keeps is not fixed (the querier sees the holder's rows in K's order,
+    not the holder's), so the pairs themselves may differ where weights tie."""
+    from party_client.matching.assignment import one_to_one as assigned
+    rules = rules.for_holder(b)
+    left_out = [p["left_out_records"] for p in report["passes"]]
+    found = rules.plaintext_matches(a, b, rules.candidate_pairs(a, b, left_out=left_out))
+    weight = dict(zip(zip(found["entry"].tolist(), found["row"].tolist()), found["weight"].tolist()))
+    best = assigned(found.set_axis(["__record", "__match", "__weight"], axis=1), duplicate_free=True)
+    return (secure <= set(weight) and len(secure) == len(best)
+            and abs(sum(weight[p] for p in secure) - float(best["__weight"].sum())) < 1e-6)
+
+
 def run_schemes(a: pd.DataFrame, b: pd.DataFrame, rules_text: str, mode: str, args, schemes) -> dict:
     """The secure linkage of ``a`` (querier) and ``b`` (holder) under each scheme (:func:`run_secure`)."""
     with tempfile.TemporaryDirectory(prefix="fuzzy-bench-") as tmp:

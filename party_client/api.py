@@ -115,6 +115,12 @@ def matched_mask(keys: QuerierKeys, outcome: QueryOutcome) -> np.ndarray:
     return mask
 
 
+#: A join's choice among a record's matches (``one_to_one``), by ``duplicate_free``.
+ASSIGNMENTS = {False: "one per record: its heaviest match (--one-to-one)",
+               True: "one per person: the assignment of largest total weight, both tables declared duplicate-free "
+                     "(--one-to-one --duplicate-free)"}
+
+
 def matched_more_than_once(keys: QuerierKeys, outcome: QueryOutcome) -> int:
     """How many querier records matched more than one holder row."""
     if not outcome.matches:
@@ -207,7 +213,9 @@ class Party(Registrant):
                           term_column=term_column, one_to_one=one_to_one, duplicate_free=duplicate_free)
         report = self._report(mode, holder, session, outcome, result, matched_column)
         report["matched_records"] = matched_records(keys, outcome)
-        if mode == "join" and not one_to_one:
+        if mode == "join" and one_to_one:
+            report["assignment"] = ASSIGNMENTS[duplicate_free]
+        elif mode == "join":
             several = matched_more_than_once(keys, outcome)
             report["records_matched_more_than_once"] = several
             if several and isinstance(rules, LevelRules):

@@ -7,7 +7,7 @@ import sys
 
 from common.cli import UsageError
 from common.distributed import Cluster, add_timeout_option
-from party_client.cli.options import connected, key_source, party, scheme_options
+from party_client.cli.options import assignment_options, connected, key_source, party, scheme_options
 from party_client.cli.preset_options import add_preset_options, check_plan, preset_rules, write_page
 
 QUERY_HELP = {
@@ -67,7 +67,8 @@ def cmd_query(args) -> int:
         cluster = Cluster.at(args.dask, allow_plaintext=True, timeout=args.dask_timeout) if args.dask else None
         try:
             result = getattr(querier, args.command)(args.holder, args.input, args.id_column, rules=args.rules,
-                                                    term_column=args.term_column, one_to_one=args.one_to_one,
+                                                    term_column=args.term_column,
+                                                    one_to_one=args.one_to_one or args.duplicate_free,
                                                     duplicate_free=args.duplicate_free,
                                                     dask_client=cluster and cluster.client,
                                                     dask_timeout=args.dask_timeout, force=args.force, **common)
@@ -89,11 +90,7 @@ def register(commands: argparse._SubParsersAction) -> None:
         if mode != "lookup":
             sub.add_argument("--rules", help="fuzzy matching with this rules file (TOML), instead of --id-column")
             sub.add_argument("--term-column", help="add a column naming the rule terms that matched")
-            sub.add_argument("--one-to-one", action="store_true",
-                             help="keep only the best match per querier row (most rule terms fired)")
-            sub.add_argument("--duplicate-free", action="store_true",
-                             help="with --one-to-one and comparison levels: both tables hold each person once, "
-                                  "so choose the matches of largest total weight globally")
+            assignment_options(sub)
             add_preset_options(sub, querier=True)
             sub.add_argument("--dask", metavar="SCHEDULER_ADDRESS",
                              help="encrypt the query on this Dask cluster (tls://HOST:PORT, or tcp:// on loopback; "

@@ -6,7 +6,7 @@ import argparse
 import json
 
 from common.cli import UsageError
-from party_client.cli.options import columns, connected, key_source, party, scheme_options
+from party_client.cli.options import assignment_options, columns, connected, key_source, party, scheme_options
 from party_client.cli.preset_options import add_preset_options, check_plan, preset_rules
 
 
@@ -43,6 +43,7 @@ def cmd_link_release(args) -> int:
                            out=args.out, report_dir=args.report_dir, id_column=args.id_column, rules=args.rules,
                            policy=args.policy, threshold=args.threshold, max_suppression=args.max_suppression,
                            accepted=_accepted_columns(args.accept_column), key=_owner_key(args.key_file),
+                           one_to_one=args.one_to_one or args.duplicate_free, duplicate_free=args.duplicate_free,
                            key_bits=args.key_bits, timeout=args.timeout, scheme=args.scheme, force=args.force)
     print(json.dumps(summary, default=str))
     return 0
@@ -76,6 +77,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     release.add_argument("--holder", required=True, help="the holder party's name (e.g. the registry)")
     _querier_options(release)
     add_preset_options(release, querier=True)
+    assignment_options(release)
     release.add_argument("--spec", required=True, help="de-identification spec (TOML) of the joined table")
     release.add_argument("--method", required=True, help="safe-harbor | policy | threshold")
     release.add_argument("--policy", help="a saved deid policy (JSON) for --method policy")

@@ -33,6 +33,8 @@ class LinkageSummary:
     matching: str                       # "rules" or "exact on COLUMN"
     blocking: str = NO_BLOCKING
     linked_seconds: float | None = None  # link and release, end to end
+    assignment: str | None = None       # the choice among a record's matches (--one-to-one), if any
+    records_matched_more_than_once: int | None = None   # without one: each appears once per match
 
     @classmethod
     def from_join(cls, report: Mapping[str, Any], *, matching: str) -> "LinkageSummary":
@@ -57,6 +59,9 @@ def linkage_prose(link: LinkageSummary) -> dict[str, Any]:
         "scheme": f"{link.scheme.title}, {link.key_bits}-bit keys",
         "mode": link.mode, "matching": link.matching, "blocking": link.blocking,
         "querier's records": link.records, "matched records": link.matched_records,
+        "matches per record": link.assignment or (
+            f"every match: {link.records_matched_more_than_once} record(s) matched more than one holder row and "
+            "appear once per match" if link.records_matched_more_than_once else "every match"),
         "blank identifiers (never match)": link.blank_identifiers,
         "columns received from the holder": released,
         "time": "; ".join(f"{k.replace('_', ' ')} {fmt(v)} s" for k, v in seconds.items()) + "; "

@@ -50,6 +50,8 @@ def link(party, holder: str, frame: pd.DataFrame, spec: deid_core.Spec, id_colum
 
 def _reapply_command(link_summary: LinkageSummary, id_column: str | None, rules, policy_file: Path) -> str:
     match = f"--id-column {id_column}" if rules is None else "--rules RULES.toml"
+    if link_summary.assignment:             # the same choice among a record's matches
+        match += " --one-to-one" + (" --duplicate-free" if "--duplicate-free" in link_summary.assignment else "")
     return (f"party link-release --dir PARTY_DIR --holder {link_summary.holder} --input NEXT.csv {match} "
             f"--spec SPEC.toml --method policy --policy {policy_file} --out RELEASE.csv --report-dir REPORT_DIR")
 

@@ -66,7 +66,8 @@ def test_link_release_report_says_what_was_done_to_every_column(keyholder, tmp_p
         run_party("link-release", "--dir", str(qdir), *keyholder.flags(), "--holder", hname, "--input",
                   str(tmp_path / "hospital.csv"), "--id-column", "hcn", "--spec", str(tmp_path / "spec.toml"),
                   "--key-bits", str(TEST_KEY_BITS), "--quiet", "--report-dir", str(tmp_path / "reports"),
-                  "--method", "policy", "--policy", str(tmp_path / "policy.json"), "--out", str(tmp_path / "release.csv"))
+                  "--method", "policy", "--policy", str(tmp_path / "policy.json"), "--out", str(tmp_path / "release.csv"),
+                  "--one-to-one")
     finally:
         stop.set()
         thread.join(timeout=60)
@@ -104,6 +105,8 @@ def test_link_release_report_says_what_was_done_to_every_column(keyholder, tmp_p
         assert measure in evidence_html
     linkage_html = page[page.index("<h2>Linkage</h2>"):page.index("<h2>1.")]
     assert "Paillier, 1024-bit keys" in linkage_html and "What each party learned" in linkage_html
+    assert "one per record: its heaviest match (--one-to-one)" in linkage_html   # the choice, as made
+    assert "--id-column hcn --one-to-one --spec" in done["reapply"]["command"]
     assert f"<code>{before}</code> → <code>{after}</code>" in page
     assert page.count("data:image/png;base64,") == 2
     assert page.index("<h2>Verdict</h2>") < page.index("<h2>Linkage</h2>") < page.index("<h2>1.")

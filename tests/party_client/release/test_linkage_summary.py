@@ -20,7 +20,8 @@ def test_summary_from_a_join_report_keeps_the_release_keys_in_order():
     link = replace(LinkageSummary.from_join(JOIN_REPORT, matching="exact on hcn"), linked_seconds=1.25)
     assert list(link.to_dict()) == ["mode", "querier", "holder", "session_id", "scheme", "key_bits", "records",
                                     "matched_records", "output_rows", "release_columns", "blank_identifiers",
-                                    "tables", "seconds", "matching", "blocking", "linked_seconds"]
+                                    "tables", "seconds", "matching", "blocking", "linked_seconds", "assignment",
+                                    "records_matched_more_than_once"]
     assert (link.matched_records, link.matching, link.linked_seconds) == (7, "exact on hcn", 1.25)
     assert link.blocking.startswith("none: every holder row is compared")
 
@@ -38,3 +39,23 @@ def test_prose_and_section_say_what_each_party_learned():
     assert isinstance(section.blocks[1], Table) and section.blocks[2].title == "What each party learned"
     page = render(Document("t", sections=[section]))
     assert "<h2>Linkage</h2>" in page and "<h3>What each party learned</h3>" in page and "registry" in page
+
+
+def test_the_release_says_how_many_matches_each_record_kept():
+    """A record matched by two holder rows appears twice in the linked table (and so in the release):
+    the page says so, or names the choice made among them, and the command to apply the policy again
+    makes the same choice."""
+    from pathlib import Path
+    from party_client.api import ASSIGNMENTS
+    from party_client.release.linked_release import _reapply_command
+    several = LinkageSummary.from_join(dict(JOIN_REPORT, records_matched_more_than_once=2), matching="rules")
+    assert linkage_prose(several)["table"]["matches per record"] == (
+        "every match: 2 record(s) matched more than one holder row and appear once per match")
+    assert "--one-to-one" not in _reapply_command(several, None, object(), Path("p.json"))
+    one = LinkageSummary.from_join(dict(JOIN_REPORT, assignment=ASSIGNMENTS[True]), matching="rules")
+    assert linkage_prose(one)["table"]["matches per record"].startswith("one per person")
+    assert "--rules RULES.toml --one-to-one --duplicate-free" in _reapply_command(one, None, object(), Path("p.json"))
+    heaviest = LinkageSummary.from_join(dict(JOIN_REPORT, assignment=ASSIGNMENTS[False]), matching="rules")
+    assert _reapply_command(heaviest, None, object(), Path("p.json")).count("--one-to-one --spec") == 1
+    alone = LinkageSummary.from_join(dict(JOIN_REPORT, records_matched_more_than_once=0), matching="exact on hcn")
+    assert linkage_prose(alone)["table"]["matches per record"] == "every match"
