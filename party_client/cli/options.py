@@ -66,7 +66,8 @@ def _offered_scheme(name: str) -> str:
 def assignment_options(sub: argparse.ArgumentParser) -> None:
     """``--one-to-one`` and ``--duplicate-free``: the choice among a record's matches (join, link-release)."""
     sub.add_argument("--one-to-one", action="store_true",
-                     help="keep only the best match per querier row (most rule terms fired)")
+                     help="keep only the best match per querier row: the heaviest with comparison levels, "
+                          "else the one with most rule terms fired")
     sub.add_argument("--duplicate-free", action="store_true",
                      help="both tables hold each person once (implies --one-to-one): with comparison levels, "
                           "keep the assignment of most matches and then largest total weight (docs/linking.md)")
