@@ -24,7 +24,7 @@ from party_client.lookups import BucketSizing, LookupState, lookup_report, run_l
 from party_client.matching.agreement import check_agreement, matching_fields
 from party_client.matching.normalize import FIELD_TYPES
 from party_client.matching.parsing import check_unparsed, unparsed_fields
-from party_client.matching.assignment import one_to_one as choose_one_to_one, reported_weight
+from party_client.matching.assignment import kept_of_tied, one_to_one as choose_one_to_one, reported_weight
 from party_client.matching.level_rules import LevelRules
 from party_client.matching.term_rules import Rules
 from party_client.matching.rules_file import load_rules
@@ -50,14 +50,15 @@ class LinkResult:
 
 def assemble(frame: pd.DataFrame, keys: QuerierKeys, outcome: QueryOutcome, matched_column: str,
              with_payload: bool, term_column: str | None = None, one_to_one: bool = False,
-             duplicate_free: bool = False) -> pd.DataFrame:
+             duplicate_free: bool = False, facts: dict | None = None) -> pd.DataFrame:
     """The querier's rows plus released columns (SQL left join) plus ``matched``.
 
     A record matched by several holder rows appears once per match (join), or once with its best
     match (``one_to_one``: most rule terms fired, then the first); ``term_column`` names the key
     tables (rule terms) through which each pair matched.  With comparison levels each match has its
     weight (``match_weight``), ``one_to_one`` keeps the heaviest, and ``duplicate_free`` (both tables
-    declared free of duplicates) the global assignment of largest total weight.
+    declared free of duplicates) the global assignment of largest total weight; ``facts`` receives
+    ``records_kept_of_tied_rows`` then (:func:`party_client.matching.assignment.kept_of_tied`).
     """
     base = frame.reset_index(drop=True)
     matched = matched_mask(keys, outcome)
@@ -73,7 +74,10 @@ def assemble(frame: pd.DataFrame, keys: QuerierKeys, outcome: QueryOutcome, matc
         pairs["__weight"] = [reported_weight(layout, outcome.levels.get((m, r), []))
                              for r, m in zip(pairs["__record"], pairs["__match"])]
     if one_to_one and weighted:
-        pairs = choose_one_to_one(pairs, duplicate_free)
+        chosen = choose_one_to_one(pairs, duplicate_free)
+        if facts is not None:
+            facts["records_kept_of_tied_rows"] = kept_of_tied(pairs, chosen)
+        pairs = chosen
     elif one_to_one:
         fired = pairs["__terms"].str.count(r"\|")
         pairs = pairs.assign(__fired=fired).sort_values(["__record", "__fired", "__match"],
@@ -209,12 +213,17 @@ class Party(Registrant):
             except ConnectionProblem as error:
                 querier.notice.now(f"could not close session {session.session_id} ({error}); it expires by "
                                    f"itself, or run `party sessions close {session.session_id}`")
+        facts: dict = {}
         result = assemble(frame, keys, outcome, matched_column, with_payload=mode == "join",
-                          term_column=term_column, one_to_one=one_to_one, duplicate_free=duplicate_free)
+                          term_column=term_column, one_to_one=one_to_one, duplicate_free=duplicate_free, facts=facts)
         report = self._report(mode, holder, session, outcome, result, matched_column)
         report["matched_records"] = matched_records(keys, outcome)
         if mode == "join" and one_to_one:
             report["assignment"] = ASSIGNMENTS[duplicate_free]
+            report.update(facts)
+            if facts.get("records_kept_of_tied_rows"):
+                report["warning"] = (f"{facts['records_kept_of_tied_rows']} of your records kept one of two or more "
+                                     "holder rows of the very same weight; which one is not fixed: check them")
         elif mode == "join":
             several = matched_more_than_once(keys, outcome)
             report["records_matched_more_than_once"] = several

@@ -37,7 +37,7 @@ def _finish(result, out: str, report_file: str | None) -> int:
         with open(report_file, "w") as sink:
             json.dump(result.report, sink, indent=2, default=str)
     shown = ("mode", "holder", "scheme", "records", "matched_output_rows", "output_rows", "records_matched_more_than_once",
-             "buckets", "decided_by", "risk", "holder_risk", "warning")
+             "records_kept_of_tied_rows", "buckets", "decided_by", "risk", "holder_risk", "warning")
     summary = {k: result.report[k] for k in shown if k in result.report}
     if "passes" in result.report:     # blocked: your records each pass's bins had no room for (--report names them)
         summary["left_out_per_pass"] = {p["fields"]: p["left_out"] for p in result.report["passes"]}

@@ -59,3 +59,11 @@ def _assigned(records: np.ndarray, matches: np.ndarray, weights: np.ndarray) -> 
     r, c = linear_sum_assignment(cost)
     chosen[r, c] = cost[r, c] < penalty
     return chosen[row_index, column_index]
+
+
+def kept_of_tied(pairs: pd.DataFrame, chosen: pd.DataFrame) -> int:
+    """How many records of ``chosen`` (a choice among ``pairs``) kept one of two or more holder rows of the
+    very same weight: which one was kept is not fixed (the querier sees the holder's rows in K's order)."""
+    kept = chosen.set_index("__record")["__weight"]
+    alike = pairs["__weight"].to_numpy() == pairs["__record"].map(kept).to_numpy()
+    return int((pairs.loc[alike, "__record"].value_counts() > 1).sum())

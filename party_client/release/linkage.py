@@ -35,6 +35,7 @@ class LinkageSummary:
     linked_seconds: float | None = None  # link and release, end to end
     assignment: str | None = None       # the choice among a record's matches (--one-to-one), if any
     records_matched_more_than_once: int | None = None   # without one: each appears once per match
+    records_kept_of_tied_rows: int | None = None        # with one: kept one of rows of the very same weight
 
     @classmethod
     def from_join(cls, report: Mapping[str, Any], *, matching: str) -> "LinkageSummary":
@@ -59,7 +60,9 @@ def linkage_prose(link: LinkageSummary) -> dict[str, Any]:
         "scheme": f"{link.scheme.title}, {link.key_bits}-bit keys",
         "mode": link.mode, "matching": link.matching, "blocking": link.blocking,
         "querier's records": link.records, "matched records": link.matched_records,
-        "matches per record": link.assignment or (
+        "matches per record": link.assignment and link.assignment + (
+            f"; {link.records_kept_of_tied_rows} record(s) kept one of two or more holder rows of the very same "
+            "weight (which one is not fixed)" if link.records_kept_of_tied_rows else "") or (
             f"every match: {link.records_matched_more_than_once} record(s) matched more than one holder row and "
             "appear once per match" if link.records_matched_more_than_once else "every match"),
         "blank identifiers (never match)": link.blank_identifiers,

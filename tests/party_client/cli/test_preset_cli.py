@@ -103,12 +103,16 @@ def test_one_to_one_keeps_the_person_and_drops_the_twin(keyholder, tmp_path):
     """Both registries hold each person once; the holder also holds twins of three of the querier's
     people (same surname, date of birth and postcode, another first name), whom the additive model links
     as well.  The join says how many records matched more than once and names --one-to-one
-    --duplicate-free, which keeps each person's own record: the plaintext model's pairs, assigned."""
+    --duplicate-free, which keeps each person's own record: the plaintext model's pairs, assigned.  A
+    person the holder holds twice (its two rows weigh the same) keeps either, and the join says so."""
     from party_client.matching.assignment import one_to_one
     querier, holder = tables(tmp_path)
     twins = holder.set_index("rec_id").loc[[r.replace("org", "dup-0") for r in querier["rec_id"].head(3)]].reset_index()
     twins = twins.assign(rec_id=twins["rec_id"] + "-twin", vorname=["zebulon", "ottoline", "barnaby"])
-    holder = pd.concat([holder, twins], ignore_index=True)
+    # and, against its declaration, one person twice: the two rows weigh the same against the querier's record
+    copy = holder.set_index("rec_id").loc[[querier["rec_id"][3].replace("org", "dup-0")]].reset_index()
+    copy["rec_id"] += "-copy"
+    holder = pd.concat([holder, twins, copy], ignore_index=True)
     holder.to_csv(tmp_path / "h.csv", index=False)
     roles = ("first=given_name,last=surname,dob=date_of_birth,postcode=postcode",
              "first=vorname,last=name,birth_year=y,birth_month=m,birth_day=d,postcode=plz")
@@ -119,8 +123,8 @@ def test_one_to_one_keeps_the_person_and_drops_the_twin(keyholder, tmp_path):
     out, report, stderr = secure_join(keyholder, tmp_path, qdir, hdir, hname, "all.csv",
                                       ("--preset", "person", "--map", roles[0]), holder_how)
     assert set(twins["rec_id"]) <= set(out["rec_id_holder"])               # the twins were linked
-    assert report["records_matched_more_than_once"] == 3
-    assert "3 of your records matched more than one holder row" in stderr and "--duplicate-free" in stderr
+    assert report["records_matched_more_than_once"] == 4
+    assert "4 of your records matched more than one holder row" in stderr and "--duplicate-free" in stderr
 
     out, report, stderr = secure_join(keyholder, tmp_path, qdir, hdir, hname, "one.csv",
                                       ("--preset", "person", "--map", roles[0], "--one-to-one", "--duplicate-free"),
@@ -131,8 +135,14 @@ def test_one_to_one_keeps_the_person_and_drops_the_twin(keyholder, tmp_path):
     plain = q_rules.plaintext_matches(querier, holder, q_rules.candidate_pairs(querier, holder, h_rules,
                                                                                 left_out=left_out), h_rules)
     chosen = one_to_one(plain.set_axis(["__record", "__match", "__weight"], axis=1), duplicate_free=True)
-    assert set(zip(matched["rec_id"], matched["rec_id_holder"])) == set(
-        zip(querier["rec_id"][chosen["__record"]], holder["rec_id"][chosen["__match"]]))
+    expected = set(zip(querier["rec_id"][chosen["__record"]], holder["rec_id"][chosen["__match"]]))
+    # the copied person kept one of its two rows, either; every other record the plaintext model's choice
+    tied = querier["rec_id"][3]
+    assert {p for p in set(zip(matched["rec_id"], matched["rec_id_holder"])) if p[0] != tied} == {
+        p for p in expected if p[0] != tied}
+    assert matched.loc[matched["rec_id"] == tied, "rec_id_holder"].iloc[0] in {copy["rec_id"][0],
+                                                                                copy["rec_id"][0][:-len("-copy")]}
+    assert report["records_kept_of_tied_rows"] == 1 and "very same weight" in stderr
     assert "records_matched_more_than_once" not in report and "more than one holder row" not in stderr
 
 

@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from party_client.matching.assignment import one_to_one, reported_weight
+from party_client.matching.assignment import kept_of_tied, one_to_one, reported_weight
 from party_client.matching.layout import PairLayout
 from party_client.matching.level_rules import LevelGroup
 
@@ -52,3 +52,13 @@ def test_components_give_the_whole_matrix_assignment(triples):
     assert chosen["__record"].is_unique and chosen["__match"].is_unique
     expected = _whole_matrix(pairs) if len(pairs) else (0, 0.0)
     assert (len(chosen), chosen["__weight"].sum()) == pytest.approx(expected)
+
+
+def test_a_record_kept_of_two_rows_of_the_same_weight_is_counted():
+    # record 0 weighs the same against A and B: either may be kept, so it is counted; 2 has a clear best
+    pairs = pd.DataFrame({"__record": [0, 0, 1, 2, 2], "__match": ["A", "B", "C", "D", "E"],
+                          "__weight": [10.0, 10.0, 5.0, 7.0, 6.0]})
+    for duplicate_free in (False, True):
+        chosen = one_to_one(pairs, duplicate_free)
+        assert len(chosen) == 3 and kept_of_tied(pairs, chosen) == 1
+    assert kept_of_tied(pairs[pairs["__match"] != "B"], one_to_one(pairs[pairs["__match"] != "B"], True)) == 0

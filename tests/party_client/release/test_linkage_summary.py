@@ -21,7 +21,7 @@ def test_summary_from_a_join_report_keeps_the_release_keys_in_order():
     assert list(link.to_dict()) == ["mode", "querier", "holder", "session_id", "scheme", "key_bits", "records",
                                     "matched_records", "output_rows", "release_columns", "blank_identifiers",
                                     "tables", "seconds", "matching", "blocking", "linked_seconds", "assignment",
-                                    "records_matched_more_than_once"]
+                                    "records_matched_more_than_once", "records_kept_of_tied_rows"]
     assert (link.matched_records, link.matching, link.linked_seconds) == (7, "exact on hcn", 1.25)
     assert link.blocking.startswith("none: every holder row is compared")
 
@@ -53,7 +53,11 @@ def test_the_release_says_how_many_matches_each_record_kept():
         "every match: 2 record(s) matched more than one holder row and appear once per match")
     assert "--one-to-one" not in _reapply_command(several, None, object(), Path("p.json"))
     one = LinkageSummary.from_join(dict(JOIN_REPORT, assignment=ASSIGNMENTS[True]), matching="rules")
-    assert linkage_prose(one)["table"]["matches per record"].startswith("one per person")
+    assert linkage_prose(one)["table"]["matches per record"] == ASSIGNMENTS[True]
+    tied = LinkageSummary.from_join(dict(JOIN_REPORT, assignment=ASSIGNMENTS[True], records_kept_of_tied_rows=1),
+                                    matching="rules")
+    assert linkage_prose(tied)["table"]["matches per record"].endswith(
+        "; 1 record(s) kept one of two or more holder rows of the very same weight (which one is not fixed)")
     assert "--rules RULES.toml --one-to-one --duplicate-free" in _reapply_command(one, None, object(), Path("p.json"))
     heaviest = LinkageSummary.from_join(dict(JOIN_REPORT, assignment=ASSIGNMENTS[False]), matching="rules")
     assert _reapply_command(heaviest, None, object(), Path("p.json")).count("--one-to-one --spec") == 1
