@@ -25,7 +25,7 @@ place (both its bins full of records that cannot move: keys of 2 * capacity reco
 bins; 40 of FEBRL 4's 5,000 records in its date-of-birth pass at capacity 1).  The querier's report
 names them; the other passes may still find them.  Unless a rules file fixes it, ``capacity`` is the
 smallest power of two that leaves at most ``LEFT_OUT_SHARE`` of the pass's records out (at most
-``MAX_CAPACITY``): the holder learns it, i.e. roughly how often the querier's commonest keys repeat,
+``DEFAULT_CAPACITY_LIMIT``; a rules file up to ``MAX_CAPACITY``): the holder learns it, i.e. roughly how often the querier's commonest keys repeat,
 never which keys.
 """
 from __future__ import annotations
@@ -48,6 +48,12 @@ MAX_CAPACITY = 64                # bounds the holder's work per row: 2 * 64 entr
 # pass left 40-47 records out at capacity 1 and one true pair of 5,000 was lost in some runs; at 0.5 % it
 # takes capacity 2 and loses none (20 % more holder comparisons).
 LEFT_OUT_SHARE = 0.005
+# ... and grows to at most this: a key that more than 2 * 4 of the querier's records share (a common first
+# and last name) is weak evidence of its own, and its records are left to the other passes rather than
+# making every holder row compare 2 * 64 entries (the "slipped" set's first+last pass: 128 entries per row
+# at 64, 8 at 4, and the same F1 with the records each left out; benchmarks/README.md, "Bins for common
+# names").  A rules file's ``capacity`` may still be up to MAX_CAPACITY.
+DEFAULT_CAPACITY_LIMIT = 4
 GATE_DOMAIN = "#block"           # encoding domain of a pass's gate key (no field name starts with '#')
 
 
@@ -118,7 +124,7 @@ def bin_entries(bins_of: np.ndarray, capacity: int) -> np.ndarray:
 
 def _placed_pass(secret: bytes, index: int, blocking: BlockingPass, keys: pd.Series) -> PlannedPass:
     """One pass placed in bins: at the rules' capacity, or at the smallest power of two that leaves at
-    most ``LEFT_OUT_SHARE`` of the keyed records out (at most ``MAX_CAPACITY``)."""
+    most ``LEFT_OUT_SHARE`` of the keyed records out (at most ``DEFAULT_CAPACITY_LIMIT``)."""
     keyed = int((keys != "").sum())
     capacity = blocking.capacity or 1
     while True:
@@ -129,7 +135,7 @@ def _placed_pass(secret: bytes, index: int, blocking: BlockingPass, keys: pd.Ser
         table, unplaced = place(entries.tolist(), bins * capacity, stash=len(entries))
         records = np.asarray(chosen.index, dtype=np.int64)
         left_out = np.union1d(np.flatnonzero(((keys != "") & ~kept).to_numpy()), records[unplaced])
-        if blocking.capacity or capacity >= MAX_CAPACITY or len(left_out) <= LEFT_OUT_SHARE * keyed:
+        if blocking.capacity or capacity >= DEFAULT_CAPACITY_LIMIT or len(left_out) <= LEFT_OUT_SHARE * keyed:
             break
         capacity *= 2
     slots = np.asarray(table, dtype=np.int64)

@@ -313,14 +313,15 @@ def test_blocking_options_that_revealed_blocks_are_refused(keyholder, tmp_path):
 
 
 def test_padded_bins_place_every_kept_record_in_one_of_its_keys_two_bins(monkeypatch):
-    """Capacity is the smallest power of two leaving at most 0.5 % out; every record placed sits in one of
+    """Capacity is the smallest power of two leaving at most 0.5 % out (or 4, the default's limit, when
+    common keys repeat more); every record placed sits in one of
     its key's two bins, a key's records after its 2 x capacity are left out (and the few the cuckoo walk
     cannot place), the rest of the entries are dummies; the holder pairs each keyed row with exactly the
     2 x capacity entries of its key's bins."""
     import numpy as np
     import party_client.matching.blocking as blocking
-    from party_client.matching.blocking import (LEFT_OUT_SHARE, BlockingPass, bin_entries, holder_pass_pairs,
-                                                key_bins, kept_in_pass, plan_passes)
+    from party_client.matching.blocking import (DEFAULT_CAPACITY_LIMIT, LEFT_OUT_SHARE, BlockingPass, bin_entries,
+                                                holder_pass_pairs, key_bins, kept_in_pass, plan_passes)
     tried = []                  # per placement tried: (entries per bin, records it could not place)
     place = blocking.place
 
@@ -336,7 +337,8 @@ def test_padded_bins_place_every_kept_record_in_one_of_its_keys_two_bins(monkeyp
     keys = pd.Series(np.where(rng.random(3000) < 0.05, "", names))
     secret, (planned,) = plan_passes([BlockingPass(("x",))], [keys])
     capacity, keyed = planned.capacity, (keys != "").sum()
-    assert capacity > 1 and planned.left_out <= LEFT_OUT_SHARE * keyed
+    assert 1 < capacity <= DEFAULT_CAPACITY_LIMIT
+    assert planned.left_out <= LEFT_OUT_SHARE * keyed or capacity == DEFAULT_CAPACITY_LIMIT
     # the capacities tried before were 1, 2, 4, ... and each left more than the share out
     assert [c for c, _ in tried] == [2 ** i for i in range(capacity.bit_length())]
     for tried_capacity, _ in tried[:-1]:
@@ -355,6 +357,19 @@ def test_padded_bins_place_every_kept_record_in_one_of_its_keys_two_bins(monkeyp
     pairs = holder_pass_pairs(holder, secret, 0, planned.buckets, capacity)
     assert len(pairs) == 2 * capacity * keyed
     assert pairs.groupby("row")["entry"].nunique().eq(2 * capacity).all()
+
+
+def test_a_key_many_records_share_stops_the_default_capacity_at_its_limit():
+    """A key of 40 records (a common name) would take capacity 32 to keep them all; the default stops at 4
+    and leaves its records after the first 8 out of the pass (the other passes may find them); a rules
+    file's capacity still goes up to 64."""
+    from party_client.matching.blocking import DEFAULT_CAPACITY_LIMIT, BlockingPass, plan_passes
+    keys = pd.Series(["common"] * 40 + [f"rare{i}" for i in range(400)])
+    _, (planned,) = plan_passes([BlockingPass(("x",))], [keys])
+    assert planned.capacity == DEFAULT_CAPACITY_LIMIT == 4
+    assert set(range(8, 40)) <= set(planned.left_out_records.tolist())
+    _, (fixed,) = plan_passes([BlockingPass(("x",), capacity=32)], [keys])
+    assert fixed.capacity == 32 and not set(range(40)) & set(fixed.left_out_records.tolist())
 
 
 def test_the_holder_refuses_a_blocked_query_that_reveals_blocks_or_asks_too_much():
