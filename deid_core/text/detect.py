@@ -1,16 +1,27 @@
 """``detect(text, hints)``: every recognizer over a note, overlaps resolved, then every other mention of
-the names found (El Emam & Arbuckle, ch. 8 "Free-Form Text"; docs/text.md, "What is detected")."""
+the names found (El Emam & Arbuckle, ch. 8 "Free-Form Text"; docs/text.md, "What is detected").
+
+``detect_many(texts, hints)`` does the same for many notes, one recognizer over a batch of notes before the next
+(docs/text.md, "Speed"): each note's spans are those ``detect`` finds, every recognizer being a function of its
+note alone; the code and the tables of one recognizer stay in the processor's caches over the batch, about a
+fifth faster than going through all the recognizers note by note."""
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Iterator, Mapping, Sequence
 
 from ..errors import DeidInputError
 from .hints import check_hints, hinted
-from .names import mentions, names
+from .names import RULES as NAME_RULES, mentions
 from .note import Note
 from .recognizers import ages, contacts, dates, facilities, identifiers, places
 from .resolve import resolve
 from .spans import Span
+
+#: The recognizers after the dates (which the hints use), in the order their spans are listed for
+#: :func:`deid_core.text.resolve.resolve` (whose ties keep that order).
+RECOGNIZERS = (ages, contacts, identifiers, places, facilities, *NAME_RULES)
+#: A batch of :func:`detect_many` ends at the note that brings it to this many characters.
+BATCH_CHARS = 32_000
 
 
 def detect(text: str, hints: Mapping[str, object] | None = None) -> list[Span]:
@@ -19,17 +30,59 @@ def detect(text: str, hints: Mapping[str, object] | None = None) -> list[Span]:
     ``hints`` maps keys of :data:`deid_core.text.hints.KEYS` (``name``, ``mrn``, ``dob``, ...) to the
     record's values: those values and their variants are found first and win any overlap.
     """
-    if not isinstance(text, str):
-        raise DeidInputError(f"text must be a string, got {type(text).__name__}")
-    given = check_hints(hints)
-    if not text.strip():
-        return []
-    note = Note(text)
-    found_dates = dates(note)
-    found = (hinted(note, given, found_dates) + found_dates + ages(note) + contacts(note) + identifiers(note)
-             + places(note) + facilities(note) + names(note))
-    first = resolve(found)
-    # A mention on the very range of a kept span would lose to it (equal length, stable ranking), so mentions
-    # leaves those out; most notes have no other.
-    more = mentions(note, first)
-    return resolve(first + more) if more else first
+    return detect_many([text], [hints])[0]
+
+
+def detect_many(texts: Sequence[str], hints: Sequence[Mapping[str, object] | None] | None = None) -> list[list[Span]]:
+    """:func:`detect` of each text (with the hints of the same position, if any), in order."""
+    if hints is None:
+        hints = [None] * len(texts)
+    elif len(hints) != len(texts):
+        raise DeidInputError(f"{len(texts)} texts but {len(hints)} rows of hints")
+    out: list[list[Span]] = [[] for _ in texts]
+    for places, batch in _batches(texts, hints):
+        for place, spans in zip(places, _batch(batch)):
+            out[place] = spans
+    return out
+
+
+def _batches(texts: Sequence[str], hints: Sequence[Mapping[str, object] | None]
+             ) -> Iterator[tuple[list[int], list[tuple[Note, dict[str, str]]]]]:
+    """The notes to search (a blank text has no spans) with their checked hints, in batches of about
+    :data:`BATCH_CHARS` characters, each with the notes' places in ``texts``."""
+    places: list[int] = []
+    batch: list[tuple[Note, dict[str, str]]] = []
+    chars = 0
+    for at, (text, given) in enumerate(zip(texts, hints)):
+        if not isinstance(text, str):
+            raise DeidInputError(f"text must be a string, got {type(text).__name__}")
+        given = check_hints(given)
+        if not text.strip():
+            continue
+        places.append(at)
+        batch.append((Note(text), given))
+        chars += len(text)
+        if chars >= BATCH_CHARS:
+            yield places, batch
+            places, batch, chars = [], [], 0
+    if batch:
+        yield places, batch
+
+
+def _batch(batch: list[tuple[Note, dict[str, str]]]) -> list[list[Span]]:
+    """The spans of each note of ``batch`` (its hints beside it), one recognizer over all the notes at a time."""
+    found = []
+    for note, given in batch:
+        found_dates = dates(note)
+        found.append(hinted(note, given, found_dates) + found_dates)
+    for recognizer in RECOGNIZERS:
+        for (note, _), spans in zip(batch, found):
+            spans += recognizer(note)
+    out = []
+    for (note, _), spans in zip(batch, found):
+        first = resolve(spans)
+        # A mention on the very range of a kept span would lose to it (equal length, stable ranking), so mentions
+        # leaves those out; most notes have no other.
+        more = mentions(note, first)
+        out.append(resolve(first + more) if more else first)
+    return out

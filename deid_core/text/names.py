@@ -59,6 +59,7 @@ _WORD_CHAR = re.compile(r"\w").match
 _LABEL = re.compile(r"(?i:name|patient|pt)\s*:\s*$")
 _WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*[A-Za-z]|[A-Z]\.?")
 _GAP = re.compile(r"[ \t]+(?:[A-Z]\.?[ \t]+)?$")  # what may separate two words of one name (a middle initial)
+_WORD_BEFORE_REVERSED = re.compile(r"[ \t]+([A-Za-z][A-Za-z'’-]*[A-Za-z])(?![\w.'’-])")  # :func:`_word_before`
 _MIDDLE_INITIAL = re.compile(r"\b[A-Z]\.?(?=[ \t]+$)")
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ'’-")
 _ASCII_LETTER = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ").__contains__
@@ -125,8 +126,8 @@ def _cued(note: Note) -> list[Span]:
     out: list[Span] = []
     text = note.text
     low = note.low
-    title_cues = (_TITLE.match(text, s) for s, _ in note.hits(T_TITLE))
-    relation_cues = ((p := _RELATION_BY_WORD.get(low[s:e])) and p.match(text, s) for s, e in note.hits(T_RELATION))
+    title_cues = (_TITLE.match(text, s) for s, _, _ in note.hits(T_TITLE))
+    relation_cues = ((p := _RELATION_BY_WORD.get(low[s:e])) and p.match(text, s) for s, e, _ in note.hits(T_RELATION))
     for cues, title in ((title_cues, True), (relation_cues, False)):
         for m in filter(None, cues):
             offset = m.start(1)
@@ -178,11 +179,8 @@ def _credentialed(note: Note) -> list[Span]:
     """The name before a credential: up to three name words (an English word ends it), the last a surname."""
     out = []
     text = note.text
-    reverse = None
     for lead in _credential_leads(text):
-        if reverse is None:
-            reverse = text[::-1]
-        m = _name_before(text, reverse, lead)
+        m = _name_before(text, note.reverse, lead)
         if not m:
             continue
         words = list(_WORD.finditer(m.group(1)))
@@ -268,9 +266,10 @@ def _commas(text: str):
         at = text.find(",", at + 1)
 
 
-def _runs(text: str, words: list[tuple[int, int, int]]) -> list[Span]:
+def _runs(note: Note) -> list[Span]:
     """Listed names in runs of adjacent name words: a run counts with one capitalized listed name in it, or a
     first name then a surname, or a listed word beside a capitalized foreign one ("Brandy Matejka")."""
+    text, words = note.text, note.having(FIRST | LAST)
     cands = []
     for s, e, f in words:
         if not f & (FIRST | LAST) or f & MEDICAL:
@@ -291,7 +290,7 @@ def _runs(text: str, words: list[tuple[int, int, int]]) -> list[Span]:
         i += 1
         if len(run) == 1 and not strong and text[run[0][0]].islower():
             continue  # a lone lower-case common word ("may", "hope") is never a name without a cue
-        run, grown = _extend(text, run, strong)
+        run, grown = _extend(text, note.reverse, run, strong)
         if not (strong or grown or len(run) >= 2 and _pair(text, run)):
             continue
         run = _initials(text, run)
@@ -318,11 +317,11 @@ def _pair(text: str, run: list[tuple[int, int, bool]]) -> bool:
     return bool(_flags(a) & FIRST and _flags(b) & LAST and LISTED in (kind(a), kind(b)))
 
 
-def _extend(text: str, run: list, strong: bool) -> tuple[list, bool]:
+def _extend(text: str, reverse: str, run: list, strong: bool) -> tuple[list, bool]:
     """Add a foreign word just before or after a run ("Yosef Villegas", "Karen hautamaki"): capitalized, or
     lower case beside a strong name. True when a capitalized foreign word was added."""
     grown = False
-    before = _word_before(text, run[0][0])
+    before = _word_before(text, reverse, run[0][0])
     if before and kind(text[before[0]:before[1]]) == FOREIGN and (strong or text[before[0]].isupper()):
         run = [(before[0], before[1], False)] + run
         grown = text[before[0]].isupper() and text[run[1][0]].isupper()
@@ -333,22 +332,17 @@ def _extend(text: str, run: list, strong: bool) -> tuple[list, bool]:
     return run, grown
 
 
-def _word_before(text: str, at: int) -> tuple[int, int] | None:
+def _word_before(text: str, reverse: str, at: int) -> tuple[int, int] | None:
     """Where the name-like word just before ``at`` and its spaces is (``[A-Za-z][A-Za-z'’-]*[A-Za-z]``, not after a
-    word character, a period, an apostrophe or a hyphen, within the 30 characters before ``at``), read back
-    with string methods: a regular-expression search anchored at the end tries every start in the window."""
-    lo = max(0, at - 30)
-    end = lo + len(text[lo:at].rstrip(" \t"))
-    if end == at or end - lo < 2 or not _ASCII_LETTER(text[end - 1]):
+    word character, a period, an apostrophe or a hyphen, within the 30 characters before ``at``), matched on
+    ``reverse`` (``text`` reversed) from ``at``: a regular-expression search anchored at the end tries every start
+    in the window. Only the whole run of name characters before the spaces can be followed (read backwards) by no
+    such character, so the match is that run or none."""
+    back = len(text) - at
+    m = _WORD_BEFORE_REVERSED.match(reverse, back)
+    if m is None or m.end() - back > 30:
         return None
-    start = end - 1
-    while start > lo and text[start - 1] in _NAME_CHARS:
-        start -= 1
-    while start < end and not _ASCII_LETTER(text[start]):  # the word begins with a letter after a ' or -
-        start += 1
-    if end - start < 2 or start and (text[start - 1].isalnum() or text[start - 1] in "_.'’-"):
-        return None
-    return start, end
+    return len(text) - m.end(), len(text) - m.start(1)
 
 
 def _initials(text: str, run: list) -> list:
@@ -385,6 +379,10 @@ def mentions(note: Note, found: list[Span]) -> list[Span]:
     return out
 
 
+#: The name rules, each ``Note -> list[Span]``: cues, credentials, "Last, First", runs of listed names.
+RULES = (_cued, _credentialed, _last_first, _runs)
+
+
 def names(note: Note) -> list[Span]:
     """Name spans from cues, "Last, First" and listed names (mentions are added after overlap resolution)."""
-    return _cued(note) + _credentialed(note) + _last_first(note) + _runs(note.text, note.having(FIRST | LAST))
+    return [span for rule in RULES for span in rule(note)]

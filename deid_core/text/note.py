@@ -22,13 +22,20 @@ def lower(text: str) -> str:
     return low if len(low) == len(text) else "".join(c.lower()[0] for c in text)
 
 
-def _routes(flags: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """The classes of :data:`GATHERED` and the trigger classes of a word with ``flags`` (few distinct values)."""
-    bits = flags & TRIGGER_FLAGS
-    return tuple(m for m in GATHERED if flags & m), tuple(1 << i for i in range(bits.bit_length()) if bits >> i & 1)
+def _routes() -> dict[int, tuple[int, ...]]:
+    """For each flags value of the automaton's words, the indexes of the lists of :attr:`Note._classes` its
+    words go to: 0 every word, then one per class of :data:`GATHERED`, then one per trigger class."""
+    routes = {}
+    for _, _, flags in automaton().values():
+        routes[flags] = (0, *(1 + i for i, mask in enumerate(GATHERED) if flags & mask),
+                         *(_TRIGGER_INDEX[bit] for bit in _TRIGGER_BITS if flags & bit))
+    return routes
 
 
-_ROUTES: dict[int, tuple[tuple[int, ...], tuple[int, ...]]] = {}  # flags -> _routes(flags), filled as met
+_TRIGGER_BITS = tuple(1 << i for i in range(TRIGGER_FLAGS.bit_length()) if TRIGGER_FLAGS >> i & 1)
+_TRIGGER_INDEX = {bit: 1 + len(GATHERED) + i for i, bit in enumerate(_TRIGGER_BITS)}
+_GATHERED_INDEX = {mask: 1 + i for i, mask in enumerate(GATHERED)}
+_ROUTES: dict[int, tuple[int, ...]] = {}  # flags -> :func:`_routes`, filled at the first note
 
 
 @dataclass
@@ -39,46 +46,41 @@ class Note:
     def low(self) -> str:
         return lower(self.text)
 
+    @cached_property
+    def reverse(self) -> str:
+        """The note reversed: a pattern matched on it from a position reads the note back from there (a search
+        anchored at a position's left tries every start before it)."""
+        return self.text[::-1]
+
     @property
     def words(self) -> list[tuple[int, int, int]]:
         """``(start, end, flags)`` of every list and trigger word (offsets into the note)."""
-        return self._classes[2]
+        return self._classes[0]
 
     @cached_property
-    def _classes(self) -> tuple[dict[int, list[tuple[int, int]]], dict[int, list[tuple[int, int, int]]],
-                                list[tuple[int, int, int]]]:
-        """In the automaton's one pass over the folded note: the trigger words by class, the words of each class
-        of :data:`GATHERED` (the names for the name rules, the places for the place rules), and every word."""
-        words: list[tuple[int, int, int]] = []
-        triggers: dict[int, list[tuple[int, int]]] = {}
-        gathered: dict[int, list[tuple[int, int, int]]] = {mask: [] for mask in GATHERED}
+    def _classes(self) -> list[list[tuple[int, int, int]]]:
+        """In the automaton's one pass over the folded note, the words ``(start, end, flags)``: all of them, those
+        of each class of :data:`GATHERED` (the names for the name rules, the places for the place rules), and
+        those of each trigger class (the lists are indexed as in :func:`_routes`)."""
+        if not _ROUTES:
+            _ROUTES.update(_routes())
         routes = _ROUTES
+        classes: list[list[tuple[int, int, int]]] = [[] for _ in range(1 + len(GATHERED) + len(_TRIGGER_BITS))]
         for last, (length, _, flags) in automaton().iter(fold(self.text)):
             end = last - 1  # ``last`` is the trailing space's index in the folded text, one past the leading one
             word = (end - length, end, flags)
-            words.append(word)
-            route = routes.get(flags)
-            if route is None:
-                route = routes[flags] = _routes(flags)
-            for mask in route[0]:
-                gathered[mask].append(word)
-            for bit in route[1]:
-                if bit in triggers:
-                    triggers[bit].append((word[0], end))
-                else:
-                    triggers[bit] = [(word[0], end)]
-        return triggers, gathered, words
+            for i in routes[flags]:
+                classes[i].append(word)
+        return classes
 
-    def hits(self, flag: int) -> list[tuple[int, int]]:
-        """Where the words of class ``flag`` are (in order of start)."""
-        if flag & TRIGGER_FLAGS == flag and flag & (flag - 1) == 0:
-            return self._classes[0].get(flag, [])
-        return [(s, e) for s, e, f in self.words if f & flag]
+    def hits(self, flag: int) -> list[tuple[int, int, int]]:
+        """The words ``(start, end, flags)`` of the trigger class ``flag`` (in order of start)."""
+        return self._classes[_TRIGGER_INDEX[flag]]
 
     def having(self, mask: int) -> list[tuple[int, int, int]]:
         """The words ``(start, end, flags)`` with any class of ``mask`` (gathered once for :data:`GATHERED`)."""
-        gathered = self._classes[1].get(mask)
-        return gathered if gathered is not None else [w for w in self.words if w[2] & mask]
+        i = _GATHERED_INDEX.get(mask)
+        return self._classes[i] if i is not None else [w for w in self.words if w[2] & mask]
 
     @cached_property
     def shape(self) -> bytes | None:
@@ -121,11 +123,13 @@ class Note:
 
     def starting_at(self, pattern: re.Pattern, anchors: Iterable[tuple[int, int]], lowered: bool = True) -> list[re.Match]:
         """The matches of ``pattern`` that begin where an anchor does (a cue word that begins the pattern), in
-        order, none overlapping the one before (as a scan of the whole note would have them)."""
+        order, none overlapping the one before (as a scan of the whole note would have them). An anchor is a
+        tuple ``(start, end, ...)``."""
         source = self.low if lowered else self.text
         out: list[re.Match] = []
         last = 0
-        for start, _ in anchors:
+        for anchor in anchors:
+            start = anchor[0]
             if start >= last and (m := pattern.match(source, start)):
                 out.append(m)
                 last = m.end()
@@ -135,14 +139,14 @@ class Note:
                lowered: bool = True) -> list[re.Match]:
         """The matches of ``pattern`` in windows ``[start - before, end + after)`` around each anchor (in order of
         start; overlapping windows are merged), each match once; a match cut by its window's end is dropped (the
-        whole note would have given it longer)."""
+        whole note would have given it longer). An anchor is a tuple ``(start, end, ...)``."""
         source = self.low if lowered else self.text
         size = len(source)
         out: list[re.Match] = []
         lo = hi = -1
-        for start, end in anchors:
-            start -= before
-            end += after
+        for anchor in anchors:
+            start = anchor[0] - before
+            end = anchor[1] + after
             if start < 0:
                 start = 0
             if end > size:

@@ -180,7 +180,7 @@ def dates(note: Note) -> list[Span]:
         for s in _from_separator(note, _SHORT_DATE, 0, "DATE", "date"):
             if parse(s.text) and not _NOT_A_DATE_BEFORE.search(note.low, max(0, s.start - 12), s.start):
                 out.append(s)
-    months = list(note.hits(T_MONTH))
+    months = note.hits(T_MONTH)
     if months:
         out += [_span(note, m, "DATE", "date", PATTERN) for m in note.around(_NAMED_DATES, months, 30, 16)]
         out += [_span(note, m, "DATE", "month", CUE, 1) for m in note.around(_MONTH_ALONE, months, 24, 16, False)]
@@ -261,7 +261,7 @@ def _streets(note: Note) -> list[re.Match]:
     # Before a street's suffix: its number, then one to four words (a direction, up to three words), capitalized
     # (or any case before one of the suffixes of the lower-case pattern).
     capitalized, lower = [], []
-    for s, e in note.hits(T_STREET):
+    for s, e, _ in note.hits(T_STREET):
         if s and text[s - 1].isspace():
             lead = " ".join(text[max(0, s - _STREET_WINDOW[0]):s].split()[-5:])
             if _STREET_LEAD.search(lead):
@@ -278,7 +278,7 @@ def _listed_city(note: Note, m: re.Match) -> bool:
 def facilities(note: Note) -> list[Span]:
     """Named health-care facilities ("St. Mary's Hospital", "Mercy Clinic"), without a leading "the"/"at"."""
     out = []
-    heads = [(s, e) for s, e in note.hits(T_FACILITY) if note.text[s].isupper()]
+    heads = [w for w in note.hits(T_FACILITY) if note.text[w[0]].isupper()]
     for m in note.around(_FACILITY, heads, 80, 40, False):
         start = m.start()
         lead = _FACILITY_LEAD.match(note.text, start, m.end())
