@@ -18,7 +18,7 @@ from typing import Sequence
 from .lists import EPONYM, FIRST, LAST, MEDICAL, T_RELATION, T_TITLE, WORD, english, stop_words, word_classes
 from .note import Note
 from .textdates import MONTH_NAMES
-from .spans import CUE, LIST, Span
+from .spans import CUE, LIST, Span, make_span
 
 _NAME = r"[A-Za-z][A-Za-z'’-]*[A-Za-z]|[A-Z]\.?"
 _TITLE = re.compile(rf"\b(?i:dr|mr|mrs|ms|miss|mx|prof|doctor)\b\.?\s+((?:{_NAME})(?:\s+(?:{_NAME})){{0,2}})")
@@ -59,6 +59,7 @@ _WORD_CHAR = re.compile(r"\w").match
 _LABEL = re.compile(r"(?i:name|patient|pt)\s*:\s*$")
 _WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*[A-Za-z]|[A-Z]\.?")
 _GAP = re.compile(r"[ \t]+(?:[A-Z]\.?[ \t]+)?$")  # what may separate two words of one name (a middle initial)
+_GAP_FIRST = " \t"  # the first character of a gap, of the spaces before a word (_word_before) and after one (_NEXT)
 _WORD_BEFORE_REVERSED = re.compile(r"[ \t]+([A-Za-z][A-Za-z'’-]*[A-Za-z])(?![\w.'’-])")  # :func:`_word_before`
 _MIDDLE_INITIAL = re.compile(r"\b[A-Z]\.?(?=[ \t]+$)")
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ'’-")
@@ -138,7 +139,7 @@ def _cued(note: Note) -> list[Span]:
                     out += _name_words(offset, words, title, "cue")
                     break
             else:
-                out += [Span(offset + s, offset + e, type_, word, "cue", CUE) for s, e, type_, word in spans]
+                out += [make_span((offset + s, offset + e, type_, word, "cue", CUE)) for s, e, type_, word in spans]
     return out
 
 
@@ -171,7 +172,7 @@ def _name_words(offset: int, words: Sequence[tuple[int, int, str]], surname_alon
     size = len(words)
     while size and len(words[size - 1][2].rstrip(".")) == 1:
         size -= 1
-    return [Span(offset + s, offset + e, _type_of(w, i, size, surname_alone), w, source, CUE)
+    return [make_span((offset + s, offset + e, _type_of(w, i, size, surname_alone), w, source, CUE))
             for i, (s, e, w) in enumerate(words[:size])]
 
 
@@ -269,10 +270,10 @@ def _commas(text: str):
 def _runs(note: Note) -> list[Span]:
     """Listed names in runs of adjacent name words: a run counts with one capitalized listed name in it, or a
     first name then a surname, or a listed word beside a capitalized foreign one ("Brandy Matejka")."""
-    text, words = note.text, note.having(FIRST | LAST)
+    text = note.text
     cands = []
-    for s, e, f in words:
-        if not f & (FIRST | LAST) or f & MEDICAL:
+    for s, e, f in note.having(FIRST | LAST):
+        if f & MEDICAL:
             continue
         strong = _candidate(text[s:e])
         if strong is None or f & EPONYM and _EPONYM_TAIL.match(text, e):
@@ -283,7 +284,9 @@ def _runs(note: Note) -> list[Span]:
     while i < count:
         run = [cands[i]]
         strong = cands[i][2]
-        while i + 1 < count and cands[i + 1][0] > run[-1][1] and _GAP.match(text, run[-1][1], cands[i + 1][0]):
+        # the gap to the next word begins with a space or a tab (tested before the pattern, most often not)
+        while (i + 1 < count and cands[i + 1][0] > run[-1][1] and text[run[-1][1]] in _GAP_FIRST
+               and _GAP.match(text, run[-1][1], cands[i + 1][0])):
             i += 1
             run.append(cands[i])
             strong = strong or cands[i][2]
@@ -293,11 +296,12 @@ def _runs(note: Note) -> list[Span]:
         run, grown = _extend(text, note.reverse, run, strong)
         if not (strong or grown or len(run) >= 2 and _pair(text, run)):
             continue
-        run = _initials(text, run)
+        if len(run) > 1:
+            run = _initials(text, run)
         size = len(run)
         for k, (s, e, _) in enumerate(run):
             word = text[s:e]
-            out.append(Span(s, e, _type_of(word, k, size, False), word, "name-list", LIST))
+            out.append(make_span((s, e, _type_of(word, k, size, False), word, "name-list", LIST)))
     return out
 
 
@@ -321,11 +325,12 @@ def _extend(text: str, reverse: str, run: list, strong: bool) -> tuple[list, boo
     """Add a foreign word just before or after a run ("Yosef Villegas", "Karen hautamaki"): capitalized, or
     lower case beside a strong name. True when a capitalized foreign word was added."""
     grown = False
-    before = _word_before(text, reverse, run[0][0])
+    start, end = run[0][0], run[-1][1]
+    before = _word_before(text, reverse, start) if start and text[start - 1] in _GAP_FIRST else None
     if before and kind(text[before[0]:before[1]]) == FOREIGN and (strong or text[before[0]].isupper()):
         run = [(before[0], before[1], False)] + run
         grown = text[before[0]].isupper() and text[run[1][0]].isupper()
-    after = _NEXT.match(text, run[-1][1])
+    after = _NEXT.match(text, end) if end < len(text) and text[end] in _GAP_FIRST else None
     if after and kind(after.group(1)) == FOREIGN and (strong or after.group(1)[0].isupper()):
         run = run + [(after.start(1), after.end(1), False)]
         grown = grown or after.group(1)[0].isupper() and text[run[-2][0]].isupper()
@@ -360,22 +365,24 @@ def mentions(note: Note, found: list[Span]) -> list[Span]:
     """Every other mention, in any case, of a name already found (an English word only when capitalized); not
     the found spans themselves."""
     values: dict[str, str] = {}
-    taken = set()
+    taken = {s[:2] for s in found}  # (start, end)
     for s in found:
-        taken.add((s.start, s.end))
         if s.type in NAME_TYPES and len(s.text.rstrip(".")) > 1:
             values.setdefault(s.text.lower(), s.type)
     if not values:
         return []
     out = []
-    text = note.text
-    for value, type_ in values.items():
-        for at, end in note.occurrences(value):
-            if (at, end) in taken:
-                continue
-            word = text[at:end]
-            if not _eponym(text, end, word) and (word[0].isupper() or kind(word) not in (AMBIGUOUS, ENGLISH, STOP)):
-                out.append(Span(at, end, type_, word, "mention", LIST))
+    text, low = note.text, note.low
+    for value, type_ in values.items():  # :meth:`Note.occurrences`, the found ranges left out before the rest
+        size = len(value)
+        at = low.find(value)
+        while at >= 0:
+            end = at + size
+            if (at, end) not in taken and note.whole(at, end):
+                word = text[at:end]
+                if not _eponym(text, end, word) and (word[0].isupper() or kind(word) not in (AMBIGUOUS, ENGLISH, STOP)):
+                    out.append(Span(at, end, type_, word, "mention", LIST))
+            at = low.find(value, at + 1)
     return out
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, partial
 from typing import Iterable, Iterator
 
 from .lists import CITY, COUNTRY, FIRST, LAST, STATE, TRIGGER_FLAGS, automaton, fold
@@ -115,11 +115,16 @@ class Note:
         low, size = self.low, len(value)
         at = low.find(value) if value else -1
         while at >= 0:
-            end = at + size
-            if not (at and (low[at - 1].isalnum() or low[at - 1] in "'’-")
-                    or end < len(low) and (low[end].isalnum() or low[end] == "-")):
-                yield at, end
+            if self.whole(at, at + size):
+                yield at, at + size
             at = low.find(value, at + 1)
+
+    def whole(self, start: int, end: int) -> bool:
+        """Whether ``[start, end)`` is whole words: no letter, digit, apostrophe or hyphen just before it, no letter,
+        digit or hyphen just after."""
+        low = self.low
+        return not (start and (low[start - 1].isalnum() or low[start - 1] in "'’-")
+                    or end < len(low) and (low[end].isalnum() or low[end] == "-"))
 
     def starting_at(self, pattern: re.Pattern, anchors: Iterable[tuple[int, int]], lowered: bool = True) -> list[re.Match]:
         """The matches of ``pattern`` that begin where an anchor does (a cue word that begins the pattern), in
@@ -136,12 +141,17 @@ class Note:
         return out
 
     def around(self, pattern: re.Pattern, anchors: Iterable[tuple[int, int]], before: int, after: int,
-               lowered: bool = True) -> list[re.Match]:
+               lowered: bool = True, starts: re.Pattern | None = None) -> list[re.Match]:
         """The matches of ``pattern`` in windows ``[start - before, end + after)`` around each anchor (in order of
         start; overlapping windows are merged), each match once; a match cut by its window's end is dropped (the
-        whole note would have given it longer). An anchor is a tuple ``(start, end, ...)``."""
+        whole note would have given it longer). An anchor is a tuple ``(start, end, ...)``.
+
+        ``starts``, a pattern beginning with a class of characters (the engine skips to them) that matches wherever
+        a match of ``pattern`` can begin, has ``pattern`` tried only there (:func:`_tried_at`): the same matches,
+        where a pattern beginning with a word boundary is tried at every character of the window."""
         source = self.low if lowered else self.text
         size = len(source)
+        find = pattern.finditer if starts is None else partial(_tried_at, pattern, starts)
         out: list[re.Match] = []
         lo = hi = -1
         for anchor in anchors:
@@ -156,8 +166,21 @@ class Note:
                     hi = end
                 continue
             if hi >= 0:
-                out += [m for m in pattern.finditer(source, lo, hi) if m.end() < hi or hi == size]
+                out += [m for m in find(source, lo, hi) if m.end() < hi or hi == size]
             lo, hi = start, end
         if hi >= 0:
-            out += [m for m in pattern.finditer(source, lo, hi) if m.end() < hi or hi == size]
+            out += [m for m in find(source, lo, hi) if m.end() < hi or hi == size]
         return out
+
+
+def _tried_at(pattern: re.Pattern, starts: re.Pattern, source: str, lo: int, hi: int) -> list[re.Match]:
+    """``pattern.finditer(source, lo, hi)`` for a pattern whose every match begins where ``starts`` matches and is
+    never empty: ``pattern`` matched only there, the next try at or after the end of each match (as a scan)."""
+    out = []
+    last = lo
+    for start in starts.finditer(source, lo, hi):
+        at = start.start()
+        if at >= last and (m := pattern.match(source, at, hi)):
+            out.append(m)
+            last = m.end()
+    return out

@@ -17,7 +17,7 @@ import re
 from .lists import (CITY, COUNTRY, LOWER_STREET_SUFFIXES, STATE, T_FACILITY, T_ID, T_MONTH, T_PHONE, T_STREET,
                     T_ZIP, WORD, states, street_suffixes)
 from .note import Note
-from .spans import CUE, LIST, PATTERN, Span
+from .spans import CUE, LIST, PATTERN, Span, make_span
 from .textdates import parse
 _MONTH = (r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|"
           r"sept?(?:ember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)")
@@ -136,6 +136,8 @@ _FACILITY_HEADS = (r"Hospital|Medical Center|Medical Centre|Health Center|Health
 _FACILITY = re.compile(rf"\b(?:(?:St\.?|Saint|Mt\.?|Mount)\s+)?(?:{_CAP}\s+(?:of\s+)?){{0,3}}{_CAP}\s+(?:{_FACILITY_HEADS})"
                        rf"\b(?:\s+(?:Hospital|Clinic|Center|Centre)\b)?(?:\s+of\s+{_CAP}(?:\s+{_CAP})?)?"
                        rf"|\b(?:{_FACILITY_HEADS}) of {_CAP}(?: {_CAP})?")
+#: Where a pattern that begins with a word boundary and a capital can begin: a capital after no word character.
+_CAPITAL_START = re.compile(r"[A-Z](?<!\w[A-Z])")
 _FACILITY_LEAD = re.compile(r"(?:(?:the|at|to|from|in|on|by|via|per|and|patient|pt|transferred|discharged|admitted|seen|"
                             r"followed|presented|presents|sent|referred|returned|dr|call|called|contact|with)\b\.?\s+)+",
                             re.IGNORECASE)
@@ -143,7 +145,7 @@ _FACILITY_LEAD = re.compile(r"(?:(?:the|at|to|from|in|on|by|via|per|and|patient|
 
 def _span(note: Note, m: re.Match, type_: str, source: str, priority: int, group: int = 0) -> Span:
     start, end = m.span(group)
-    return Span(start, end, type_, note.text[start:end], source, priority)
+    return make_span((start, end, type_, note.text[start:end], source, priority))
 
 
 def _cores(note: Note, pattern: re.Pattern, *shapes: bytes) -> list[tuple[int, int]]:
@@ -161,7 +163,7 @@ def _start(low: str, m: re.Match, back: int) -> int:
 
 def _from_separator(note: Note, pattern: re.Pattern, back: int, type_: str, source: str) -> list[Span]:
     low, text = note.low, note.text
-    return [Span(start, m.end(), type_, text[start:m.end()], source, PATTERN)
+    return [make_span((start, m.end(), type_, text[start:m.end()], source, PATTERN))
             for m in pattern.finditer(low) for start in (_start(low, m, back),)]
 
 
@@ -227,7 +229,7 @@ def places(note: Note) -> list[Span]:
     out += _all(note, _PO_BOX, "STREET", "street", PATTERN)
     cores = [m.span() for m in _STATE_CORE.finditer(text)]
     for m, is_abbr in ((m, a) for p, a, gate in _CITY_STATE if cores and gate.search(text)
-                       for m in note.around(p, cores, 50, 40, False)):
+                       for m in note.around(p, cores, 50, 40, False, _CAPITAL_START)):
         city, zip_ = m.group(1), m.group(3)
         if is_abbr and m.group(2).rstrip(".") in AMBIGUOUS_ABBR and not zip_ and not _listed_city(note, m):
             continue
@@ -279,7 +281,7 @@ def facilities(note: Note) -> list[Span]:
     """Named health-care facilities ("St. Mary's Hospital", "Mercy Clinic"), without a leading "the"/"at"."""
     out = []
     heads = [w for w in note.hits(T_FACILITY) if note.text[w[0]].isupper()]
-    for m in note.around(_FACILITY, heads, 80, 40, False):
+    for m in note.around(_FACILITY, heads, 80, 40, False, _CAPITAL_START):
         start = m.start()
         lead = _FACILITY_LEAD.match(note.text, start, m.end())
         if lead:

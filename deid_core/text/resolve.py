@@ -21,17 +21,21 @@ def resolve(spans: Iterable[Span]) -> list[Span]:
 
     Spans that overlap no other are kept as they are; the ranking runs within each group of spans linked by
     overlaps (no span outside a group can take part in its contest), most notes having few such groups."""
-    ordered = sorted((s for s in spans if s.end > s.start), key=_START)  # stable: ties keep the given order
     out: list[Span] = []
     group: list[Span] = []
     reach = -1
-    for s in ordered:
-        if s.start >= reach and group:
-            out += group if len(group) == 1 else _contest(group)
-            group = []
-        group.append(s)
-        if s.end > reach:
-            reach = s.end
+    for s in sorted(spans, key=_START):  # stable: ties keep the given order
+        start, end = s[0], s[1]
+        if end <= start:  # empty: never kept
+            continue
+        if start >= reach:
+            if group:
+                out += group if len(group) == 1 else _contest(group)
+            group = [s]
+        else:
+            group.append(s)
+        if end > reach:
+            reach = end
     if group:
         out += group if len(group) == 1 else _contest(group)
     return out

@@ -2,6 +2,7 @@
 (El Emam & Arbuckle, ch. 8 "Free-Form Text": the identifiers a text anonymizer must find)."""
 from __future__ import annotations
 
+from functools import partial
 from typing import NamedTuple
 
 #: Each PHI type's group: the targets of docs/text.md are stated per group.
@@ -36,3 +37,9 @@ class Span(NamedTuple):
 
     def as_dict(self) -> dict:
         return {"start": self.start, "end": self.end, "type": self.type, "text": self.text, "source": self.source}
+
+
+#: ``make_span((start, end, type, text, source, priority))``: a :class:`Span` from the tuple of its six fields, made
+#: by ``tuple.__new__`` directly, about twice as fast as the named tuple's own ``__new__`` (a Python function); the
+#: recognizers make dozens per note.
+make_span = partial(tuple.__new__, Span)

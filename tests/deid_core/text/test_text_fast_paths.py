@@ -172,3 +172,22 @@ def test_every_age_stands_on_a_number_alone():
         cores = {m.span() for m in _AGE_NUMBER.finditer(low)}
         for m in _AGE.finditer(low):
             assert m.span(m.lastindex) in cores, text
+
+
+def test_patterns_tried_only_where_a_capital_begins_a_word_find_what_the_window_scan_finds():
+    from deid_core.text.recognizers import _CAPITAL_START, _CITY_STATE, _FACILITY
+
+    rng = random.Random(15)
+    words = ["St.", "Saint", "Mt", "Mary's", "Mercy", "General", "Hospital", "Clinic", "Medical Center", "of", "Boston",
+             "Boston,", "MA", "Ma", "Washington", "WI", "02139", ",", ", ", "\n", "é", "Élan", "_X", "3B", "the", "at",
+             "Home", "Health", "Care", "x", "O'Neil", "Mc-Donald", "-", "Memorial", "Boston, MA 02139", "Salem, Oregon",
+             "Knolls, Washington, WI 90977", "New York, NY", ", ME"]
+    for _ in range(4000):
+        text = "".join(rng.choice(words) + rng.choice([" ", "", "  ", "\t"]) for _ in range(rng.randint(1, 16)))
+        note = Note(text)
+        anchors = sorted((a, a + rng.randint(0, 6)) for a in (rng.randrange(len(text) + 1) for _ in range(3)))
+        before, after = rng.choice([(0, 0), (5, 3), (50, 40), (80, 40)])
+        for pattern in (_FACILITY, *(p for p, _, _ in _CITY_STATE)):
+            want = [m.span() for m in note.around(pattern, anchors, before, after, False)]
+            got = [m.span() for m in note.around(pattern, anchors, before, after, False, _CAPITAL_START)]
+            assert got == want, (text, anchors, pattern.pattern[:30])
