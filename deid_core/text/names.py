@@ -125,22 +125,27 @@ def _type_of(word: str, position: int, size: int, surname_first: bool) -> str:
 def _cued(note: Note) -> list[Span]:
     """The name words after a title ("Dr. villegas": any word but a stop word) or a relation ("wife Maria")."""
     out: list[Span] = []
-    text = note.text
-    low = note.low
-    title_cues = (_TITLE.match(text, s) for s, _, _ in note.hits(T_TITLE))
-    relation_cues = ((p := _RELATION_BY_WORD.get(low[s:e])) and p.match(text, s) for s, e, _ in note.hits(T_RELATION))
-    for cues, title in ((title_cues, True), (relation_cues, False)):
-        for m in filter(None, cues):
-            offset = m.start(1)
-            spans, eponyms = _cue_template(m.group(1), title)
-            for i, end, word in eponyms:  # an eponym before its term ends the name
-                if _EPONYM_TAIL.match(text, offset + end):
-                    words = _cue_words(m.group(1), title)[:i]
-                    out += _name_words(offset, words, title, "cue")
-                    break
-            else:
-                out += [make_span((offset + s, offset + e, type_, word, "cue", CUE)) for s, e, type_, word in spans]
+    text, low = note.text, note.low
+    for s, _, _ in note.hits(T_TITLE):
+        m = _TITLE.match(text, s)
+        if m:
+            out += _cue_names(text, m, True)
+    for s, e, _ in note.hits(T_RELATION):
+        pattern = _RELATION_BY_WORD.get(low[s:e])
+        m = pattern.match(text, s) if pattern else None
+        if m:
+            out += _cue_names(text, m, False)
     return out
+
+
+def _cue_names(text: str, m: re.Match, title: bool) -> list[Span]:
+    """The spans of the name words after a cue (``m``'s group 1), up to a listed eponym before its term."""
+    offset = m.start(1)
+    spans, eponyms = _cue_template(m.group(1), title)
+    for i, end, word in eponyms:  # an eponym before its term ends the name
+        if _EPONYM_TAIL.match(text, offset + end):
+            return _name_words(offset, _cue_words(m.group(1), title)[:i], title, "cue")
+    return [make_span((offset + s, offset + e, type_, word, "cue", CUE)) for s, e, type_, word in spans]
 
 
 @lru_cache(maxsize=16384)

@@ -24,17 +24,17 @@ def lower(text: str) -> str:
 
 def _routes() -> dict[int, tuple[int, ...]]:
     """For each flags value of the automaton's words, the indexes of the lists of :attr:`Note._classes` its
-    words go to: 0 every word, then one per class of :data:`GATHERED`, then one per trigger class."""
+    words go to: one per class of :data:`GATHERED`, then one per trigger class (none for a word of neither)."""
     routes = {}
     for _, _, flags in automaton().values():
-        routes[flags] = (0, *(1 + i for i, mask in enumerate(GATHERED) if flags & mask),
+        routes[flags] = (*(i for i, mask in enumerate(GATHERED) if flags & mask),
                          *(_TRIGGER_INDEX[bit] for bit in _TRIGGER_BITS if flags & bit))
     return routes
 
 
 _TRIGGER_BITS = tuple(1 << i for i in range(TRIGGER_FLAGS.bit_length()) if TRIGGER_FLAGS >> i & 1)
-_TRIGGER_INDEX = {bit: 1 + len(GATHERED) + i for i, bit in enumerate(_TRIGGER_BITS)}
-_GATHERED_INDEX = {mask: 1 + i for i, mask in enumerate(GATHERED)}
+_TRIGGER_INDEX = {bit: len(GATHERED) + i for i, bit in enumerate(_TRIGGER_BITS)}
+_GATHERED_INDEX = {mask: i for i, mask in enumerate(GATHERED)}
 _ROUTES: dict[int, tuple[int, ...]] = {}  # flags -> :func:`_routes`, filled at the first note
 
 
@@ -52,25 +52,22 @@ class Note:
         anchored at a position's left tries every start before it)."""
         return self.text[::-1]
 
-    @property
-    def words(self) -> list[tuple[int, int, int]]:
-        """``(start, end, flags)`` of every list and trigger word (offsets into the note)."""
-        return self._classes[0]
-
     @cached_property
     def _classes(self) -> list[list[tuple[int, int, int]]]:
-        """In the automaton's one pass over the folded note, the words ``(start, end, flags)``: all of them, those
-        of each class of :data:`GATHERED` (the names for the name rules, the places for the place rules), and
-        those of each trigger class (the lists are indexed as in :func:`_routes`)."""
+        """In the automaton's one pass over the folded note, the words ``(start, end, flags)`` of each class of
+        :data:`GATHERED` (the names for the name rules, the places for the place rules) and of each trigger class
+        (the lists indexed as in :func:`_routes`); a word of none is passed over."""
         if not _ROUTES:
             _ROUTES.update(_routes())
         routes = _ROUTES
-        classes: list[list[tuple[int, int, int]]] = [[] for _ in range(1 + len(GATHERED) + len(_TRIGGER_BITS))]
+        classes: list[list[tuple[int, int, int]]] = [[] for _ in range(len(GATHERED) + len(_TRIGGER_BITS))]
         for last, (length, _, flags) in automaton().iter(fold(self.text)):
-            end = last - 1  # ``last`` is the trailing space's index in the folded text, one past the leading one
-            word = (end - length, end, flags)
-            for i in routes[flags]:
-                classes[i].append(word)
+            route = routes[flags]
+            if route:
+                end = last - 1  # ``last`` is the trailing space's index in the folded text, one past the leading one
+                word = (end - length, end, flags)
+                for i in route:
+                    classes[i].append(word)
         return classes
 
     def hits(self, flag: int) -> list[tuple[int, int, int]]:
@@ -78,9 +75,9 @@ class Note:
         return self._classes[_TRIGGER_INDEX[flag]]
 
     def having(self, mask: int) -> list[tuple[int, int, int]]:
-        """The words ``(start, end, flags)`` with any class of ``mask`` (gathered once for :data:`GATHERED`)."""
-        i = _GATHERED_INDEX.get(mask)
-        return self._classes[i] if i is not None else [w for w in self.words if w[2] & mask]
+        """The words ``(start, end, flags)`` with any class of ``mask``, one of :data:`GATHERED` (in order of
+        start)."""
+        return self._classes[_GATHERED_INDEX[mask]]
 
     @cached_property
     def shape(self) -> bytes | None:
@@ -166,10 +163,10 @@ class Note:
                     hi = end
                 continue
             if hi >= 0:
-                out += [m for m in find(source, lo, hi) if m.end() < hi or hi == size]
+                out += [m for m in find(source, lo, hi) if m.end() < hi]  # (hi < size: another window follows)
             lo, hi = start, end
         if hi >= 0:
-            out += [m for m in find(source, lo, hi) if m.end() < hi or hi == size]
+            out += find(source, lo, hi) if hi == size else [m for m in find(source, lo, hi) if m.end() < hi]
         return out
 
 
