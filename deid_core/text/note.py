@@ -86,6 +86,17 @@ class Note:
         plain substring search, much faster than a pattern that begins with a class of characters."""
         return self.text.encode("ascii").translate(_SHAPE) if self.text.isascii() else None
 
+    def holds(self, *shapes: bytes) -> bool:
+        """Whether the note's shape holds any of ``shapes`` (True for a note that is not ASCII, which has no shape:
+        the patterns that need one of them run in it)."""
+        shape = self.shape
+        if shape is None:
+            return True
+        for wanted in shapes:
+            if wanted in shape:
+                return True
+        return False
+
     def shaped(self, *shapes: bytes) -> list[tuple[int, int]] | None:
         """Where any of ``shapes`` (all of one length) stands in the note, leftmost first and none overlapping the
         one before (as a pattern's matches); None for a note that is not ASCII."""

@@ -39,15 +39,16 @@ def _after_digits(sep: str, no: str, rest: str) -> re.Pattern:
     return re.compile(rf"{s}(?:(?<=(?<!{no})\d\d{s})|(?<=(?<!{no})\d{s})){rest}")
 
 
-_NUMERIC_BY_SEPARATOR = {sep: [
-    (re.compile(rf"\{sep}(?<=(?<![\w/.-])[12][09]\d\d\{sep})\d\d?[-/.]\d\d?(?![\d/])"), 4),            # 2019-03-14
-    (_after_digits(sep, r"[\w/.-]", rf"\d\d?\{sep}(?:\d{{4}}|\d{{2}})(?![\d/])"), 0),                   # 3-14-19
-] for sep in "-/."}
-_NUMERIC_BY_SEPARATOR["/"].append((_after_digits("/", r"[\w/.-]", r"(?:19|20)\d\d(?![\d/])"), 0))         # 03/2019
-_NUMERIC_DATES = [pattern for patterns in _NUMERIC_BY_SEPARATOR.values() for pattern in patterns]
-#: A numeric date has a digit on each side of its first separator: in an ASCII note's shape (:meth:`Note.shape`),
-#: ``0-0``, ``0/0`` or ``0.0``; a note without it is not searched for those dates.
-_DIGIT_SEPARATOR_DIGIT = {sep: f"0{sep}0".encode() for sep in "-/."}
+#: Each numeric date pattern, how far before the separator it is searched from its match begins (0: one or two
+#: digits, :func:`_start`), and its shapes: an ASCII note's shape (:meth:`Note.shape`) holds one of them wherever
+#: the pattern matches (its digits and separators), and a note without any is not searched.
+_NUMERIC_DATES = [date for sep in "-/." for date in (
+    (re.compile(rf"\{sep}(?<=(?<![\w/.-])[12][09]\d\d\{sep})\d\d?[-/.]\d\d?(?![\d/])"), 4,          # 2019-03-14
+     (f"0000{sep}0".encode(),)),
+    (_after_digits(sep, r"[\w/.-]", rf"\d\d?\{sep}(?:\d{{4}}|\d{{2}})(?![\d/])"), 0,                 # 3-14-19
+     (f"0{sep}0{sep}00".encode(), f"0{sep}00{sep}00".encode())),
+    *([(_after_digits("/", r"[\w/.-]", r"(?:19|20)\d\d(?![\d/])"), 0, (b"0/0000",))] if sep == "/" else []),  # 03/2019
+)]
 _NAMED_DATES = re.compile("|".join((  # one alternation: at a start, the first form that matches
     rf"\b{_MONTH}\.?\s+{_DAY}(?:,?\s+{_YEAR})?(?![\w'])",                                  # March 14, 2019
     rf"\b(?:the\s+)?{_DAY}(?:\s+of)?\s+{_MONTH}\b\.?(?:,?\s+{_YEAR}(?![\w']))?",           # 14 March 2019
@@ -174,11 +175,9 @@ def _all(note: Note, pattern: re.Pattern, type_: str, source: str, priority: int
 def dates(note: Note) -> list[Span]:
     """Every written form of a date but a bare year: numeric (checked against the calendar), ISO, month names,
     ordinals, "2/03" (not after a score's name)."""
-    shape = note.shape
-    seps = [sep for sep, core in _DIGIT_SEPARATOR_DIGIT.items() if shape is None or core in shape]
-    out = [s for sep in seps for p, back in _NUMERIC_BY_SEPARATOR[sep]
+    out = [s for p, back, shapes in _NUMERIC_DATES if note.holds(*shapes)
            for s in _from_separator(note, p, back, "DATE", "date") if parse(s.text)]
-    if "/" in seps:
+    if note.holds(b"0/0"):
         for s in _from_separator(note, _SHORT_DATE, 0, "DATE", "date"):
             if parse(s.text) and not _NOT_A_DATE_BEFORE.search(note.low, max(0, s.start - 12), s.start):
                 out.append(s)
@@ -205,15 +204,16 @@ def contacts(note: Note) -> list[Span]:
     phones = _cores(note, _PHONE_CORE, b"000-0000", b"000.0000", b"000 0000")
     return ([_span(note, m, "PHONE", "phone", PATTERN) for m in note.around(_PHONE, phones, 22, 14)]
             + [_span(note, m, "PHONE", "phone-cue", CUE, 1) for m in note.starting_at(_PHONE_CUE, note.hits(T_PHONE))]
-            + [_span(note, m, "EMAIL", "email", PATTERN + 1)
-               for m in note.around(_EMAIL, (m.span() for m in _EMAIL_CORE.finditer(note.text)), 64, 64, False)]
+            + ([_span(note, m, "EMAIL", "email", PATTERN + 1)
+                for m in note.around(_EMAIL, (m.span() for m in _EMAIL_CORE.finditer(note.text)), 64, 64, False)]
+               if "@" in note.text else [])
             + [_span(note, m, "URL", "url", PATTERN)
                for m in note.around(_URL, (m.span() for m in _URL_CORE.finditer(note.low)), 64, 120)])
 
 
 def identifiers(note: Note) -> list[Span]:
     """MRN, SSN, account, licence and device numbers after their cue word; SSN-shaped and long numbers."""
-    out = _from_separator(note, _SSN, 3, "SSN", "ssn")
+    out = _from_separator(note, _SSN, 3, "SSN", "ssn") if note.holds(b"000-00-0000") else []
     value = len(_ID_CUES) + 1
     for m in note.starting_at(_ID_CUE, note.hits(T_ID)):
         kind = next(n for n, _ in _ID_CUES if m.group(n))
@@ -226,7 +226,8 @@ def places(note: Note) -> list[Span]:
     """Street addresses, "City, ST 12345", postal codes, and listed cities, states and countries."""
     text = note.text
     out = [_span(note, m, "STREET", "street", PATTERN) for m in _streets(note)]
-    out += _all(note, _PO_BOX, "STREET", "street", PATTERN)
+    if "box" in note.low:  # a literal of the pattern: most notes have none
+        out += _all(note, _PO_BOX, "STREET", "street", PATTERN)
     cores = [m.span() for m in _STATE_CORE.finditer(text)]
     for m, is_abbr in ((m, a) for p, a, gate in _CITY_STATE if cores and gate.search(text)
                        for m in note.around(p, cores, 50, 40, False, _CAPITAL_START)):
