@@ -71,6 +71,8 @@ def _batches(texts: Sequence[str], hints: Sequence[Mapping[str, object] | None]
 
 def _batch(batch: list[tuple[Note, dict[str, str]]]) -> list[list[Span]]:
     """The spans of each note of ``batch`` (its hints beside it), one recognizer over all the notes at a time."""
+    for note, _ in batch:
+        note.scan()
     found = []
     for note, given in batch:
         found_dates = dates(note)

@@ -70,6 +70,12 @@ class Note:
                     classes[i].append(word)
         return classes
 
+    def scan(self) -> None:
+        """The automaton's pass over the note now, not at the first recognizer that needs its words:
+        :func:`deid_core.text.detect.detect_many` makes the passes of a batch one after another, the automaton
+        staying in the processor's caches."""
+        self._classes  # noqa: B018 (computed and kept)
+
     def hits(self, flag: int) -> list[tuple[int, int, int]]:
         """The words ``(start, end, flags)`` of the trigger class ``flag`` (in order of start)."""
         return self._classes[_TRIGGER_INDEX[flag]]

@@ -52,11 +52,12 @@ def test_the_notes_of_the_test_corpus_get_the_spans_of_one_note_at_a_time(use_hi
     assert [detect(t, h) for t, h in zip(texts, hints or [None] * len(texts))] == want
 
 
+@pytest.mark.parametrize("count, seed", [(300, 7), pytest.param(2000, 3, marks=pytest.mark.slow)])
 @pytest.mark.parametrize("use_hints", [False, True])
-def test_the_development_corpus_gets_the_spans_of_one_note_at_a_time(use_hints):
+def test_the_development_corpus_gets_the_spans_of_one_note_at_a_time(count, seed, use_hints):
     from benchmarks.notes_corpus import generate
 
-    notes = generate(300, 7)[0]
+    notes = generate(count, seed)[0]
     texts = [n["text"] for n in notes]
     hints = [n["hints"] for n in notes] if use_hints else [None] * len(texts)
     assert detect_many(texts, hints) == [reference(t, h) for t, h in zip(texts, hints)]
