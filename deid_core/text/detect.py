@@ -1,10 +1,10 @@
 """``detect(text, hints)``: every recognizer over a note, overlaps resolved, then every other mention of
 the names found (El Emam & Arbuckle, ch. 8 "Free-Form Text"; docs/text.md, "What is detected").
 
-``detect_many(texts, hints)`` does the same for many notes, one recognizer over a batch of notes before the next
-(docs/text.md, "Speed"): each note's spans are those ``detect`` finds, every recognizer being a function of its
-note alone; the code and the tables of one recognizer stay in the processor's caches over the batch, about a
-fifth faster than going through all the recognizers note by note."""
+``detect_many(texts, hints)`` does the same for many notes, one step over a batch of notes before the next
+(docs/text.md, "Speed"): each note's spans are those ``detect`` finds, every step being a function of its note
+alone; the code and the tables of one step stay in the processor's caches over the batch, about a third faster
+than going through all the steps note by note."""
 from __future__ import annotations
 
 from typing import Iterator, Mapping, Sequence
@@ -70,7 +70,8 @@ def _batches(texts: Sequence[str], hints: Sequence[Mapping[str, object] | None]
 
 
 def _batch(batch: list[tuple[Note, dict[str, str]]]) -> list[list[Span]]:
-    """The spans of each note of ``batch`` (its hints beside it), one recognizer over all the notes at a time."""
+    """The spans of each note of ``batch`` (its hints beside it), one step over all the notes at a time: the
+    automaton's passes, the dates and hints, each recognizer, then overlaps and mentions."""
     for note, _ in batch:
         note.scan()
     found = []

@@ -47,7 +47,8 @@ def _numbers(n: int, seed: int) -> list[str]:
 def test_numeric_patterns_match_their_digit_first_forms():
     for text in _numbers(6000, 5):
         note = Note(text)
-        got = sorted({(s.start, s.end) for p, back, _ in _NUMERIC_DATES for s in _from_separator(note, p, back, "DATE", "")})
+        got = sorted({(s.start, s.end) for p, back, _ in _NUMERIC_DATES
+                      for s in _from_separator(note, p, back, "DATE", "")})
         want = sorted({m.span() for p in REFERENCE_DATES for m in p.finditer(text)})
         assert got == want, text
         assert [(s.start, s.end) for s in _from_separator(note, _SHORT_DATE, 0, "DATE", "")] == \
