@@ -119,10 +119,12 @@ def matched_mask(keys: QuerierKeys, outcome: QueryOutcome) -> np.ndarray:
     return mask
 
 
-#: A join's choice among a record's matches (``one_to_one``), by ``duplicate_free``.
-ASSIGNMENTS = {False: "one per record: its heaviest match (--one-to-one)",
-               True: "one per person: the assignment of largest total weight, both tables declared duplicate-free "
-                     "(--one-to-one --duplicate-free)"}
+#: A join's choice among a record's matches (``one_to_one``): without weights (exact or rule terms), with
+#: comparison levels' weights, and with them and both tables declared duplicate-free (see :func:`assemble`).
+ASSIGNMENTS = {"terms": "one per record: the match through the most rule terms, else the first (--one-to-one)",
+               "heaviest": "one per record: its heaviest match (--one-to-one)",
+               "assignment": "one per person: the assignment of largest total weight, both tables declared "
+                             "duplicate-free (--one-to-one --duplicate-free)"}
 
 
 def matched_more_than_once(keys: QuerierKeys, outcome: QueryOutcome) -> int:
@@ -219,7 +221,8 @@ class Party(Registrant):
         report = self._report(mode, holder, session, outcome, result, matched_column)
         report["matched_records"] = matched_records(keys, outcome)
         if mode == "join" and one_to_one:
-            report["assignment"] = ASSIGNMENTS[duplicate_free]
+            weighted = isinstance(rules, LevelRules)
+            report["assignment"] = ASSIGNMENTS[("heaviest", "assignment")[duplicate_free] if weighted else "terms"]
             report.update(facts)
             if facts.get("records_kept_of_tied_rows"):
                 report["warning"] = (f"{facts['records_kept_of_tied_rows']} of your records kept one of two or more "

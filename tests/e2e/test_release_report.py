@@ -105,7 +105,8 @@ def test_link_release_report_says_what_was_done_to_every_column(keyholder, tmp_p
         assert measure in evidence_html
     linkage_html = page[page.index("<h2>Linkage</h2>"):page.index("<h2>1.")]
     assert "Paillier, 1024-bit keys" in linkage_html and "What each party learned" in linkage_html
-    assert "one per record: its heaviest match (--one-to-one)" in linkage_html   # the choice, as made
+    # the choice, as made: an exact join has no weights, so not "heaviest"
+    assert "one per record: the match through the most rule terms, else the first (--one-to-one)" in linkage_html
     assert "--id-column hcn --one-to-one --spec" in done["reapply"]["command"]
     assert f"<code>{before}</code> → <code>{after}</code>" in page
     assert page.count("data:image/png;base64,") == 2

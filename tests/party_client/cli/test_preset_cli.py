@@ -143,6 +143,7 @@ def test_one_to_one_keeps_the_person_and_drops_the_twin(keyholder, tmp_path):
     assert matched.loc[matched["rec_id"] == tied, "rec_id_holder"].iloc[0] in {copy["rec_id"][0],
                                                                                 copy["rec_id"][0][:-len("-copy")]}
     assert report["records_kept_of_tied_rows"] == 1 and "very same weight" in stderr
+    assert report["assignment"].startswith("one per person: the assignment of largest total weight")
     assert "records_matched_more_than_once" not in report and "more than one holder row" not in stderr
 
 

@@ -207,8 +207,29 @@ def test_secure_fuzzy_join_equals_plaintext_on_febrl(keyholder, tmp_path, febrl_
 
 
 @pytest.mark.parametrize("blocking", [None, [{"fields": ["ssn"]}, {"fields": ["sn"]}]])
-def test_a_record_matching_several_holder_rows_appears_once_per_match(keyholder, tmp_path, blocking):
-    """SQL-join multiplicity; ``one_to_one`` keeps the match with the most rule terms fired."""
+def test_a_record_matching_several_holder_rows_appears_once_per_match(keyholder, tmp_path, blocking, monkeypatch):
+    """SQL-join multiplicity; ``one_to_one`` keeps the match with the most rule terms fired.  The choice is the
+    querier's own: what it sends K (and K the holder) is the same with it or without it (docs/linking.md,
+    "One person, one record")."""
+    from party_client.transport import Connection
+    sent: list[tuple[str, str, object]] = []      # (party, method, the session's request) of every call
+    call = Connection.call
+
+    def recording(self, method, request, *args, **kwargs):
+        sent.append((self.party.name, method, request if method == "OpenSession" else None))
+        return call(self, method, request, *args, **kwargs)
+    monkeypatch.setattr(Connection, "call", recording)
+
+    def querier_view() -> tuple[set, list]:
+        """The querier's calls of the last join: the methods, and its OpenSession request (without the holder's
+        name: each join here has parties of its own)."""
+        querier = next(party for party, method, _ in reversed(sent) if method == "OpenSession")
+        mine = [(method, request) for party, method, request in sent if party == querier]
+        sent.clear()
+        opened = [request for method, request in mine if method == "OpenSession"]
+        for request in opened:
+            request.holder = ""
+        return {method for method, _ in mine}, opened
     fields = [field for field in FIELDS if field["name"] in ("ssn", "sn", "dob")]
     document = {"field": fields, "rule": {"match": "ssn or (sn and dob)"}}
     if blocking:
@@ -220,14 +241,16 @@ def test_a_record_matching_several_holder_rows_appears_once_per_match(keyholder,
                            "surname": ["Smyth", "Smith", "Jones"],
                            "date_of_birth": ["19800105", "19800102", "19700505"]})
     out = join_with_holder(keyholder, tmp_path, querier, holder, rules).frame
+    every_match = querier_view()
     assert sorted(zip(out["rec_id"], out["rec_id_holder"].fillna("-"), out["matched"])) == [
         ("q1", "h1", True), ("q1", "h2", True), ("q2", "-", False)]
     fired = dict(zip(out["rec_id_holder"], out["terms"]))
     assert fired["h1"] == "dob.month+dob.year~1+sn"                      # same month, year within one
     assert set(fired["h2"].split("|")) == {"ssn", "dob.day+dob.month+sn", "dob.month+dob.year~1+sn"}
 
-    best = join_with_holder(keyholder, tmp_path, querier, holder, rules, one_to_one=True).frame
+    best = join_with_holder(keyholder, tmp_path, querier, holder, rules, one_to_one=True, duplicate_free=True).frame
     assert sorted(zip(best["rec_id"], best["rec_id_holder"].fillna("-"))) == [("q1", "h2"), ("q2", "-")]
+    assert querier_view() == every_match and len(every_match[1]) == 1     # the same calls, the same session asked
 
 
 def test_cli_rules_with_own_columns_and_mismatch_refused(keyholder, tmp_path):

@@ -52,14 +52,14 @@ def test_the_release_says_how_many_matches_each_record_kept():
     assert linkage_prose(several)["table"]["matches per record"] == (
         "every match: 2 record(s) matched more than one holder row and appear once per match")
     assert "--one-to-one" not in _reapply_command(several, None, object(), Path("p.json"))
-    one = LinkageSummary.from_join(dict(JOIN_REPORT, assignment=ASSIGNMENTS[True]), matching="rules")
-    assert linkage_prose(one)["table"]["matches per record"] == ASSIGNMENTS[True]
-    tied = LinkageSummary.from_join(dict(JOIN_REPORT, assignment=ASSIGNMENTS[True], records_kept_of_tied_rows=1),
+    one = LinkageSummary.from_join(dict(JOIN_REPORT, assignment=ASSIGNMENTS["assignment"]), matching="rules")
+    assert linkage_prose(one)["table"]["matches per record"] == ASSIGNMENTS["assignment"]
+    tied = LinkageSummary.from_join(dict(JOIN_REPORT, assignment=ASSIGNMENTS["assignment"], records_kept_of_tied_rows=1),
                                     matching="rules")
     assert linkage_prose(tied)["table"]["matches per record"].endswith(
         "; 1 record(s) kept one of two or more holder rows of the very same weight (which one is not fixed)")
     assert "--rules RULES.toml --one-to-one --duplicate-free" in _reapply_command(one, None, object(), Path("p.json"))
-    heaviest = LinkageSummary.from_join(dict(JOIN_REPORT, assignment=ASSIGNMENTS[False]), matching="rules")
+    heaviest = LinkageSummary.from_join(dict(JOIN_REPORT, assignment=ASSIGNMENTS["heaviest"]), matching="rules")
     assert _reapply_command(heaviest, None, object(), Path("p.json")).count("--one-to-one --spec") == 1
     alone = LinkageSummary.from_join(dict(JOIN_REPORT, records_matched_more_than_once=0), matching="exact on hcn")
     assert linkage_prose(alone)["table"]["matches per record"] == "every match"
