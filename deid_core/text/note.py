@@ -4,8 +4,7 @@ runs a pattern only around a trigger (docs/text.md, "Speed")."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from functools import cached_property, partial
+from functools import partial
 from typing import Iterable, Iterator
 
 from .lists import CITY, COUNTRY, FIRST, LAST, STATE, TRIGGER_FLAGS, automaton, fold
@@ -38,59 +37,69 @@ _GATHERED_INDEX = {mask: i for i, mask in enumerate(GATHERED)}
 _ROUTES: dict[int, tuple[int, ...]] = {}  # flags -> :func:`_routes`, filled at the first note
 
 
-@dataclass
 class Note:
-    text: str
+    """A note and what every recognizer reads of it, made once: the text, its lower-cased copy (``low``), the text
+    reversed (``reverse``: a pattern matched on it from a position reads the note back from there, where a search
+    anchored at a position's left tries every start before it) and its shape (``shape``, :meth:`holds`). Slots
+    and fields set at once, not cached properties: the recognizers read them some twenty times a note, and a
+    slot is read faster than an instance dictionary (and a cached property is computed under a lock in Python
+    3.11)."""
 
-    @cached_property
-    def low(self) -> str:
-        return lower(self.text)
+    __slots__ = ("text", "low", "reverse", "shape", "_words")
 
-    @cached_property
-    def reverse(self) -> str:
-        """The note reversed: a pattern matched on it from a position reads the note back from there (a search
-        anchored at a position's left tries every start before it)."""
-        return self.text[::-1]
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.low = lower(text)
+        self.reverse = text[::-1]
+        #: Each digit ``0``, capital ``A``, small letter ``a``, white space a space, any other character itself;
+        #: None for a note that is not ASCII. A fixed shape is found in it by a plain substring search, much faster
+        #: than a pattern that begins with a class of characters.
+        self.shape: bytes | None = text.encode("ascii").translate(_SHAPE) if text.isascii() else None
 
-    @cached_property
-    def _classes(self) -> list[list[tuple[int, int, int]]]:
-        """In the automaton's one pass over the folded note, the words ``(start, end, flags)`` of each class of
-        :data:`GATHERED` (the names for the name rules, the places for the place rules) and of each trigger class
-        (the lists indexed as in :func:`_routes`); a word of none is passed over."""
+    def __repr__(self) -> str:
+        return f"Note({self.text!r})"
+
+    def _scanned(self) -> list[list[tuple[int, int, int]]]:
         if not _ROUTES:
             _ROUTES.update(_routes())
         routes = _ROUTES
         classes: list[list[tuple[int, int, int]]] = [[] for _ in range(len(GATHERED) + len(_TRIGGER_BITS))]
+        add = [words.append for words in classes]
         for last, (length, _, flags) in automaton().iter(fold(self.text)):
             route = routes[flags]
             if route:
                 end = last - 1  # ``last`` is the trailing space's index in the folded text, one past the leading one
                 word = (end - length, end, flags)
                 for i in route:
-                    classes[i].append(word)
+                    add[i](word)
         return classes
 
-    def scan(self) -> None:
-        """The automaton's pass over the note now, not at the first recognizer that needs its words:
-        :func:`deid_core.text.detect.detect_many` makes the passes of a batch one after another, the automaton
-        staying in the processor's caches."""
-        self._classes  # noqa: B018 (computed and kept)
+    def scan(self) -> list[list[tuple[int, int, int]]]:
+        """In the automaton's one pass over the folded note, the words ``(start, end, flags)`` of each class of
+        :data:`GATHERED` (the names for the name rules, the places for the place rules) and of each trigger class
+        (the lists indexed as in :func:`_routes`); a word of none is passed over. Made once: at the first call
+        (:func:`deid_core.text.detect.detect_many` makes the passes of a batch one after another, the automaton
+        staying in the processor's caches) or at the first recognizer that needs the words."""
+        try:
+            return self._words
+        except AttributeError:
+            self._words = words = self._scanned()
+            return words
 
     def hits(self, flag: int) -> list[tuple[int, int, int]]:
         """The words ``(start, end, flags)`` of the trigger class ``flag`` (in order of start)."""
-        return self._classes[_TRIGGER_INDEX[flag]]
+        try:
+            return self._words[_TRIGGER_INDEX[flag]]
+        except AttributeError:
+            return self.scan()[_TRIGGER_INDEX[flag]]
 
     def having(self, mask: int) -> list[tuple[int, int, int]]:
         """The words ``(start, end, flags)`` with any class of ``mask``, one of :data:`GATHERED` (in order of
         start)."""
-        return self._classes[_GATHERED_INDEX[mask]]
-
-    @cached_property
-    def shape(self) -> bytes | None:
-        """The note's shape, if it is ASCII: each digit ``0``, capital ``A``, small letter ``a``, white space a
-        space, any other character itself (None for a note that is not ASCII). A fixed shape is found in it by a
-        plain substring search, much faster than a pattern that begins with a class of characters."""
-        return self.text.encode("ascii").translate(_SHAPE) if self.text.isascii() else None
+        try:
+            return self._words[_GATHERED_INDEX[mask]]
+        except AttributeError:
+            return self.scan()[_GATHERED_INDEX[mask]]
 
     def holds(self, *shapes: bytes) -> bool:
         """Whether the note's shape holds any of ``shapes`` (True for a note that is not ASCII, which has no shape:

@@ -19,6 +19,7 @@ import string
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import lru_cache
+from operator import itemgetter
 from typing import Sequence
 
 from cryptography.hazmat.primitives import hashes
@@ -34,6 +35,7 @@ from .textdates import shifted, year_of
 _WORD_START = re.compile(r"(?:^|(?<=[ -]))[a-z]")
 MODES = ("redact", "tag", "surrogate", "generalize")
 REDACTED = "***"
+_START = itemgetter(0)
 MAX_SHIFT_DAYS = 365
 _HEADS = re.compile(r"(?:Medical|Health|Care|Cancer|Surgery|Surgical|Dialysis|Imaging|Rehabilitation|Nursing|Urgent)?\s*"
                     r"(?:Hospital|Center|Centre|Clinic|Infirmary|Home|Hospice|System|Healthcare|Care|Group|Practice|"
@@ -181,9 +183,11 @@ def transform(text: str, spans: Sequence[Span], mode: str, *, surrogates: Surrog
         raise ParameterError("mode surrogate needs a key ({key} or DEID_KEY)", "key")
     out, last = [], 0
     numbers: dict[str, dict[str, int]] = {}
-    result = Outcome("")
-    for span in sorted(spans, key=lambda s: s.start):
-        if span.start < last:
+    replaced: dict[str, int] = {}  # counted in plain dictionaries, made Counters once (a Counter's += is slower)
+    tagged: dict[str, int] = {}
+    for span in sorted(spans, key=_START):
+        start, end, type_, value = span[:4]
+        if start < last:
             raise DeidInputError("spans overlap: resolve them first (deid_core.text.resolve)")
         new = None
         if mode == "redact":
@@ -192,15 +196,18 @@ def transform(text: str, spans: Sequence[Span], mode: str, *, surrogates: Surrog
             new = surrogates.value(span, patient)
         elif mode == "generalize":
             new = generalized(span)
-        if new is None or (mode == "surrogate" and new == span.text):
-            seen = numbers.setdefault(span.type, {})
-            new = f"<{span.type}:{seen.setdefault(_normal(span.text), len(seen) + 1)}>"
+        if new is None or (mode == "surrogate" and new == value):
+            seen = numbers.get(type_)
+            if seen is None:
+                seen = numbers[type_] = {}
+            new = f"<{type_}:{seen.setdefault(_normal(value), len(seen) + 1)}>"
             if mode != "tag":
-                result.tagged[span.type] += 1
-        result.replaced[span.type] += 1
-        out.append(text[last:span.start])
+                tagged[type_] = tagged.get(type_, 0) + 1
+        replaced[type_] = replaced.get(type_, 0) + 1
+        out.append(text[last:start])
         out.append(new)
-        last = span.end
+        last = end
     out.append(text[last:])
+    result = Outcome("", Counter(replaced), Counter(tagged))
     result.text = "".join(out)
     return result
