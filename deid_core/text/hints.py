@@ -92,8 +92,10 @@ def hinted(note: Note, hints: Mapping[str, str], found_dates: list[Span]) -> lis
             out += _identifier(note, value, kind)
         else:
             out += _spans(note, value.lower(), kind)
-        if kind == "DATE" and (target := parse(value)) is not None:
-            out += [Span(s.start, s.end, "DATE", s.text, "hint", HINT) for s in found_dates
-                    if (p := parse(s.text)) is not None and (p.month, p.day) == (target.month, target.day)
-                    and p.year in (None, target.year)]
+        if kind == "DATE" and found_dates and (target := parse(value)) is not None:
+            month, day, year = target.month, target.day, target.year
+            for s in found_dates:
+                p = parse(s.text)
+                if p is not None and p.month == month and p.day == day and (p.year is None or p.year == year):
+                    out.append(Span(s.start, s.end, "DATE", s.text, "hint", HINT))
     return out

@@ -139,22 +139,17 @@ def _cued(note: Note) -> list[Span]:
 
 
 def _cue_names(text: str, m: re.Match, title: bool) -> list[Span]:
-    """The spans of the name words after a cue (``m``'s group 1), up to a listed eponym before its term."""
+    """The spans of the name words after a cue (``m``'s group 1), up to a listed eponym before its term.
+
+    Not cached by phrase: what follows a cue ("Thomas Reid at") is seldom met twice, and a cache of such
+    phrases keeps nested tuples that Python's garbage collector walks again and again."""
     offset = m.start(1)
-    spans, eponyms = _cue_template(m.group(1), title)
-    for i, end, word in eponyms:  # an eponym before its term ends the name
-        if _EPONYM_TAIL.match(text, offset + end):
-            return _name_words(offset, _cue_words(m.group(1), title)[:i], title, "cue")
-    return [make_span((offset + s, offset + e, type_, word, "cue", CUE)) for s, e, type_, word in spans]
-
-
-@lru_cache(maxsize=16384)
-def _cue_template(phrase: str, title: bool) -> tuple[tuple[tuple[int, int, str, str], ...], tuple[tuple[int, int, str], ...]]:
-    """The spans ``(start, end, type, word)`` of a cue's name words in ``phrase`` (as :func:`_name_words` types
-    them), and ``(index, end, word)`` of its listed eponyms, where the text after may end the name."""
-    words = _cue_words(phrase, title)
-    spans = tuple((s.start, s.end, s.type, s.text) for s in _name_words(0, words, title, "cue"))
-    return spans, tuple((i, end, word) for i, (_, end, word) in enumerate(words) if _flags(word) & EPONYM)
+    words = _cue_words(m.group(1), title)
+    for i, (_, end, word) in enumerate(words):
+        if _flags(word) & EPONYM and _EPONYM_TAIL.match(text, offset + end):  # an eponym before its term ends the name
+            words = words[:i]
+            break
+    return _name_words(offset, words, title, "cue")
 
 
 def _cue_words(phrase: str, title: bool) -> tuple[tuple[int, int, str], ...]:

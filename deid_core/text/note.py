@@ -59,7 +59,7 @@ class Note:
     def __repr__(self) -> str:
         return f"Note({self.text!r})"
 
-    def _scanned(self) -> list[list[tuple[int, int, int]]]:
+    def _scanned(self) -> tuple[tuple[tuple[int, int, int], ...], ...]:
         if not _ROUTES:
             _ROUTES.update(_routes())
         routes = _ROUTES
@@ -72,9 +72,12 @@ class Note:
                 word = (end - length, end, flags)
                 for i in route:
                     add[i](word)
-        return classes
+        # Kept as tuples: a tuple of tuples of numbers is untracked by Python's garbage collector at its first
+        # collection, where lists would stay tracked while the batch runs and be carried to the oldest generation
+        # (whose collections walk every object the process holds).
+        return tuple(map(tuple, classes))
 
-    def scan(self) -> list[list[tuple[int, int, int]]]:
+    def scan(self) -> tuple[tuple[tuple[int, int, int], ...], ...]:
         """In the automaton's one pass over the folded note, the words ``(start, end, flags)`` of each class of
         :data:`GATHERED` (the names for the name rules, the places for the place rules) and of each trigger class
         (the lists indexed as in :func:`_routes`); a word of none is passed over. Made once: at the first call
@@ -86,14 +89,14 @@ class Note:
             self._words = words = self._scanned()
             return words
 
-    def hits(self, flag: int) -> list[tuple[int, int, int]]:
+    def hits(self, flag: int) -> tuple[tuple[int, int, int], ...]:
         """The words ``(start, end, flags)`` of the trigger class ``flag`` (in order of start)."""
         try:
             return self._words[_TRIGGER_INDEX[flag]]
         except AttributeError:
             return self.scan()[_TRIGGER_INDEX[flag]]
 
-    def having(self, mask: int) -> list[tuple[int, int, int]]:
+    def having(self, mask: int) -> tuple[tuple[int, int, int], ...]:
         """The words ``(start, end, flags)`` with any class of ``mask``, one of :data:`GATHERED` (in order of
         start)."""
         try:

@@ -28,7 +28,7 @@ _MONTH_INDEX = {m: i + 1 for i, m in enumerate(MONTH_NAMES)} | {m[:3]: i + 1 for
 REFERENCE_YEAR = 2000  # a leap year: a date written without its year is shifted within it
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class WrittenDate:
     """A date of a note: its parts (``None`` when not written) and where each part sits in ``text``."""
 
