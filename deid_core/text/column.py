@@ -6,6 +6,7 @@ of the note alone), then transformed one by one. A large column may be shared ou
 consecutive slices: every note is done alone, so the output is the same, in the same order."""
 from __future__ import annotations
 
+import gc
 import multiprocessing
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
@@ -80,7 +81,9 @@ def deidentify_notes(notes: Sequence[object], mode: str, *, hints: Iterable[Mapp
     # the server imports the detector (its lists) once, and every worker forks from it with them loaded
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(["deid_core.text.detect"])
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+    # each worker, a process of its own, leaves what it loaded at start out of the collector's walks (gc.freeze:
+    # deid_core.cli.text.settle says why)
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=gc.freeze) as pool:
         for part in pool.map(_slice, ((notes[a:b], mode, rows[a:b], ids[a:b], surrogates) for a, b in bounds)):
             result.add(part)  # map keeps the order of the slices
     return result
