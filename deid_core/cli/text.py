@@ -10,7 +10,9 @@ from __future__ import annotations
 import argparse
 import gc
 import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 from ..errors import DeidInputError
 from .masking import KEY_HELP, owner_key
@@ -53,16 +55,25 @@ def refuse_binary(path: str) -> None:
         raise DeidInputError(f"cannot read {path!r}: a binary file, not CSV text")
 
 
-def settle() -> None:
-    """Load the detector's lists now and leave every object this process holds so far (the modules, the lists,
-    some 60,000 objects that live as long as the process) out of the garbage collector's walks (``gc.freeze``):
-    each collection of its oldest generation walks every object not frozen, and the notes' spans bring one on
-    every few thousand notes. About 5 % of ``deid text``'s time on a column (docs/text.md, "Measured"). The
-    command owns its process; the library leaves the collector alone."""
+@contextmanager
+def settled() -> Iterator[None]:
+    """Load the detector's lists now and, while the block runs, leave every object this process holds so far (the
+    modules, the lists: some 60,000 objects that outlive the block) out of the garbage collector's walks
+    (``gc.freeze``): each collection of its oldest generation walks every object not frozen, and the notes' spans
+    bring one on every few thousand notes. About 5 % of ``deid text``'s time on a column (docs/text.md,
+    "Measured"). Undone after the block (``gc.unfreeze``), so a caller of the command in its own process keeps its
+    collector as it was; a process that already keeps frozen objects is left as it is."""
     from ..text import detect
 
     detect("Dr. Smith seen 2/03.")
+    if gc.get_freeze_count():  # the process's owner froze objects of its own: that choice stands
+        yield
+        return
     gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 def cmd_text(args: argparse.Namespace) -> int:
@@ -76,12 +87,12 @@ def cmd_text(args: argparse.Namespace) -> int:
     if args.workers < 1:
         raise DeidInputError(f"--workers must be 1 or more, got {args.workers}")
     refuse_binary(args.input)
-    settle()
-    t0 = time.perf_counter()
-    patient_column = args.patient or hint_columns.get("mrn")
-    result = deidentify_table(args.input, args.column, args.out, args.mode, hint_columns=hint_columns,
-                              patient_column=patient_column, workers=args.workers,
-                              surrogates=Surrogates(key) if args.mode == "surrogate" else None)
+    with settled():
+        t0 = time.perf_counter()
+        patient_column = args.patient or hint_columns.get("mrn")
+        result = deidentify_table(args.input, args.column, args.out, args.mode, hint_columns=hint_columns,
+                                  patient_column=patient_column, workers=args.workers,
+                                  surrogates=Surrogates(key) if args.mode == "surrogate" else None)
     seconds = time.perf_counter() - t0
     report = {"input": str(args.input), "column": args.column, "mode": args.mode, "hints": hint_columns,
               "date_shift_key": patient_column or "row number", **result.summary(), "seconds": round(seconds, 3),

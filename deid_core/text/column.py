@@ -82,7 +82,7 @@ def deidentify_notes(notes: Sequence[object], mode: str, *, hints: Iterable[Mapp
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(["deid_core.text.detect"])
     # each worker, a process of its own, leaves what it loaded at start out of the collector's walks (gc.freeze:
-    # deid_core.cli.text.settle says why)
+    # deid_core.cli.text.settled says why)
     with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=gc.freeze) as pool:
         for part in pool.map(_slice, ((notes[a:b], mode, rows[a:b], ids[a:b], surrogates) for a, b in bounds)):
             result.add(part)  # map keeps the order of the slices

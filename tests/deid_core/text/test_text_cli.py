@@ -99,3 +99,26 @@ def test_workers_give_the_same_column_in_the_same_order(monkeypatch, tmp_path):
                  "--mode", "tag", "--workers", "2"]) == 0
     assert main(["text", "--input", str(NOTES / "notes_sample.csv"), "--column", "note", "--out", str(out),
                  "--mode", "tag", "--workers", "0"]) == 2
+
+
+def test_the_command_leaves_its_callers_garbage_collector_as_it_was(table, tmp_path, monkeypatch):
+    """``deid text`` freezes what its process holds out of the collector's walks while it runs (docs/text.md,
+    "Measured"), and undoes it: a caller running the command in its own process, with or without objects it froze
+    itself, finds the collector as it left it."""
+    import gc
+
+    frozen = []
+    real_freeze = gc.freeze
+    monkeypatch.setattr(gc, "freeze", lambda: (real_freeze(), frozen.append(gc.get_freeze_count())))
+    assert gc.get_freeze_count() == 0
+    assert main(["text", "--input", str(table), "--column", "note", "--out", str(tmp_path / "a.csv"), "--mode", "tag"]) == 0
+    assert frozen and frozen[0] > 0 and gc.get_freeze_count() == 0  # frozen while it ran, not after
+    real_freeze()
+    try:
+        mine = gc.get_freeze_count()
+        frozen.clear()
+        assert main(["text", "--input", str(table), "--column", "note", "--out", str(tmp_path / "b.csv"),
+                     "--mode", "tag"]) == 0
+        assert not frozen and gc.get_freeze_count() == mine  # the caller's own frozen objects: left as they were
+    finally:
+        gc.unfreeze()
