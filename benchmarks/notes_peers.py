@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 from benchmarks.notes_corpus import generate, write
-from deid_core.text import detect, detect_many, transform
+from deid_core.text import detect, detect_many
 from deid_core.text.evaluate import evaluate
 
 PLAIN_SCAN = re.compile(r"\w+")
@@ -71,7 +71,7 @@ def ours(notes: list[dict], hints: bool) -> tuple[list[dict], float]:
 
 FIRST_PASS_RUN = r'''
 import json, sys, time
-from deid_core.text import detect, detect_many, transform
+from deid_core.text import detect, detect_many
 notes = [json.loads(line) for line in open(sys.argv[1], encoding="utf-8")]
 way = sys.argv[2]
 texts = [n["text"] for n in notes]

@@ -40,8 +40,8 @@ def detect_many(texts: Sequence[str], hints: Sequence[Mapping[str, object] | Non
     elif len(hints) != len(texts):
         raise DeidInputError(f"{len(texts)} texts but {len(hints)} rows of hints")
     out: list[list[Span]] = [[] for _ in texts]
-    for places, batch in _batches(texts, hints):
-        for place, spans in zip(places, _batch(batch)):
+    for positions, batch in _batches(texts, hints):
+        for place, spans in zip(positions, _batch(batch)):
             out[place] = spans
     return out
 
@@ -49,8 +49,8 @@ def detect_many(texts: Sequence[str], hints: Sequence[Mapping[str, object] | Non
 def _batches(texts: Sequence[str], hints: Sequence[Mapping[str, object] | None]
              ) -> Iterator[tuple[list[int], list[tuple[Note, dict[str, str]]]]]:
     """The notes to search (a blank text has no spans) with their checked hints, in batches of about
-    :data:`BATCH_CHARS` characters, each with the notes' places in ``texts``."""
-    places: list[int] = []
+    :data:`BATCH_CHARS` characters, each with the notes' positions in ``texts``."""
+    positions: list[int] = []
     batch: list[tuple[Note, dict[str, str]]] = []
     chars = 0
     for at, (text, given) in enumerate(zip(texts, hints)):
@@ -59,14 +59,14 @@ def _batches(texts: Sequence[str], hints: Sequence[Mapping[str, object] | None]
         given = check_hints(given)
         if not text.strip():
             continue
-        places.append(at)
+        positions.append(at)
         batch.append((Note(text), given))
         chars += len(text)
         if chars >= BATCH_CHARS:
-            yield places, batch
-            places, batch, chars = [], [], 0
+            yield positions, batch
+            positions, batch, chars = [], [], 0
     if batch:
-        yield places, batch
+        yield positions, batch
 
 
 def _batch(batch: list[tuple[Note, dict[str, str]]]) -> list[list[Span]]:

@@ -208,6 +208,4 @@ def transform(text: str, spans: Sequence[Span], mode: str, *, surrogates: Surrog
         out.append(new)
         last = end
     out.append(text[last:])
-    result = Outcome("", Counter(replaced), Counter(tagged))
-    result.text = "".join(out)
-    return result
+    return Outcome("".join(out), Counter(replaced), Counter(tagged))
