@@ -12,7 +12,7 @@ from typing import Callable, Sequence
 
 from common.cli import Expected, OneLineParser, UsageError, run
 from ..errors import DeidInputError, ParameterError
-from . import commands, geo, longitudinal, masking, pdf, search, subsample, text, ui, utility
+from . import commands, geo, longitudinal, masking, pdf, search, subsample, text, text_evaluate, ui, utility
 from .options import flagged
 
 EXIT_BAD_INPUT = 2
@@ -40,7 +40,8 @@ EXTRA_COMMANDS: dict[str, Callable[[argparse._SubParsersAction], None]] = {"sear
                                                                           "utility": utility.register,
                                                                           "ui": ui.register,
                                                                           "pdf": pdf.register,
-                                                                          "text": text.register}
+                                                                          "text": text.register,
+                                                                          "text-evaluate": text_evaluate.register}
 
 
 def build_parser() -> argparse.ArgumentParser:
