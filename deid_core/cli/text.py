@@ -1,5 +1,5 @@
-"""``deid text``: de-identify a notes column of a CSV or Parquet table (redact, tag, surrogate, generalize;
-docs/text.md).
+"""``deid text``: de-identify a notes column of a CSV or Parquet table, or a folder of ``.txt`` notes (redact, tag,
+surrogate, generalize; docs/text.md).
 
 Every other column is written unchanged, as read (as text: ``007`` keeps its zeros); the table is streamed in
 chunks of rows (:mod:`deid_core.text.table`) and the output moved into place only at the end, so memory stays
@@ -76,30 +76,62 @@ def settled() -> Iterator[None]:
         gc.unfreeze()
 
 
+def _layout(args: argparse.Namespace) -> bool:
+    """Whether the command de-identifies a folder (``--input-dir``, ``--out-dir``) rather than a table
+    (``--input``, ``--column``, ``--out``); a mix of the two is refused naming the flag out of place."""
+    from ..text.folder import PATIENT_KEYS
+
+    folder = args.input_dir is not None or args.out_dir is not None
+    wanted, other = (("--input-dir", "--out-dir"), ("--input", "--column", "--out", "--hints")) if folder else (
+        ("--input", "--column", "--out"), ())
+    for flag in wanted:
+        if getattr(args, flag[2:].replace("-", "_")) is None:
+            raise DeidInputError(f"deid text needs {flag} (a table: --input, --column, --out; a folder of .txt notes: "
+                                 "--input-dir, --out-dir)")
+    for flag in other:
+        if getattr(args, flag[2:].replace("-", "_")) is not None:
+            raise DeidInputError(f"{flag} is for a table, not a folder of notes (--input-dir)")
+    if folder and args.patient not in (None, *PATIENT_KEYS):
+        raise DeidInputError(f"--patient with --input-dir is one of {', '.join(PATIENT_KEYS)}, got {args.patient!r}")
+    return folder
+
+
 def cmd_text(args: argparse.Namespace) -> int:
     from ..io import write_json
+    from ..text.folder import deidentify_folder
     from ..text.table import deidentify_table
     from ..text.transforms import Surrogates
 
+    folder = _layout(args)
+    source, target = (args.input_dir, args.out_dir) if folder else (args.input, args.out)
     guard_outputs([args.input, args.key_file], [args.out, args.report])
     hint_columns = parse_hints(args.hints)
     key = owner_key(args.key_file, required=args.mode == "surrogate")
     if args.workers < 1:
         raise DeidInputError(f"--workers must be 1 or more, got {args.workers}")
-    refuse_binary(args.input)
+    if folder and args.report and Path(args.input_dir).resolve() in Path(args.report).resolve().parents:
+        raise DeidInputError(f"--report {args.report!r} is inside the input folder, which is never written to")
+    if not folder:
+        refuse_binary(args.input)
+    surrogates = Surrogates(key) if args.mode == "surrogate" else None
     with settled():
         t0 = time.perf_counter()
-        patient_column = args.patient or hint_columns.get("mrn")
-        result = deidentify_table(args.input, args.column, args.out, args.mode, hint_columns=hint_columns,
-                                  patient_column=patient_column, workers=args.workers,
-                                  surrogates=Surrogates(key) if args.mode == "surrogate" else None)
+        if folder:
+            date_shift_key = args.patient or "file"
+            result = deidentify_folder(source, target, args.mode, patient=date_shift_key, surrogates=surrogates,
+                                       workers=args.workers)
+        else:
+            date_shift_key = args.patient or hint_columns.get("mrn")
+            result = deidentify_table(source, args.column, target, args.mode, hint_columns=hint_columns,
+                                      patient_column=date_shift_key, workers=args.workers, surrogates=surrogates)
     seconds = time.perf_counter() - t0
-    report = {"input": str(args.input), "column": args.column, "mode": args.mode, "hints": hint_columns,
-              "date_shift_key": patient_column or "row number", **result.summary(), "seconds": round(seconds, 3),
+    where = {"input_dir": str(source)} if folder else {"input": str(source), "column": args.column}
+    report = {**where, "mode": args.mode, "hints": hint_columns,
+              "date_shift_key": date_shift_key or "row number", **result.summary(), "seconds": round(seconds, 3),
               "workers": args.workers}
     if args.report:
         write_json(report, args.report)
-    summary_line("text", [args.out, args.report], f"{result.documents} notes, {sum(result.found.values())} PHI spans "
+    summary_line("text", [target, args.report], f"{result.documents} notes, {sum(result.found.values())} PHI spans "
                  f"replaced ({args.mode}), {sum(result.tagged.values())} tagged without a surrogate")
     return 0
 
@@ -108,10 +140,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     """``deid text``."""
     from ..text.transforms import MODES
 
-    p = sub.add_parser("text", help="de-identify a free-text column (clinical notes) of a CSV or Parquet table")
-    p.add_argument("--input", required=True, help="the table (CSV or .parquet); every value is read as text")
-    p.add_argument("--column", required=True, help="the column holding the notes")
-    p.add_argument("--out", required=True, help="the table written (CSV or .parquet), other columns unchanged")
+    p = sub.add_parser("text", help="de-identify a free-text column (clinical notes) of a CSV or Parquet table, or a "
+                                    "folder of .txt notes")
+    p.add_argument("--input", help="the table (CSV or .parquet); every value is read as text")
+    p.add_argument("--column", help="the column holding the notes")
+    p.add_argument("--out", help="the table written (CSV or .parquet), other columns unchanged")
+    p.add_argument("--input-dir", metavar="DIR",
+                   help="instead of a table: a folder of notes, one per .txt file (subfolders included), read as "
+                        "written")
+    p.add_argument("--out-dir", metavar="DIR",
+                   help="with --input-dir: the folder written, each note at the same path (it must not exist yet)")
     p.add_argument("--mode", required=True, choices=MODES,
                    help="redact: ***; tag: <LAST_NAME:1>; surrogate: realistic keyed replacements (needs a key); "
                         "generalize: dates to year, ages over 89 to 90+, ZIP to 3 digits, the rest tagged")
@@ -120,7 +158,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "e.g. name=patient_name,mrn=mrn,dob=birth_date")
     p.add_argument("--patient", metavar="COL",
                    help="the patient id column keying the date shift of surrogate mode (default: the mrn hint "
-                        "column, else the row number)")
+                        "column, else the row number); with --input-dir, file or folder: the file, or the folder "
+                        "holding it, keys the shift (default: file)")
     p.add_argument("--key-file", help=KEY_HELP)
     p.add_argument("--report", help="JSON: notes, PHI spans per type, values tagged for want of a surrogate")
     p.add_argument("--workers", type=int, default=1, metavar="N",
