@@ -214,8 +214,8 @@ def _credential_leads(text: str):
 
 
 def _last_first(note: Note) -> list[Span]:
-    """"Villegas, Yosef": two name words around a comma, at least one listed or after a "Name:" label (with a
-    middle initial after)."""
+    """"Villegas, Yosef": two name words around a comma (with a middle initial after), both listed, or capitalized
+    with one listed, or after a "Name:" label in any case."""
     out = []
     text = note.text
     for start, comma, m in _comma_pairs(text):
@@ -225,7 +225,8 @@ def _last_first(note: Note) -> list[Span]:
             continue
         listed = (kl == LISTED) + (kf == LISTED)
         capital = last[0].isupper() and first[0].isupper()
-        if listed == 2 or capital and (listed or _LABEL.search(text, max(0, start - 12), start)):
+        # after a "Name:" label in any case ("Name: villegas, yosef"): neither word is English (tested above)
+        if listed == 2 or capital and listed or _LABEL.search(text, max(0, start - 12), start):
             out.append(Span(start, comma, "LAST_NAME", last, "last-first", CUE))
             out.append(Span(m.start(1), m.end(1), "FIRST_NAME", first, "last-first", CUE))
             if m.group(2):

@@ -25,6 +25,13 @@ def test_the_misses_of_other_tools_are_found():
             ("2/03", "DATE"), ("the third of July", "DATE"), ("Jan '19", "DATE")} <= got
 
 
+def test_lastname_firstname_after_a_name_label_in_lower_case():
+    """Both words of "villegas, yosef" after "Name:" (neither listed, neither capitalized): before, the cue found
+    the surname and the first name leaked; two English words after a label are still no name."""
+    assert {("villegas", "LAST_NAME"), ("yosef", "FIRST_NAME")} <= found("Name: villegas, yosef  DOB: 2/03/1950")
+    assert found("Name: pending, will call back") == set()
+
+
 def test_eponyms_scores_and_lookalike_codes_are_not_flagged():
     note = ("History of Huntington's disease and Parkinson's disease. Apgar 9. G2P1A1. C6C7T1 and S1S2S4 noted. "
             "Foley catheter placed. Murphy's sign negative, Babinski sign absent, Bankart lesion. BP 120/80, "
