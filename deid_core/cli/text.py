@@ -99,6 +99,7 @@ def _layout(args: argparse.Namespace) -> bool:
 def cmd_text(args: argparse.Namespace) -> int:
     from ..io import write_json
     from ..text.folder import deidentify_folder
+    from ..text.second_pass import SecondPass
     from ..text.table import deidentify_table
     from ..text.transforms import Surrogates
 
@@ -114,19 +115,21 @@ def cmd_text(args: argparse.Namespace) -> int:
     if not folder:
         refuse_binary(args.input)
     surrogates = Surrogates(key) if args.mode == "surrogate" else None
+    second_pass = SecondPass(args.second_pass) if args.second_pass else None
     with settled():
         t0 = time.perf_counter()
         if folder:
             date_shift_key = args.patient or "file"
             result = deidentify_folder(source, target, args.mode, patient=date_shift_key, surrogates=surrogates,
-                                       workers=args.workers)
+                                       workers=args.workers, second_pass=second_pass)
         else:
             date_shift_key = args.patient or hint_columns.get("mrn")
             result = deidentify_table(source, args.column, target, args.mode, hint_columns=hint_columns,
-                                      patient_column=date_shift_key, workers=args.workers, surrogates=surrogates)
+                                      patient_column=date_shift_key, workers=args.workers, surrogates=surrogates,
+                                      second_pass=second_pass)
     seconds = time.perf_counter() - t0
     where = {"input_dir": str(source)} if folder else {"input": str(source), "column": args.column}
-    report = {**where, "mode": args.mode, "hints": hint_columns,
+    report = {**where, "mode": args.mode, "hints": hint_columns, "second_pass": args.second_pass,
               "date_shift_key": date_shift_key or "row number", **result.summary(), "seconds": round(seconds, 3),
               "workers": args.workers}
     if args.report:
@@ -162,6 +165,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "holding it, keys the shift (default: file)")
     p.add_argument("--key-file", help=KEY_HELP)
     p.add_argument("--report", help="JSON: notes, PHI spans per type, values tagged for want of a surrogate")
+    p.add_argument("--second-pass", metavar="MODULE:FUNCTION",
+                   help="your function that rejects detections to raise precision (docs/text.md, \"A second pass\"): "
+                        "module:function or file.py:function; off unless given")
     p.add_argument("--workers", type=int, default=1, metavar="N",
                    help="processes sharing a column of 1 MB of notes or more, in consecutive slices (the output is "
                         "the same, in the same order)")

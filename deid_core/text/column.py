@@ -16,6 +16,7 @@ from typing import Iterable, Mapping, Sequence
 
 from ..errors import DeidInputError
 from .detect import detect_many
+from .second_pass import SecondPass
 from .transforms import Surrogates, transform
 
 #: Below this many characters of notes a column is done in this process (starting workers costs more).
@@ -37,10 +38,15 @@ class ColumnResult:
     characters: int = 0
     found: Counter = field(default_factory=Counter)
     tagged: Counter = field(default_factory=Counter)
+    #: Spans the second pass rejected, per type (:mod:`deid_core.text.second_pass`; empty without one).
+    rejected: Counter = field(default_factory=Counter)
 
     def summary(self) -> dict:
-        return {"documents": self.documents, "documents_with_phi": self.with_phi, "characters": self.characters,
-                "found": dict(sorted(self.found.items())), "tagged_without_surrogate": dict(sorted(self.tagged.items()))}
+        out = {"documents": self.documents, "documents_with_phi": self.with_phi, "characters": self.characters,
+               "found": dict(sorted(self.found.items())), "tagged_without_surrogate": dict(sorted(self.tagged.items()))}
+        if self.rejected:
+            out["rejected_by_second_pass"] = dict(sorted(self.rejected.items()))
+        return out
 
     def add(self, other: "ColumnResult") -> None:
         """``other``'s notes after these, its counts added."""
@@ -50,15 +56,17 @@ class ColumnResult:
         self.characters += other.characters
         self.found.update(other.found)
         self.tagged.update(other.tagged)
+        self.rejected.update(other.rejected)
 
 
 def deidentify_notes(notes: Sequence[object], mode: str, *, hints: Iterable[Mapping[str, object]] | None = None,
                      patients: Sequence[str] | None = None, surrogates: Surrogates | None = None, workers: int = 1,
-                     parallel_from: int = PARALLEL_FROM_CHARS) -> ColumnResult:
+                     parallel_from: int = PARALLEL_FROM_CHARS, second_pass: SecondPass | None = None) -> ColumnResult:
     """Each note (a string; anything else is a missing note, kept missing) transformed by ``mode``; ``hints``
     gives each row's hint values, ``patients`` each row's patient id (the date-shift key of ``surrogate``;
-    the row number without). With ``workers`` > 1 and at least ``parallel_from`` characters of notes, slices
-    of the column go to that many processes; the result is the same."""
+    the row number without); ``second_pass`` may reject spans before they are replaced. With ``workers`` > 1
+    and at least ``parallel_from`` characters of notes, slices of the column go to that many processes; the
+    result is the same."""
     notes = list(notes)
     rows = list(hints) if hints is not None else [{}] * len(notes)
     ids = list(patients) if patients else [str(i) for i in range(len(notes))]
@@ -66,7 +74,7 @@ def deidentify_notes(notes: Sequence[object], mode: str, *, hints: Iterable[Mapp
         raise DeidInputError(f"{len(notes)} notes but {len(rows)} rows of hints and {len(ids)} patient ids")
     sizes = [len(n) if isinstance(n, str) else 0 for n in notes]
     if workers <= 1 or sum(sizes) < parallel_from:
-        return _slice((notes, mode, rows, ids, surrogates))
+        return _slice((notes, mode, rows, ids, surrogates, second_pass))
     bounds, start, chars = [], 0, 0
     for i, size in enumerate(sizes):
         chars += size
@@ -84,18 +92,23 @@ def deidentify_notes(notes: Sequence[object], mode: str, *, hints: Iterable[Mapp
     # each worker, a process of its own, leaves what it loaded at start out of the collector's walks (gc.freeze:
     # deid_core.cli.text.settled says why)
     with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=gc.freeze) as pool:
-        for part in pool.map(_slice, ((notes[a:b], mode, rows[a:b], ids[a:b], surrogates) for a, b in bounds)):
+        for part in pool.map(_slice, ((notes[a:b], mode, rows[a:b], ids[a:b], surrogates, second_pass) for a, b in bounds)):
             result.add(part)  # map keeps the order of the slices
     return result
 
 
 def _slice(job: tuple) -> ColumnResult:
-    notes, mode, rows, ids, surrogates = job
+    notes, mode, rows, ids, surrogates, second_pass = job
     result = ColumnResult([])
     for first in range(0, len(notes), DETECT_ROWS):
         part = range(first, min(first + DETECT_ROWS, len(notes)))
         present = [i for i in part if isinstance(notes[i], str)]
-        found = dict(zip(present, detect_many([notes[i] for i in present], [rows[i] for i in present])))
+        texts = [notes[i] for i in present]
+        spans_found = detect_many(texts, [rows[i] for i in present])
+        if second_pass is not None:
+            spans_found, rejected = second_pass.filter(texts, spans_found)
+            result.rejected.update(rejected)
+        found = dict(zip(present, spans_found))
         found_types: list[str] = []
         for i in part:
             note = notes[i]

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ..errors import DeidInputError, ParameterError, literal
 from .column import DETECT_ROWS, ColumnResult, deidentify_notes
+from .second_pass import SecondPass
 from .transforms import Surrogates
 
 #: What keys a note's date shift: the file itself, or the folder holding it.
@@ -38,9 +39,10 @@ def note_files(source: Path) -> list[Path]:
 
 def deidentify_folder(source: str | Path, out: str | Path, mode: str, *, patient: str = "file",
                       surrogates: Surrogates | None = None, workers: int = 1,
-                      chunk_files: int = CHUNK_FILES) -> ColumnResult:
+                      chunk_files: int = CHUNK_FILES, second_pass: SecondPass | None = None) -> ColumnResult:
     """Every ``.txt`` note under ``source`` de-identified by ``mode`` into ``out`` (a folder that must not exist
-    yet, outside ``source``), at the same relative path. Returns the counts (no notes)."""
+    yet, outside ``source``), at the same relative path; ``second_pass`` may reject spans
+    (:mod:`deid_core.text.second_pass`). Returns the counts (no notes)."""
     source, out = Path(source), Path(out)
     if patient not in PATIENT_KEYS:
         raise ParameterError("{patient} must be one of " + ", ".join(PATIENT_KEYS) + f", got {literal(repr(patient))}",
@@ -58,7 +60,8 @@ def deidentify_folder(source: str | Path, out: str | Path, mode: str, *, patient
             names = files[first:first + chunk_files]
             notes = [_read(source, name) for name in names]
             keys = [(name.parent if patient == "folder" else name.with_suffix("")).as_posix() for name in names]
-            part = deidentify_notes(notes, mode, patients=keys, surrogates=surrogates, workers=workers)
+            part = deidentify_notes(notes, mode, patients=keys, surrogates=surrogates, workers=workers,
+                                    second_pass=second_pass)
             for name, text in zip(names, part.notes):
                 target = work / name
                 target.parent.mkdir(parents=True, exist_ok=True)

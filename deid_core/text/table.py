@@ -25,6 +25,7 @@ from ..errors import DeidInputError
 from ..io import _csv_layout, _not_utf8, _parquet_text, _trimmed_header, csv_read_options, is_parquet, require_records
 from ..vocabulary import SUPPRESSED
 from .column import ColumnResult, deidentify_notes
+from .second_pass import SecondPass
 from .transforms import Surrogates
 
 #: Rows of the table read, de-identified and written at a time.
@@ -34,10 +35,11 @@ CHUNK_ROWS = 5_000
 def deidentify_table(source: str | Path, column: str, out: str | Path, mode: str, *,
                      hint_columns: Mapping[str, str] | None = None, patient_column: str | None = None,
                      surrogates: Surrogates | None = None, workers: int = 1,
-                     chunk_rows: int = CHUNK_ROWS) -> ColumnResult:
+                     chunk_rows: int = CHUNK_ROWS, second_pass: SecondPass | None = None) -> ColumnResult:
     """``source``'s ``column`` de-identified by ``mode`` into ``out`` (CSV or Parquet, by suffix), every other
     column as read; ``hint_columns`` maps hint keys to the columns of the same row searched first,
-    ``patient_column`` keys the date shift (else the row number). Returns the counts (no notes)."""
+    ``patient_column`` keys the date shift (else the row number); ``second_pass`` may reject spans
+    (:mod:`deid_core.text.second_pass`). Returns the counts (no notes)."""
     if chunk_rows < 1:
         raise ValueError(f"chunk_rows must be 1 or more, got {chunk_rows}")
     hint_columns = dict(hint_columns or {})
@@ -58,7 +60,7 @@ def deidentify_table(source: str | Path, column: str, out: str | Path, mode: str
                 patients = ([v if isinstance(v, str) else "" for v in df[patient_column].tolist()] if patient_column
                             else [str(i) for i in range(rows, rows + len(df))])
                 part = deidentify_notes(df[column].tolist(), mode, hints=hints, patients=patients,
-                                        surrogates=surrogates, workers=workers)
+                                        surrogates=surrogates, workers=workers, second_pass=second_pass)
                 df[column] = part.notes
                 write(df)
                 part.notes = []
