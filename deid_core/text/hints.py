@@ -10,7 +10,7 @@ from typing import Mapping
 from ..errors import DeidInputError
 from .note import Note
 from .spans import HINT, Span
-from .textdates import parse
+from .textdates import may_fall_on, parse
 
 #: The hint keys and the PHI type their values have (``name`` is split into first, middle and last).
 KEYS = {"name": "NAME", "first_name": "FIRST_NAME", "last_name": "LAST_NAME", "mrn": "MRN", "dob": "DATE",
@@ -95,6 +95,8 @@ def hinted(note: Note, hints: Mapping[str, str], found_dates: list[Span]) -> lis
         if kind == "DATE" and found_dates and (target := parse(value)) is not None:
             month, day, year = target.month, target.day, target.year
             for s in found_dates:
+                if day is not None and not may_fall_on(s.text, day):  # most of a note's dates: not parsed
+                    continue
                 p = parse(s.text)
                 if p is not None and p.month == month and p.day == day and (p.year is None or p.year == year):
                     out.append(Span(s.start, s.end, "DATE", s.text, "hint", HINT))

@@ -192,3 +192,30 @@ def test_patterns_tried_only_where_a_capital_begins_a_word_find_what_the_window_
             want = [m.span() for m in note.around(pattern, anchors, before, after, False)]
             got = [m.span() for m in note.around(pattern, anchors, before, after, False, _CAPITAL_START)]
             assert got == want, (text, anchors, pattern.pattern[:30])
+
+
+def test_a_date_falls_on_a_day_only_where_the_substring_test_says_it_may():
+    """A date-of-birth hint parses a note's dates only where :func:`may_fall_on` says the day may be in them: every
+    written form the recognizers find, on every day, the test lets through every date of that day."""
+    import datetime as dt
+
+    from deid_core.text.textdates import may_fall_on, parse
+
+    forms = ["{m}/{d}/{Y}", "{m:02d}/{d:02d}/{y:02d}", "{Y}-{m:02d}-{d:02d}", "{d} {B} {Y}", "{B} {d}, {Y}",
+             "{b}. {d}", "{B} {d}{sfx}", "the {ord} of {B}", "{B} the {ord}", "{m}/{d}", "{d:02d}.{m:02d}.{Y}",
+             "{B} {Y}", "{b} '{y:02d}", "the {d}{sfx} of {B}, {Y}"]
+    from deid_core.text.textdates import _ORDINALS
+    words = {d: w for w, d in _ORDINALS.items()}
+    checked = 0
+    for day in range(1, 32):
+        date = dt.date(2019, 1 if day > 28 else 2, day) if day > 28 else dt.date(2019, 3, day)
+        sfx = "th" if 11 <= day <= 13 else {1: "st", 2: "nd", 3: "rd"}.get(day % 10, "th")
+        for form in forms:
+            text = form.format(m=date.month, d=day, Y=date.year, y=date.year % 100, B=date.strftime("%B"),
+                               b=date.strftime("%b"), sfx=sfx, ord=words[day])
+            p = parse(text)
+            for other in range(1, 32):
+                if p is not None and p.day == other:
+                    assert may_fall_on(text, other), (text, other)
+                    checked += 1
+    assert checked > 300
