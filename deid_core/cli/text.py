@@ -100,7 +100,9 @@ def cmd_text(args: argparse.Namespace) -> int:
     from ..io import write_json
     from ..text.folder import deidentify_folder
     from ..text.second_pass import SecondPass
-    from ..text.table import deidentify_table
+    from tqdm import tqdm
+
+    from ..text.table import deidentify_table, table_rows
     from ..text.transforms import Surrogates
 
     folder = _layout(args)
@@ -116,17 +118,25 @@ def cmd_text(args: argparse.Namespace) -> int:
         refuse_binary(args.input)
     surrogates = Surrogates(key) if args.mode == "surrogate" else None
     second_pass = SecondPass(args.second_pass) if args.second_pass else None
-    with settled():
+    # notes done, shown after two seconds (an estimate of the time left only where the count of notes is known
+    # before they are read: a folder's files, a Parquet table's rows)
+    with settled(), tqdm(total=None if folder else table_rows(source), unit="note", delay=2, leave=False,
+                         desc="deid text") as bar:
         t0 = time.perf_counter()
         if folder:
             date_shift_key = args.patient or "file"
+
+            def progress(done: int, files: int) -> None:
+                bar.total = files
+                bar.update(done - bar.n)
+
             result = deidentify_folder(source, target, args.mode, patient=date_shift_key, surrogates=surrogates,
-                                       workers=args.workers, second_pass=second_pass)
+                                       workers=args.workers, second_pass=second_pass, progress=progress)
         else:
             date_shift_key = args.patient or hint_columns.get("mrn")
             result = deidentify_table(source, args.column, target, args.mode, hint_columns=hint_columns,
                                       patient_column=date_shift_key, workers=args.workers, surrogates=surrogates,
-                                      second_pass=second_pass)
+                                      second_pass=second_pass, progress=lambda done: bar.update(done - bar.n))
     seconds = time.perf_counter() - t0
     where = {"input_dir": str(source)} if folder else {"input": str(source), "column": args.column}
     report = {**where, "mode": args.mode, "hints": hint_columns, "second_pass": args.second_pass,

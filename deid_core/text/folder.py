@@ -12,6 +12,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Callable
 
 from ..errors import DeidInputError, ParameterError, literal
 from .column import DETECT_ROWS, ColumnResult, deidentify_notes
@@ -39,10 +40,12 @@ def note_files(source: Path) -> list[Path]:
 
 def deidentify_folder(source: str | Path, out: str | Path, mode: str, *, patient: str = "file",
                       surrogates: Surrogates | None = None, workers: int = 1,
-                      chunk_files: int = CHUNK_FILES, second_pass: SecondPass | None = None) -> ColumnResult:
+                      chunk_files: int = CHUNK_FILES, second_pass: SecondPass | None = None,
+                      progress: Callable[[int, int], None] | None = None) -> ColumnResult:
     """Every ``.txt`` note under ``source`` de-identified by ``mode`` into ``out`` (a folder that must not exist
     yet, outside ``source``), at the same relative path; ``second_pass`` may reject spans
-    (:mod:`deid_core.text.second_pass`). Returns the counts (no notes)."""
+    (:mod:`deid_core.text.second_pass`); ``progress`` is called with the files done and the files in all after
+    each chunk. Returns the counts (no notes)."""
     source, out = Path(source), Path(out)
     if patient not in PATIENT_KEYS:
         raise ParameterError("{patient} must be one of " + ", ".join(PATIENT_KEYS) + f", got {literal(repr(patient))}",
@@ -69,6 +72,8 @@ def deidentify_folder(source: str | Path, out: str | Path, mode: str, *, patient
                     f.write(text)
             part.notes = []
             total.add(part)
+            if progress is not None:
+                progress(first + len(names), len(files))
         work.rename(out)
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)

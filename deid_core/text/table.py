@@ -16,7 +16,7 @@ import lzma
 import tempfile
 import zipfile
 from pathlib import Path
-from typing import Iterator, Mapping
+from typing import Callable, Iterator, Mapping
 
 import pandas as pd
 
@@ -35,11 +35,13 @@ CHUNK_ROWS = 5_000
 def deidentify_table(source: str | Path, column: str, out: str | Path, mode: str, *,
                      hint_columns: Mapping[str, str] | None = None, patient_column: str | None = None,
                      surrogates: Surrogates | None = None, workers: int = 1,
-                     chunk_rows: int = CHUNK_ROWS, second_pass: SecondPass | None = None) -> ColumnResult:
+                     chunk_rows: int = CHUNK_ROWS, second_pass: SecondPass | None = None,
+                     progress: Callable[[int], None] | None = None) -> ColumnResult:
     """``source``'s ``column`` de-identified by ``mode`` into ``out`` (CSV or Parquet, by suffix), every other
     column as read; ``hint_columns`` maps hint keys to the columns of the same row searched first,
     ``patient_column`` keys the date shift (else the row number); ``second_pass`` may reject spans
-    (:mod:`deid_core.text.second_pass`). Returns the counts (no notes)."""
+    (:mod:`deid_core.text.second_pass`); ``progress`` is called with the rows done after each chunk. Returns
+    the counts (no notes)."""
     if chunk_rows < 1:
         raise ValueError(f"chunk_rows must be 1 or more, got {chunk_rows}")
     hint_columns = dict(hint_columns or {})
@@ -66,9 +68,23 @@ def deidentify_table(source: str | Path, column: str, out: str | Path, mode: str
                 part.notes = []
                 total.add(part)
                 rows += len(df)
+                if progress is not None:
+                    progress(rows)
             if rows == 0:
                 require_records(pd.DataFrame(), repr(str(source)))
     return total
+
+
+def table_rows(path: str | Path) -> int | None:
+    """The rows of a Parquet table, from its footer; None for a CSV file, whose rows are known only once read."""
+    if not is_parquet(path):
+        return None
+    import pyarrow.parquet as pq
+
+    try:
+        return pq.ParquetFile(path).metadata.num_rows
+    except Exception:  # an unreadable file is reported, in one line, where it is read
+        return None
 
 
 def _chunks(path: Path, rows: int) -> Iterator[pd.DataFrame]:

@@ -118,3 +118,10 @@ def test_chunks_give_the_same_output(notes, tmp_path):
     a = deidentify_folder(notes, one, "tag", chunk_files=1)
     b = deidentify_folder(notes, many, "tag")
     assert tree(one) == tree(many) and a.summary() == b.summary() and a.documents == 4
+
+
+def test_progress_is_told_the_files_done_and_the_files_in_all(notes, tmp_path):
+    calls = []
+    deidentify_folder(notes, tmp_path / "out", "tag", chunk_files=3, progress=lambda done, files: calls.append((done, files)))
+    assert calls == [(3, 4), (4, 4)]
+

@@ -127,3 +127,15 @@ def test_a_header_without_rows_and_a_missing_column_are_refused(tmp_path):
     with pytest.raises(DeidInputError, match="column 'note' is not in"):
         deidentify_table(source, "note", tmp_path / "o.csv", "tag", chunk_rows=1)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.csv"]
+
+
+def test_a_table_tells_its_rows_done_and_a_parquet_table_its_rows_first(tmp_path):
+    import pandas as pd
+
+    from deid_core.text.table import deidentify_table, table_rows
+
+    table = tmp_path / "notes.parquet"
+    pd.DataFrame({"note": ["Dr. Smith seen 2/03.", "", "Call 617-555-0199."] * 3}).to_parquet(table)
+    calls = []
+    deidentify_table(table, "note", tmp_path / "out.parquet", "tag", chunk_rows=4, progress=calls.append)
+    assert calls == [4, 8, 9] and table_rows(table) == 9 and table_rows(tmp_path / "x.csv") is None
