@@ -13,6 +13,7 @@ import importlib
 import importlib.util
 import sys
 from collections import Counter
+from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -62,8 +63,11 @@ def _size(value: object) -> str:
     return str(len(value)) if isinstance(value, Sequence) else f"a {type(value).__name__}"
 
 
+@lru_cache(maxsize=None)
 def _load(name: str) -> Keep:
-    """The function named ``module:function`` or ``file.py:function``; anything else is one line."""
+    """The function named ``module:function`` or ``file.py:function``; anything else is one line. Loaded once per
+    process: a worker gets the second pass again with each slice of a column, and the owner's module may load a
+    model."""
     where, colon, attribute = name.rpartition(":")
     if not colon or not where or not attribute.isidentifier():
         raise DeidInputError(f"second pass {name!r}: name it module:function or file.py:function")
