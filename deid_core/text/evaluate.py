@@ -5,32 +5,10 @@ only if every identifier in it is found). Any overlap counts as found, whatever 
 what is masked is masked; the precision of a type is that of the spans the detector gave that type."""
 from __future__ import annotations
 
-import json
 from collections import defaultdict
-from pathlib import Path
-from typing import Iterable, Mapping, Sequence
+from typing import Iterable, Mapping
 
-from ..errors import DeidInputError
 from .spans import GROUPS
-
-
-def read_jsonl(path: str | Path, required: Sequence[str]) -> list[dict]:
-    """The records of a JSON-lines file, each with ``required`` keys; bad input is one line naming the line."""
-    records = []
-    with open(path, encoding="utf-8") as f:
-        for number, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DeidInputError(f"{path}:{number}: not JSON ({exc.msg})") from None
-            if not isinstance(record, dict) or any(k not in record for k in required):
-                raise DeidInputError(f"{path}:{number}: a record needs the keys {', '.join(required)}")
-            records.append(record)
-    if not records:
-        raise DeidInputError(f"{path}: no records")
-    return records
 
 
 def _by_doc(spans: Iterable[Mapping]) -> dict[str, list[tuple[int, int, str]]]:
@@ -56,10 +34,19 @@ def f_beta(precision: float | None, recall: float | None, beta: float = 2.0) -> 
 
 def evaluate(gold: Iterable[Mapping], predicted: Iterable[Mapping], docs: Iterable[str] | None = None) -> dict:
     """Per type, per group and ``ALL``: gold and predicted counts, precision, recall, F2, all-or-nothing
-    document recall (documents whose every gold span of the type is found / documents with one)."""
+    document recall (documents whose every gold span of the type is found / documents with one), rounded to
+    4 decimals, and the counts they are ratios of (gold spans found, predictions true, documents found)."""
+    return score(gold, predicted, docs)[0]
+
+
+def score(gold: Iterable[Mapping], predicted: Iterable[Mapping],
+          docs: Iterable[str] | None = None) -> tuple[dict, dict[str, list[str]]]:
+    """:func:`evaluate`'s rows, and per type, group and ``ALL`` the ids of the documents where a gold span of it
+    was missed (the leaked documents: El Emam & Arbuckle, ch. 8, "Evaluation Is Key"), sorted."""
     g, p = _by_doc(gold), _by_doc(predicted)
     keys: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    for doc in set(g) | set(p) | set(docs or ()):
+    leaked: dict[str, list[str]] = defaultdict(list)
+    for doc in sorted(set(g) | set(p) | set(docs or ())):
         gs, ps = g.get(doc, []), p.get(doc, [])
         missed_in_doc: dict[str, bool] = {}
         for span in gs:
@@ -71,6 +58,8 @@ def evaluate(gold: Iterable[Mapping], predicted: Iterable[Mapping], docs: Iterab
         for key, missed in missed_in_doc.items():
             keys[key]["docs"] += 1
             keys[key]["docs_found"] += not missed
+            if missed:
+                leaked[key.removeprefix("group:")].append(doc)
         for span in ps:
             true = _hit(span, gs)
             for key in (span[2], "group:" + GROUPS.get(span[2], span[2]), "ALL"):
@@ -83,8 +72,8 @@ def evaluate(gold: Iterable[Mapping], predicted: Iterable[Mapping], docs: Iterab
         rows[key.removeprefix("group:")] = {
             "gold": c["gold"], "predicted": c["predicted"], "precision": precision, "recall": recall,
             "all_or_nothing_recall": _ratio(c["docs_found"], c["docs"]), "documents": c["docs"],
-            "f2": f_beta(precision, recall)}
-    return rows
+            "f2": f_beta(precision, recall), "found": c["found"], "true": c["true"], "documents_found": c["docs_found"]}
+    return rows, {key: leaked[key] for key in rows if leaked.get(key)}
 
 
 def table(rows: Mapping[str, Mapping]) -> str:

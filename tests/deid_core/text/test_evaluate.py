@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from deid_core.text import detect
-from deid_core.text.evaluate import evaluate, f_beta, read_jsonl
+from deid_core.text.evaluate import evaluate, f_beta
+from deid_core.text.gold import read_jsonl
 
 NOTES = Path(__file__).resolve().parents[2] / "data" / "notes"
 
