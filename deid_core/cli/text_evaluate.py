@@ -35,7 +35,7 @@ def cmd_text_evaluate(args: argparse.Namespace) -> int:
     seconds = time.perf_counter() - t0
     rows, leaked = score(gold.spans, predicted, [n["doc"] for n in notes])
     judged = judge(rows, leaked, spec)
-    subject = f"The spans of {args.predicted}" if args.predicted else "The detector"
+    subject = f"The tool whose spans are in {args.predicted}" if args.predicted else "The detector"
     judged["verdict"] = verdict_text(judged, len(notes), subject)
     megabytes = sum(len(n["text"].encode("utf-8")) for n in notes) / 1e6
     report = {"gold": str(args.gold), "layout": gold.layout, "notes": args.notes and str(args.notes),

@@ -45,8 +45,8 @@ def score(gold: Iterable[Mapping], predicted: Iterable[Mapping],
     was missed (the leaked documents: El Emam & Arbuckle, ch. 8, "Evaluation Is Key"), sorted."""
     g, p = _by_doc(gold), _by_doc(predicted)
     keys: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    leaked: dict[str, list[str]] = defaultdict(list)
-    for doc in sorted(set(g) | set(p) | set(docs or ())):
+    leaked: dict[str, set[str]] = defaultdict(set)  # a type and its group may share a name (DATE)
+    for doc in set(g) | set(p) | set(docs or ()):
         gs, ps = g.get(doc, []), p.get(doc, [])
         missed_in_doc: dict[str, bool] = {}
         for span in gs:
@@ -59,7 +59,7 @@ def score(gold: Iterable[Mapping], predicted: Iterable[Mapping],
             keys[key]["docs"] += 1
             keys[key]["docs_found"] += not missed
             if missed:
-                leaked[key.removeprefix("group:")].append(doc)
+                leaked[key.removeprefix("group:")].add(doc)
         for span in ps:
             true = _hit(span, gs)
             for key in (span[2], "group:" + GROUPS.get(span[2], span[2]), "ALL"):
@@ -73,7 +73,7 @@ def score(gold: Iterable[Mapping], predicted: Iterable[Mapping],
             "gold": c["gold"], "predicted": c["predicted"], "precision": precision, "recall": recall,
             "all_or_nothing_recall": _ratio(c["docs_found"], c["docs"]), "documents": c["docs"],
             "f2": f_beta(precision, recall), "found": c["found"], "true": c["true"], "documents_found": c["docs_found"]}
-    return rows, {key: leaked[key] for key in rows if leaked.get(key)}
+    return rows, {key: sorted(leaked[key]) for key in rows if leaked.get(key)}
 
 
 def table(rows: Mapping[str, Mapping]) -> str:

@@ -53,7 +53,7 @@ class Gold:
 def read_jsonl(path: str | Path, required: Sequence[str]) -> list[dict]:
     """The records of a JSON-lines file, each with ``required`` keys; bad input is one line naming the line."""
     records = []
-    for number, line in enumerate(_text(Path(path)).splitlines(), 1):
+    for number, line in enumerate(_text(Path(path)).split("\n"), 1):  # not splitlines: U+2028 may stand in a string
         if not line.strip():
             continue
         try:

@@ -75,7 +75,8 @@ def judge(rows: Mapping[str, Mapping], leaked: Mapping[str, list[str]], spec: Re
             need = m[kind]
             failed = [figure for figure, part, whole, least in (
                 ("all_or_nothing_recall", row["documents_found"], row["documents"], need["recall"]),
-                ("precision", row["true"], row["predicted"], need["precision"])) if whole and part / whole < least - FLOAT_SLACK]
+                ("precision", row["true"], row["predicted"], need["precision"]))
+                if whole and part / whole < least - FLOAT_SLACK]
             types[name] = {"kind": kind, "all_or_nothing_recall": row["all_or_nothing_recall"],
                            "min_recall": need["recall"], "precision": row["precision"],
                            "min_precision": need["precision"], "failed": failed, "meets": not failed,
@@ -86,7 +87,8 @@ def judge(rows: Mapping[str, Mapping], leaked: Mapping[str, list[str]], spec: Re
 
 
 #: What each judged figure is called in a sentence, and its minimum's key.
-FIGURES = {"all_or_nothing_recall": ("all-or-nothing recall", "min_recall"), "precision": ("precision", "min_precision")}
+FIGURES = {"all_or_nothing_recall": ("all-or-nothing recall", "min_recall"),
+           "precision": ("precision", "min_precision")}
 
 
 def verdict_text(judged: Mapping, documents: int, subject: str = "The detector") -> str:
@@ -97,6 +99,8 @@ def verdict_text(judged: Mapping, documents: int, subject: str = "The detector")
     if judged["meets"]:
         return (f"{subject} meets {book}: each of the {n} PHI types in the gold meets its minimum all-or-nothing "
                 "recall and precision.")
-    short = "; ".join(f"{name}: " + ", ".join(f"{FIGURES[f][0]} {t[f]:.4g} < {t[FIGURES[f][1]]:.4g}" for f in t["failed"])
+    short = "; ".join(f"{name}: " + ", ".join(f"{FIGURES[f][0]} {t[f]:.4g} < {t[FIGURES[f][1]]:.4g}"
+                                              for f in t["failed"])
                       for name, t in judged["types"].items() if t["failed"])
-    return f"{subject} does NOT meet {book}: {len(judged['failing'])} of the {n} PHI types in the gold fall short ({short})."
+    return (f"{subject} does NOT meet {book}: {len(judged['failing'])} of the {n} PHI types in the gold fall short "
+            f"({short}).")

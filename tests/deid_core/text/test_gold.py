@@ -24,7 +24,8 @@ def i2b2_2014(text: str = NOTE_2014, tags: str | None = None) -> str:
     if tags is None:
         tags = "".join([tag("DATE", "2069-04-07", 0, tag_name="DATE"), tag("PATIENT", "Harlan Oakes", 1),
                         tag("AGE", "68", 2, tag_name="AGE"), tag("DOCTOR", "Quill", 3),
-                        tag("HOSPITAL", "Fairview", 4, tag_name="LOCATION"), tag("PROFESSION", "nurse", 5, tag_name="PROFESSION")])
+                        tag("HOSPITAL", "Fairview", 4, tag_name="LOCATION"),
+                        tag("PROFESSION", "nurse", 5, tag_name="PROFESSION")])
     return (f'<?xml version="1.0" encoding="UTF-8" ?>\n<deIdi2b2>\n<TEXT><![CDATA[{text}]]></TEXT>\n<TAGS>\n{tags}\n'
             '</TAGS>\n</deIdi2b2>\n')
 
@@ -88,11 +89,12 @@ def test_a_folder_reads_each_file_and_needs_no_notes(tmp_path):
 
 def test_json_lines_gold_needs_notes_and_spans_inside_them(tmp_path):
     gold, notes = tmp_path / "gold.jsonl", tmp_path / "notes.jsonl"
-    notes.write_text('{"doc": "d1", "text": "Seen by Dr. Quill."}\n')
+    notes.write_text('{"doc": "d1", "text": "Seen by Dr. Quill.\u2028"}\n', encoding="utf-8")  # not a line end
     gold.write_text('{"doc": "d1", "start": 12, "end": 17, "type": "LAST_NAME"}\n'
                     '{"doc": "d1", "start": 0, "end": 4, "type": "PROFESSION"}\n')
     read = read_gold(gold, notes)
-    assert read.spans == [{"doc": "d1", "start": 12, "end": 17, "type": "LAST_NAME"}] and read.unscored == {"PROFESSION": 1}
+    assert read.spans == [{"doc": "d1", "start": 12, "end": 17, "type": "LAST_NAME"}]
+    assert read.unscored == {"PROFESSION": 1} and read.notes[0]["text"] == "Seen by Dr. Quill.\u2028"
     with pytest.raises(ParameterError, match="notes is required") as error:
         read_gold(gold)
     assert error.value.names == ("notes",)
@@ -115,7 +117,8 @@ BILLION_LAUGHS = ('<?xml version="1.0"?>\n<!DOCTYPE lolz [\n <!ENTITY lol "lol">
     ("laughs.xml", BILLION_LAUGHS, r"laughs.xml:2: a document type declaration \(<!DOCTYPE>\) is refused"),
     ("outside.xml", i2b2_2014(tags='<NAME id="P0" start="90" end="999" text="x" TYPE="PATIENT" comment=""/>'),
      r"<NAME id='P0'>: start 90 and end 999 fall outside the text"),
-    ("differs.xml", i2b2_2014(tags=tag("PATIENT", "Harlan Oakes", 7).replace('text="Harlan Oakes"', 'text="Harlan Oak"')),
+    ("differs.xml",
+     i2b2_2014(tags=tag("PATIENT", "Harlan Oakes", 7).replace('text="Harlan Oakes"', 'text="Harlan Oak"')),
      r"<NAME id='P7'>: its text attribute differs from the text"),
     ("unknown.xml", i2b2_2014(tags=tag("ALIEN", "Quill", 3)), r"<NAME id='P3'>: unknown i2b2 TYPE 'ALIEN'"),
     ("layout.xml", "<notes><note>hello</note></notes>", r"unknown layout: root element <notes>"),

@@ -33,7 +33,8 @@ def test_the_minimum_recall_is_the_books_formula_under_the_most_likely_attack():
     assert minimum_recall(0.1, 0.4) == pytest.approx(0.5) and minimum_recall(0.5, 0.4) == 0.0
     m = minima(release())
     assert m["attacks"] == {"T1": 0.4, "T3": 0.27} and m["attack"] == "T1"
-    assert m["indirect"]["recall"] == pytest.approx(0.646447, abs=1e-6) and m["direct"] == {"recall": 0.95, "precision": 0.8}
+    assert m["indirect"]["recall"] == pytest.approx(0.646447, abs=1e-6)
+    assert m["direct"] == {"recall": 0.95, "precision": 0.8}
     assert minima(release(pr_attempt=0.1))["attack"] == "T3"       # Pr(breach) 0.27 is then the most likely
     assert minima(release(release_type="public"))["indirect"]["recall"] == pytest.approx(1 - math.sqrt(0.05))
     with pytest.raises(ParameterError) as error:
@@ -63,6 +64,7 @@ def test_a_missed_name_in_one_document_fails_the_type_and_lists_that_document_on
 def test_19_of_20_documents_meet_095_and_a_precision_under_the_minimum_fails():
     gold = [s for i in range(20) for s in _spans(f"d{i}", (0, 5, "LAST_NAME"), (10, 15, "DATE"))]
     found = [g for g in gold if g["doc"] != "d0" or g["type"] != "LAST_NAME"]
+    assert judge(*score(gold, found[1:]), release())["types"]["DATE"]["leaked"] == ["d0"]  # once, though a group too
     found += [s for i in range(20) for s in _spans(f"d{i}", (30, 35, "DATE"), (40, 45, "DATE"))]  # 20 of 60 true
     judged = judge(*score(gold, found), release())
     assert judged["types"]["LAST_NAME"]["meets"] and judged["types"]["DATE"]["failed"] == ["precision"]
@@ -113,7 +115,8 @@ def test_json_lines_gold_on_the_shipped_notes_and_a_missed_span_listed(tmp_path,
     code, out, err = _run(["--gold", NOTES / "gold.jsonl", "--notes", NOTES / "notes.jsonl", "--predicted", predicted,
                            "--report", report], capsys)
     s = json.loads(report.read_text())["standard"]
-    assert code == 0 and s["types"]["LAST_NAME"]["leaked"] == [missed["doc"]] and s["leaked_documents"] == [missed["doc"]]
+    assert code == 0 and s["types"]["LAST_NAME"]["leaked"] == [missed["doc"]]
+    assert s["leaked_documents"] == [missed["doc"]]
     assert s["meets"] == (s["types"]["LAST_NAME"]["all_or_nothing_recall"] >= 0.95) and "1 leaked" in out
 
 
@@ -132,7 +135,7 @@ def test_bad_input_exits_2_with_one_line_and_writes_nothing(tmp_path, capsys, go
     (tmp_path / "gold.jsonl").write_text('{"doc": "n1", "start": 0, "end": 1, "type": "DATE"}\n')
     (tmp_path / "empty").mkdir()
     outputs = [tmp_path / "r.json", tmp_path / "p.html"]
-    code, out, err = _run(["--gold", tmp_path / gold, *[str(tmp_path / a) if a.endswith(".jsonl") else a for a in extra],
-                           "--report", outputs[0], "--html", outputs[1]], capsys)
+    extra = [str(tmp_path / a) if a.endswith(".jsonl") else a for a in extra]
+    code, out, err = _run(["--gold", tmp_path / gold, *extra, "--report", outputs[0], "--html", outputs[1]], capsys)
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
     assert not any(o.exists() for o in outputs)
