@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from ..errors import ParameterError
+from ..errors import DeidInputError, ParameterError
 from ..text.standard import PR_ATTEMPT
 from .options import PROBABILITY, guard_outputs, summary_line
 
@@ -16,9 +16,13 @@ def cmd_text_evaluate(args: argparse.Namespace) -> int:
     from ..text.evaluate import score, table
     from ..text.evaluation_page import evaluation_page
     from ..text.gold import read_gold, read_spans
+    from ..text.second_pass import SecondPass
     from ..text.standard import judge, release, verdict_text
 
     guard_outputs([args.gold, args.notes, args.predicted], [args.report, args.html])
+    if args.second_pass and args.predicted:
+        raise DeidInputError("--second-pass rejects the detector's spans: it cannot be given with --predicted")
+    second_pass = SecondPass(args.second_pass) if args.second_pass else None
     spec = release(args.threshold, "public" if args.public else "non-public", args.pr_attempt, args.prevalence)
     gold = read_gold(args.gold, args.notes)
     if args.use_hints and gold.layout != "jsonl":
@@ -26,12 +30,16 @@ def cmd_text_evaluate(args: argparse.Namespace) -> int:
     notes = gold.notes
     detect("Dr. Smith seen 2/03.")  # loads the lists once, before the clock starts (docs/text.md, "Measured")
     t0 = time.perf_counter()
+    before_second_pass = None
     if args.predicted:
         predicted = read_spans(args.predicted, {n["doc"]: n["text"] for n in notes})
     else:
-        found = detect_many([n["text"] for n in notes], [n.get("hints") for n in notes] if args.use_hints else None)
-        predicted = [{"doc": n["doc"], "start": s.start, "end": s.end, "type": s.type}
-                     for n, spans in zip(notes, found) for s in spans]
+        texts = [n["text"] for n in notes]
+        found = detect_many(texts, [n.get("hints") for n in notes] if args.use_hints else None)
+        if second_pass is not None:  # scored with and without it: what it rejects is what it costs
+            before_second_pass = score(gold.spans, _spans_of(notes, found), [n["doc"] for n in notes])[0]
+            found, _ = second_pass.filter(texts, found)
+        predicted = _spans_of(notes, found)
     seconds = time.perf_counter() - t0
     rows, leaked = score(gold.spans, predicted, [n["doc"] for n in notes])
     judged = judge(rows, leaked, spec)
@@ -42,10 +50,18 @@ def cmd_text_evaluate(args: argparse.Namespace) -> int:
               "predicted": args.predicted or "deid_core.text", "hints": bool(args.use_hints),
               "documents": len(notes), "gold_spans": len(gold.spans), "unscored": gold.unscored,
               "megabytes": round(megabytes, 4), "seconds": round(seconds, 3), "types": rows, "standard": judged}
+    if before_second_pass is not None:
+        report["second_pass"] = args.second_pass
+        report["types_before_second_pass"] = before_second_pass
     html = evaluation_page(report) if args.html else None
     print(table(rows))
     if not args.predicted:
         print(f"{megabytes:.3f} MB of text in {seconds:.2f} s: {megabytes / max(seconds, 1e-9):.2f} MB/s on one core")
+    if before_second_pass is not None:
+        b, a = before_second_pass["ALL"], rows["ALL"]
+        print(f"second pass {args.second_pass}: all types precision {b['precision']:.3f} -> {a['precision']:.3f}, "
+              f"recall {b['recall']:.3f} -> {a['recall']:.3f}, all-or-nothing recall "
+              f"{b['all_or_nothing_recall']:.3f} -> {a['all_or_nothing_recall']:.3f} (the table and verdict: with it)")
     print(f"verdict: {judged['verdict']}")
     if args.report:
         write_json(report, args.report)
@@ -55,6 +71,11 @@ def cmd_text_evaluate(args: argparse.Namespace) -> int:
                  f"{len(notes):,} documents, {len(judged['leaked_documents']):,} leaked (a gold span missed); "
                  f"{'meets' if judged['meets'] else 'does NOT meet'} the standard")
     return 0
+
+
+def _spans_of(notes: list[dict], found: list) -> list[dict]:
+    return [{"doc": n["doc"], "start": s.start, "end": s.end, "type": s.type} for n, spans in zip(notes, found)
+            for s in spans]
 
 
 #: The release's probabilities, named as ``[release]`` of a spec names them for ``deid assess``: option ->
@@ -79,6 +100,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "JSON-lines gold, refused with XML gold")
     e.add_argument("--predicted", help="JSON lines of {doc, start, end, type} to score instead of running the detector")
     e.add_argument("--use-hints", action="store_true", help="pass each note's hints to the detector")
+    e.add_argument("--second-pass", metavar="MODULE:FUNCTION",
+                   help="score the detector with your second pass (as deid text --second-pass) and without it: the "
+                        "table and verdict with it, the figures without it beside them")
     for option, (default, text) in RELEASE_OPTIONS.items():
         e.add_argument(option, type=PROBABILITY, default=default, help=text)
     e.add_argument("--public", action="store_true",

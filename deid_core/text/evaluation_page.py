@@ -8,7 +8,11 @@ from typing import Any, Mapping
 
 from ..report import Document, Mark, Paragraph, Section, Strong, Table, render, verdict_section
 from ..report.five_steps import BOOK
+from .spans import GROUPS
 from .standard import DIRECT, FIGURES, INDIRECT
+
+#: The rows of the second pass's table: each group, then all types.
+GROUP_ROWS = (*dict.fromkeys(GROUPS.values()), "ALL")
 
 SOURCES = (f"{BOOK}, ch. 8, “Free-Form Text”: “Evaluation Is Key”, “Standards for Recall, and a Risk-Based "
            "Approach”, “Standards for Precision”, Table 8-1",
@@ -78,6 +82,23 @@ def _leaked(s: Mapping[str, Any], documents: int) -> Section:
     return Section("Leaked documents", blocks)
 
 
+def _second_pass(report: Mapping[str, Any]) -> list[Section]:
+    """With a second pass (docs/text.md, "A second pass"): each group's figures without it and with it (the table
+    and verdict above are with it)."""
+    before = report.get("types_before_second_pass")
+    if not before:
+        return []
+    after = report["types"]
+    figure = lambda row, key: "—" if row.get(key) is None else f"{row[key]:.3f}"  # noqa: E731
+    rows = [[Strong(group), *(f"{figure(before[group], key)} → {figure(after.get(group, {}), key)}"
+                              for key in ("precision", "recall", "all_or_nothing_recall"))]
+            for group in GROUP_ROWS if group in before]
+    return [Section("The second pass", [
+        Paragraph(f"The detector's spans went through the second pass {report['second_pass']}, which may only "
+                  "reject spans; the figures and the verdict above are with it. Without it → with it:"),
+        Table(["group", "precision", "recall", "all-or-nothing recall"], rows)])]
+
+
 def _caveat() -> Section:
     return Section("What these figures say", [
         Paragraph("These figures hold for these documents and this gold only. Figures measured on a generated "
@@ -96,7 +117,8 @@ def evaluation_document(report: Mapping[str, Any]) -> Document:
                                                  "at least one PHI type (their ids below).")])
     return Document("Text anonymization: evaluation against a gold standard",
                     f"Gold: {report['gold']} — {documents:,} documents, {report['gold_spans']:,} gold spans.",
-                    [verdict, _evaluated(report), _standard(s), _per_type(report), _leaked(s, documents), _caveat()],
+                    [verdict, _evaluated(report), _standard(s), _per_type(report), *_second_pass(report),
+                     _leaked(s, documents), _caveat()],
                     SOURCES)
 
 

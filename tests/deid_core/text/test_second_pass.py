@@ -85,3 +85,19 @@ def test_worker_processes_load_it_by_name(passes):
     one = deidentify_notes(notes, "tag", second_pass=second)
     two = deidentify_notes(notes, "tag", second_pass=second, workers=2, parallel_from=0)
     assert one.notes == two.notes and one.rejected == two.rejected and one.rejected["CITY"] > 0
+
+
+def test_text_evaluate_scores_with_and_without_it(passes, tmp_path, capsys):
+    """``deid text-evaluate --second-pass``: the table, verdict and page with it, the figures without it beside
+    them; a second pass rejecting every place loses the places' recall and the verdict says so."""
+    report, page = tmp_path / "r.json", tmp_path / "p.html"
+    assert main(["text-evaluate", "--gold", str(NOTES / "gold.jsonl"), "--notes", str(NOTES / "notes.jsonl"),
+                 "--second-pass", f"{passes}:no_places", "--report", str(report), "--html", str(page)]) == 0
+    r = json.loads(report.read_text())
+    assert r["types_before_second_pass"]["CITY"]["recall"] == 1.0 and r["types"]["CITY"]["recall"] < 0.5
+    assert not r["standard"]["meets"] and "CITY" in r["standard"]["verdict"]
+    assert "The second pass" in page.read_text(encoding="utf-8")
+    assert "second pass" in capsys.readouterr().out
+    assert main(["text-evaluate", "--gold", str(NOTES / "gold.jsonl"), "--notes", str(NOTES / "notes.jsonl"),
+                 "--predicted", str(NOTES / "gold.jsonl"), "--second-pass", f"{passes}:no_places"]) == 2
+    assert "cannot be given with --predicted" in capsys.readouterr().err
