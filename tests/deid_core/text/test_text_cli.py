@@ -107,18 +107,19 @@ def test_the_command_leaves_its_callers_garbage_collector_as_it_was(table, tmp_p
     itself, finds the collector as it left it."""
     import gc
 
-    frozen = []
-    real_freeze = gc.freeze
-    monkeypatch.setattr(gc, "freeze", lambda: (real_freeze(), frozen.append(gc.get_freeze_count())))
+    calls = []
+    real_freeze, real_unfreeze = gc.freeze, gc.unfreeze
+    monkeypatch.setattr(gc, "freeze", lambda: (real_freeze(), calls.append(("freeze", gc.get_freeze_count()))))
+    monkeypatch.setattr(gc, "unfreeze", lambda: (calls.append(("unfreeze", 0)), real_unfreeze()))
     assert gc.get_freeze_count() == 0
     assert main(["text", "--input", str(table), "--column", "note", "--out", str(tmp_path / "a.csv"), "--mode", "tag"]) == 0
-    assert frozen and frozen[0] > 0 and gc.get_freeze_count() == 0  # frozen while it ran, not after
+    assert [c[0] for c in calls] == ["freeze", "unfreeze"] and calls[0][1] > 0  # frozen while it ran
+    assert gc.get_freeze_count() == 0  # and not after
     real_freeze()
     try:
-        mine = gc.get_freeze_count()
-        frozen.clear()
+        calls.clear()
         assert main(["text", "--input", str(table), "--column", "note", "--out", str(tmp_path / "b.csv"),
                      "--mode", "tag"]) == 0
-        assert not frozen and gc.get_freeze_count() == mine  # the caller's own frozen objects: left as they were
+        assert calls == [] and gc.get_freeze_count() > 0  # the caller's own frozen objects: left frozen, untouched
     finally:
-        gc.unfreeze()
+        real_unfreeze()
