@@ -74,9 +74,10 @@ def _per_type(report: Mapping[str, Any]) -> Section:
 
 def _leaked(s: Mapping[str, Any], documents: int) -> Section:
     leaked = [[Strong(name), len(t["leaked"]), ", ".join(t["leaked"])] for name, t in s["types"].items() if t["leaked"]]
-    blocks: list[Any] = [Paragraph(f"{len(s['leaked_documents']):,} of {documents:,} documents leak at least one "
-                                   "PHI type: a gold span of it was not found. Their ids, per type (ids only: no text "
-                                   "of a note and no PHI value is on this page).")]
+    count = f"{len(s['leaked_documents']):,} of {documents:,} documents leak at least one PHI type"
+    blocks: list[Any] = [Paragraph(f"{count}: a gold span of it was not found. Their ids, per type (ids only: no text "
+                                   "of a note and no PHI value is on this page)." if leaked else
+                                   f"{count}: every gold span of every type was found.")]
     if leaked:
         blocks.append(Table(["type", "documents", "ids"], leaked, numeric=(1,)))
     return Section("Leaked documents", blocks)
@@ -114,7 +115,8 @@ def evaluation_document(report: Mapping[str, Any]) -> Document:
     s, documents = report["standard"], report["documents"]
     verdict = verdict_section(s["meets"], s["verdict"], threshold=s["threshold"], release_type=s["release_type"],
                               details=[Paragraph(f"{len(s['leaked_documents']):,} of {documents:,} documents leak "
-                                                 "at least one PHI type (their ids below).")])
+                                                 "at least one PHI type" + (" (their ids below)."
+                                                                            if s["leaked_documents"] else "."))])
     return Document("Text anonymization: evaluation against a gold standard",
                     f"Gold: {report['gold']} — {documents:,} documents, {report['gold_spans']:,} gold spans.",
                     [verdict, _evaluated(report), _standard(s), _per_type(report), *_second_pass(report),

@@ -229,13 +229,14 @@ def _read_2006(path: Path, record: ET.Element, number: int) -> tuple[str, str, l
     if not doc or node is None:
         raise DeidInputError(f"{path}: <RECORD> number {number} needs an ID and a <TEXT>")
     parts, spans = [node.text or ""], []
+    at = len(parts[0])  # the length of the text so far: where the next PHI begins
     for phi in node:
         where = f"<RECORD ID={doc!r}>"
         if phi.tag != "PHI" or len(phi):
             raise DeidInputError(f"{path}: {where}: only <PHI TYPE> tags, not nested, may stand in its <TEXT>, "
                                  f"found <{phi.tag}>")
-        start = sum(map(len, parts))
-        parts.append(phi.text or "")
-        spans.append((start, start + len(parts[-1]), _i2b2_type(path, where, phi.get("TYPE"))))
-        parts.append(phi.tail or "")
+        value, tail = phi.text or "", phi.tail or ""
+        spans.append((at, at + len(value), _i2b2_type(path, where, phi.get("TYPE"))))
+        parts += (value, tail)
+        at += len(value) + len(tail)
     return doc, "".join(parts), [s for s in spans if s[0] < s[1]]
