@@ -2,7 +2,10 @@
 detector (``deid_core.text``, without and with the record's hints) next to Microsoft Presidio's analyzer, in
 the same run on the same notes, scored alike (``deid_core.text.evaluate``: per group micro precision, recall,
 all-or-nothing recall per document, F2), with the speed of each in MB of text per second on one core and the
-machine's load (``os.getloadavg``) before and after.
+machine's load (``os.getloadavg``) before and after. The quality runs (and their clock times) use this checkout's
+modules, run by the interpreter; the CPU times are taken for both the installed detector (compiled by mypyc unless
+the install is editable, setup.py) and this checkout's Python, which find the same spans
+(tests/deid_core/text/test_compiled.py).
 
     python -m benchmarks.notes_peers [--notes 300] [--seed 7] [--presidio /tmp/presidio] [--json OUT] [--column-notes N]
 
@@ -71,7 +74,8 @@ def ours(notes: list[dict], hints: bool) -> tuple[list[dict], float]:
 
 FIRST_PASS_RUN = r'''
 import json, sys, time
-from deid_core.text import detect, detect_many
+from deid_core.text import detect, detect_many, transform
+import deid_core.text.names
 notes = [json.loads(line) for line in open(sys.argv[1], encoding="utf-8")]
 way = sys.argv[2]
 texts = [n["text"] for n in notes]
@@ -84,36 +88,46 @@ for at in range(0, len(texts), 256):  # as deid text: 256 notes at a time, each 
     if way == "detect + hints + tag":
         for text, spans in zip(chunk, found):
             transform(text, spans, "tag")
-print(time.process_time() - t0)
+print(time.process_time() - t0, not deid_core.text.names.__file__.endswith(".py"))
 '''
 #: The ways detection is timed: alone; with the record's hints; with hints and the ``tag`` transform, the work of
 #: ``deid text --hints ... --mode tag`` on a column.
 WAYS = ("detect", "detect + hints", "detect + hints + tag")
+#: The detectors timed: the installed package (``python -I`` from the work folder, as ``deid`` imports it: its
+#: modules compiled by mypyc, setup.py, unless the install is editable or could not compile them) and this
+#: checkout's Python modules (the same code run by the interpreter).
+BUILDS = ("installed", "python")
+REPO = Path(__file__).resolve().parents[1]
 
 
-def cpu_seconds(notes_file: Path, notes: list[dict], repeats: int = 3) -> dict[str, float]:
+def cpu_seconds(notes_file: Path, notes: list[dict], repeats: int = 3) -> tuple[dict[str, float], bool]:
     """The best of ``repeats`` CPU times (``time.process_time``: less swayed than the clock by other work on the
-    machine) of each of :data:`WAYS` over the notes, and of the yardstick: one plain regular-expression pass over
-    the words of the same notes. Speed as a multiple of the yardstick's compares runs on machines of other speeds
-    and loads.
+    machine) of each of :data:`WAYS` over the notes with each of :data:`BUILDS` (``"detect (python)"``, ...), and of
+    the yardstick: one plain regular-expression pass over the words of the same notes. Speed as a multiple of the
+    yardstick's compares runs on machines of other speeds and loads. Also whether the installed detector is
+    compiled.
 
     Each detection run is a fresh process that sees every note for the first time, as ``deid text`` does: the
-    detector keeps bounded caches of what it has met (word kinds, the words after a cue, parsed dates), so a
-    second pass over the same notes runs faster than any real first pass (about 1.2 times on 2,000 notes) and
-    would overstate the speed."""
+    detector keeps bounded caches of what it has met (word kinds, parsed dates), so a second pass over the same
+    notes runs faster than any real first pass (about 1.2 times on 2,000 notes) and would overstate the speed."""
     texts = [n["text"] for n in notes]
     best: dict[str, float] = {}
-    for way in WAYS:
-        best[way] = min(float(subprocess.run([sys.executable, "-c", FIRST_PASS_RUN, str(notes_file), way],
-                                             capture_output=True, text=True, check=True).stdout)
-                        for _ in range(repeats))
+    compiled = False
+    for build in BUILDS:
+        command = [sys.executable, "-I", "-c"] if build == "installed" else [sys.executable, "-c"]
+        for way in WAYS:
+            runs = [subprocess.run([*command, FIRST_PASS_RUN, str(notes_file), way], capture_output=True, text=True,
+                                   check=True, cwd=notes_file.parent if build == "installed" else REPO).stdout.split()
+                    for _ in range(repeats)]
+            best[f"{way} ({build})"] = min(float(seconds) for seconds, _ in runs)
+            compiled = compiled or build == "installed" and runs[0][1] == "True"
     times = []
     for _ in range(repeats):
         t0 = time.process_time()
         [sum(1 for _ in PLAIN_SCAN.finditer(t)) for t in texts]
         times.append(time.process_time() - t0)
     best["plain regex scan"] = min(times)
-    return best
+    return best, compiled
 
 
 def presidio(venv: Path, notes_file: Path, work: Path) -> tuple[list[dict], float] | None:
@@ -168,7 +182,7 @@ def main() -> None:
         write(notes, gold, work)
         runs = {"deid_core.text": ours(notes, False), "deid_core.text + hints": ours(notes, True),
                 "presidio (patterns)": presidio(args.presidio, work / "notes.jsonl", work)}
-        cpu = cpu_seconds(work / "notes.jsonl", notes)
+        cpu, compiled = cpu_seconds(work / "notes.jsonl", notes)
     for name, run in runs.items():
         if run is None:
             continue
@@ -178,6 +192,7 @@ def main() -> None:
                                     "groups": {g: rows.get(g) for g in GROUPS}}
     results["cpu"] = {name: {"seconds": round(sec, 3), "mb_per_s": round(megabytes / sec, 3),
                              "times_plain_scan": round(cpu["plain regex scan"] / sec, 4)} for name, sec in cpu.items()}
+    results["installed_detector"] = "compiled (mypyc)" if compiled else "Python (editable or not compiled)"
     if args.column_notes:
         results["column"] = column_speed(args.column_notes, args.seed + 1)
     results["load_after"] = load()
@@ -191,8 +206,9 @@ def main() -> None:
                 print(f"{name:<24} {g:<11} {fmt(row['precision']):>9} {fmt(row['recall']):>7} "
                       f"{fmt(row['all_or_nothing_recall']):>14} {fmt(row['f2']):>6}")
         print(f"{name:<24} speed: {r['mb_per_s']:.2f} MB/s on one core")
+    print(f"CPU time on notes met the first time; the installed detector is {results['installed_detector']}")
     for name, r in results["cpu"].items():
-        print(f"{name:<24} CPU time: {r['mb_per_s']:.2f} MB/s, {r['times_plain_scan']:.4f} x a plain regex word scan")
+        print(f"{name:<32} CPU time: {r['mb_per_s']:.2f} MB/s, {r['times_plain_scan']:.4f} x a plain regex word scan")
     if "column" in results:
         c = results["column"]
         print(f"deid text column (tag), {c['notes']} notes, {c['megabytes']:.3f} MB: {c['workers_1_mb_per_s']:.2f} MB/s in "

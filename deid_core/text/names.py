@@ -185,7 +185,7 @@ def _credentialed(note: Note) -> list[Span]:
         if not m:
             continue
         words = list(_WORD.finditer(m.group(1)))
-        kept = []
+        kept: list[tuple[int, int, str]] = []
         for w in reversed(words):
             if not (_more(w.group()) or kind(w.group()) == AMBIGUOUS and w.group()[0].isupper()):
                 break
@@ -197,7 +197,9 @@ def _credentialed(note: Note) -> list[Span]:
 def _name_before(text: str, reverse: str, lead: int) -> re.Match | None:
     """:data:`_BEFORE_CREDENTIAL` in the 60 characters before ``lead``, searched only from where a name can begin
     (``reverse`` is ``text`` reversed)."""
-    reach = _BEFORE_CREDENTIAL_REACH.match(reverse, len(text) - lead).end() - (len(text) - lead)
+    back = len(text) - lead
+    reached = _BEFORE_CREDENTIAL_REACH.match(reverse, back)  # never None: every part of the pattern is optional
+    reach = reached.end() - back if reached else 0
     return _BEFORE_CREDENTIAL.search(text, max(0, lead - 60, lead - reach), lead)
 
 

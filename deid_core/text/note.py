@@ -46,6 +46,7 @@ class Note:
     3.11)."""
 
     __slots__ = ("text", "low", "reverse", "shape", "_words")
+    _words: tuple[tuple[tuple[int, int, int], ...], ...]  # set by :meth:`scan`
 
     def __init__(self, text: str) -> None:
         self.text = text
@@ -152,7 +153,7 @@ class Note:
         return not (start and (low[start - 1].isalnum() or low[start - 1] in "'’-")
                     or end < len(low) and (low[end].isalnum() or low[end] == "-"))
 
-    def starting_at(self, pattern: re.Pattern, anchors: Iterable[tuple[int, int]], lowered: bool = True) -> list[re.Match]:
+    def starting_at(self, pattern: re.Pattern, anchors: Iterable[tuple[int, ...]], lowered: bool = True) -> list[re.Match]:
         """The matches of ``pattern`` that begin where an anchor does (a cue word that begins the pattern), in
         order, none overlapping the one before (as a scan of the whole note would have them). An anchor is a
         tuple ``(start, end, ...)``."""
@@ -166,7 +167,7 @@ class Note:
                 last = m.end()
         return out
 
-    def around(self, pattern: re.Pattern, anchors: Iterable[tuple[int, int]], before: int, after: int,
+    def around(self, pattern: re.Pattern, anchors: Iterable[tuple[int, ...]], before: int, after: int,
                lowered: bool = True, starts: re.Pattern | None = None) -> list[re.Match]:
         """The matches of ``pattern`` in windows ``[start - before, end + after)`` around each anchor (in order of
         start; overlapping windows are merged), each match once; a match cut by its window's end is dropped (the

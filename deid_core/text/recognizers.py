@@ -191,7 +191,7 @@ def dates(note: Note) -> list[Span]:
 def ages(note: Note) -> list[Span]:
     """Ages over 89 (Safe Harbor aggregates them into "90 or older"): the number (or number words) only."""
     numbers = [m.span() for m in _AGE_NUMBER.finditer(note.low)]
-    out = [_span(note, m, "AGE", "age", PATTERN, m.lastindex) for m in note.around(_AGE, numbers, 8, 14)]
+    out = [_span(note, m, "AGE", "age", PATTERN, m.lastindex or 0) for m in note.around(_AGE, numbers, 8, 14)]
     low = note.low
     if "ninety" not in low and "hundred" not in low:  # a substring test is cheaper than the scan below
         return out

@@ -140,6 +140,7 @@ def _checked(text: str, year: int | None, month: int, day: int | None, parts: li
 def _numeric(numbers: list[tuple[int, int, str]], parts: list) -> tuple[int | None, int | None, int | None]:
     """ISO (Y-M-D), M/D/Y (or D/M/Y when the first number is over 12), M/D and M/YYYY."""
     vals = [number for _, _, number in numbers]
+    kinds: tuple[str, ...]
     if len(vals) == 3 and len(vals[0]) == 4:
         kinds = ("year4", "month", "day")
     elif len(vals) == 3:
