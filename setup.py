@@ -20,7 +20,7 @@ import sys
 from setuptools import setup
 
 #: The modules a note goes through, in dependency order: compiled together, one shared library.
-COMPILED = ["deid_core/text/lists.py", "deid_core/text/note.py", "deid_core/text/textdates.py",
+COMPILED = ["deid_core/text/spans.py", "deid_core/text/lists.py", "deid_core/text/note.py", "deid_core/text/textdates.py",
             "deid_core/text/resolve.py", "deid_core/text/recognizers.py", "deid_core/text/names.py",
             "deid_core/text/hints.py"]
 #: The setuptools commands that build the package's files (not its metadata, not an editable install).

@@ -15,7 +15,7 @@ from .names import RULES as NAME_RULES, mentions
 from .note import Note
 from .recognizers import ages, contacts, dates, facilities, identifiers, places
 from .resolve import resolve
-from .spans import Span
+from .spans import Span, make_span
 
 #: The recognizers after the dates (which the hints use), in the order their spans are listed for
 #: :func:`deid_core.text.resolve.resolve` (whose ties keep that order).
@@ -87,5 +87,5 @@ def _batch(batch: list[tuple[Note, dict[str, str]]]) -> list[list[Span]]:
         # A mention on the very range of a kept span would lose to it (equal length, stable ranking), so mentions
         # leaves those out; most notes have no other.
         more = mentions(note, first)
-        out.append(resolve(first + more) if more else first)
+        out.append(list(map(make_span, resolve(first + more) if more else first)))  # the kept tuples made Spans
     return out

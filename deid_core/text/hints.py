@@ -5,17 +5,17 @@ structured fields of the record are the surest guide to the identifiers of its n
 from __future__ import annotations
 
 import re
-from typing import Mapping
+from typing import Final, Mapping
 
 from ..errors import DeidInputError
 from .note import Note
-from .spans import HINT, Span
-from .textdates import may_fall_on, parse
+from .spans import HINT, Found
+from .textdates import may_fall_on, read
 
 #: The hint keys and the PHI type their values have (``name`` is split into first, middle and last).
-KEYS = {"name": "NAME", "first_name": "FIRST_NAME", "last_name": "LAST_NAME", "mrn": "MRN", "dob": "DATE",
-        "date": "DATE", "ssn": "SSN", "phone": "PHONE", "email": "EMAIL", "address": "STREET", "city": "CITY",
-        "zip": "ZIP", "account": "ACCOUNT", "id": "ID"}
+KEYS: Final = {"name": "NAME", "first_name": "FIRST_NAME", "last_name": "LAST_NAME", "mrn": "MRN", "dob": "DATE",
+               "date": "DATE", "ssn": "SSN", "phone": "PHONE", "email": "EMAIL", "address": "STREET", "city": "CITY",
+               "zip": "ZIP", "account": "ACCOUNT", "id": "ID"}
 
 
 def check_hints(hints: Mapping[str, object] | None) -> dict[str, str]:
@@ -40,30 +40,30 @@ def _name_parts(key: str, value: str) -> list[tuple[str, str]]:
     return list(zip(parts, types))
 
 
-def _spans(note: Note, value: str, type_: str) -> list[Span]:
-    return [Span(s, e, type_, note.text[s:e], "hint", HINT) for s, e in note.occurrences(value)]
+def _spans(note: Note, value: str, type_: str) -> list[Found]:
+    return [(s, e, type_, note.text[s:e], "hint", HINT) for s, e in note.occurrences(value)]
 
 
-def _initials(note: Note, parts: list[tuple[str, str]]) -> list[Span]:
+def _initials(note: Note, parts: list[tuple[str, str]]) -> list[Found]:
     """The first name's initial before the last name ("J. Doe", "J Doe")."""
     if len(parts) < 2:
         return []
     initial, last = parts[0][0][0], parts[-1][0]
     out = []
     for form in (f"{initial}. {last}", f"{initial} {last}"):
-        out += [Span(s, s + len(form) - len(last) - 1, "FIRST_NAME", note.text[s:s + len(form) - len(last) - 1],
+        out += [(s, s + len(form) - len(last) - 1, "FIRST_NAME", note.text[s:s + len(form) - len(last) - 1],
                      "hint", HINT) for s, _ in note.occurrences(form)]
     return out
 
 
-def _identifier(note: Note, value: str, type_: str) -> list[Span]:
+def _identifier(note: Note, value: str, type_: str) -> list[Found]:
     """An identifier as given, or its digits with any number of leading zeros ("12345" for "0012345")."""
     digits = value.lstrip("0").lower()
     if not digits.isdigit():
         return _spans(note, value.lower(), type_)
     out = []
     for s, e in _digits_at(note.low, digits):
-        out.append(Span(s, e, type_, note.text[s:e], "hint", HINT))
+        out.append((s, e, type_, note.text[s:e], "hint", HINT))
     return out
 
 
@@ -79,10 +79,10 @@ def _digits_at(low: str, digits: str):
         at = low.find(digits, at + 1)
 
 
-def hinted(note: Note, hints: Mapping[str, str], found_dates: list[Span]) -> list[Span]:
+def hinted(note: Note, hints: Mapping[str, str], found_dates: list[Found]) -> list[Found]:
     """The spans of the note that are one of the hints' values or their variants; ``found_dates`` are the
     note's dates (:func:`deid_core.text.recognizers.dates`), the date hints' other written forms among them."""
-    out: list[Span] = []
+    out: list[Found] = []
     for key, value in hints.items():
         kind = KEYS[key]
         if kind in ("NAME", "FIRST_NAME", "LAST_NAME"):
@@ -92,12 +92,12 @@ def hinted(note: Note, hints: Mapping[str, str], found_dates: list[Span]) -> lis
             out += _identifier(note, value, kind)
         else:
             out += _spans(note, value.lower(), kind)
-        if kind == "DATE" and found_dates and (target := parse(value)) is not None:
-            month, day, year = target.month, target.day, target.year
+        if kind == "DATE" and found_dates and (target := read(value)) is not None:
+            year, month, day, _ = target
             for s in found_dates:
-                if day is not None and not may_fall_on(s.text, day):  # most of a note's dates: not parsed
+                if day is not None and not may_fall_on(s[3], day):  # most of a note's dates: not read
                     continue
-                p = parse(s.text)
-                if p is not None and p.month == month and p.day == day and (p.year is None or p.year == year):
-                    out.append(Span(s.start, s.end, "DATE", s.text, "hint", HINT))
+                found = read(s[3])
+                if found is not None and found[1] == month and found[2] == day and found[0] in (None, year):
+                    out.append((s[0], s[1], "DATE", s[3], "hint", HINT))
     return out

@@ -11,19 +11,35 @@ import gzip
 import re
 from functools import lru_cache
 from pathlib import Path
+from typing import Final
 
 import ahocorasick
 
-DATA = Path(__file__).resolve().parent / "data"
+DATA: Final = Path(__file__).resolve().parent / "data"
 
 # Word classes of the automaton's values (bit flags; a word may be in several lists).
-FIRST, LAST, WORD, EPONYM, MEDICAL, CITY, STATE, COUNTRY, COMMON = (1 << i for i in range(9))
-_FILES = {FIRST: "first_names.txt", LAST: "last_names.txt", WORD: "name_words.txt", EPONYM: "eponyms.txt",
-          MEDICAL: "medical_terms.txt", CITY: "cities.txt", COUNTRY: "countries.txt"}
+FIRST: Final = 1
+LAST: Final = 2
+WORD: Final = 4
+EPONYM: Final = 8
+MEDICAL: Final = 16
+CITY: Final = 32
+STATE: Final = 64
+COUNTRY: Final = 128
+COMMON: Final = 256
+_FILES: Final = {FIRST: "first_names.txt", LAST: "last_names.txt", WORD: "name_words.txt", EPONYM: "eponyms.txt",
+                 MEDICAL: "medical_terms.txt", CITY: "cities.txt", COUNTRY: "countries.txt"}
 # Trigger words: the first word of a cue, a month, a facility's head word. A recognizer that needs one runs its
 # pattern only where the automaton found it, not over the whole note.
-T_MONTH, T_TITLE, T_RELATION, T_ID, T_PHONE, T_ZIP, T_FACILITY, T_STREET = (1 << i for i in range(9, 17))
-TRIGGERS = {
+T_MONTH: Final = 512
+T_TITLE: Final = 1024
+T_RELATION: Final = 2048
+T_ID: Final = 4096
+T_PHONE: Final = 8192
+T_ZIP: Final = 16384
+T_FACILITY: Final = 32768
+T_STREET: Final = 65536
+TRIGGERS: Final = {
     T_MONTH: "january february march april may june july august september october november december jan feb mar apr "
              "jun jul aug sep sept oct nov dec",
     T_TITLE: "dr mr mrs ms miss mx prof doctor",
@@ -39,25 +55,25 @@ TRIGGERS = {
     T_FACILITY: "hospital clinic center centre infirmary home hospice memorial healthcare care associates pediatrics "
                 "rehab institute sanatorium living medicine practice group system health",
 }
-TRIGGER_FLAGS = sum(TRIGGERS) | T_STREET  # T_STREET: the street suffixes (:func:`street_suffix_words`)
+TRIGGER_FLAGS: Final = sum(TRIGGERS) | T_STREET  # T_STREET: the street suffixes (:func:`street_suffix_words`)
 #: Street suffixes are also found before an apostrophe or a hyphen ("Main Street's", "St-"), where a pattern's
 #: word boundary falls but the folded note goes on with the word.
-_STREET_ENDS = "'-"
+_STREET_ENDS: Final = "'-"
 #: The suffixes of a street written in lower case ("12 oak street"; deid_core.text.recognizers).
-LOWER_STREET_SUFFIXES = ("street", "avenue", "road", "drive", "lane", "boulevard", "court", "place", "way")
+LOWER_STREET_SUFFIXES: Final = ("street", "avenue", "road", "drive", "lane", "boulevard", "court", "place", "way")
 
 #: Words never taken for a name on their own (common English and clinical words).
-_COMMON_FILES = ("lorem_words.txt", "clinical_words.txt")
+_COMMON_FILES: Final = ("lorem_words.txt", "clinical_words.txt")
 
 # Folding table: ASCII letters lower-cased, other ASCII punctuation to a space (apostrophe and hyphen kept
 # so "O'Brien" and "Smith-Jones" stay one word); non-ASCII letters are lower-cased by str.lower first.
-_KEEP = set("abcdefghijklmnopqrstuvwxyz0123456789'-")
-_FOLD = {c: (chr(c) if chr(c) in _KEEP else " ") for c in range(128)}
+_KEEP: Final = set("abcdefghijklmnopqrstuvwxyz0123456789'-")
+_FOLD: Final = {c: (chr(c) if chr(c) in _KEEP else " ") for c in range(128)}
 _FOLD.update({ord(c): " " for c in "\u00a0\u2018\u201c\u201d\u2013\u2014\u2022\u00b7\u2026"})
 _FOLD[ord("\u2019")] = "'"
 
 
-_FOLD_ASCII = bytes(ord(_FOLD[ord(chr(c).lower())]) for c in range(128)) + bytes(range(128, 256))  # on ASCII bytes
+_FOLD_ASCII: Final = bytes(ord(_FOLD[ord(chr(c).lower())]) for c in range(128)) + bytes(range(128, 256))  # on ASCII bytes
 
 
 def fold(text: str) -> str:

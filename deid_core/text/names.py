@@ -13,21 +13,21 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Sequence
+from typing import Final, Sequence
 
 from .lists import EPONYM, FIRST, LAST, MEDICAL, T_RELATION, T_TITLE, WORD, english, stop_words, word_classes
 from .note import Note
 from .textdates import MONTH_NAMES
-from .spans import CUE, LIST, Span, make_span
+from .spans import CUE, LIST, Found
 
-_NAME = r"[A-Za-z][A-Za-z'’-]*[A-Za-z]|[A-Z]\.?"
-_TITLE = re.compile(rf"\b(?i:dr|mr|mrs|ms|miss|mx|prof|doctor)\b\.?\s+((?:{_NAME})(?:\s+(?:{_NAME})){{0,2}})")
-_RELATIONS = ("seen by", "evaluated by", "examined by", "discussed with", "spoke with", "spoke to", "called", "called to",
-              "per", "pt", "patient", "son", "daughter", "wife", "husband", "mother", "father", "brother", "sister",
-              "partner", "fiance", "fiancee", "friend", "neighbor", "neighbour", "attending", "resident", "pcp", "cc",
-              "signed by", "dictated by", "electronically signed by", "name", "caregiver", "guardian", "nurse", "intern",
-              "fellow", "surgeon", "dear", "referring", "referred by", "niece", "nephew", "grandson", "granddaughter",
-              "aunt", "uncle")
+_NAME: Final = r"[A-Za-z][A-Za-z'’-]*[A-Za-z]|[A-Z]\.?"
+_TITLE: Final = re.compile(rf"\b(?i:dr|mr|mrs|ms|miss|mx|prof|doctor)\b\.?\s+((?:{_NAME})(?:\s+(?:{_NAME})){{0,2}})")
+_RELATIONS: Final = ("seen by", "evaluated by", "examined by", "discussed with", "spoke with", "spoke to", "called", "called to",
+                     "per", "pt", "patient", "son", "daughter", "wife", "husband", "mother", "father", "brother", "sister",
+                     "partner", "fiance", "fiancee", "friend", "neighbor", "neighbour", "attending", "resident", "pcp", "cc",
+                     "signed by", "dictated by", "electronically signed by", "name", "caregiver", "guardian", "nurse", "intern",
+                     "fellow", "surgeon", "dear", "referring", "referred by", "niece", "nephew", "grandson", "granddaughter",
+                     "aunt", "uncle")
 
 
 def _by_first_word(phrases: tuple[str, ...]) -> dict[str, re.Pattern]:
@@ -41,39 +41,43 @@ def _by_first_word(phrases: tuple[str, ...]) -> dict[str, re.Pattern]:
             for word, group in groups.items()}
 
 
-_RELATION_BY_WORD = _by_first_word(_RELATIONS)
+_RELATION_BY_WORD: Final = _by_first_word(_RELATIONS)
 # A name signed with a credential ("Robin Summers, RN"): the words before it, read from the right.
 # Found by the credential alone (the engine skips to its first letters; a pattern beginning with the comma or the
 # spaces before it would be tried at every space), then its lead is read back: a comma, or spaces (not before
 # DO and PA, which need the comma).
-_CREDENTIAL = re.compile(r"(?:RN|MD|NP|LPN|CNA|PhD|MSW|RD|PT|OT|DO|PA)\b")
-_COMMA_CREDENTIALS = frozenset(("DO", "PA"))
-_BEFORE_CREDENTIAL = re.compile(rf"((?:{_NAME})(?:[ \t]+(?:{_NAME})){{0,2}})$")
+_CREDENTIAL: Final = re.compile(r"(?:RN|MD|NP|LPN|CNA|PhD|MSW|RD|PT|OT|DO|PA)\b")
+_COMMA_CREDENTIALS: Final = frozenset(("DO", "PA"))
+_BEFORE_CREDENTIAL: Final = re.compile(rf"((?:{_NAME})(?:[ \t]+(?:{_NAME})){{0,2}})$")
 # Where such a name can begin at the earliest: the characters of name words with at most two runs of spaces
 # between them, matched on the reversed note from the lead (a search anchored at its end tries every start of its
 # window; from there it tries a few). A newline may stand last: ``$`` matches before it.
-_BEFORE_CREDENTIAL_REACH = re.compile(r"\n?[A-Za-z'’.-]*(?:[ \t]+[A-Za-z'’.-]*){0,2}")
+_BEFORE_CREDENTIAL_REACH: Final = re.compile(r"\n?[A-Za-z'’.-]*(?:[ \t]+[A-Za-z'’.-]*){0,2}")
 # "Lastname, Firstname" from its comma (the word before it is read back: :func:`_comma_pairs`).
-_AFTER_COMMA = re.compile(r",[ \t]*([A-Za-z][A-Za-z'’-]*[A-Za-z])(?:[ \t]+([A-Z])\.?(?!\w))?")
-_WORD_CHAR = re.compile(r"\w").match
-_LABEL = re.compile(r"(?i:name|patient|pt)\s*:\s*$")
-_WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*[A-Za-z]|[A-Z]\.?")
-_GAP = re.compile(r"[ \t]+(?:[A-Z]\.?[ \t]+)?$")  # what may separate two words of one name (a middle initial)
-_GAP_FIRST = " \t"  # the first character of a gap, of the spaces before a word (_word_before) and after one (_NEXT)
-_WORD_BEFORE_REVERSED = re.compile(r"[ \t]+([A-Za-z][A-Za-z'’-]*[A-Za-z])(?![\w.'’-])")  # :func:`_word_before`
-_MIDDLE_INITIAL = re.compile(r"\b[A-Z]\.?(?=[ \t]+$)")
-_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ'’-")
-_ASCII_LETTER = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ").__contains__
-_NEXT = re.compile(r"[ \t]+(?:[A-Z]\.?[ \t]+)?([A-Za-z][A-Za-z'’-]*[A-Za-z])(?![\w'’-])")
-_EPONYM_TAIL = re.compile(r"(?:['’]?s)?\s*(?:-\s*[A-Za-z]+\s+)?(?:sign|disease|syndrome|palsy|test|score|scale|maneuver|"
-                          r"manoeuvre|reflex|criteria|classification|lesion|fracture|cyst|drain|catheter|tube|procedure|"
-                          r"fundoplication|operation|repair|stage|grade|stain|triad|phenomenon|node|lymphoma|chorea|"
-                          r"dementia|thyroiditis|ulcer|ratio|sounds?|position|rule|respiration|breathing|murmur|"
-                          r"disorder|tumou?r|method|technique|line|boot|collar|coma)\b", re.IGNORECASE)
-_MONTHS = frozenset(MONTH_NAMES) | {"jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec"}
-NAME_TYPES = ("FIRST_NAME", "MIDDLE_NAME", "LAST_NAME")
+_AFTER_COMMA: Final = re.compile(r",[ \t]*([A-Za-z][A-Za-z'’-]*[A-Za-z])(?:[ \t]+([A-Z])\.?(?!\w))?")
+_WORD_CHAR: Final = re.compile(r"\w").match
+_LABEL: Final = re.compile(r"(?i:name|patient|pt)\s*:\s*$")
+_WORD: Final = re.compile(r"[A-Za-z][A-Za-z'’-]*[A-Za-z]|[A-Z]\.?")
+_GAP: Final = re.compile(r"[ \t]+(?:[A-Z]\.?[ \t]+)?$")  # what may separate two words of one name (a middle initial)
+_GAP_FIRST: Final = " \t"  # the first character of a gap, of the spaces before a word (_word_before) and after one (_NEXT)
+_WORD_BEFORE_REVERSED: Final = re.compile(r"[ \t]+([A-Za-z][A-Za-z'’-]*[A-Za-z])(?![\w.'’-])")  # :func:`_word_before`
+_MIDDLE_INITIAL: Final = re.compile(r"\b[A-Z]\.?(?=[ \t]+$)")
+_NAME_CHARS: Final = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ'’-")
+_ASCII_LETTER: Final = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ").__contains__
+_NEXT: Final = re.compile(r"[ \t]+(?:[A-Z]\.?[ \t]+)?([A-Za-z][A-Za-z'’-]*[A-Za-z])(?![\w'’-])")
+_EPONYM_TAIL: Final = re.compile(r"(?:['’]?s)?\s*(?:-\s*[A-Za-z]+\s+)?(?:sign|disease|syndrome|palsy|test|score|scale|maneuver|"
+                                 r"manoeuvre|reflex|criteria|classification|lesion|fracture|cyst|drain|catheter|tube|procedure|"
+                                 r"fundoplication|operation|repair|stage|grade|stain|triad|phenomenon|node|lymphoma|chorea|"
+                                 r"dementia|thyroiditis|ulcer|ratio|sounds?|position|rule|respiration|breathing|murmur|"
+                                 r"disorder|tumou?r|method|technique|line|boot|collar|coma)\b", re.IGNORECASE)
+_MONTHS: Final = frozenset(MONTH_NAMES) | {"jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec"}
+NAME_TYPES: Final = ("FIRST_NAME", "MIDDLE_NAME", "LAST_NAME")
 # Word kinds, from surest name to never a name.
-LISTED, AMBIGUOUS, FOREIGN, ENGLISH, STOP = range(5)
+LISTED: Final = 0
+AMBIGUOUS: Final = 1
+FOREIGN: Final = 2
+ENGLISH: Final = 3
+STOP: Final = 4
 
 
 @lru_cache(maxsize=65536)
@@ -122,9 +126,9 @@ def _type_of(word: str, position: int, size: int, surname_first: bool) -> str:
     return "LAST_NAME" if surname_first or flags & LAST else "FIRST_NAME"
 
 
-def _cued(note: Note) -> list[Span]:
+def _cued(note: Note) -> list[Found]:
     """The name words after a title ("Dr. villegas": any word but a stop word) or a relation ("wife Maria")."""
-    out: list[Span] = []
+    out: list[Found] = []
     text, low = note.text, note.low
     for s, _, _ in note.hits(T_TITLE):
         m = _TITLE.match(text, s)
@@ -138,7 +142,7 @@ def _cued(note: Note) -> list[Span]:
     return out
 
 
-def _cue_names(text: str, m: re.Match, title: bool) -> list[Span]:
+def _cue_names(text: str, m: re.Match, title: bool) -> list[Found]:
     """The spans of the name words after a cue (``m``'s group 1), up to a listed eponym before its term.
 
     Not cached by phrase: what follows a cue ("Thomas Reid at") is seldom met twice, and a cache of such
@@ -166,17 +170,17 @@ def _cue_words(phrase: str, title: bool) -> tuple[tuple[int, int, str], ...]:
     return tuple(words)
 
 
-def _name_words(offset: int, words: Sequence[tuple[int, int, str]], surname_alone: bool, source: str) -> list[Span]:
+def _name_words(offset: int, words: Sequence[tuple[int, int, str]], surname_alone: bool, source: str) -> list[Found]:
     """Spans of the words ``(start, end, word)`` of one name (a trailing initial belongs to no name), typed by
     position."""
     size = len(words)
     while size and len(words[size - 1][2].rstrip(".")) == 1:
         size -= 1
-    return [make_span((offset + s, offset + e, _type_of(w, i, size, surname_alone), w, source, CUE))
+    return [(offset + s, offset + e, _type_of(w, i, size, surname_alone), w, source, CUE)
             for i, (s, e, w) in enumerate(words[:size])]
 
 
-def _credentialed(note: Note) -> list[Span]:
+def _credentialed(note: Note) -> list[Found]:
     """The name before a credential: up to three name words (an English word ends it), the last a surname."""
     out = []
     text = note.text
@@ -215,7 +219,7 @@ def _credential_leads(text: str):
             yield start
 
 
-def _last_first(note: Note) -> list[Span]:
+def _last_first(note: Note) -> list[Found]:
     """"Villegas, Yosef": two name words around a comma (with a middle initial after), both listed, or capitalized
     with one listed, or after a "Name:" label in any case."""
     out = []
@@ -229,10 +233,10 @@ def _last_first(note: Note) -> list[Span]:
         capital = last[0].isupper() and first[0].isupper()
         # after a "Name:" label in any case ("Name: villegas, yosef"): neither word is English (tested above)
         if listed == 2 or capital and listed or _LABEL.search(text, max(0, start - 12), start):
-            out.append(Span(start, comma, "LAST_NAME", last, "last-first", CUE))
-            out.append(Span(m.start(1), m.end(1), "FIRST_NAME", first, "last-first", CUE))
+            out.append((start, comma, "LAST_NAME", last, "last-first", CUE))
+            out.append((m.start(1), m.end(1), "FIRST_NAME", first, "last-first", CUE))
             if m.group(2):
-                out.append(Span(m.start(2), m.end(2), "MIDDLE_NAME", m.group(2), "last-first", CUE))
+                out.append((m.start(2), m.end(2), "MIDDLE_NAME", m.group(2), "last-first", CUE))
     return out
 
 
@@ -270,7 +274,7 @@ def _commas(text: str):
         at = text.find(",", at + 1)
 
 
-def _runs(note: Note) -> list[Span]:
+def _runs(note: Note) -> list[Found]:
     """Listed names in runs of adjacent name words: a run counts with one capitalized listed name in it, or a
     first name then a surname, or a listed word beside a capitalized foreign one ("Brandy Matejka")."""
     text = note.text
@@ -282,7 +286,7 @@ def _runs(note: Note) -> list[Span]:
         if strong is None or f & EPONYM and _EPONYM_TAIL.match(text, e):
             continue
         cands.append((s, e, strong))
-    out: list[Span] = []
+    out: list[Found] = []
     i, count = 0, len(cands)
     while i < count:
         run = [cands[i]]
@@ -304,7 +308,7 @@ def _runs(note: Note) -> list[Span]:
         size = len(run)
         for k, (s, e, _) in enumerate(run):
             word = text[s:e]
-            out.append(make_span((s, e, _type_of(word, k, size, False), word, "name-list", LIST)))
+            out.append((s, e, _type_of(word, k, size, False), word, "name-list", LIST))
     return out
 
 
@@ -364,14 +368,14 @@ def _initials(text: str, run: list) -> list:
     return out
 
 
-def mentions(note: Note, found: list[Span]) -> list[Span]:
+def mentions(note: Note, found: list[Found]) -> list[Found]:
     """Every other mention, in any case, of a name already found (an English word only when capitalized); not
     the found spans themselves."""
     values: dict[str, str] = {}
     taken = {s[:2] for s in found}  # (start, end)
     for s in found:
-        if s.type in NAME_TYPES and len(s.text.rstrip(".")) > 1:
-            values.setdefault(s.text.lower(), s.type)
+        if s[2] in NAME_TYPES and len(s[3].rstrip(".")) > 1:
+            values.setdefault(s[3].lower(), s[2])
     if not values:
         return []
     out = []
@@ -384,15 +388,15 @@ def mentions(note: Note, found: list[Span]) -> list[Span]:
             if (at, end) not in taken and note.whole(at, end):
                 word = text[at:end]
                 if not _eponym(text, end, word) and (word[0].isupper() or kind(word) not in (AMBIGUOUS, ENGLISH, STOP)):
-                    out.append(Span(at, end, type_, word, "mention", LIST))
+                    out.append((at, end, type_, word, "mention", LIST))
             at = low.find(value, at + 1)
     return out
 
 
-#: The name rules, each ``Note -> list[Span]``: cues, credentials, "Last, First", runs of listed names.
-RULES = (_cued, _credentialed, _last_first, _runs)
+#: The name rules, each ``Note -> list[Found]``: cues, credentials, "Last, First", runs of listed names.
+RULES: Final = (_cued, _credentialed, _last_first, _runs)
 
 
-def names(note: Note) -> list[Span]:
+def names(note: Note) -> list[Found]:
     """Name spans from cues, "Last, First" and listed names (mentions are added after overlap resolution)."""
     return [span for rule in RULES for span in rule(note)]

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import re
 from functools import partial
-from typing import Iterable, Iterator
+from typing import Final, Iterable, Iterator
 
 from .lists import CITY, COUNTRY, FIRST, LAST, STATE, TRIGGER_FLAGS, automaton, fold
 
-_SHAPE = bytes.maketrans(b"0123456789" + bytes(range(65, 91)) + bytes(range(97, 123)) + b"\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f",
-                         b"0" * 10 + b"A" * 26 + b"a" * 26 + b" " * 9)
+_SHAPE: Final = bytes.maketrans(b"0123456789" + bytes(range(65, 91)) + bytes(range(97, 123)) + b"\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f",
+                                b"0" * 10 + b"A" * 26 + b"a" * 26 + b" " * 9)
 #: The word classes whose words are gathered in the same pass as the trigger words.
-GATHERED = (FIRST | LAST, CITY | STATE | COUNTRY)
+GATHERED: Final = (FIRST | LAST, CITY | STATE | COUNTRY)
 
 
 def lower(text: str) -> str:
@@ -31,10 +31,10 @@ def _routes() -> dict[int, tuple[int, ...]]:
     return routes
 
 
-_TRIGGER_BITS = tuple(1 << i for i in range(TRIGGER_FLAGS.bit_length()) if TRIGGER_FLAGS >> i & 1)
-_TRIGGER_INDEX = {bit: len(GATHERED) + i for i, bit in enumerate(_TRIGGER_BITS)}
-_GATHERED_INDEX = {mask: i for i, mask in enumerate(GATHERED)}
-_ROUTES: dict[int, tuple[int, ...]] = {}  # flags -> :func:`_routes`, filled at the first note
+_TRIGGER_BITS: Final = tuple(1 << i for i in range(TRIGGER_FLAGS.bit_length()) if TRIGGER_FLAGS >> i & 1)
+_TRIGGER_INDEX: Final = {bit: len(GATHERED) + i for i, bit in enumerate(_TRIGGER_BITS)}
+_GATHERED_INDEX: Final = {mask: i for i, mask in enumerate(GATHERED)}
+_ROUTES: Final[dict[int, tuple[int, ...]]] = {}  # flags -> :func:`_routes`, filled at the first note
 
 
 class Note:

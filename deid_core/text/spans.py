@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from functools import partial
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 #: Each PHI type's group: the targets of docs/text.md are stated per group.
-GROUPS = {
+GROUPS: Final = {
     "FIRST_NAME": "NAME", "MIDDLE_NAME": "NAME", "LAST_NAME": "NAME",
     "STREET": "ADDRESS", "CITY": "ADDRESS", "STATE": "ADDRESS", "ZIP": "ADDRESS", "COUNTRY": "ADDRESS",
     "EMAIL": "CONTACT", "URL": "CONTACT", "PHONE": "CONTACT",
@@ -14,11 +14,14 @@ GROUPS = {
     "ID": "IDENTIFIER",
     "DATE": "DATE", "AGE": "AGE", "FACILITY": "FACILITY",
 }
-TYPES = tuple(GROUPS)
+TYPES: Final = tuple(GROUPS)
 
 #: Priorities of recognizers (higher wins an overlap of equal length): a value the caller gave, then
 #: patterns with a cue word or a fixed shape, then list look-ups.
-HINT, PATTERN, CUE, LIST = 40, 30, 20, 10
+HINT: Final = 40
+PATTERN: Final = 30
+CUE: Final = 20
+LIST: Final = 10
 
 
 class Span(NamedTuple):
@@ -38,6 +41,13 @@ class Span(NamedTuple):
     def as_dict(self) -> dict:
         return {"start": self.start, "end": self.end, "type": self.type, "text": self.text, "source": self.source}
 
+
+#: A span as the recognizers make it: the fields of a :class:`Span` in a plain tuple. Python's garbage collector stops
+#: tracking a plain tuple of numbers and strings at its first look and tracks a named tuple for life: the candidate
+#: spans of a batch of notes were most of the objects its collections carried to their oldest generation, whose
+#: collections walk every object of the process. :func:`deid_core.text.detect.detect_many` returns the spans it keeps
+#: as Spans.
+Found = tuple[int, int, str, str, str, int]
 
 #: ``make_span((start, end, type, text, source, priority))``: a :class:`Span` from the tuple of its six fields, made
 #: by ``tuple.__new__`` directly, about twice as fast as the named tuple's own ``__new__`` (a Python function); the

@@ -8,25 +8,26 @@ import datetime as dt
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Final
 
 
-MONTH_NAMES = ("january", "february", "march", "april", "may", "june", "july", "august", "september",
-               "october", "november", "december")
-_ORDINAL_WORDS = ["first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth",
-                  "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth",
-                  "eighteenth", "nineteenth", "twentieth"]
-_ORDINALS = {w: i + 1 for i, w in enumerate(_ORDINAL_WORDS)} | {"thirtieth": 30}
+MONTH_NAMES: Final = ("january", "february", "march", "april", "may", "june", "july", "august", "september",
+                      "october", "november", "december")
+_ORDINAL_WORDS: Final = ["first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth",
+                         "eleventh", "twelfth", "thirteenth", "fourteenth", "fifteenth", "sixteenth", "seventeenth",
+                         "eighteenth", "nineteenth", "twentieth"]
+_ORDINALS: Final = {w: i + 1 for i, w in enumerate(_ORDINAL_WORDS)} | {"thirtieth": 30}
 for _i, _w in enumerate(_ORDINAL_WORDS[:9]):
     _ORDINALS[f"twenty-{_w}"] = _ORDINALS[f"twenty {_w}"] = 21 + _i
 _ORDINALS["thirty-first"] = _ORDINALS["thirty first"] = 31
-_PARTS = re.compile(r"(?P<ord>(?:(?:twenty|thirty)[- ])?(?:" + "|".join(_ORDINAL_WORDS + ["thirtieth"]) + r"))|"
-                    r"(?P<mon>[A-Za-z]{3,9})\.?|(?P<y2>['’]\d{2})|(?P<num>\d+)(?P<suf>st|nd|rd|th)?", re.IGNORECASE)
-_ORDINAL_IN = re.compile("|".join(_ORDINAL_WORDS + ["thirtieth"]), re.IGNORECASE)
-_NUMERIC = re.compile(r"\d+(?:[-/.]\d+)*")
-_SEPARATORS = re.compile(r"[-/.]")
-_MONTH_INDEX = {m: i + 1 for i, m in enumerate(MONTH_NAMES)} | {m[:3]: i + 1 for i, m in enumerate(MONTH_NAMES)} | {
+_PARTS: Final = re.compile(r"(?P<ord>(?:(?:twenty|thirty)[- ])?(?:" + "|".join(_ORDINAL_WORDS + ["thirtieth"]) + r"))|"
+                           r"(?P<mon>[A-Za-z]{3,9})\.?|(?P<y2>['’]\d{2})|(?P<num>\d+)(?P<suf>st|nd|rd|th)?", re.IGNORECASE)
+_ORDINAL_IN: Final = re.compile("|".join(_ORDINAL_WORDS + ["thirtieth"]), re.IGNORECASE)
+_NUMERIC: Final = re.compile(r"\d+(?:[-/.]\d+)*")
+_SEPARATORS: Final = re.compile(r"[-/.]")
+_MONTH_INDEX: Final = {m: i + 1 for i, m in enumerate(MONTH_NAMES)} | {m[:3]: i + 1 for i, m in enumerate(MONTH_NAMES)} | {
     "sept": 9}
-REFERENCE_YEAR = 2000  # a leap year: a date written without its year is shifted within it
+REFERENCE_YEAR: Final = 2000  # a leap year: a date written without its year is shifted within it
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,10 +87,21 @@ def may_fall_on(text: str, day: int) -> bool:
     return str(day) in text or _ORDINAL_IN.search(text) is not None
 
 
-@lru_cache(maxsize=16384)
+#: A date's year, month, day and parts, as :class:`WrittenDate` holds them.
+Reading = tuple[int | None, int, int | None, tuple[tuple[int, int, str], ...]]
+
+
 def parse(text: str) -> WrittenDate | None:
-    """The parts of a date as the recognizers find it, or None when it is not a valid calendar date (a function of
-    the text, kept for the dates met again: a ``WrittenDate`` is immutable)."""
+    """The parts of a date as the recognizers find it, or None when it is not a valid calendar date."""
+    reading = read(text)
+    return None if reading is None else WrittenDate(text, *reading)
+
+
+@lru_cache(maxsize=16384)
+def read(text: str) -> Reading | None:
+    """:func:`parse`'s year, month, day and parts of ``text``, or None: a function of the text, kept for the dates
+    met again. Kept as a plain tuple of numbers and strings, which Python's garbage collector stops tracking at its
+    first look, where a cache of objects would be walked by every collection of its oldest generation."""
     year = month = day = None
     parts: list[tuple[int, int, str]] = []
     numbers: list[tuple[int, int, str]] = []
@@ -99,7 +111,7 @@ def parse(text: str) -> WrittenDate | None:
             numbers.append((at, at + len(group), group))
             at += len(group) + 1
         year, month, day = _numeric(numbers, parts)
-        return None if month is None else _checked(text, year, month, day, parts)
+        return None if month is None else _checked(year, month, day, parts)
     for m in _PARTS.finditer(text):
         if m.group("ord"):
             day = _ORDINALS.get(m.group("ord").lower().replace("  ", " "))
@@ -125,16 +137,16 @@ def parse(text: str) -> WrittenDate | None:
         year, month, day = _numeric(numbers, parts)
         if month is None:
             return None
-    return _checked(text, year, month, day, parts)
+    return _checked(year, month, day, parts)
 
 
-def _checked(text: str, year: int | None, month: int, day: int | None, parts: list) -> WrittenDate | None:
+def _checked(year: int | None, month: int, day: int | None, parts: list) -> Reading | None:
     parts.sort()
     try:
         dt.date(year or REFERENCE_YEAR, month, day or 1)
     except (ValueError, TypeError):
         return None
-    return WrittenDate(text, year, month, day, tuple(parts))
+    return year, month, day, tuple(parts)
 
 
 def _numeric(numbers: list[tuple[int, int, str]], parts: list) -> tuple[int | None, int | None, int | None]:

@@ -47,13 +47,13 @@ def _numbers(n: int, seed: int) -> list[str]:
 def test_numeric_patterns_match_their_digit_first_forms():
     for text in _numbers(6000, 5):
         note = Note(text)
-        got = sorted({(s.start, s.end) for p, back, _ in _NUMERIC_DATES
+        got = sorted({s[:2] for p, back, _ in _NUMERIC_DATES
                       for s in _from_separator(note, p, back, "DATE", "")})
         want = sorted({m.span() for p in REFERENCE_DATES for m in p.finditer(text)})
         assert got == want, text
-        assert [(s.start, s.end) for s in _from_separator(note, _SHORT_DATE, 0, "DATE", "")] == \
+        assert [s[:2] for s in _from_separator(note, _SHORT_DATE, 0, "DATE", "")] == \
             [m.span() for m in REFERENCE_SHORT.finditer(text)], text
-        assert [(s.start, s.end) for s in _from_separator(note, _SSN, 3, "SSN", "")] == \
+        assert [s[:2] for s in _from_separator(note, _SSN, 3, "SSN", "")] == \
             [m.span() for m in REFERENCE_SSN.finditer(text)], text
 
 
