@@ -17,6 +17,9 @@ KEYS: Final = {"name": "NAME", "first_name": "FIRST_NAME", "last_name": "LAST_NA
                "date": "DATE", "ssn": "SSN", "phone": "PHONE", "email": "EMAIL", "address": "STREET", "city": "CITY",
                "zip": "ZIP", "account": "ACCOUNT", "id": "ID"}
 
+#: What separates the parts of a name hint.
+_NAME_SEPARATORS: Final = re.compile(r"[\s,]+")
+
 
 def check_hints(hints: Mapping[str, object] | None) -> dict[str, str]:
     """The non-empty hints as text; an unknown key is refused naming the known ones."""
@@ -31,7 +34,7 @@ def check_hints(hints: Mapping[str, object] | None) -> dict[str, str]:
 
 def _name_parts(key: str, value: str) -> list[tuple[str, str]]:
     """(lower-case part, type) for each part of a name."""
-    parts = [p.lower() for p in re.split(r"[\s,]+", value) if len(p.rstrip(".")) > 1]
+    parts = [p.lower() for p in _NAME_SEPARATORS.split(value) if len(p.rstrip(".")) > 1]
     if key != "name" or not parts:
         return [(p, KEYS[key]) for p in parts]
     if "," in value:  # "Doe, Jane"
@@ -44,15 +47,16 @@ def _spans(note: Note, value: str, type_: str) -> list[Found]:
     return [(s, e, type_, note.text[s:e], "hint", HINT) for s, e in note.occurrences(value)]
 
 
-def _initials(note: Note, parts: list[tuple[str, str]]) -> list[Found]:
-    """The first name's initial before the last name ("J. Doe", "J Doe")."""
-    if len(parts) < 2:
-        return []
-    initial, last = parts[0][0][0], parts[-1][0]
-    out = []
-    for form in (f"{initial}. {last}", f"{initial} {last}"):
-        out += [(s, s + len(form) - len(last) - 1, "FIRST_NAME", note.text[s:s + len(form) - len(last) - 1],
-                     "hint", HINT) for s, _ in note.occurrences(form)]
+def _initials(note: Note, initial: str, last_names: list[tuple[int, int]]) -> list[Found]:
+    """The first name's initial before the last name ("J. Doe", then "J Doe"), read before each of the last name's
+    places (``last_names``, where the last name stands as a whole word: the whole of "j. doe" ends where "doe" does):
+    each form searched in the note by itself would find these and no others."""
+    low, text = note.low, note.text
+    out: list[Found] = []
+    for lead in (initial + ". ", initial + " "):
+        size = len(lead)
+        out += [(s - size, s - 1, "FIRST_NAME", text[s - size:s - 1], "hint", HINT) for s, e in last_names
+                if s >= size and low.startswith(lead, s - size) and note.whole(s - size, e)]
     return out
 
 
@@ -87,7 +91,10 @@ def hinted(note: Note, hints: Mapping[str, str], found_dates: list[Found]) -> li
         kind = KEYS[key]
         if kind in ("NAME", "FIRST_NAME", "LAST_NAME"):
             parts = _name_parts(key, value)
-            out += [s for part, type_ in parts for s in _spans(note, part, type_)] + _initials(note, parts)
+            places = [note.occurrences(part) for part, _ in parts]
+            out += [(s, e, type_, note.text[s:e], "hint", HINT) for (_, type_), found in zip(parts, places) for s, e in found]
+            if len(parts) > 1:
+                out += _initials(note, parts[0][0][0], places[-1])
         elif kind in ("MRN", "ACCOUNT", "ID", "SSN", "ZIP"):
             out += _identifier(note, value, kind)
         else:

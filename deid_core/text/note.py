@@ -65,14 +65,15 @@ class Note:
             _ROUTES.update(_routes())
         routes = _ROUTES
         classes: list[list[tuple[int, int, int]]] = [[] for _ in range(len(GATHERED) + len(_TRIGGER_BITS))]
-        add = [words.append for words in classes]
-        for last, (length, _, flags) in automaton().iter(fold(self.text)):
+        # Typed, so that compiled (setup.py) the loop unpacks the automaton's matches and appends without generic calls.
+        hits: Iterator[tuple[int, tuple[int, str, int]]] = automaton().iter(fold(self.text))
+        for last, (length, _, flags) in hits:
             route = routes[flags]
             if route:
                 end = last - 1  # ``last`` is the trailing space's index in the folded text, one past the leading one
                 word = (end - length, end, flags)
                 for i in route:
-                    add[i](word)
+                    classes[i].append(word)
         # Kept as tuples: a tuple of tuples of numbers is untracked by Python's garbage collector at its first
         # collection, where lists would stay tracked while the batch runs and be carried to the oldest generation
         # (whose collections walk every object the process holds).
@@ -137,14 +138,16 @@ class Note:
                 last = at + size
         return out
 
-    def occurrences(self, value: str) -> Iterator[tuple[int, int]]:
+    def occurrences(self, value: str) -> list[tuple[int, int]]:
         """Where ``value`` (lower case) stands as whole words in the note, in any case."""
         low, size = self.low, len(value)
+        out = []
         at = low.find(value) if value else -1
         while at >= 0:
             if self.whole(at, at + size):
-                yield at, at + size
+                out.append((at, at + size))
             at = low.find(value, at + 1)
+        return out
 
     def whole(self, start: int, end: int) -> bool:
         """Whether ``[start, end)`` is whole words: no letter, digit, apostrophe or hyphen just before it, no letter,
