@@ -12,8 +12,7 @@ others need a cue or a neighbouring name. An eponym before a term of eponymy ("P
 from __future__ import annotations
 
 import re
-from functools import lru_cache
-from typing import Final, Sequence
+from typing import Callable, Final, Sequence
 
 from .lists import EPONYM, FIRST, LAST, MEDICAL, T_RELATION, T_TITLE, WORD, english, stop_words, word_classes
 from .note import Note
@@ -80,8 +79,31 @@ ENGLISH: Final = 3
 STOP: Final = 4
 
 
-@lru_cache(maxsize=65536)
-def kind(word: str) -> int:
+class ByWord:
+    """A function of a word, each value computed once and kept in a plain dictionary of strings to numbers, which
+    Python's garbage collector never tracks (an ``lru_cache`` it walks entry by entry at every collection of its
+    oldest generation); emptied at :data:`BY_WORD_SIZE` words, a bound on its memory. Compiled (setup.py), a call is a
+    native call and one look-up."""
+
+    __slots__ = ("_of", "_values")
+
+    def __init__(self, of: Callable[[str], int]) -> None:
+        self._of = of
+        self._values: dict[str, int] = {}
+
+    def __call__(self, word: str) -> int:
+        value = self._values.get(word)
+        if value is None:
+            if len(self._values) >= BY_WORD_SIZE:
+                self._values.clear()
+            value = self._values[word] = self._of(word)
+        return value
+
+
+BY_WORD_SIZE: Final = 65536
+
+
+def _kind(word: str) -> int:
     """The kind of a word (see the module docstring); case-insensitive."""
     low = word.lower().rstrip(".")
     flags = word_classes().get(low, 0)
@@ -94,22 +116,23 @@ def kind(word: str) -> int:
     return FOREIGN
 
 
-@lru_cache(maxsize=65536)
-def _flags(word: str) -> int:
-    return word_classes().get(word.lower(), 0)
+kind: Final = ByWord(_kind)
+_flags: Final = ByWord(lambda word: word_classes().get(word.lower(), 0))
 
 
 def _eponym(text: str, end: int, word: str) -> bool:
     return bool(_flags(word) & EPONYM and _EPONYM_TAIL.match(text, end))
 
 
-@lru_cache(maxsize=65536)
-def _more(word: str) -> bool:
+def _continues(word: str) -> bool:
     """A word that continues a name already begun (after a cue or beside a name)."""
     if len(word.rstrip(".")) == 1:
         return word[0].isupper()
     k = kind(word)
     return k in (LISTED, FOREIGN) or k == AMBIGUOUS and word[0].isupper()
+
+
+_more: Final = ByWord(_continues)
 
 
 def _surname_after_first(previous: str, word: str) -> bool:
@@ -282,10 +305,10 @@ def _runs(note: Note) -> list[Found]:
     for s, e, f in note.having(FIRST | LAST):
         if f & MEDICAL:
             continue
-        strong = _candidate(text[s:e])
-        if strong is None or f & EPONYM and _EPONYM_TAIL.match(text, e):
+        candidate = _candidate(text[s:e])
+        if candidate == NO_NAME or f & EPONYM and _EPONYM_TAIL.match(text, e):
             continue
-        cands.append((s, e, strong))
+        cands.append((s, e, candidate == STRONG))
     out: list[Found] = []
     i, count = 0, len(cands)
     while i < count:
@@ -312,14 +335,21 @@ def _runs(note: Note) -> list[Found]:
     return out
 
 
-@lru_cache(maxsize=65536)
-def _candidate(word: str) -> bool | None:
-    """None for a listed word that is no name on its own (an English word, a stop word); else whether it is a
-    strong one: a capitalized listed name that is not a word of capitals."""
+#: What a listed word is to :func:`_runs`: no name on its own (an English word, a stop word), a weak name, or a strong
+#: one (a capitalized listed name that is not a word of capitals).
+NO_NAME: Final = 0
+WEAK: Final = 1
+STRONG: Final = 2
+
+
+def _candidacy(word: str) -> int:
     k = kind(word)
     if k > AMBIGUOUS:
-        return None
-    return k == LISTED and word[0].isupper() and not (len(word) > 3 and word.isupper())
+        return NO_NAME
+    return STRONG if k == LISTED and word[0].isupper() and not (len(word) > 3 and word.isupper()) else WEAK
+
+
+_candidate: Final = ByWord(_candidacy)
 
 
 def _pair(text: str, run: list[tuple[int, int, bool]]) -> bool:
