@@ -5,7 +5,7 @@ structured fields of the record are the surest guide to the identifiers of its n
 from __future__ import annotations
 
 import re
-from typing import Final, Mapping
+from typing import Final, Iterator, Mapping
 
 from ..errors import DeidInputError
 from .note import Note
@@ -71,7 +71,7 @@ def _identifier(note: Note, value: str, type_: str) -> list[Found]:
     return out
 
 
-def _digits_at(low: str, digits: str):
+def _digits_at(low: str, digits: str) -> Iterator[tuple[int, int]]:
     at = low.find(digits)
     while at >= 0:
         start, end = at, at + len(digits)

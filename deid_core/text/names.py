@@ -12,7 +12,7 @@ others need a cue or a neighbouring name. An eponym before a term of eponymy ("P
 from __future__ import annotations
 
 import re
-from typing import Callable, Final, Sequence
+from typing import Callable, Final, Iterator, Sequence
 
 from .lists import EPONYM, FIRST, LAST, MEDICAL, T_RELATION, T_TITLE, WORD, english, stop_words, word_classes
 from .note import Note
@@ -29,7 +29,7 @@ _RELATIONS: Final = ("seen by", "evaluated by", "examined by", "discussed with",
                      "aunt", "uncle")
 
 
-def _by_first_word(phrases: tuple[str, ...]) -> dict[str, re.Pattern]:
+def _by_first_word(phrases: tuple[str, ...]) -> dict[str, re.Pattern[str]]:
     """A relation cue (the longest phrase first, any case) and the name words after it, one pattern per first
     word of the phrases: at a trigger word only the phrases that begin with it can match, and a short alternation
     is tried much faster than one of fifty phrases."""
@@ -165,7 +165,7 @@ def _cued(note: Note) -> list[Found]:
     return out
 
 
-def _cue_names(text: str, m: re.Match, title: bool) -> list[Found]:
+def _cue_names(text: str, m: re.Match[str], title: bool) -> list[Found]:
     """The spans of the name words after a cue (``m``'s group 1), up to a listed eponym before its term.
 
     Not cached by phrase: what follows a cue ("Thomas Reid at") is seldom met twice, and a cache of such
@@ -221,7 +221,7 @@ def _credentialed(note: Note) -> list[Found]:
     return out
 
 
-def _name_before(text: str, reverse: str, lead: int) -> re.Match | None:
+def _name_before(text: str, reverse: str, lead: int) -> re.Match[str] | None:
     """:data:`_BEFORE_CREDENTIAL` in the 60 characters before ``lead``, searched only from where a name can begin
     (``reverse`` is ``text`` reversed)."""
     back = len(text) - lead
@@ -230,7 +230,7 @@ def _name_before(text: str, reverse: str, lead: int) -> re.Match | None:
     return _BEFORE_CREDENTIAL.search(text, max(0, lead - 60, lead - reach), lead)
 
 
-def _credential_leads(text: str):
+def _credential_leads(text: str) -> Iterator[int]:
     """Where each credential's lead begins: ``, RN``, ``,RN``, ``  RN`` (``, DO``, ``, PA`` with a comma only)."""
     for c in _CREDENTIAL.finditer(text):
         at = start = c.start()
@@ -263,7 +263,7 @@ def _last_first(note: Note) -> list[Found]:
     return out
 
 
-def _comma_pairs(text: str):
+def _comma_pairs(text: str) -> Iterator[tuple[int, int, re.Match[str]]]:
     """``(start, comma, match)`` for each word, comma and word after it (and a middle initial) that a scan of the
     whole note by ``\\b(word),[ \\t]*(word)( initial)?`` finds, leftmost first and none overlapping the one before: found from each comma (a
     pattern beginning with a word boundary is tried at every character), the word before read back."""
@@ -290,7 +290,7 @@ def _word_ending_at(text: str, end: int, lo: int) -> int:
     return -1
 
 
-def _commas(text: str):
+def _commas(text: str) -> Iterator[int]:
     at = text.find(",")
     while at >= 0:
         yield at
@@ -358,7 +358,8 @@ def _pair(text: str, run: list[tuple[int, int, bool]]) -> bool:
     return bool(_flags(a) & FIRST and _flags(b) & LAST and LISTED in (kind(a), kind(b)))
 
 
-def _extend(text: str, reverse: str, run: list, strong: bool) -> tuple[list, bool]:
+def _extend(text: str, reverse: str, run: list[tuple[int, int, bool]], strong: bool
+            ) -> tuple[list[tuple[int, int, bool]], bool]:
     """Add a foreign word just before or after a run ("Yosef Villegas", "Karen hautamaki"): capitalized, or
     lower case beside a strong name. True when a capitalized foreign word was added."""
     grown = False
@@ -387,7 +388,7 @@ def _word_before(text: str, reverse: str, at: int) -> tuple[int, int] | None:
     return len(text) - m.end(), len(text) - m.start(1)
 
 
-def _initials(text: str, run: list) -> list:
+def _initials(text: str, run: list[tuple[int, int, bool]]) -> list[tuple[int, int, bool]]:
     """The middle initials between the words of a run ("Jane Q. Doe") as words of the run."""
     out = [run[0]]
     for nxt in run[1:]:

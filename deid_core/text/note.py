@@ -156,12 +156,12 @@ class Note:
         return not (start and (low[start - 1].isalnum() or low[start - 1] in "'’-")
                     or end < len(low) and (low[end].isalnum() or low[end] == "-"))
 
-    def starting_at(self, pattern: re.Pattern, anchors: Iterable[tuple[int, ...]], lowered: bool = True) -> list[re.Match]:
+    def starting_at(self, pattern: re.Pattern[str], anchors: Iterable[tuple[int, ...]], lowered: bool = True) -> list[re.Match[str]]:
         """The matches of ``pattern`` that begin where an anchor does (a cue word that begins the pattern), in
         order, none overlapping the one before (as a scan of the whole note would have them). An anchor is a
         tuple ``(start, end, ...)``."""
         source = self.low if lowered else self.text
-        out: list[re.Match] = []
+        out: list[re.Match[str]] = []
         last = 0
         for anchor in anchors:
             start = anchor[0]
@@ -170,8 +170,8 @@ class Note:
                 last = m.end()
         return out
 
-    def around(self, pattern: re.Pattern, anchors: Iterable[tuple[int, ...]], before: int, after: int,
-               lowered: bool = True, starts: re.Pattern | None = None) -> list[re.Match]:
+    def around(self, pattern: re.Pattern[str], anchors: Iterable[tuple[int, ...]], before: int, after: int,
+               lowered: bool = True, starts: re.Pattern[str] | None = None) -> list[re.Match[str]]:
         """The matches of ``pattern`` in windows ``[start - before, end + after)`` around each anchor (in order of
         start; overlapping windows are merged), each match once; a match cut by its window's end is dropped (the
         whole note would have given it longer). An anchor is a tuple ``(start, end, ...)``.
@@ -182,7 +182,7 @@ class Note:
         source = self.low if lowered else self.text
         size = len(source)
         find = pattern.finditer if starts is None else partial(_tried_at, pattern, starts)
-        out: list[re.Match] = []
+        out: list[re.Match[str]] = []
         lo = hi = -1
         for anchor in anchors:
             start = anchor[0] - before
@@ -203,7 +203,7 @@ class Note:
         return out
 
 
-def _tried_at(pattern: re.Pattern, starts: re.Pattern, source: str, lo: int, hi: int) -> list[re.Match]:
+def _tried_at(pattern: re.Pattern[str], starts: re.Pattern[str], source: str, lo: int, hi: int) -> list[re.Match[str]]:
     """``pattern.finditer(source, lo, hi)`` for a pattern whose every match begins where ``starts`` matches and is
     never empty: ``pattern`` matched only there, the next try at or after the end of each match (as a scan)."""
     out = []

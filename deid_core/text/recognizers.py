@@ -35,7 +35,7 @@ _YEAR: Final = r"(?:(?:19|20)\d{2}|['’]\d{2})"
 # checked against the calendar after.
 
 
-def _after_digits(sep: str, no: str, rest: str) -> re.Pattern:
+def _after_digits(sep: str, no: str, rest: str) -> re.Pattern[str]:
     """``rest`` after one or two digits and ``sep``, the digits not after a character of the class ``no``."""
     s = re.escape(sep)
     return re.compile(rf"{s}(?:(?<=(?<!{no})\d\d{s})|(?<=(?<!{no})\d{s})){rest}")
@@ -157,31 +157,31 @@ _FACILITY_LEAD: Final = re.compile(r"(?:(?:the|at|to|from|in|on|by|via|per|and|p
                                    re.IGNORECASE)
 
 
-def _span(note: Note, m: re.Match, type_: str, source: str, priority: int, group: int = 0) -> Found:
+def _span(note: Note, m: re.Match[str], type_: str, source: str, priority: int, group: int = 0) -> Found:
     start, end = m.span(group)
     return start, end, type_, note.text[start:end], source, priority
 
 
-def _cores(note: Note, pattern: re.Pattern, *shapes: bytes) -> list[tuple[int, int]]:
+def _cores(note: Note, pattern: re.Pattern[str], *shapes: bytes) -> list[tuple[int, int]]:
     """Where ``pattern`` (digits and separators, the ``shapes`` of :meth:`Note.shaped`) matches in the note."""
     found = note.shaped(*shapes)
     return found if found is not None else [m.span() for m in pattern.finditer(note.low)]
 
 
-def _start(low: str, m: re.Match, back: int) -> int:
+def _start(low: str, m: re.Match[str], back: int) -> int:
     """Where a match found from its separator begins: ``back`` characters before it, or (``back`` 0) one or two
     digits before it."""
     at = m.start()
     return at - back if back else (at - 2 if at >= 2 and low[at - 2].isdigit() else at - 1)
 
 
-def _from_separator(note: Note, pattern: re.Pattern, back: int, type_: str, source: str) -> list[Found]:
+def _from_separator(note: Note, pattern: re.Pattern[str], back: int, type_: str, source: str) -> list[Found]:
     low, text = note.low, note.text
     return [(start, m.end(), type_, text[start:m.end()], source, PATTERN)
             for m in pattern.finditer(low) for start in (_start(low, m, back),)]
 
 
-def _all(note: Note, pattern: re.Pattern, type_: str, source: str, priority: int, lowered: bool = True) -> list[Found]:
+def _all(note: Note, pattern: re.Pattern[str], type_: str, source: str, priority: int, lowered: bool = True) -> list[Found]:
     return [_span(note, m, type_, source, priority) for m in pattern.finditer(note.low if lowered else note.text)]
 
 
@@ -269,7 +269,7 @@ def places(note: Note) -> list[Found]:
     return out
 
 
-def _streets(note: Note) -> list[re.Match]:
+def _streets(note: Note) -> list[re.Match[str]]:
     """Street addresses, searched around their suffix ("Street", "Ave", ...: the automaton's street words that
     follow a space) in ASCII notes, over the whole note in others (whose spaces and case folding the automaton's
     folded copy may not share)."""
@@ -289,7 +289,7 @@ def _streets(note: Note) -> list[re.Match]:
     return note.around(_STREET, capitalized, *_STREET_WINDOW, False) + note.around(_STREET_LOWER, lower, *_STREET_WINDOW)
 
 
-def _listed_city(note: Note, m: re.Match) -> bool:
+def _listed_city(note: Note, m: re.Match[str]) -> bool:
     return any(f & CITY and m.start(1) <= s and e <= m.end(1) for s, e, f in note.having(CITY | STATE | COUNTRY))
 
 

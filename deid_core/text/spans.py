@@ -38,7 +38,7 @@ class Span(NamedTuple):
     def overlaps(self, other: "Span") -> bool:
         return self.start < other.end and other.start < self.end
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, object]:
         return {"start": self.start, "end": self.end, "type": self.type, "text": self.text, "source": self.source}
 
 

@@ -140,7 +140,7 @@ def read(text: str) -> Reading | None:
     return _checked(year, month, day, parts)
 
 
-def _checked(year: int | None, month: int, day: int | None, parts: list) -> Reading | None:
+def _checked(year: int | None, month: int, day: int | None, parts: list[tuple[int, int, str]]) -> Reading | None:
     parts.sort()
     try:
         dt.date(year or REFERENCE_YEAR, month, day or 1)
@@ -149,7 +149,8 @@ def _checked(year: int | None, month: int, day: int | None, parts: list) -> Read
     return year, month, day, tuple(parts)
 
 
-def _numeric(numbers: list[tuple[int, int, str]], parts: list) -> tuple[int | None, int | None, int | None]:
+def _numeric(numbers: list[tuple[int, int, str]], parts: list[tuple[int, int, str]]
+             ) -> tuple[int | None, int | None, int | None]:
     """ISO (Y-M-D), M/D/Y (or D/M/Y when the first number is over 12), M/D and M/YYYY."""
     vals = [number for _, _, number in numbers]
     kinds: tuple[str, ...]
