@@ -141,17 +141,6 @@ _FACILITY: Final = re.compile(rf"\b(?:(?:St\.?|Saint|Mt\.?|Mount)\s+)?(?:{_CAP}\
                               rf"|\b(?:{_FACILITY_HEADS}) of {_CAP}(?: {_CAP})?")
 #: Where a pattern that begins with a word boundary and a capital can begin: a capital after no word character.
 _CAPITAL_START: Final = re.compile(r"[A-Z](?<!\w[A-Z])")
-#: Where a named date (:data:`_NAMED_DATES`, on the lower-cased note) can begin: a word's first letter or digit, the
-#: first letter of a month, of "the" or of an ordinal.
-_NAMED_DATE_START: Final = re.compile(r"[adefjmnost0-9](?<!\w.)")
-#: Where a month named alone (:data:`_MONTH_ALONE`, on the note) can begin: a word's first letter, that of one of its
-#: prepositions.
-_MONTH_ALONE_START: Final = re.compile(r"[abdefilmnostu](?<!\w.)")
-#: Where an unlabelled identifier (:data:`_ID_BARE`) can begin: a letter, a digit or a hyphen after none of
-#: ``\w.,/-``.
-_ID_BARE_START: Final = re.compile(r"[A-Za-z\d-](?<![\w.,/-].)")
-#: Every core of a URL (:data:`_URL_CORE`) holds one of these: a note without any has no URL, and is not searched.
-_URL_CORE_PARTS: Final = ("://", "www.", ".com", ".org", ".net", ".edu", ".gov", ".io", ".info")
 _FACILITY_LEAD: Final = re.compile(r"(?:(?:the|at|to|from|in|on|by|via|per|and|patient|pt|transferred|discharged|admitted|seen|"
                                    r"followed|presented|presents|sent|referred|returned|dr|call|called|contact|with)\b\.?\s+)+",
                                    re.IGNORECASE)
@@ -196,9 +185,8 @@ def dates(note: Note) -> list[Found]:
                 out.append(s)
     months = note.hits(T_MONTH)
     if months:
-        out += [_span(note, m, "DATE", "date", PATTERN) for m in note.around(_NAMED_DATES, months, 30, 16, True, _NAMED_DATE_START)]
-        out += [_span(note, m, "DATE", "month", CUE, 1) for m in note.around(_MONTH_ALONE, months, 24, 16, False,
-                                                                                _MONTH_ALONE_START)]
+        out += [_span(note, m, "DATE", "date", PATTERN) for m in note.around(_NAMED_DATES, months, 30, 16)]
+        out += [_span(note, m, "DATE", "month", CUE, 1) for m in note.around(_MONTH_ALONE, months, 24, 16, False)]
     return out
 
 
@@ -221,9 +209,8 @@ def contacts(note: Note) -> list[Found]:
             + ([_span(note, m, "EMAIL", "email", PATTERN + 1)
                 for m in note.around(_EMAIL, (m.span() for m in _EMAIL_CORE.finditer(note.text)), 64, 64, False)]
                if "@" in note.text else [])
-            + ([_span(note, m, "URL", "url", PATTERN)
-                for m in note.around(_URL, (m.span() for m in _URL_CORE.finditer(note.low)), 64, 120)]
-               if any(part in note.low for part in _URL_CORE_PARTS) else []))
+            + [_span(note, m, "URL", "url", PATTERN)
+               for m in note.around(_URL, (m.span() for m in _URL_CORE.finditer(note.low)), 64, 120)])
 
 
 def identifiers(note: Note) -> list[Found]:
@@ -234,7 +221,7 @@ def identifiers(note: Note) -> list[Found]:
         kind = next(n for n, _ in _ID_CUES if m.group(n))
         out.append(_span(note, m, kind, "id-cue", PATTERN + 2, value))
     cores = _cores(note, _ID_CORE, b"000000")
-    return out + [_span(note, m, "ID", "id", LIST) for m in note.around(_ID_BARE, cores, 5, 40, False, _ID_BARE_START)]
+    return out + [_span(note, m, "ID", "id", LIST) for m in note.around(_ID_BARE, cores, 5, 40, False)]
 
 
 def places(note: Note) -> list[Found]:
