@@ -92,7 +92,8 @@ def hinted(note: Note, hints: Mapping[str, str], found_dates: list[Found]) -> li
         if kind in ("NAME", "FIRST_NAME", "LAST_NAME"):
             parts = _name_parts(key, value)
             places = [note.occurrences(part) for part, _ in parts]
-            out += [(s, e, type_, note.text[s:e], "hint", HINT) for (_, type_), found in zip(parts, places) for s, e in found]
+            out += [(s, e, type_, note.text[s:e], "hint", HINT)
+                    for (_, type_), found in zip(parts, places) for s, e in found]
             if len(parts) > 1:
                 out += _initials(note, parts[0][0][0], places[-1])
         elif kind in ("MRN", "ACCOUNT", "ID", "SSN", "ZIP"):

@@ -18,27 +18,12 @@ import ahocorasick
 DATA: Final = Path(__file__).resolve().parent / "data"
 
 # Word classes of the automaton's values (bit flags; a word may be in several lists).
-FIRST: Final = 1
-LAST: Final = 2
-WORD: Final = 4
-EPONYM: Final = 8
-MEDICAL: Final = 16
-CITY: Final = 32
-STATE: Final = 64
-COUNTRY: Final = 128
-COMMON: Final = 256
+FIRST, LAST, WORD, EPONYM, MEDICAL, CITY, STATE, COUNTRY, COMMON = (1 << i for i in range(9))
 _FILES: Final = {FIRST: "first_names.txt", LAST: "last_names.txt", WORD: "name_words.txt", EPONYM: "eponyms.txt",
                  MEDICAL: "medical_terms.txt", CITY: "cities.txt", COUNTRY: "countries.txt"}
 # Trigger words: the first word of a cue, a month, a facility's head word. A recognizer that needs one runs its
 # pattern only where the automaton found it, not over the whole note.
-T_MONTH: Final = 512
-T_TITLE: Final = 1024
-T_RELATION: Final = 2048
-T_ID: Final = 4096
-T_PHONE: Final = 8192
-T_ZIP: Final = 16384
-T_FACILITY: Final = 32768
-T_STREET: Final = 65536
+T_MONTH, T_TITLE, T_RELATION, T_ID, T_PHONE, T_ZIP, T_FACILITY, T_STREET = (1 << i for i in range(9, 17))
 TRIGGERS: Final = {
     T_MONTH: "january february march april may june july august september october november december jan feb mar apr "
              "jun jul aug sep sept oct nov dec",
