@@ -1,13 +1,15 @@
-"""The detector's compiled modules (setup.py: mypyc at build time; docs/text.md, "Speed"). A non-editable install
-holds them, and they find exactly what this checkout's Python modules (which every other test imports) find: the
-spans of the development corpus with and without hints, every transform of its notes, and random notes spliced from
-it with digits, punctuation, case and non-ASCII letters put in.
+"""The detector's compiled modules (setup.py: mypyc at build time; docs/text.md, "Compiled"). A non-editable install
+holds them, and they find exactly what this checkout's Python modules (which the other tests import, their CLI runs
+included) find: the spans of the development corpus with and without hints, every transform of its notes, and random
+notes spliced from it with digits, punctuation, case and non-ASCII letters put in; and the whole ``deid text``
+command, worker processes and surrogates included, writes the same table and report, and refuses a bad table alike.
 
 The installed package is run in its own process (``python -I`` from an empty folder: neither this checkout nor
 ``PYTHONPATH`` on its path), as ``deid`` runs it."""
 from __future__ import annotations
 
 import ast
+import csv
 import json
 import os
 import random
@@ -131,3 +133,51 @@ def test_the_compiled_detector_finds_and_writes_exactly_what_the_python_one_does
     assert compiled["hints"] == [[list(s) for s in spans] for spans in detect_many(texts, hints)]
     for mode in MODES:
         assert compiled["modes"][mode] == deidentify_notes(texts, mode, hints=hints, surrogates=Surrogates(KEY)).notes
+
+
+def _deid(tmp_path: Path, installed: bool, *args: str) -> subprocess.CompletedProcess:
+    """``deid`` of the installed package (``python -I`` from ``tmp_path``) or of this checkout."""
+    command = [sys.executable, "-I", "-m", "deid_core.cli"] if installed else [sys.executable, "-m", "deid_core.cli"]
+    env = None if installed else {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run([*command, *args], cwd=tmp_path if installed else REPO, env=env, capture_output=True,
+                          text=True, timeout=600)
+
+
+@pytest.mark.slow
+def test_the_installed_deid_text_writes_what_the_checkouts_writes_with_two_workers(installed, tmp_path):
+    """The whole command, worker processes and surrogates included, on a column of more than 1 MB (the size from
+    which ``--workers`` shares it out); and a table that is not UTF-8 refused alike, one line, exit 2, nothing
+    written."""
+    from benchmarks.notes_corpus import generate
+
+    table = tmp_path / "notes.csv"
+    with table.open("w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(["patient_id", "name", "mrn", "dob", "note"])
+        for i, note in enumerate(generate(3000, 13)[0]):
+            hints = note["hints"]
+            writer.writerow([f"P{i // 3:04d}", hints["name"], hints["mrn"], hints["dob"], note["text"]])
+    assert table.stat().st_size > 1_000_000
+    key = tmp_path / "key"
+    key.write_bytes(KEY)
+    args = ["text", "--input", str(table), "--column", "note", "--mode", "surrogate", "--hints",
+            "name=name,mrn=mrn,dob=dob", "--patient", "patient_id", "--key-file", str(key), "--workers", "2"]
+    reports = []
+    for installed_one, name in ((True, "installed"), (False, "checkout")):
+        p = _deid(tmp_path, installed_one, *args, "--out", str(tmp_path / f"{name}.csv"), "--report",
+                  str(tmp_path / f"{name}.json"))
+        assert p.returncode == 0, p.stderr
+        report = json.loads((tmp_path / f"{name}.json").read_text(encoding="utf-8"))
+        assert report.pop("workers") == 2
+        report.pop("seconds")
+        reports.append(report)
+    assert (tmp_path / "installed.csv").read_bytes() == (tmp_path / "checkout.csv").read_bytes()
+    assert reports[0] == reports[1]
+
+    bad = tmp_path / "latin1.csv"
+    bad.write_bytes("patient_id,note\nP1,Seen by Dr. M\xfcller\n".encode("latin-1"))
+    for installed_one in (True, False):
+        out = tmp_path / f"bad_{installed_one}.csv"
+        p = _deid(tmp_path, installed_one, "text", "--input", str(bad), "--column", "note", "--out", str(out),
+                  "--mode", "tag")
+        assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and not out.exists(), p.stderr
