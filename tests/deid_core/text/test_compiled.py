@@ -13,8 +13,10 @@ import csv
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -84,6 +86,9 @@ def test_the_checkout_modules_the_other_tests_import_are_python():
 
 @pytest.mark.slow
 def test_a_non_editable_install_runs_every_listed_module_compiled(installed):
+    compiler = (os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc").split()[0]
+    if shutil.which(compiler) is None:  # the extensions are optional (setup.py): such an install is Python
+        pytest.skip(f"no C compiler ({compiler}) where the package was installed: its modules run as Python")
     assert {name: Path(file).suffix for name, file in installed["modules"].items()} == {
         name: ".so" for name in _compiled_modules()}
 
