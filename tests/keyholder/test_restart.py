@@ -43,11 +43,15 @@ def test_restart_between_query_and_holder(fresh_keyholder, tmp_path, scheme):
 
 def test_restart_during_comparisons(fresh_keyholder, tmp_path):
     server = fresh_keyholder()
+    restarts = []
 
     def interrupt():                                      # kill K after the third batch, restart it soon
         server.stop(kill=True)
-        threading.Timer(1.5, server.start).start()
+        restarts.append(threading.Timer(1.5, server.start))
+        restarts[-1].start()
     querier, holder, result, submitted = join_with_interrupted_key_holder(server, tmp_path, 8, interrupt,
                                                                           TEST_KEY_BITS)
+    for restart in restarts:  # its start has seen K healthy before the fixture stops K (else it raises in its thread)
+        restart.join(timeout=60)
     assert len(submitted) >= 13                           # 200 rows / 16 per batch, all went through
     assert canonical(result.frame) == canonical(plaintext_join(querier, holder, ["cost"]))

@@ -21,12 +21,16 @@ def _stop_and_time(server, signum: int) -> float:
 def test_sigterm_mid_round_stops_within_5s_and_restart_resumes(fresh_keyholder, tmp_path):
     server = fresh_keyholder()
     stopped_in = []
+    restarts = []
 
     def interrupt():
         stopped_in.append(_stop_and_time(server, signal.SIGTERM))
-        threading.Timer(1.0, server.start).start()
+        restarts.append(threading.Timer(1.0, server.start))
+        restarts[-1].start()
     querier, holder, result, submitted = join_with_interrupted_key_holder(server, tmp_path, 9, interrupt,
                                                                           TEST_KEY_BITS)
+    for restart in restarts:  # its start has seen K healthy before the fixture stops K (else it raises in its thread)
+        restart.join(timeout=60)
     assert stopped_in and stopped_in[0] < 5.0, stopped_in
     log = server.log_path.read_text()
     assert "SIGTERM received: stopping" in log and "keyholder INFO stopped" in log
