@@ -1,8 +1,8 @@
-"""The build: the free-text detector's hot modules compiled to C by mypyc (docs/text.md, "Speed"); the rest of the
+"""The build: the free-text detector's hot modules compiled to C by mypyc (docs/text.md, "Compiled"); the rest of the
 project, and its metadata, in pyproject.toml.
 
 The compiled modules are the same Python modules, type-checked and translated to C at build time (mypyc, part of
-mypy): a note goes through them about 1.25 times as fast as through the interpreter. They are optional extensions:
+mypy): a note goes through them about 1.3 times as fast as through the interpreter. They are optional extensions:
 the package installs and runs as Python where they cannot be built, slower and otherwise the same. They are not
 built
 
@@ -20,9 +20,9 @@ import sys
 from setuptools import setup
 
 #: The modules a note goes through, in dependency order: compiled together, one shared library.
-COMPILED = ["deid_core/text/spans.py", "deid_core/text/lists.py", "deid_core/text/note.py", "deid_core/text/textdates.py",
-            "deid_core/text/resolve.py", "deid_core/text/recognizers.py", "deid_core/text/names.py",
-            "deid_core/text/hints.py"]
+COMPILED = ["deid_core/text/spans.py", "deid_core/text/lists.py", "deid_core/text/note.py",
+            "deid_core/text/textdates.py", "deid_core/text/resolve.py", "deid_core/text/recognizers.py",
+            "deid_core/text/names.py", "deid_core/text/hints.py"]
 #: The setuptools commands that build the package's files (not its metadata, not an editable install).
 _BUILDS = {"bdist_wheel", "build", "build_ext", "install"}
 

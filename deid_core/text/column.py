@@ -92,7 +92,8 @@ def deidentify_notes(notes: Sequence[object], mode: str, *, hints: Iterable[Mapp
     # each worker, a process of its own, leaves what it loaded at start out of the collector's walks (gc.freeze:
     # deid_core.cli.text.settled says why)
     with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=gc.freeze) as pool:
-        for part in pool.map(_slice, ((notes[a:b], mode, rows[a:b], ids[a:b], surrogates, second_pass) for a, b in bounds)):
+        slices = ((notes[a:b], mode, rows[a:b], ids[a:b], surrogates, second_pass) for a, b in bounds)
+        for part in pool.map(_slice, slices):
             result.add(part)  # map keeps the order of the slices
     return result
 

@@ -5,7 +5,7 @@ structured fields of the record are the surest guide to the identifiers of its n
 from __future__ import annotations
 
 import re
-from typing import Final, Iterator, Mapping
+from typing import Final, Iterable, Iterator, Mapping
 
 from ..errors import DeidInputError
 from .note import Note
@@ -44,7 +44,12 @@ def _name_parts(key: str, value: str) -> list[tuple[str, str]]:
 
 
 def _spans(note: Note, value: str, type_: str) -> list[Found]:
-    return [(s, e, type_, note.text[s:e], "hint", HINT) for s, e in note.occurrences(value)]
+    return _at(note, note.occurrences(value), type_)
+
+
+def _at(note: Note, places: Iterable[tuple[int, int]], type_: str) -> list[Found]:
+    """Hint spans of ``type_`` at ``places`` (start, end) of the note."""
+    return [(s, e, type_, note.text[s:e], "hint", HINT) for s, e in places]
 
 
 def _initials(note: Note, initial: str, last_names: list[tuple[int, int]]) -> list[Found]:
@@ -65,10 +70,7 @@ def _identifier(note: Note, value: str, type_: str) -> list[Found]:
     digits = value.lstrip("0").lower()
     if not digits.isdigit():
         return _spans(note, value.lower(), type_)
-    out = []
-    for s, e in _digits_at(note.low, digits):
-        out.append((s, e, type_, note.text[s:e], "hint", HINT))
-    return out
+    return _at(note, _digits_at(note.low, digits), type_)
 
 
 def _digits_at(low: str, digits: str) -> Iterator[tuple[int, int]]:
@@ -92,8 +94,7 @@ def hinted(note: Note, hints: Mapping[str, str], found_dates: list[Found]) -> li
         if kind in ("NAME", "FIRST_NAME", "LAST_NAME"):
             parts = _name_parts(key, value)
             places = [note.occurrences(part) for part, _ in parts]
-            out += [(s, e, type_, note.text[s:e], "hint", HINT)
-                    for (_, type_), found in zip(parts, places) for s, e in found]
+            out += [span for (_, type_), found in zip(parts, places) for span in _at(note, found, type_)]
             if len(parts) > 1:
                 out += _initials(note, parts[0][0][0], places[-1])
         elif kind in ("MRN", "ACCOUNT", "ID", "SSN", "ZIP"):
