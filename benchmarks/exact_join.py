@@ -380,10 +380,10 @@ def run_join(scheme: str, index: int, args: argparse.Namespace, work: Path, part
     slots = int(facts["table_slots"])
     if elliptic:
         rates = floor_mod.best_group(rates_before, rates_after)
-        bound = floor_mod.floor_seconds_elgamal(rates, comparisons, matched_rows, slots, rows, cores)
+        bound = floor_mod.floor_seconds_elgamal(rates, comparisons, slots, rows, cores)
     else:
         rates = floor_mod.best(rates_before, rates_after)
-        bound = floor_mod.floor_seconds(rates, comparisons, comparisons + matched_rows, slots, cores)
+        bound = floor_mod.floor_seconds(rates, comparisons, slots, cores)
     seconds = facts["seconds"]
     relay_to_finish = audit["finish_round"] - audit["relay_query"] if {"finish_round", "relay_query"} <= audit.keys() else None
     phases = {
@@ -540,7 +540,7 @@ def _print_join(results: dict, r: dict, line: str) -> None:
               f"add/sub {u['add']:.4f}, point validation {u['valid']:.4f}")
     else:
         print(f"floor rates (ms/op, one core): full exp {u['full_exp']:.3f}, "
-              f"half-CRT {u['half_crt']:.3f}, Encryptor.encrypt {u['encrypt']:.3f} (r^n: {u['encrypt_powmod']:.3f})")
+              f"zero test (powmod_sec) {u['half_crt']:.3f}, Encryptor.encrypt {u['encrypt']:.3f} (r^n: {u['encrypt_powmod']:.3f})")
     print(f"floor CPU: holder {f['holder_cpu']:.2f} s + key holder {f['keyholder_cpu']:.2f} s + "
           f"querier {f['querier_cpu']:.2f} s, / {f['cores']} cores = {f['floor']:.2f} s")
     print(f"measured CPU during the run: holder {r['cpu']['holder_during_run']:.2f} s, key holder "

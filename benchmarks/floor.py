@@ -3,7 +3,8 @@
 Paillier (``Rates``, :func:`measure`): raw gmpy2 rates.
 
 Per holder row ``h`` exponentiations mod n^2 (exponent uniform in [1, n)) at the
-holder, ``h`` half-CRT exponentiations ``c^(p-1) mod p^2`` at the key holder, and
+holder, ``h`` constant-time half-size exponentiations ``c^(p-1) mod p^2`` (``gmpy2.powmod_sec``,
+the key holder's zero test, one per comparison whatever it finds) at the key holder, and
 per querier slot one fixed-base encryption.  For the encryption we time the product's own primitive
 ``common.schemes.paillier.Encryptor.encrypt`` (a 32-entry comb over a
 precomputed table: 31 multiplications mod n^2 plus ``(1 + m n)``), because raw
@@ -31,7 +32,7 @@ class Rates:
     key_bits: int
     samples: int
     full_exp: float          # powmod(x, r < n, n^2)
-    half_crt: float          # powmod(c, p - 1, p^2)
+    half_crt: float          # powmod_sec(c, p - 1, p^2): the zero test
     encrypt: float           # Encryptor.encrypt (fixed-base comb)
     encrypt_powmod: float    # r^n mod n^2 (textbook obfuscator, for scale only)
 
@@ -57,7 +58,7 @@ def measure(key_bits: int, samples: int = 200) -> Rates:
     full = [gmpy2.mpz(secrets.randbelow(int(n) - 1) + 1) for _ in range(samples)]
     powmod = gmpy2.powmod
     full_exp = _per_op(powmod, [(b, r, n2) for b, r in zip(bases, full)])
-    half_crt = _per_op(powmod, [(b, p1, p2) for b in bases])
+    half_crt = _per_op(gmpy2.powmod_sec, [(b, p1, p2) for b in bases])
     encryptor = Encryptor(PublicKey(int(n)))
     messages = [secrets.randbelow(int(n)) for _ in range(samples)]
     encrypt = _per_op(encryptor.encrypt, [(m,) for m in messages])
@@ -74,11 +75,11 @@ def best(*rates: Rates) -> Rates:
                    for f in ("full_exp", "half_crt", "encrypt", "encrypt_powmod")))
 
 
-def floor_seconds(rates: Rates, comparisons: int, zero_tests: int, slots: int, cores: int | None = None) -> dict:
-    """The floor for a run with these counts, spread over ``cores`` cores."""
+def floor_seconds(rates: Rates, comparisons: int, slots: int, cores: int | None = None) -> dict:
+    """The floor for a run with these counts, spread over ``cores`` cores (one zero test per comparison)."""
     cores = cores or os.cpu_count() or 1
     holder = comparisons * rates.full_exp
-    keyholder = zero_tests * rates.half_crt
+    keyholder = comparisons * rates.half_crt
     querier = slots * rates.encrypt
     return {"holder_cpu": holder, "keyholder_cpu": keyholder, "querier_cpu": querier,
             "cores": cores, "floor": (holder + keyholder + querier) / cores}
@@ -122,7 +123,7 @@ def best_group(*rates: GroupRates) -> GroupRates:
                       *(min(getattr(r, f) for r in rates) for f in ("mult", "base", "add", "valid")))
 
 
-def floor_seconds_elgamal(rates: GroupRates, comparisons: int, matches: int, slots: int, holder_terms: int,
+def floor_seconds_elgamal(rates: GroupRates, comparisons: int, slots: int, holder_terms: int,
                           cores: int | None = None) -> dict:
     """The floor of the ``ristretto`` scheme for a run with these counts (docs/protocol.md, "Comparison
     schemes"):
@@ -130,12 +131,13 @@ def floor_seconds_elgamal(rates: GroupRates, comparisons: int, matches: int, slo
     - querier, per slot: ``k·G`` and ``X·G`` (fixed base), ``k·P`` and one addition;
     - holder, per slot: both points validated on receipt; per holder row and term: ``Y·G``;
       per comparison: one subtraction and two multiplications (``r·c1``, ``r·(c2 − Y·G)``);
-    - key holder, per comparison: ``x·c1``; per non-match: the second point validated.
+    - key holder, per comparison: ``x·c1`` and the second point validated (a match's too: the
+      zero test's work does not depend on its result).
     """
     cores = cores or os.cpu_count() or 1
     querier = slots * (2 * rates.base + rates.mult + rates.add)
     holder = slots * 2 * rates.valid + holder_terms * rates.base + comparisons * (rates.add + 2 * rates.mult)
-    keyholder = comparisons * rates.mult + max(0, comparisons - matches) * rates.valid
+    keyholder = comparisons * (rates.mult + rates.valid)
     return {"holder_cpu": holder, "keyholder_cpu": keyholder, "querier_cpu": querier,
             "cores": cores, "floor": (holder + keyholder + querier) / cores}
 

@@ -198,16 +198,16 @@ def scheme_list(text: str) -> tuple[str, ...]:
     return names
 
 
-def floor_seconds_elgamal(comparisons: int, matches: int, slots: int, holder_terms: int, cores: int) -> float:
+def floor_seconds_elgamal(comparisons: int, slots: int, holder_terms: int, cores: int) -> float:
     """Raw libsodium time for the run's ``ristretto`` operations (benchmarks/floor.py), on ``cores`` cores."""
     from benchmarks.floor import floor_seconds_elgamal as bound, measure_group
-    return bound(measure_group(2000), comparisons, matches, slots, holder_terms, cores)["floor"]
+    return bound(measure_group(2000), comparisons, slots, holder_terms, cores)["floor"]
 
 
 def floor_seconds(comparisons: int, slots: int, key_bits: int, cores: int) -> float:
     """Raw gmpy2 time for the run's exponentiations (benchmarks/floor.py), on ``cores`` cores."""
     from benchmarks.floor import floor_seconds as bound, measure
-    return bound(measure(key_bits, 100), comparisons, comparisons, slots, cores)["floor"]
+    return bound(measure(key_bits, 100), comparisons, slots, cores)["floor"]
 
 
 def run_secure(folder: Path, mode: str, args, scheme: str) -> tuple[dict, dict, pd.DataFrame, float]:
@@ -453,7 +453,7 @@ def score(a: pd.DataFrame, b: pd.DataFrame, truth: set, mode: str, rules, args, 
         blocking = {"baseline_candidates (one block per term)": candidates}
     cores = os.cpu_count() or 2
     if scheme == "ristretto":
-        floor = floor_seconds_elgamal(comparisons, len(secure), slots, len(b) * len(rules.terms), cores)
+        floor = floor_seconds_elgamal(comparisons, slots, len(b) * len(rules.terms), cores)
     else:
         floor = floor_seconds(comparisons, slots, args.key_bits, cores)
     return {

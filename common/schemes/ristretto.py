@@ -62,6 +62,7 @@ canonical form and identities with numpy, so Python adds a few per cent to the l
 from __future__ import annotations
 
 import os
+from hmac import compare_digest
 from itertools import repeat
 from typing import Sequence
 
@@ -246,8 +247,11 @@ class RistrettoScheme(Scheme):
     # -- key holder ------------------------------------------------------------------------------
     def zero_test(self, public: bytes, private: bytes, comparisons: bytes) -> list[bool]:
         """``c2 == x·c1`` per comparison, after checking every point of the batch: ``c1`` a
-        non-identity element, ``c2`` an element or the identity.  ``x·c1`` decodes ``c1``; only a
-        ``c2`` other than ``x·c1`` and the identity is decoded separately."""
+        non-identity element, ``c2`` an element or the identity.  ``x·c1`` decodes ``c1``, and every
+        ``c2`` is decoded, a match's too: the work is the same whatever the results (libsodium's
+        multiplication and decoding take the same time for any input, and the comparison is
+        ``hmac.compare_digest``), so the holder cannot time its matches (docs/protocol.md, "A zero
+        test that takes the same time")."""
         x = self.private_scalar(private)
         count = _split(comparisons, "comparison")
         block = bytes(comparisons)
@@ -256,12 +260,12 @@ class RistrettoScheme(Scheme):
             if _suspects(block, count, identity_ok_second=True):
                 raise ValueError
             expected = list(map(_mult, repeat(x, count), c1s))
-            if not all(map(_decodes, (c2 for c2, xc1 in zip(c2s, expected) if c2 != xc1))):
+            if not all(list(map(_decodes, c2s))):     # a list: no early stop either
                 raise ValueError
         except (ValueError, RuntimeError):
             raise InvalidCiphertext(_first_failure(block, count, "comparison", 0, identity_ok_second=True)
                                     or "a comparison was refused by libsodium") from None
-        return [c2 == xc1 for c2, xc1 in zip(c2s, expected)]
+        return list(map(compare_digest, c2s, expected))
 
     # -- querier ---------------------------------------------------------------------------------
     def encrypt(self, public: bytes, encodings: Sequence[bytes | None]) -> bytes:
