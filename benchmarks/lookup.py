@@ -189,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
         print("-" * 64)
         print(f"{args.scheme}: holder rows {args.rows}, population {args.population}, max risk {args.max_risk}: "
               f"{plan.buckets} buckets, decided by the {plan.decided_by} (risk {plan.risk:.4f} in the population, "
-              f"{plan.holder_risk:.4f} among the holder's rows; ~{results['rows_per_bucket']} holder rows per bucket)")
+              f"{plan.holder_risk:.4f} among the holder's people; ~{results['rows_per_bucket']} holder rows per bucket)")
         print(f"holder load (normalize + payloads): {results['holder_load_s']} s")
         print(f"first lookup (K key + holder bucket index over all rows): {results['first_lookup_s']:.2f} s")
         if steady:
@@ -340,7 +340,7 @@ def _summary(results: list[dict]) -> dict:
 
 def bucket_plan(args, rows: int):
     """The buckets each lookup gets: the population's bound and the holder's, from the table size it
-    announces (its rows rounded down to the public step)."""
+    announces (its people, one per row here, rounded down to the public step)."""
     from party_client.crypto.cuckoo import padded_floor
     from party_client.lookups import BucketSizing
     return BucketSizing(args.population, args.max_risk).plan(padded_floor(rows))

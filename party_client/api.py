@@ -243,10 +243,10 @@ class Party(Registrant):
     def _at_holder_rows(self, rules: LevelRules, holder: str, timeout: float) -> LevelRules:
         """A precision target's threshold, derived from the table size the holder announces (waited for up
         to ``timeout`` seconds), as the holder derives it from its own (docs/linking.md, "A precision target")."""
-        from party_client.lookups import announced_rows
+        from party_client.lookups import announced_size
         sized = f"the threshold for precision {rules.precision:g} is derived"
         with self.connect() as connection:
-            return rules.at_holder_rows(announced_rows(Querier(connection, self.dir), holder, timeout, sized))
+            return rules.at_holder_rows(announced_size(Querier(connection, self.dir), holder, timeout, sized))
 
     def _resume(self, querier: Querier, states: SessionStates,
                 signature: str) -> tuple[pb.SessionInfo | None, SessionState | None]:
@@ -374,27 +374,28 @@ class Party(Registrant):
                timeout: float = 3600.0, session_ttl: float = 24 * 3600.0, matched_column: str = "matched",
                scheme: str | Scheme | None = None) -> LinkResult:
         """Look a few records up in a large holder through risk-bounded buckets: at most ``max_risk``
-        for a person of ``population`` and among the holder's rows (the size it announced serving,
-        waited for up to ``timeout`` seconds if it never has)."""
+        for a person of ``population`` and among the holder's people (the size it announced serving,
+        waited for up to ``timeout`` seconds if it never has), and, over every lookup of an identifier
+        at this holder, once the holder intersects its buckets (refused before any bucket goes out:
+        :class:`party_client.lookups.RepeatedLookup`).  The result says which records the holder holds
+        (``matched_column``); a lookup returns no released column."""
         sizing = BucketSizing(population, max_risk, buckets)
         options = self._options(key_bits, timeout, scheme)
         frame, keys = self._prepare(data, id_column, id_type, None, matched_column, "querier")
-        values = keys.tables[0].values
-        if not values:
+        if not keys.tables[0].values:
             raise PartyError("no identifier to look up (all blank)")
         state = LookupState(self.dir)
         try:
             state.check_ledger()          # before anything is asked: a lookup it could not record is not run
             with self.connect() as connection:
-                session, outcome, plan = run_lookup(Querier(connection, self.dir), state, holder, sizing, keys,
-                                                    options, session_ttl)
-            combined = state.record(values, session.session_id, plan.buckets, plan.crowd)
+                session, outcome, plan, risks = run_lookup(Querier(connection, self.dir), state, holder, sizing,
+                                                           keys, options, session_ttl)
         finally:
             state.close()
         result = assemble(frame, keys, outcome, matched_column, with_payload=False)
         report = self._report("lookup", holder, session, outcome, result, matched_column)
         report["matched_records"] = matched_records(keys, outcome)
-        report.update(lookup_report(plan, combined, outcome))
+        report.update(lookup_report(plan, risks, outcome))
         return LinkResult(result, report)
 
     # -- holder -----------------------------------------------------------------

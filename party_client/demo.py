@@ -359,7 +359,7 @@ def run_demo(out: str | None = None, rows: int = 300, force: bool = False) -> in
         lookup = looked.report
         print(f"- insurer (querier, lookup): claims matched = {looked.frame['matched'].tolist()} "
               f"through {lookup['buckets']} keyed buckets, sized by the {lookup['decided_by']} (each holds about "
-              f"{lookup['holder_rows'] // lookup['buckets']} or more of the registry's rows: re-identification risk "
+              f"{lookup['holder_people'] // lookup['buckets']} or more of the registry's people: re-identification risk "
               f"of the revealed bucket {lookup['holder_risk']:.4f} among them, {lookup['risk']:.6f} in a population "
               f"of 1,000,000; both <= 0.05)")
         print(f"- cohort (querier, fuzzy join without health card numbers): {fuzzy['linked']} of its "

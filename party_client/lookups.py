@@ -3,15 +3,20 @@
 A lookup reveals a keyed bucket of the queried identifier to the holder, which
 knows the session secret and so buckets every one of its own rows.  The bucket
 count meets a risk threshold (:mod:`deid_core.risk.buckets`) twice: for a
-person of the population, and among the holder's own rows, whose number the
-holder announces to K when it polls for work (:class:`BucketSizing`).  A lookup
-session keeps its secret for its validity window so that repeated lookups of
-one person land in the same bucket; across sessions (different secrets) the holder could intersect
-buckets, so the querier keeps a ledger of keyed tags (HMAC with its local
-secret: the ledger holds no identifier) and warns when the combined risk of
-one identifier passes the threshold.  :func:`run_lookup` runs a lookup round in
-the holder's reusable session (or a fresh one) and :func:`lookup_report` says
-what it revealed.
+person of the population, and among the holder's own people (its distinct keys),
+whose number the holder announces to K when it polls for work (:class:`BucketSizing`).
+
+Every lookup session with one holder uses the same secret, the holder's *partition
+secret*, kept in the ledger: a person looked up again lands in the same bucket
+whatever the session, so sessions give the holder nothing to intersect.  When
+the bucket count changes (the holder announced another size), a person's
+buckets under the two counts are two intervals of one hash, and the holder
+learns their intersection; the ledger of keyed tags (HMAC with the local secret:
+no identifier) records the counts each identifier was looked up under, and a
+lookup whose identifier's intersection would carry more than the threshold is
+refused before any bucket goes out (:meth:`LookupState.admit`).
+:func:`run_lookup` runs a lookup round in the holder's reusable session (or a
+fresh one) and :func:`lookup_report` says what it revealed.
 """
 from __future__ import annotations
 
@@ -21,6 +26,7 @@ import hashlib
 import hmac
 import json
 import logging
+import math
 import os
 import re
 import secrets
@@ -31,9 +37,12 @@ from dataclasses import dataclass, field as dataclass_field, replace as with_cha
 from pathlib import Path
 from typing import Iterator
 
+import numpy as np
+import pandas as pd
+
 from common.schemes import DEFAULT_SCHEME, RETIRED, get_scheme
-from deid_core.risk.buckets import combined_bucket_risk, hashed_bucket_risk, max_buckets
-from party_client.crypto.encoding import new_session_secret
+from deid_core.risk.buckets import hashed_bucket_risk, max_buckets, shared_bucket_risk
+from party_client.crypto.encoding import lookup_hashes, lookup_words, new_session_secret, shared_share
 from party_client.errors import ParameterError, PartyError
 from party_client.identity import PartyDir, write_secret
 from party_client.matching.keys import QuerierKeys
@@ -43,8 +52,16 @@ from party_client.transport import KeyHolderRefusal
 from party_client.waiting import human_seconds
 from proto import linkage_pb2 as pb
 
-LEDGER_TABLE = ("CREATE TABLE IF NOT EXISTS looked_up (tag TEXT NOT NULL, session_id TEXT NOT NULL, "
-                "buckets INTEGER NOT NULL, at REAL NOT NULL, PRIMARY KEY (tag, session_id))")
+LEDGER_SCHEMA = (
+    # per holder, the secret of every lookup session with it (docs/protocol.md, "Lookup")
+    "CREATE TABLE IF NOT EXISTS partitions (holder TEXT PRIMARY KEY, secret BLOB NOT NULL, created REAL NOT NULL)",
+    # per identifier's tag and holder, each bucket count it was looked up under
+    "CREATE TABLE IF NOT EXISTS looked_up_at (tag TEXT NOT NULL, holder TEXT NOT NULL, buckets INTEGER NOT NULL, "
+    "at REAL NOT NULL, PRIMARY KEY (tag, holder, buckets))",
+    # written by versions that drew a fresh secret per session: each row its own, independent partition
+    "CREATE TABLE IF NOT EXISTS looked_up (tag TEXT NOT NULL, session_id TEXT NOT NULL, "
+    "buckets INTEGER NOT NULL, at REAL NOT NULL, PRIMARY KEY (tag, session_id))",
+)
 LOCK_WAIT_SECONDS = 900.0       # a lookup opening a session holds the lock through K's retry window (600 s)
 LOCK_NOTICE_SECONDS = 2.0
 LOCK_POLL_SECONDS = 0.02
@@ -62,34 +79,34 @@ MAX_POPULATION = 10_000_000_000
 @dataclass(frozen=True)
 class BucketPlan:
     """A lookup's bucket count and the expected re-identification risk of a revealed bucket against
-    each bound: a person of the population, and one of the holder's own rows."""
+    each bound: a person of the population, and one of the holder's own people."""
 
     population: int
-    holder_rows: int                  # as the holder announced them: a public step, rounded down
+    holder_people: int                # as the holder announced them (distinct keys): a public step, rounded down
     buckets: int
     risk: float                       # in the population
-    holder_risk: float                # among the holder's rows (it buckets them all)
+    holder_risk: float                # among the holder's people (it buckets them all)
     max_risk: float
     asked: bool = False               # the count was given (``buckets=``), not the most allowed
 
     @property
     def crowd(self) -> int:
         """The fewer people a bucket hides a person among: the bound that decides."""
-        return min(self.population, self.holder_rows)
+        return min(self.population, self.holder_people)
 
     @property
     def decided_by(self) -> str:
         """Which bound set the bucket count: ``population``, the holder's table, or ``asked``."""
         if self.asked:
             return "asked"
-        return "population" if self.population <= self.holder_rows else \
-            f"holder's table of at least {self.holder_rows} rows"
+        return "population" if self.population <= self.holder_people else \
+            f"holder's table of at least {self.holder_people} people"
 
 
 @dataclass(frozen=True)
 class BucketSizing:
     """What a lookup asks of its buckets: a re-identification risk of at most ``max_risk`` for a
-    person of ``population`` and among the holder's rows; ``buckets`` a fixed count (None: the most
+    person of ``population`` and among the holder's people; ``buckets`` a fixed count (None: the most
     both bounds allow).  The population bound is checked at once, the holder's by :meth:`plan`."""
 
     population: int
@@ -116,19 +133,20 @@ class BucketSizing:
                                             f"risk of {risk:.4f}, above the threshold {self.max_risk}; use at most "
                                             f"{max_buckets(people, self.max_risk)}")
 
-    def plan(self, holder_rows: int) -> BucketPlan:
-        """The bucket count against the population and the holder's announced rows."""
+    def plan(self, holder_people: int) -> BucketPlan:
+        """The bucket count against the population and the holder's announced people."""
         if self.buckets is not None:
-            self._check(holder_rows, f"the holder's table of at least {holder_rows} rows")
-        buckets = self.buckets or max_buckets(min(self.population, holder_rows), self.max_risk)
-        return BucketPlan(self.population, holder_rows, buckets, hashed_bucket_risk(self.population, buckets),
-                          hashed_bucket_risk(holder_rows, buckets), self.max_risk, self.buckets is not None)
+            self._check(holder_people, f"the holder's table of at least {holder_people} people")
+        buckets = self.buckets or max_buckets(min(self.population, holder_people), self.max_risk)
+        return BucketPlan(self.population, holder_people, buckets, hashed_bucket_risk(self.population, buckets),
+                          hashed_bucket_risk(holder_people, buckets), self.max_risk, self.buckets is not None)
 
 
-def announced_rows(querier: Querier, holder: str, timeout: float,
+def announced_size(querier: Querier, holder: str, timeout: float,
                    sized: str = "lookup buckets are sized") -> int:
-    """The holder's table size as it last announced it to K (``GetParty``), waiting up to ``timeout``
-    seconds for a holder that has never served; ``sized`` says what is sized from it."""
+    """The holder's table size as it last announced it to K (``GetParty``'s ``table_rows``: its people,
+    :attr:`HolderKeys.people`), waiting up to ``timeout`` seconds for a holder that has never served;
+    ``sized`` says what is sized from it."""
     started = time.monotonic()
     while True:
         rows = querier.connection.call("GetParty", pb.GetPartyRequest(name=holder)).table_rows
@@ -272,7 +290,8 @@ class LookupState:
                         os.chmod(path, mode & 0o700)
                 ledger = sqlite3.connect(str(path), timeout=30.0)
                 try:
-                    ledger.execute(LEDGER_TABLE)      # ledgers made before they were made whole
+                    for statement in LEDGER_SCHEMA:       # ledgers made by earlier versions gain their tables
+                        ledger.execute(statement)
                 except BaseException:
                     ledger.close()
                     raise
@@ -289,7 +308,8 @@ class LookupState:
         try:
             made = sqlite3.connect(str(aside))
             try:
-                made.execute(LEDGER_TABLE)
+                for statement in LEDGER_SCHEMA:
+                    made.execute(statement)
                 made.commit()
             finally:
                 made.close()
@@ -305,7 +325,7 @@ class LookupState:
         try:
             ledger.execute("BEGIN IMMEDIATE")
             try:
-                ledger.execute("INSERT INTO looked_up VALUES ('', '', 0, 0)")
+                ledger.execute("INSERT INTO looked_up_at VALUES ('', '', 0, 0)")
             finally:
                 ledger.rollback()
         except sqlite3.Error as error:
@@ -380,12 +400,14 @@ class LookupState:
                     session = None
                 if session is not None and session.status != pb.OPEN:
                     session = None
+            if session is not None and kept.secret != self.partition_secret(holder):
+                session = None                        # a session of an earlier version's own secret
             if session is None:
                 if kept is not None:
                     registry["sessions"][kept.session_id]["retired"] = True
                 session = querier.open_session("lookup", holder, options, ttl=session_ttl, keys=keys)
-                kept = LookupSession(session.session_id, new_session_secret(), plan.buckets, options.key_bits,
-                                     session.expires_at, options.scheme.name, holder)
+                kept = LookupSession(session.session_id, self.partition_secret(holder), plan.buckets,
+                                     options.key_bits, session.expires_at, options.scheme.name, holder)
                 registry["sessions"][kept.session_id] = kept.to_json()
                 registry["current"][holder] = kept.session_id
             token = secrets.token_hex(8)
@@ -457,19 +479,94 @@ class LookupState:
     def tag(self, value: str) -> str:
         return hmac.new(self.party.local_secret, b"ledger/" + value.encode(), hashlib.sha256).hexdigest()
 
-    def record(self, values: list[str], session_id: str, buckets: int, population: int) -> list[float]:
-        """Log this session's lookups; return each identifier's combined risk over all sessions among
-        ``population`` people (a plan's :attr:`BucketPlan.crowd`)."""
-        now = time.time()
-        tags = [self.tag(v) for v in values]
-        with self._db:
-            self._db.executemany("INSERT OR IGNORE INTO looked_up VALUES (?, ?, ?, ?)",
-                                 [(t, session_id, buckets, now) for t in tags])
-        risks = []
-        for tag in tags:
-            counts = [row[0] for row in self._db.execute("SELECT buckets FROM looked_up WHERE tag = ?", (tag,))]
-            risks.append(combined_bucket_risk(population, counts))
+    def partition_secret(self, holder: str) -> bytes:
+        """The secret of every lookup session with ``holder``, drawn at the first and kept in the ledger
+        (docs/protocol.md, "Lookup": the same person meets the same bucket in every session)."""
+        ledger = self._db
+        try:
+            with ledger:
+                ledger.execute("INSERT OR IGNORE INTO partitions VALUES (?, ?, ?)",
+                               (holder, new_session_secret(), time.time()))
+            (secret,) = ledger.execute("SELECT secret FROM partitions WHERE holder = ?", (holder,)).fetchone()
+        except sqlite3.Error as error:
+            raise _damaged_ledger(self.folder / "ledger.sqlite3", error) from None
+        return bytes(secret)
+
+    def admit(self, keys: QuerierKeys, holder: str, plan: BucketPlan) -> np.ndarray:
+        """Check, then record, that looking ``keys``' identifiers up at ``holder`` under ``plan``'s bucket
+        count keeps each within the threshold, before any bucket goes out; each identifier's risk once
+        the holder intersects all its buckets (among ``plan.crowd`` people).
+
+        Under the holder's partition secret every count ``B`` puts an identifier's hash in one interval;
+        the holder knows the intersection of the intervals of every count it was asked under
+        (:func:`shared_share`; the same count twice adds nothing).  A lookup recorded by an earlier
+        version, under a secret of its own, is an independent partition: its ``1/B`` multiplies the
+        share.  :class:`RepeatedLookup` if an identifier's risk would pass both the threshold and the
+        risk of this lookup alone (a bucket of the whole table, ``B = 1``, reveals nothing)."""
+        table = keys.tables[0]
+        tags = [self.tag(v) for v in table.values]
+        secret = self.partition_secret(holder)
+        ledger = self._db
+        try:
+            with ledger:
+                ledger.execute("BEGIN IMMEDIATE")       # two lookups of one party check and record in turn
+                earlier = self._counts(ledger, "SELECT tag, buckets FROM looked_up_at WHERE holder = ? AND tag IN ",
+                                       [holder], tags)
+                legacy = self._counts(ledger, "SELECT tag, buckets FROM looked_up WHERE tag IN ", [], tags)
+                risks = self._risks(table, secret, plan, tags, earlier, legacy)
+                alone = hashed_bucket_risk(plan.crowd, plan.buckets)
+                over = np.flatnonzero((risks > plan.max_risk) & (risks > alone + 1e-12))
+                if len(over):
+                    raise RepeatedLookup(table, over, holder, float(risks[over].max()), plan.max_risk)
+                now = time.time()
+                ledger.executemany("INSERT OR IGNORE INTO looked_up_at VALUES (?, ?, ?, ?)",
+                                   [(t, holder, plan.buckets, now) for t in tags])
+        except sqlite3.Error as error:
+            raise _damaged_ledger(self.folder / "ledger.sqlite3", error) from None
         return risks
+
+    @staticmethod
+    def _counts(ledger: sqlite3.Connection, query: str, head: list, tags: list[str]) -> pd.DataFrame:
+        """(tag, buckets) rows of the ledger for these tags, read in pieces of SQLite's variable limit."""
+        parts = [pd.DataFrame(ledger.execute(query + f"({','.join('?' * len(piece))})", head + piece).fetchall(),
+                              columns=["tag", "buckets"])
+                 for piece in (tags[i:i + 900] for i in range(0, len(tags), 900))]
+        return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=["tag", "buckets"])
+
+    @staticmethod
+    def _risks(table, secret: bytes, plan: BucketPlan, tags: list[str], earlier: pd.DataFrame,
+               legacy: pd.DataFrame) -> np.ndarray:
+        """Each identifier's risk once its buckets of every lookup, this one included, are intersected."""
+        position = pd.Series(np.arange(len(tags)), index=pd.Index(tags))
+        counts = np.sort(earlier["buckets"].unique()).astype(np.uint64)
+        grid = np.zeros((len(tags), len(counts) + 1), dtype=np.uint64)   # per identifier, its counts (0: none)
+        grid[:, 0] = plan.buckets
+        if len(earlier):
+            rows = position.reindex(earlier["tag"]).to_numpy()
+            grid[rows, 1 + np.searchsorted(counts, earlier["buckets"].to_numpy(dtype=np.uint64))] = \
+                earlier["buckets"].to_numpy(dtype=np.uint64)
+        hashes = lookup_hashes(secret, lookup_words(table.name, table.values))
+        share = shared_share(hashes, grid)
+        if len(legacy):
+            legacy_share = legacy.assign(share=1.0 / legacy["buckets"].astype(float)).groupby("tag")["share"].prod()
+            share *= legacy_share.reindex(tags).fillna(1.0).to_numpy()
+        return shared_bucket_risk(plan.crowd, share)
+
+
+class RepeatedLookup(ParameterError):
+    """Identifiers whose buckets, intersected with those of their earlier lookups at the holder, would
+    carry more than the threshold: the lookup is refused before any bucket goes out."""
+
+    def __init__(self, table, over: np.ndarray, holder: str, worst: float, threshold: float) -> None:
+        records = np.sort(table.record_index[np.isin(table.value_index, over)]) + 1
+        shown = ", ".join(str(r) for r in records[:5]) + (", ..." if len(records) > 5 else "")
+        self.records = records
+        super().__init__("max_risk",
+            f"{len(over)} identifier(s) to look up (record {shown} of the input) were looked up at holder "
+            f"'{holder}' before under another bucket count (the holder announced another table size since, or an "
+            f"earlier version drew a secret per session): asked again, the holder could intersect their buckets "
+            f"(risk up to {worst:.4f} > {{name}} {threshold:g}); nothing was sent: leave them out, or look "
+            f"them up with {{name}} {math.ceil(worst * 1000) / 1000:g}")
 
 
 def _fresh_session_helps(querier: Querier, refusal: KeyHolderRefusal, session: pb.SessionInfo) -> bool:
@@ -487,21 +584,23 @@ def _fresh_session_helps(querier: Querier, refusal: KeyHolderRefusal, session: p
 
 
 def run_lookup(querier: Querier, state: LookupState, holder: str, sizing: BucketSizing, keys: QuerierKeys,
-               options: QueryOptions, session_ttl: float) -> tuple[pb.SessionInfo, QueryOutcome, BucketPlan]:
+               options: QueryOptions, session_ttl: float) -> tuple[pb.SessionInfo, QueryOutcome, BucketPlan, np.ndarray]:
     """One lookup round with buckets sized for the holder's current table, in the holder's lookup
     session shared by this party's lookups while K keeps it open and its bucket count is still the
     plan's (same secret: a person looked up again lands in the same bucket), else in a fresh one
-    (``session_ttl`` seconds); returns the session, what the round found and the bucket plan.
+    (``session_ttl`` seconds); returns the session, what the round found, the bucket plan and each
+    identifier's risk over all its lookups at the holder (:meth:`LookupState.admit`, before any is sent).
     Sessions it retires are closed at K once no lookup uses them."""
-    plan = sizing.plan(announced_rows(querier, holder, options.timeout))
+    plan = sizing.plan(announced_size(querier, holder, options.timeout))
     options = with_changes(options, lookup_buckets=plan.buckets)
+    risks = state.admit(keys, holder, plan)             # before any bucket goes out
     lease = state.acquire(querier, holder, plan, options, session_ttl, keys)
     try:
         try:
             outcome = querier.run(lease.session, keys, options, lookup_secret=lease.kept.secret)
         except KeyHolderRefusal as refusal:
-            # K's round cap per session, or a session K ended: continue in a fresh session (a new
-            # secret: the ledger warns if the holder could intersect buckets, :func:`lookup_report`).
+            # K's round cap per session, or a session K ended: continue in a fresh session (the same
+            # partition secret and bucket count: the same buckets).
             if not _fresh_session_helps(querier, refusal, lease.session):
                 raise
             _close(querier, state.release(lease))
@@ -510,7 +609,7 @@ def run_lookup(querier: Querier, state: LookupState, holder: str, sizing: Bucket
             outcome = querier.run(lease.session, keys, options, lookup_secret=lease.kept.secret)
     finally:
         _close(querier, state.release(lease))
-    return lease.session, outcome, plan
+    return lease.session, outcome, plan, risks
 
 
 def _close(querier: Querier, session_ids: list[str]) -> None:
@@ -521,16 +620,15 @@ def _close(querier: Querier, session_ids: list[str]) -> None:
             log.warning("could not close retired lookup session %s: %s", session_id, error)
 
 
-def lookup_report(plan: BucketPlan, combined: list[float], outcome: QueryOutcome) -> dict:
+def lookup_report(plan: BucketPlan, risks: np.ndarray, outcome: QueryOutcome) -> dict:
     """What a lookup revealed: the bucket plan (which bound decided it, its risk in the population
-    and among the holder's rows), the worst combined risk over the ledger (:meth:`LookupState.record`),
-    and a warning when it passes the threshold."""
-    worst = max(combined, default=0.0)
-    report = dict(population=plan.population, holder_rows=plan.holder_rows, buckets=plan.buckets,
+    and among the holder's people) and the worst risk of an identifier once the holder intersects its
+    buckets of every lookup at that holder (:meth:`LookupState.admit`: past the threshold it refused)."""
+    report = dict(population=plan.population, holder_people=plan.holder_people, buckets=plan.buckets,
                   decided_by=plan.decided_by, risk=round(plan.risk, 6), holder_risk=round(plan.holder_risk, 6),
-                  max_risk=plan.max_risk, combined_risk_max=round(worst, 6), session_rounds=outcome.round)
-    if worst > plan.max_risk:
-        report["warning"] = (f"{sum(r > plan.max_risk for r in combined)} identifier(s) were looked up in "
-                             f"several sessions; the holder could intersect their buckets "
-                             f"(combined risk {worst:.4f} > {plan.max_risk})")
+                  max_risk=plan.max_risk, combined_risk_max=round(float(risks.max(initial=0.0)), 6),
+                  session_rounds=outcome.round)
+    if plan.buckets == 1:
+        report["note"] = ("one bucket: the holder compares the lookup with every row it holds, so the bucket tells it "
+                          "nothing of whom it is asked about (its risks are those of a guess among all its people)")
     return report

@@ -14,7 +14,9 @@ expectation has the closed form
 which is the average risk used for the non-public attack types T1-T3 (the
 holder is a known, contractually bound party).  Intersecting ``k`` lookups of
 the same person under different session secrets multiplies the bucket counts:
-``lam = (N - 1) / (B_1 ... B_k)``.
+``lam = (N - 1) / (B_1 ... B_k)``.  Under one secret the buckets are intervals of
+one hash, and what the holder knows is their intersection, a share ``w`` of the
+hash range (``1/B`` for one count): ``lam = (N - 1) w`` (:func:`shared_bucket_risk`).
 """
 from __future__ import annotations
 
@@ -44,6 +46,16 @@ def combined_bucket_risk(population: int, bucket_counts: list[int]) -> float:
         raise ValueError("population and bucket counts must be positive")
     product = math.prod(bucket_counts)
     return _expected_inverse_size((population - 1) / product)
+
+
+def shared_bucket_risk(population: int, shares: np.ndarray) -> np.ndarray:
+    """Expected re-identification risk, per person, of the part of the hash range (a share in (0, 1])
+    that the holder knows a person's hash lies in: ``(1 - exp(-lam)) / lam`` with ``lam = (N - 1) w``."""
+    if population < 1:
+        raise ValueError("population must be positive")
+    lam = (population - 1) * np.asarray(shares, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(lam > 0, -np.expm1(-lam) / np.where(lam > 0, lam, 1.0), 1.0)
 
 
 def max_buckets(population: int, max_risk: float) -> int:

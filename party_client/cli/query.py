@@ -20,10 +20,13 @@ QUERY_HELP = {
     "lookup": ("look a few records up in a large holder through risk-bounded buckets",
                "Look a few records up in a large holder: the holder compares only one keyed bucket per\n"
                "identifier, sized so that the revealed bucket's re-identification risk stays at most\n"
-               "--max-risk both for a population of --population people and among the holder's own rows\n"
-               "(it buckets them all): the key holder hands out the table size the holder announces when\n"
-               "serving (`party hold`), rounded down to a step of sqrt(2). The output says which bound\n"
-               "decided (decided_by) and the risk against each (risk: population; holder_risk)."),
+               "--max-risk both for a population of --population people and among the holder's own people\n"
+               "(it buckets them all; a person's rows share a bucket): the key holder hands out the number\n"
+               "of people (distinct keys) the holder announces when serving (`party hold`), rounded down to\n"
+               "a step of sqrt(2). The output says which bound decided (decided_by) and the risk against\n"
+               "each (risk: population; holder_risk). Every lookup at one holder uses one secret, so a person\n"
+               "meets the same bucket each time; a lookup whose buckets under another count would narrow a\n"
+               "person past --max-risk is refused before anything is sent. The output is id,matched only."),
 }
 QUERY_EPILOG = ("join or dedup? Both find the same matches. join brings back the holder's released columns\n"
                 "(a matched row appears once per matching holder row); dedup brings back only True/False per\n"

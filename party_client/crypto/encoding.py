@@ -121,6 +121,38 @@ def lookup_buckets(secret: bytes, words: np.ndarray, buckets: int) -> np.ndarray
     return out
 
 
+def lookup_hashes(secret: bytes, words: np.ndarray) -> np.ndarray:
+    """``h(D)`` itself, the 32-bit keyed hash of each digest that :func:`lookup_buckets` scales to its
+    bucket count (a querier's own, to tell where its buckets under several counts meet)."""
+    return lookup_buckets(secret, words, MAX_LOOKUP_BUCKETS)
+
+
+def shared_share(hashes: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Per hash ``h``, the share of the 32-bit hash range whose bucket is ``h``'s under every count of
+    ``counts`` at once: what a holder that saw ``h``'s bucket under each count knows of ``h``.
+
+    The bucket ``b = h · B >> 32`` is the hashes ``x`` in ``[⌈b · 2^32 / B⌉, ⌈(b + 1) · 2^32 / B⌉)``;
+    the share is the length of the intersection of those intervals over the counts, over ``2^32``
+    (``1 / B`` for one count; for counts that are powers of two, ``1 / max``).  ``hashes``: uint32,
+    one per identifier; ``counts``: one row of counts per identifier, 0 where it has none (a row of
+    zeros: the whole range, share 1)."""
+    h = np.asarray(hashes, dtype=np.uint64)[:, None]
+    b_count = np.asarray(counts, dtype=np.uint64).reshape(len(h), -1)
+    used = b_count > 0
+    scale = np.where(used, b_count, np.uint64(1))
+    bucket = (h * scale) >> np.uint64(32)
+    top = np.uint64(MAX_LOOKUP_BUCKETS)
+    low = ((bucket << np.uint64(32)) + scale - np.uint64(1)) // scale
+    # (b + 1) · 2^32 overflows 64 bits only for b + 1 = B = 2^32, whose interval ends at 2^32
+    finest = scale == top
+    following = np.where(finest, np.uint64(0), bucket + np.uint64(1))
+    high = np.where(finest, bucket + np.uint64(1),
+                    ((following << np.uint64(32)) + scale - np.uint64(1)) // scale)
+    low = np.where(used, low, np.uint64(0)).max(axis=1, initial=0)
+    high = np.where(used, np.minimum(high, top), top).min(axis=1, initial=MAX_LOOKUP_BUCKETS)
+    return (high.astype(np.float64) - low.astype(np.float64)) / float(MAX_LOOKUP_BUCKETS)
+
+
 def block_prf(secret: bytes, blocking_pass: int, key: str) -> tuple[int, int]:
     """``PRF_s("block" || pass || key)`` as two 64-bit integers: the two bins a blocking key may use
     (docs/protocol.md, "Blocking passes as padded bins").

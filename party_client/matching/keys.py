@@ -121,6 +121,18 @@ class HolderKeys:
             present |= np.array([v is not None for v in column], dtype=bool)
         return np.flatnonzero(present)
 
+    @property
+    def people(self) -> int:
+        """The people the keyed rows hold, as far as the keys tell: rows with the same keys in every
+        table count once (an insurer's claims and a hospital's visits repeat a person's identifier).
+        With blocking passes the keyed rows themselves: their keys are per pass, and a precision
+        target's threshold is derived from that count (:meth:`LevelRules.announced_rows`)."""
+        rows = self.rows
+        if self.blocked is not None or not len(rows):
+            return len(rows)
+        keyed = pd.DataFrame({i: np.asarray(column, dtype=object)[rows] for i, column in enumerate(self.values)})
+        return len(keyed.drop_duplicates())
+
 
 def exact_spec(field: str, field_type: str) -> str:
     return f"exact/{field}/{field_type}"

@@ -98,9 +98,10 @@ class Holder:
         self.data = data
         self.options = options
         self._stopping = threading.Event()
-        # announced to K with each poll: lookups are sized so that a bucket hides a queried person
-        # among enough of these rows (docs/protocol.md, "Lookup"); a lower bound, told up to its step
-        self.table_rows = padded_floor(len(data.rows))
+        # announced to K with each poll (as table_rows): lookups are sized so that a bucket hides a
+        # queried person among enough of these people, not rows, since a person's rows share its
+        # bucket (docs/protocol.md, "Lookup"); a lower bound, told up to its step
+        self.announced_people = padded_floor(data.keys.people)
 
     def pending(self, wait_seconds: float = 0.0, known: Iterable[str] = ()) -> list[pb.WorkItem]:
         """The rounds waiting for us (long-polling up to ``wait_seconds`` while every one listed is among the
@@ -109,7 +110,7 @@ class Holder:
         matching = pb.MatchingAnnouncement(spec=self.data.keys.spec, fields=self.options.matching_fields) \
             if self.options.matching_fields else None
         return list(self.connection.call("ListWork", pb.ListWorkRequest(wait_seconds=wait_seconds,
-                                                                         table_rows=self.table_rows,
+                                                                         table_rows=self.announced_people,
                                                                          matching=matching,
                                                                          known_message_ids=sorted(known)),
                                          timeout=wait_seconds + 60).items)

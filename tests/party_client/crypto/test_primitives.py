@@ -19,7 +19,8 @@ from common.schemes import get_scheme
 from common.schemes.paillier import PublicKey
 from deid_core.risk.buckets import hashed_bucket_risk
 from party_client.crypto.cuckoo import EMPTY, CuckooFailure, CuckooParams, bin_count, padded_size, place
-from party_client.crypto.encoding import bin_positions, encode, encoding_bytes, lookup_buckets, lookup_words
+from party_client.crypto.encoding import (bin_positions, encode, encoding_bytes, lookup_buckets, lookup_hashes,
+                                          lookup_words, shared_share)
 from party_client.matching.normalize import normalize_identifiers, normalize_names
 from party_client.crypto.seal import SealError, SessionCipher, open_records, seal_records
 
@@ -63,6 +64,31 @@ def test_encoding_is_keyed_deterministic_and_below_n(keypair):
     assert (lookup_buckets(s1, words, 10 ** 9) == lookup_buckets(s1, words, 10 ** 9)).all()     # deterministic
     assert (lookup_buckets(s2, words, 10 ** 9) != lookup_buckets(s1, words, 10 ** 9)).all()     # keyed
     assert (lookup_words("hcn", ["1234567890"])[:, 0] != words[:, 0]).any()                   # field-separated
+
+
+COUNTS = st.sampled_from([1, 2, 3, 4, 7, 18, 1000, 1414, 2 ** 31, 2 ** 32 - 1, 2 ** 32])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(min_value=0, max_value=2 ** 32 - 1), st.lists(COUNTS, min_size=0, max_size=4))
+def test_the_share_of_the_hash_range_buckets_meet_in_is_their_intervals_intersection(h, counts):
+    """A bucket ``h · B >> 32`` is an interval of hashes; under several counts the holder knows their
+    intersection (docs/protocol.md, "Lookup"), computed here with Python's integers."""
+    low, high = 0, 2 ** 32
+    for count in counts:
+        bucket = (h * count) >> 32
+        low, high = max(low, -(-(bucket << 32) // count)), min(high, -(-((bucket + 1) << 32) // count))
+    assert low <= h < high
+    grid = np.array([counts + [0] * (4 - len(counts))], dtype=np.uint64)
+    assert shared_share(np.array([h], dtype=np.uint32), grid)[0] == (high - low) / 2 ** 32
+
+
+def test_a_bucket_is_its_hash_scaled_to_the_count():
+    words = lookup_words("id", [str(i) for i in range(500)])
+    secret = os.urandom(32)
+    hashes = lookup_hashes(secret, words).astype(np.uint64)
+    for count in (1, 18, 1000, 2 ** 20):
+        assert (lookup_buckets(secret, words, count) == (hashes * np.uint64(count)) >> np.uint64(32)).all()
 
 
 # -- cuckoo table --------------------------------------------------------------
