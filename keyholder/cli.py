@@ -97,6 +97,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         check_listen(args.listen, tls, args.insecure)
     except ValueError as error:
         raise UsageError(str(error)) from None
+    if data_dir.exists() and not data_dir.is_dir():
+        raise UsageError(f"--data-dir {data_dir} is a file, not a folder: name the key holder's folder "
+                         "(it is made if missing)")
     cluster = _cluster(args) if args.dask else None
     try:
         limits = limits_from_args(args)

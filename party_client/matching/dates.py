@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from party_client.errors import PartyError
+from party_client.errors import ParameterError, PartyError
 
 AUTO = "auto"
 #: Forms ``auto`` reads as they are, in order of preference on a tie.  Only whole dates: a year or a year
@@ -49,12 +49,33 @@ class DateForm:
     why: str
 
 
+def _format_error(date_format: str) -> str | None:
+    """Why pandas cannot read dates in ``date_format`` (a bad directive, a lone ``%``), or None."""
+    try:
+        pd.to_datetime(pd.Series(["1970-01-01"]), format=date_format, errors="coerce")
+    except ValueError as error:
+        return str(error).split("\n")[0]
+    return None
+
+
+def check_date_format(date_format: str) -> None:
+    """:class:`ParameterError` (``date_format``) unless it is ``auto`` or a format dates can be read in."""
+    failed = None if date_format == AUTO else _format_error(date_format)
+    if failed:
+        raise ParameterError("date_format", "{name} " + repr(date_format).replace("{", "{{").replace("}", "}}")
+                             + " is not a date format (" + failed.replace("{", "{{").replace("}", "}}")
+                             + "); write it with strftime's directives, e.g. %d/%m/%Y, or use auto")
+
+
 def read_dates(text: pd.Series, date_format: str, where: str) -> pd.Series:
     """``text`` (stripped, '' missing) as datetimes, NaT where missing or unreadable; ``where`` names the
     column in errors.  Refused when values are present and none is readable."""
     present = text[text != ""]
     if date_format == AUTO:
         date_format = date_form(present, where).format
+    failed = _format_error(date_format)
+    if failed:
+        raise PartyError(f"{where}: {date_format!r} is not a date format ({failed})")
     dates = pd.to_datetime(text.where(text != "", None), format=date_format, errors="coerce")
     if len(present) and not dates.notna().any():
         raise PartyError(f"{where}: no value matches date_format '{date_format}' (e.g. '{present.iloc[0]}')")

@@ -17,7 +17,7 @@ import pandas as pd
 
 from party_client.errors import PartyError
 from party_client.matching.blocking import BlockingPass
-from party_client.matching.dates import AUTO
+from party_client.matching.dates import AUTO, check_date_format
 from party_client.matching.fellegi_sunter import ELSE_LEVEL, LevelField, LevelModel, u_from_frequencies
 from party_client.matching.level_rules import LevelRules
 from party_client.matching.levels import Level
@@ -145,6 +145,7 @@ def prior_probabilities(fields: list[LevelField], preset: str = "person") -> tup
 def person_model(mapping: dict[str, str], date_format: str = AUTO, threshold: float = DEFAULT_THRESHOLD,
                  preset: str = "person") -> LevelModel:
     """The person model over the mapped roles (weights from the priors unless m and u are given)."""
+    check_date_format(date_format)
     roles = [r for r in ("id", "first", "last", "dob", "sex", "postcode", "street_number", "address", "city", "state")
              if r in mapping or (r == "dob" and "birth_year" in mapping)]
     fields = [_role_field(r, mapping, date_format, preset) for r in roles]

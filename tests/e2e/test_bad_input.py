@@ -100,6 +100,11 @@ def test_keyholder_cli_errors(tmp_path):
     one_line_error(serve("--listen", "127.0.0.1:0"), "choose --tls-dir")
     one_line_error(serve("--listen", "127.0.0.1:0", "--tls-dir", str(tmp_path / "none")), "lacks")
     one_line_error(serve("--listen", "nonsense", "--insecure"), "HOST:PORT")
+    (tmp_path / "a file").write_text("kept")
+    one_line_error(subprocess.run(keyholder_cmd("serve", "--data-dir", str(tmp_path / "a file"), "--listen",
+                                                "127.0.0.1:0", "--insecure"), capture_output=True, text=True,
+                                  timeout=60), "is a file, not a folder")
+    assert (tmp_path / "a file").read_text() == "kept"
     (tmp_path / "pass").write_text("one")
     first = subprocess.Popen(keyholder_cmd("serve", "--data-dir", str(tmp_path / "d2"), "--listen",
                                            "127.0.0.1:0", "--insecure", "--passphrase-file", str(tmp_path / "pass")),
@@ -196,3 +201,16 @@ def test_service_errors_carry_status_and_message(fresh_keyholder, tmp_path):
     time.sleep(1.5)
     code, details = status(lambda: q.GetSession(pb.SessionRef(session_id=short.session_id), metadata=qmeta))
     assert code == grpc.StatusCode.FAILED_PRECONDITION and "expired" in details
+
+
+@pytest.mark.parametrize("date_format", ["%Q%%%", "%d/%m/%Y%", "%d{x}%"])
+def test_a_date_format_that_is_none_is_refused_in_one_line(tmp_path, date_format):
+    """A ``--date-format`` pandas cannot read dates in (a bad directive, a stray ``%``): exit 2, one line
+    naming the flag and why, before anything is read or asked (it used to end in a ValueError's traceback)."""
+    (tmp_path / "q.csv").write_text("first,last,dob\nann,lee,1970-01-02\n")
+    run_party("init", "--dir", str(tmp_path / "q"), "--name", "querier")
+    result = run_party("join", "--dir", str(tmp_path / "q"), "--holder", "registry", "--input", str(tmp_path / "q.csv"),
+                       "--out", str(tmp_path / "out.csv"), "--preset", "person", "--map", "first=first,last=last,dob=dob",
+                       "--date-format", date_format, check=False)
+    one_line_error(result, f"--date-format {date_format!r} is not a date format")
+    assert not (tmp_path / "out.csv").exists()
