@@ -33,6 +33,7 @@ import json
 import logging
 import lzma
 import zipfile
+import zlib
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
@@ -56,6 +57,8 @@ def is_parquet(path: str | Path) -> bool:
 MAGIC = ((b"\x1f\x8b", "gzip"), (b"PK\x03\x04", "zip"), (b"BZh", "bz2"), (b"\xfd7zXZ\x00", "xz"),
          (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", "xls"))
 SPREADSHEET = "a spreadsheet: save it as CSV (UTF-8) and give that file"
+#: What a damaged compressed file raises while it is read (gzip's inflate raises zlib.error mid-stream).
+DAMAGED = (EOFError, zipfile.BadZipFile, lzma.LZMAError, zlib.error)
 UNPACK = {"gzip": "zcat", "bz2": "bzcat", "xz": "xzcat", "zip": "unzip -p"}
 log = logging.getLogger("deid_core.io")
 
@@ -116,7 +119,7 @@ def _not_utf8(path: Path, compression: str | None) -> DeidInputError:
                         f"0x{byte}); if it is Latin-1 or Windows-1252, convert it first, e.g. {convert}")
                 offset += len(piece)
                 line += piece.count(b"\n")
-    except (OSError, EOFError, zipfile.BadZipFile, lzma.LZMAError) as exc:
+    except (OSError, *DAMAGED) as exc:
         return DeidInputError(f"cannot read {str(path)!r}: {exc}")
     return DeidInputError(f"cannot read {str(path)!r}: not UTF-8 text")
 
@@ -127,7 +130,7 @@ def _first_line(path: Path, compression: str | None) -> str:
             raw = fh.readline()
     except OSError as exc:
         raise DeidInputError(f"cannot read {str(path)!r}: {exc.strerror or exc}") from None
-    except (EOFError, zipfile.BadZipFile, lzma.LZMAError) as exc:
+    except DAMAGED as exc:
         raise DeidInputError(f"cannot read {str(path)!r}: a damaged {compression} file ({exc})") from None
     try:
         return raw.decode("utf-8-sig").rstrip("\r\n")
@@ -229,7 +232,7 @@ def _read_csv(path: Path, na: list[str], categorical: bool) -> pd.DataFrame:
                                                      .dictionary_encode().chunks)
     except UnicodeDecodeError:
         raise _not_utf8(path, compression) from None
-    except (pd.errors.ParserError, ValueError, OSError, EOFError, zipfile.BadZipFile, lzma.LZMAError) as exc:
+    except (pd.errors.ParserError, ValueError, OSError, *DAMAGED) as exc:
         lines = str(exc).strip().splitlines()
         raise DeidInputError(f"cannot read {str(path)!r}: {lines[-1] if lines else type(exc).__name__}") from None
     if columns is None:

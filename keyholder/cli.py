@@ -154,6 +154,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
         rows = read_audit(Path(args.data_dir))
     except FileNotFoundError:
         raise UsageError(f"no key holder store in {args.data_dir}") from None
+    except ValueError as error:                     # a damaged store (keyholder.store.DamagedStore)
+        raise UsageError(str(error)) from None
     if not args.json:
         print("\t".join(AUDIT_COLUMNS))
     for at, *rest in rows:

@@ -87,10 +87,10 @@ class KeyHolder:
         os.umask(0o077)                      # the store, its WAL/SHM files and the spool: owner only
         self.data_dir = Path(data_dir)
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.store = Store(self.data_dir / STORE_FILE)      # first: a damaged store is refused with nothing made
         self.spool = self.data_dir / "spool"
         self.spool.mkdir(exist_ok=True)
         self.limits = limits
-        self.store = Store(self.data_dir / STORE_FILE)
         self._restrict_permissions()
         salt = self.store.get_meta("vault_salt")
         if salt is None:

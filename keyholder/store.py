@@ -115,12 +115,29 @@ class Message:
     round: int | None
 
 
+class DamagedStore(ValueError):
+    """The store file is not a SQLite database K can open; it is left as it is."""
+
+    def __init__(self, path: Path, error: sqlite3.Error) -> None:
+        super().__init__(f"{path} is not a key holder store K can open ({error}): restore it from a backup of the "
+                         "data directory, or move it aside to start an empty store (its sessions, keys and audit "
+                         "log are then gone)")
+
+
 class Store:
     """Thread-safe access to the key holder's SQLite database."""
 
     def __init__(self, path: Path) -> None:
         self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
         self._lock = threading.RLock()
+        try:
+            self._open()
+        except sqlite3.DatabaseError as error:
+            self._db.close()
+            raise DamagedStore(path, error) from None
+
+    def _open(self) -> None:
+        """The pragmas, the schema and its migrations (a damaged file fails at the first statement)."""
         with self._lock:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")

@@ -214,3 +214,39 @@ def test_a_date_format_that_is_none_is_refused_in_one_line(tmp_path, date_format
                        "--date-format", date_format, check=False)
     one_line_error(result, f"--date-format {date_format!r} is not a date format")
     assert not (tmp_path / "out.csv").exists()
+
+
+@pytest.mark.parametrize("damaged_at", [30, "late"])
+def test_a_damaged_gzip_table_is_refused_in_one_line(tmp_path, damaged_at):
+    """A ``.gz`` table whose deflate stream is damaged, near its start or far into it: gzip raises
+    ``zlib.error`` mid-read, which used to end ``party join`` and ``party hold`` in a traceback."""
+    import gzip
+    packed = bytearray(gzip.compress(b"hcn\n" + b"".join(b"%010d\n" % (i * 7919) for i in range(200_000)), 6))
+    start = 30 if damaged_at == 30 else len(packed) * 3 // 4
+    for i in range(start, start + 30):
+        packed[i] ^= 0x5A
+    (tmp_path / "t.csv.gz").write_bytes(bytes(packed))
+    run_party("init", "--dir", str(tmp_path / "p"), "--name", "party")
+    common = ("--dir", str(tmp_path / "p"), "--input", str(tmp_path / "t.csv.gz"), "--id-column", "hcn")
+    for result in (run_party("join", *common, "--holder", "registry", "--out", str(tmp_path / "out.csv"), check=False),
+                   run_party("hold", *common, "--once", check=False)):
+        one_line_error(result, "cannot read")
+        assert "t.csv.gz" in result.stderr
+    assert not (tmp_path / "out.csv").exists()
+
+
+def test_a_damaged_key_holder_store_is_refused_in_one_line_and_kept(tmp_path):
+    """``keyholder serve`` and ``keyholder audit`` on a store that is not a SQLite database: one line saying
+    what to do, exit 2, the file unchanged and nothing made beside it (it used to be sqlite3's traceback)."""
+    data_dir = tmp_path / "k"
+    data_dir.mkdir()
+    (data_dir / "keyholder.sqlite3").write_bytes(b"not a database, but someone's only copy\n" * 10)
+    before = digest(data_dir / "keyholder.sqlite3")
+    env = {**os.environ, "KEYHOLDER_PASSPHRASE": "x"}
+    for args in (("audit",), ("serve", "--listen", "127.0.0.1:0", "--insecure")):
+        result = subprocess.run(keyholder_cmd(*args, "--data-dir", str(data_dir)), capture_output=True, text=True,
+                                env=env, timeout=60)
+        one_line_error(result, "is not a key holder store K can open")
+        assert "restore it from a backup" in result.stderr
+    assert digest(data_dir / "keyholder.sqlite3") == before
+    assert sorted(p.name for p in data_dir.iterdir()) == ["keyholder.sqlite3"]
