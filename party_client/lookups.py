@@ -388,6 +388,7 @@ class LookupState:
                 session_ttl: float, keys: QuerierKeys, replace: str | None = None) -> Lease:
         """The holder's current lookup session if K keeps it open and it fits this lookup (else a
         fresh one, the old one retired); ``replace`` retires that session first (K's round cap)."""
+        secret = self.partition_secret(holder)
         with self._locked() as registry:
             current_id = registry["current"].get(holder)
             saved = registry["sessions"].get(current_id) if current_id else None
@@ -400,13 +401,13 @@ class LookupState:
                     session = None
                 if session is not None and session.status != pb.OPEN:
                     session = None
-            if session is not None and kept.secret != self.partition_secret(holder):
+            if session is not None and kept.secret != secret:
                 session = None                        # a session of an earlier version's own secret
             if session is None:
                 if kept is not None:
                     registry["sessions"][kept.session_id]["retired"] = True
                 session = querier.open_session("lookup", holder, options, ttl=session_ttl, keys=keys)
-                kept = LookupSession(session.session_id, self.partition_secret(holder), plan.buckets,
+                kept = LookupSession(session.session_id, secret, plan.buckets,
                                      options.key_bits, session.expires_at, options.scheme.name, holder)
                 registry["sessions"][kept.session_id] = kept.to_json()
                 registry["current"][holder] = kept.session_id
