@@ -304,3 +304,27 @@ def test_the_ledger_refuses_a_repeated_lookup_whose_buckets_would_meet_too_narro
     with pytest.raises(RepeatedLookup, match=r"risk up to 0\.[5-7]"):       # 1/18 x 1/18 of 363 people
         state.admit(old, "registry", wide)
     state.close()
+
+
+def test_a_lookup_is_in_the_ledger_before_its_bucket_goes_out(fresh_keyholder, tmp_path, monkeypatch):
+    """The counts are recorded before the round is sent: a lookup that breaks off after its query left
+    (here the round itself fails) still counts when the same person is looked up again."""
+    from party_client.identity import PartyDir
+    from party_client.lookups import LookupState
+    from party_client.protocol.querier import Querier
+    server = fresh_keyholder()
+    (qdir, _), (hdir, hname) = make_party(server, tmp_path, cli=False), make_party(server, tmp_path, cli=False)
+    stub, metadata = stub_for(server, hdir)
+    stub.ListWork(pb.ListWorkRequest(wait_seconds=0, table_rows=16_384), metadata=metadata, timeout=10)
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("the round broke off")
+    monkeypatch.setattr(Querier, "run", broken)
+    with pytest.raises(RuntimeError):
+        Party(qdir, progress=False).lookup(hname, pd.DataFrame({"hcn": _ids(1)}), "hcn", POPULATION,
+                                           scheme="ristretto", timeout=30)
+    state = LookupState(PartyDir.load(qdir))
+    rows = state._db.execute("SELECT holder, buckets FROM looked_up_at WHERE tag = ?",
+                             (state.tag(_ids(1)[0]),)).fetchall()
+    state.close()
+    assert rows == [(hname, 819)]
